@@ -1,0 +1,3 @@
+"""cryptbench: what does encrypting storage cost on this machine?"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from cryptbench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,80 @@
+"""The interface every backend implements, and the Target it provisions."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import ClassVar
+
+from cryptbench.session import Session
+
+
+@dataclass(frozen=True)
+class Availability:
+    ok: bool
+    reason: str = ""  # why not, in words a user can act on; empty when ok
+
+
+class DirectIO(StrEnum):
+    """What O_DIRECT on this target really does (probed at provisioning)."""
+
+    HONOURED = "honoured"  # data bypasses every page cache on its way to the device
+    BUFFERED = "buffered"  # accepted, but the data passes through a page cache anyway
+    REFUSED = "refused"  # open or I/O with O_DIRECT fails
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A process that does a target's work outside fio (e.g. a FUSE daemon)."""
+
+    name: str
+    pid: int
+
+
+@dataclass
+class Target:
+    name: str
+    backend: str
+    encrypted: bool
+    baseline: str | None  # the same stack without the cipher; None for plain
+    path: Path  # directory the workloads read and write
+    backing: tuple[Path, ...]  # where the bytes land (image file, ciphertext dir)
+    helpers: tuple[Helper, ...] = ()
+    details: dict[str, str] = field(default_factory=dict)
+    direct_io: DirectIO = DirectIO.HONOURED
+    direct_io_reason: str = ""
+    # Proof of encryption: a marker written through `path` is absent from
+    # `backing` (encrypted) or present in it (unencrypted: the positive control).
+    marker_in_backing: bool | None = None
+    encryption_verified: bool | None = None
+
+
+class Backend(ABC):
+    name: ClassVar[str]
+    encrypted: ClassVar[bool]
+    baseline: ClassVar[str | None]
+    summary: ClassVar[str]
+
+    @abstractmethod
+    def probe(self) -> Availability:
+        """Can this backend run here, for this user? Cheap; no side effects."""
+
+    @abstractmethod
+    def space_needed(self, data_bytes: int) -> int:
+        """Bytes of free space on the target filesystem the provisioned target needs."""
+
+    @abstractmethod
+    def provision(self, session: Session, data_bytes: int) -> AbstractContextManager[Target]:
+        """Set the target up inside the session's scratch; tear it down on exit."""
+
+
+def iter_files(paths: tuple[Path, ...]) -> Iterator[Path]:
+    for p in paths:
+        if p.is_file():
+            yield p
+        elif p.is_dir():
+            yield from (q for q in sorted(p.rglob("*")) if q.is_file() and not q.is_symlink())

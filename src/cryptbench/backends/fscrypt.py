@@ -1,0 +1,140 @@
+"""fscrypt: a directory encrypted by the kernel's native ext4 encryption.
+
+The key is a raw 64-byte key generated per run and handed to the kernel with
+the fscrypt ioctls (<linux/fscrypt.h>, v2 policy: AES-256-XTS contents,
+AES-256-CTS-CBC names). It never touches a disk or a command line. We call the
+kernel API directly rather than the `fscrypt` command-line tool because that
+tool needs /etc/fscrypt.conf and a metadata directory at the filesystem root:
+writes outside the scratch space that a benchmark has no business making.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import platform
+import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cryptbench.backends.base import Availability, Backend, DirectIO, Target
+from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_loop
+from cryptbench.errors import ProvisionError
+from cryptbench.resources import FscryptKey
+from cryptbench.session import Session
+
+FS_IOC_SET_ENCRYPTION_POLICY = 0x800C6613
+FS_IOC_GET_ENCRYPTION_POLICY_EX = 0xC0096616
+FS_IOC_ADD_ENCRYPTION_KEY = 0xC0506617
+FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER = 2
+FSCRYPT_POLICY_V2 = 2
+FSCRYPT_MODE_AES_256_XTS = 1
+FSCRYPT_MODE_AES_256_CTS = 4
+FSCRYPT_POLICY_FLAGS_PAD_32 = 0x03
+KEY_BYTES = 64  # AES-256-XTS needs a 512-bit key; v2 derives per-file keys from it
+
+POLICY_DESCRIPTION = "v2, contents AES-256-XTS, filenames AES-256-CTS-CBC, padding 32"
+BUFFERED_REASON = (
+    "ext4 encrypts file contents in the page cache unless it is mounted with inlinecrypt "
+    "on inline-encryption hardware, so O_DIRECT silently becomes buffered I/O"
+)
+
+
+def _kernel_at_least(major: int, minor: int) -> bool:
+    try:
+        parts = platform.release().split(".")
+        return (int(parts[0]), int(parts[1].split("-")[0])) >= (major, minor)
+    except (ValueError, IndexError):
+        return False
+
+
+def add_key(mountpoint: Path) -> str:
+    """Generate a raw key, add it to the filesystem, wipe our copy; return its identifier."""
+    key = bytearray(os.urandom(KEY_BYTES))
+    header = struct.pack("=II32sII32s", FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, 0, b"", KEY_BYTES, 0, b"")
+    arg = bytearray(header) + key
+    fd = os.open(mountpoint, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.ioctl(fd, FS_IOC_ADD_ENCRYPTION_KEY, arg, True)
+        identifier = bytes(arg[8:24]).hex()  # the kernel fills key_spec.u.identifier
+    except OSError as e:
+        raise ProvisionError(f"the kernel refused the fscrypt key: {e.strerror}") from None
+    finally:
+        os.close(fd)
+        # Best effort: bytes objects cannot be wiped, bytearrays can.
+        ctypes.memset((ctypes.c_char * len(key)).from_buffer(key), 0, len(key))
+        ctypes.memset((ctypes.c_char * len(arg)).from_buffer(arg), 0, len(arg))
+    return identifier
+
+
+def set_policy(directory: Path, identifier: str) -> str:
+    policy = struct.pack(
+        "=BBBBB3s16s",
+        FSCRYPT_POLICY_V2,
+        FSCRYPT_MODE_AES_256_XTS,
+        FSCRYPT_MODE_AES_256_CTS,
+        FSCRYPT_POLICY_FLAGS_PAD_32,
+        0,  # log2_data_unit_size: 0 = the filesystem block size
+        b"",
+        bytes.fromhex(identifier),
+    )
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.ioctl(fd, FS_IOC_SET_ENCRYPTION_POLICY, policy)
+        buf = bytearray(struct.pack("=Q", 24) + bytes(24))
+        fcntl.ioctl(fd, FS_IOC_GET_ENCRYPTION_POLICY_EX, buf, True)
+    except OSError as e:
+        raise ProvisionError(f"could not set the fscrypt policy: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    version, contents, names = buf[8], buf[9], buf[10]
+    if (version, contents, names) != (FSCRYPT_POLICY_V2, FSCRYPT_MODE_AES_256_XTS, FSCRYPT_MODE_AES_256_CTS):
+        raise ProvisionError(
+            f"the kernel reports policy v{version} modes {contents}/{names}, not the one set"
+        )
+    return POLICY_DESCRIPTION
+
+
+class FscryptBackend(Backend):
+    name = "fscrypt"
+    encrypted = True
+    baseline = "ext4-loop"
+    summary = "ext4 native encryption (fscrypt v2, AES-256-XTS) in an image on a loop device"
+
+    def probe(self) -> Availability:
+        base = probe_ext4_loop()
+        if not base.ok:
+            return base
+        if not Path("/sys/fs/ext4/features/encryption").exists():
+            return Availability(False, "kernel was built without ext4 encryption (CONFIG_FS_ENCRYPTION)")
+        if not _kernel_at_least(5, 4):
+            return Availability(False, "fscrypt v2 policies need Linux 5.4 or later")
+        return Availability(True)
+
+    def space_needed(self, data_bytes: int) -> int:
+        return image_size(data_bytes)
+
+    @contextmanager
+    def provision(self, session: Session, data_bytes: int) -> Iterator[Target]:
+        with ext4_on_loop(session, self.name, data_bytes, extra_features=("encrypt",)) as fs:
+            identifier = add_key(fs.mountpoint)
+            key = session.acquire(FscryptKey(fs.mountpoint, identifier))
+            try:
+                path = fs.mountpoint / "data"
+                path.mkdir()
+                policy = set_policy(path, identifier)
+                yield Target(
+                    name=self.name,
+                    backend=self.name,
+                    encrypted=True,
+                    baseline=self.baseline,
+                    path=path,
+                    backing=(fs.image,),
+                    details={"filesystem": "ext4", "policy": policy, **fs.details},
+                    direct_io=DirectIO.BUFFERED,
+                    direct_io_reason=BUFFERED_REASON,
+                )
+            finally:
+                session.release(key)

@@ -1,0 +1,37 @@
+"""plain: a directory in the scratch space, on the target filesystem itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from cryptbench.backends.base import Availability, Backend, Target
+from cryptbench.session import Session
+
+SLACK = 16 << 20  # bytes: marker and probe files
+
+
+class PlainBackend(Backend):
+    name = "plain"
+    encrypted = False
+    baseline = None
+    summary = "a directory on the target filesystem, no encryption"
+
+    def probe(self) -> Availability:
+        return Availability(True)
+
+    def space_needed(self, data_bytes: int) -> int:
+        return data_bytes + SLACK
+
+    @contextmanager
+    def provision(self, session: Session, data_bytes: int) -> Iterator[Target]:
+        path = session.path("targets", self.name)
+        path.mkdir(parents=True)
+        yield Target(
+            name=self.name,
+            backend=self.name,
+            encrypted=False,
+            baseline=None,
+            path=path,
+            backing=(path,),
+        )

@@ -1,0 +1,214 @@
+"""Command line: parse, call one command's run(), print. Nothing else prints.
+
+Errors become one line on stderr and exit status 2 (bad input) or 1 (a failure
+while working); a signal during a run exits 130 (SIGINT) or 143 (SIGTERM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from rich.console import Console
+from rich.table import Table
+
+from cryptbench import __version__
+from cryptbench.errors import CryptbenchError, Interrupted
+from cryptbench.metrics import CATALOG, PRIMARY
+from cryptbench.report import console as console_report
+from cryptbench.report.progress import RichProgress
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"cryptbench: error: {message} (see --help)\n")
+        raise SystemExit(2)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="cryptbench", description="What does encrypting storage cost on this machine?")
+    p.add_argument("--version", action="version", version=f"cryptbench {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    b = sub.add_parser("backends", help="what can be measured here, and why not the rest")
+    b.add_argument("--json", action="store_true", help="print JSON")
+
+    r = sub.add_parser("run", help="provision targets and run a suite on each")
+    r.add_argument("--backends", help="comma-separated (default: every available one); baselines are added")
+    r.add_argument("--suite", default="quick", help="built-in suite name or TOML file (default: quick)")
+    r.add_argument("--size", default="64M", help="data file per target, bytes moved per trial (default: 64M)")
+    r.add_argument("--repeats", type=int, default=3, help="trials per workload and target (default: 3)")
+    r.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")
+    r.add_argument(
+        "--target", default="/var/tmp", help="directory to put scratch space in (default: /var/tmp)"
+    )
+    r.add_argument(
+        "--io-mode",
+        default="auto",
+        choices=["auto", "direct", "buffered"],
+        help="auto: direct if every target honours O_DIRECT, else buffered for all",
+    )
+    r.add_argument("--data", default="random", choices=["random", "zero"], help="write buffer contents")
+    r.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
+    r.add_argument("--json", action="store_true", help="print the result document as JSON on stdout")
+
+    h = sub.add_parser("history", help="runs stored so far")
+    h.add_argument("--limit", type=int, default=20)
+    h.add_argument("--db", type=Path)
+    h.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("show", help="one stored run again")
+    s.add_argument("ref", nargs="?", default="latest", help="run id, or latest (default)")
+    s.add_argument("--metric", default=PRIMARY, choices=list(CATALOG), help="metric for the table")
+    s.add_argument("--db", type=Path)
+    s.add_argument("--json", action="store_true")
+
+    c = sub.add_parser("cleanup", help="tear down what a crashed run left behind")
+    c.add_argument("--target", help="also look in this target directory's scratch space")
+    return p
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+
+
+def _backends(args: argparse.Namespace, out: Console) -> int:
+    from cryptbench.commands import backends
+
+    rows = backends.run()
+    if args.json:
+        _print_json(rows)
+        return 0
+    table = Table(show_lines=False)
+    for col in ("backend", "available", "encrypted", "baseline", "what / why not"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            r["name"],
+            "[green]yes[/green]" if r["available"] else "[red]no[/red]",
+            "yes" if r["encrypted"] else "no",
+            r["baseline"] or "-",
+            r["summary"] if r["available"] else r["reason"],
+        )
+    out.print(table)
+    return 0
+
+
+def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from cryptbench.commands import run
+
+    with RichProgress(err) as progress:
+        outcome = run.run(
+            backends=args.backends,
+            suite=args.suite,
+            size=args.size,
+            repeats=args.repeats,
+            seed=args.seed,
+            target=args.target,
+            io_mode=args.io_mode,
+            data=args.data,
+            db=args.db,
+            progress=progress,
+        )
+    for msg in outcome.recovered:
+        err.print(f"cleanup of a crashed run: {msg}")
+    for note in outcome.document["notes"]:
+        err.print(f"note: {note}")
+    if args.json:
+        _print_json(outcome.document)
+    else:
+        console_report.render(outcome.document, out)
+    if outcome.status == "interrupted":
+        err.print(
+            f"interrupted: torn down; {outcome.document['trials']['ok']} finished trial(s) "
+            f"kept as run {outcome.run_id}"
+        )
+    return outcome.exit_code
+
+
+def _history(args: argparse.Namespace, out: Console) -> int:
+    from cryptbench.commands import history
+
+    rows = history.run(limit=args.limit, db=args.db)
+    if args.json:
+        _print_json(rows)
+        return 0
+    if not rows:
+        out.print("no runs stored yet (cryptbench run)")
+        return 0
+    table = Table()
+    for col in ("run", "started (UTC)", "status", "suite", "size", "repeats", "targets", "trials ok/failed"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            str(r["id"]),
+            r["started_at"][:19].replace("T", " "),
+            r["status"],
+            r["suite"],
+            f"{(r['size'] or 0) >> 20} MiB",
+            str(r["repeats"]),
+            ", ".join(r["targets"]),
+            f"{r['ok_trials']}/{r['failed_trials']}",
+        )
+    out.print(table)
+    return 0
+
+
+def _show(args: argparse.Namespace, out: Console) -> int:
+    from cryptbench.commands import show
+
+    doc = show.run(ref=args.ref, db=args.db)
+    if args.json:
+        _print_json(doc)
+    else:
+        console_report.render(doc, out, metric=args.metric)
+    return 0
+
+
+def _cleanup(args: argparse.Namespace, out: Console) -> int:
+    from cryptbench.commands import cleanup
+
+    removed, alive = cleanup.run(target=args.target)
+    for msg in removed:
+        out.print(msg)
+    for p in alive:
+        out.print(f"left alone (a live run holds its lock): {p}")
+    if not removed:
+        out.print("nothing to clean up")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    out = Console()
+    err = Console(stderr=True)
+    if args.command is None:
+        _parser().print_help()
+        return 2
+    try:
+        if args.command == "backends":
+            return _backends(args, out)
+        if args.command == "run":
+            return _run(args, out, err)
+        if args.command == "history":
+            return _history(args, out)
+        if args.command == "show":
+            return _show(args, out)
+        return _cleanup(args, out)
+    except CryptbenchError as e:
+        sys.stderr.write(f"cryptbench: error: {e}\n")
+        return e.exit_code
+    except (KeyboardInterrupt, Interrupted):
+        sys.stderr.write("cryptbench: interrupted\n")
+        return 130
+    except Exception as e:  # a bug: one line, the traceback on request
+        if os.environ.get("CRYPTBENCH_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"cryptbench: internal error: {type(e).__name__}: {e} (CRYPTBENCH_DEBUG=1 shows the traceback)\n"
+        )
+        return 1

@@ -1,0 +1,206 @@
+"""`cryptbench run`: provision, prove, lay out, run interleaved trials, tear down."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from cryptbench import __version__
+from cryptbench.backends import REGISTRY, DirectIO, Target
+from cryptbench.engines.fio import probe_ioengine, run_fio
+from cryptbench.engines.jobs import render_layout
+from cryptbench.errors import Interrupted, ProvisionError, TrialError
+from cryptbench.measure import environment
+from cryptbench.plan import Plan, build_plan
+from cryptbench.report import document
+from cryptbench.runner import NullProgress, Progress, TrialContext, job_options, run_all, schedule
+from cryptbench.session import Session, candidate_run_dirs, recover
+from cryptbench.store import Store, default_db_path
+from cryptbench.verify import marker_in_backing, probe_direct_io
+
+
+@dataclass
+class RunOutcome:
+    run_id: int
+    status: str  # complete, interrupted, failed
+    document: dict[str, Any]
+    recovered: list[str] = field(default_factory=list)  # what stale runs left and we removed
+    exit_code: int = 0
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT/SIGTERM raise Interrupted once; later ones are ignored so that
+    teardown, which they would otherwise cut short, completes."""
+    fired = False
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal fired
+        if not fired:
+            fired = True
+            raise Interrupted(signum)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str]:
+    messages: list[str] = []
+    for run_dir in candidate_run_dirs(targets, registry):
+        done = recover(run_dir, registry)
+        if done:
+            messages.extend(done)
+    return messages
+
+
+def prove_encryption(targets: dict[str, Target]) -> None:
+    for t in targets.values():
+        t.marker_in_backing = marker_in_backing(t)
+    for t in targets.values():
+        if not t.encrypted:
+            continue
+        if t.marker_in_backing:
+            raise ProvisionError(
+                f"plaintext written through {t.name} appeared in its backing storage: "
+                "the target is not encrypted, refusing to measure it"
+            )
+        base = targets.get(t.baseline or "")
+        # Without the positive control the absence of the marker proves nothing.
+        t.encryption_verified = bool(base is not None and base.marker_in_backing)
+
+
+def decide_io_modes(requested: str, targets: dict[str, Target]) -> tuple[dict[str, bool], str | None]:
+    """Direct I/O per target, and a note explaining the choice."""
+    not_direct = [t for t in targets.values() if t.direct_io is not DirectIO.HONOURED]
+    if requested == "buffered":
+        return {n: False for n in targets}, "buffered I/O for every target, as asked (--io-mode buffered)"
+    if requested == "direct":
+        note = None
+        if not_direct:
+            note = "direct I/O where honoured; buffered on " + ", ".join(t.name for t in not_direct)
+        return {n: t.direct_io is DirectIO.HONOURED for n, t in targets.items()}, note
+    if not not_direct:
+        return {n: True for n in targets}, "direct I/O for every target: each honours O_DIRECT"
+    why = "; ".join(f"{t.name}: {t.direct_io_reason}" for t in not_direct)
+    return {n: False for n in targets}, (
+        "buffered I/O for every target (writes end with fsync, caches dropped before each trial), "
+        f"so that comparisons are like for like, because O_DIRECT is not honoured by {why}"
+    )
+
+
+def _target_row(t: Target, direct: bool) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "backend": t.backend,
+        "baseline": t.baseline,
+        "encrypted": t.encrypted,
+        "io_mode": "direct" if direct else "buffered",
+        "direct_io": str(t.direct_io),
+        "direct_io_reason": t.direct_io_reason,
+        "marker_in_backing": t.marker_in_backing,
+        "encryption_verified": t.encryption_verified,
+        "details": {**t.details, "helpers": ", ".join(f"{h.name} (pid {h.pid})" for h in t.helpers)},
+    }
+
+
+def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None = None) -> RunOutcome:
+    recovered = recover_stale([plan.target_dir], registry)
+    session = Session.create(plan.target_dir, registry)
+    run_id = store.insert_run(
+        plan.suite.name, plan.to_json(), environment.collect(plan.target_dir), __version__
+    )
+    for name in plan.added_baselines:
+        store.add_note(run_id, f"added {name} as a baseline")
+    for name, reason in plan.skipped:
+        store.add_note(run_id, f"skipped {name}: {reason}")
+    status, exit_code = "failed", 1
+    try:
+        with ExitStack() as stack:
+            targets: dict[str, Target] = {}
+            for name in plan.backends:
+                progress.phase(f"provisioning {name}")
+                targets[name] = stack.enter_context(REGISTRY[name].provision(session, plan.size))
+            progress.phase("proving encryption")
+            prove_encryption(targets)
+            for t in targets.values():
+                declared = t.direct_io_reason
+                t.direct_io, evidence = probe_direct_io(t)
+                t.direct_io_reason = (
+                    f"{declared}; {evidence}"
+                    if declared and t.direct_io is not DirectIO.HONOURED
+                    else evidence
+                )
+            direct, note = decide_io_modes(plan.io_mode, targets)
+            if note:
+                store.add_note(run_id, note)
+            engine = probe_ioengine(session.path("ioengine-probe"))
+            env = environment.collect(plan.target_dir)  # now with xts(aes) instantiated
+            env["ioengine"] = engine
+            store.update_environment(run_id, env)
+            for t in targets.values():
+                store.insert_target(run_id, _target_row(t, direct[t.name]))
+            ctx = TrialContext(session, store, run_id, plan.size, engine, plan.zero_data, plan.seed)
+            workload_seeds = {w.name: (plan.seed + i) % 2**32 for i, w in enumerate(plan.suite.workloads)}
+            for t in targets.values():
+                progress.phase(f"writing the {plan.size >> 20} MiB data file on {t.name}")
+                layout = session.path("jobs", f"layout-{t.name}.fio")
+                layout.parent.mkdir(exist_ok=True)
+                layout.write_text(render_layout(job_options(ctx, t, direct[t.name], plan.seed)))
+                try:
+                    run_fio(layout)
+                except TrialError as e:
+                    raise ProvisionError(f"could not write the data file on {t.name}: {e}") from None
+            trials = schedule(plan.suite.workloads, list(targets), plan.repeats, plan.seed)
+            run_all(ctx, trials, targets, direct, workload_seeds, progress)
+            status, exit_code = "complete", 0
+    except Interrupted as e:
+        status, exit_code = "interrupted", e.exit_code
+    finally:
+        progress.phase("tearing down")
+        try:
+            session.close()
+        finally:
+            store.finish_run(run_id, status)
+    return RunOutcome(run_id, status, document.build(store, run_id), recovered, exit_code)
+
+
+def run(
+    *,
+    backends: str | None = None,
+    suite: str = "quick",
+    size: str = "64M",
+    repeats: int = 3,
+    seed: int | None = None,
+    target: str = "/var/tmp",
+    io_mode: str = "auto",
+    data: str = "random",
+    db: Path | None = None,
+    progress: Progress | None = None,
+    registry: Path | None = None,
+) -> RunOutcome:
+    plan = build_plan(
+        backends=backends,
+        suite=suite,
+        size=size,
+        repeats=repeats,
+        seed=seed,
+        target=target,
+        io_mode=io_mode,
+        data=data,
+        db=db or default_db_path(),
+    )
+    store = Store.open(plan.db_path)
+    try:
+        with interruptible():
+            return execute(plan, store, progress or NullProgress(), registry)
+    finally:
+        store.close()

@@ -1,0 +1,17 @@
+"""`cryptbench show ID|latest`: one stored run, as run printed it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cryptbench.report import document
+from cryptbench.store import Store, default_db_path
+
+
+def run(*, ref: str = "latest", db: Path | None = None) -> dict[str, Any]:
+    store = Store.open(db or default_db_path(), create=False)
+    try:
+        return document.build(store, store.resolve_run(ref))
+    finally:
+        store.close()

@@ -1,0 +1,138 @@
+"""Run fio and turn its JSON into a flat, typed measurement.
+
+Throughput is fio's `bw_bytes` (bytes/s), never `bw` (KiB/s).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptbench.errors import TrialError
+from cryptbench.system import which
+
+FIO_TIMEOUT = 1800.0  # seconds; a trial that takes longer is broken, not slow
+
+
+@dataclass(frozen=True)
+class FioMeasurement:
+    direction: str  # "read" or "write"
+    throughput: float  # bytes/s (fio bw_bytes; for writes includes the final fsync)
+    iops: float  # I/Os per second
+    io_bytes: int  # bytes moved
+    runtime: float  # seconds, fio's job runtime for this direction
+    lat_p50: float  # seconds, completion latency
+    lat_p99: float  # seconds
+    lat_p99_9: float  # seconds
+    fio_usr_cpu: float  # percent of one CPU, fio process, user
+    fio_sys_cpu: float  # percent of one CPU, fio process, system
+
+
+def fio_version() -> str:
+    exe = which("fio")
+    if exe is None:
+        return "not installed"
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False)
+    return out.stdout.strip()
+
+
+def _json_start(text: str) -> str:
+    # fio prints notes such as "fio: ..." before the JSON document on some errors.
+    i = text.find("{")
+    if i < 0:
+        raise TrialError("fio printed no JSON")
+    return text[i:]
+
+
+def _percentile(clat: dict[str, Any], p: str) -> float:
+    pct = clat.get("percentile") or {}
+    return float(pct.get(p, 0.0)) / 1e9
+
+
+def parse_fio_json(text: str) -> FioMeasurement:
+    try:
+        doc = json.loads(_json_start(text))
+        job = doc["jobs"][0]
+    except (json.JSONDecodeError, KeyError, IndexError) as e:
+        raise TrialError(f"could not parse fio output: {e}") from None
+    if job.get("error"):
+        raise TrialError(f"fio reported error {job['error']} in job {job.get('jobname')}")
+    # The direction that moved bytes is the measured one.
+    direction = "write" if job["write"]["io_bytes"] > job["read"]["io_bytes"] else "read"
+    d = job[direction]
+    if d["io_bytes"] <= 0:
+        raise TrialError(f"fio moved no data in job {job.get('jobname')}")
+    clat = d.get("clat_ns", {})
+    return FioMeasurement(
+        direction=direction,
+        throughput=float(d["bw_bytes"]),
+        iops=float(d["iops"]),
+        io_bytes=int(d["io_bytes"]),
+        runtime=float(d["runtime"]) / 1e3,
+        lat_p50=_percentile(clat, "50.000000"),
+        lat_p99=_percentile(clat, "99.000000"),
+        lat_p99_9=_percentile(clat, "99.900000"),
+        fio_usr_cpu=float(job.get("usr_cpu", 0.0)),
+        fio_sys_cpu=float(job.get("sys_cpu", 0.0)),
+    )
+
+
+def run_fio(jobfile: Path) -> str:
+    """Run one job file; return fio's JSON text. fio runs in its own session so
+    that a Ctrl-C reaches cryptbench first, which then stops fio and tears down."""
+    exe = which("fio")
+    if exe is None:
+        raise TrialError("fio is not installed (apt-get install fio)")
+    proc = subprocess.Popen(
+        [exe, "--output-format=json", str(jobfile)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=FIO_TIMEOUT)
+    except BaseException:
+        # Interrupted, timed out, or anything else: fio must not outlive the trial.
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+    if proc.returncode != 0:
+        lines = (err or out).strip().splitlines()
+        raise TrialError(f"fio exited with status {proc.returncode}: {lines[-1] if lines else ''}")
+    return out
+
+
+def probe_ioengine(scratch_file: Path) -> str:
+    """io_uring if fio and the kernel support it here, else libaio, else psync."""
+    for engine in ("io_uring", "libaio"):
+        proc = subprocess.run(
+            [
+                which("fio") or "fio",
+                "--name=probe",
+                f"--filename={scratch_file}",
+                "--size=64k",
+                "--bs=4k",
+                "--rw=read",
+                f"--ioengine={engine}",
+                "--output-format=json",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        scratch_file.unlink(missing_ok=True)
+        if proc.returncode == 0:
+            try:
+                parse_fio_json(proc.stdout)
+                return engine
+            except TrialError:
+                continue
+    return "psync"

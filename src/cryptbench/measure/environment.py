@@ -1,0 +1,140 @@
+"""Facts recorded with every run, so that runs can be told apart and compared."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from cryptbench import __version__
+from cryptbench.backends.gocryptfs import gocryptfs_version
+from cryptbench.engines.fio import fio_version
+from cryptbench.measure.cache import drop_method
+from cryptbench.system import is_root, mounts
+
+CPU_FLAGS_OF_INTEREST = ("aes", "vaes", "pclmulqdq", "vpclmulqdq", "avx2", "avx512f", "sha_ni")
+GENERIC_AES_DRIVERS = ("aes-generic", "aes-fixed-time")
+
+
+def _cpuinfo() -> tuple[str, list[str]]:
+    model, flags = "unknown", []
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name" and model == "unknown":
+                    model = value.strip()
+                elif key == "flags" and not flags:
+                    flags = value.split()
+    except OSError:
+        pass
+    return model, [f for f in CPU_FLAGS_OF_INTEREST if f in flags]
+
+
+def proc_crypto() -> list[dict[str, str]]:
+    entries: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    try:
+        with open("/proc/crypto") as f:
+            for line in f:
+                if not line.strip():
+                    if current:
+                        entries.append(current)
+                    current = {}
+                    continue
+                key, _, value = line.partition(":")
+                current[key.strip()] = value.strip()
+    except OSError:
+        return []
+    if current:
+        entries.append(current)
+    return entries
+
+
+def kernel_driver(name: str) -> str | None:
+    """The driver the kernel uses for algorithm `name`: the highest priority one."""
+    found = [e for e in proc_crypto() if e.get("name") == name]
+    if not found:
+        return None
+    return max(found, key=lambda e: int(e.get("priority", "0"))).get("driver")
+
+
+def is_generic_aes(driver: str | None) -> bool:
+    return driver is not None and any(g in driver for g in GENERIC_AES_DRIVERS)
+
+
+def kernel_crypto() -> dict[str, Any]:
+    xts = kernel_driver("xts(aes)")
+    aes = kernel_driver("aes")
+    return {
+        # xts(aes) appears in /proc/crypto only once something (fscrypt,
+        # dm-crypt) has instantiated it; the bare aes driver is always there.
+        "xts(aes)": xts,
+        "aes": aes,
+        "generic_software_aes": is_generic_aes(xts or aes),
+    }
+
+
+def filesystem_of(path: Path) -> dict[str, str]:
+    path = path.resolve()
+    best = None
+    for m in mounts():
+        if (path == m.mountpoint or path.is_relative_to(m.mountpoint)) and (
+            best is None or len(str(m.mountpoint)) >= len(str(best.mountpoint))
+        ):
+            best = m
+    if best is None:
+        return {}
+    info = {
+        "mountpoint": str(best.mountpoint),
+        "source": best.source,
+        "fstype": best.fstype,
+        "options": best.options,
+    }
+    dev = re.sub(r"^/dev/", "", best.source)
+    for candidate in (dev, re.sub(r"p?\d+$", "", dev)):
+        rot = Path(f"/sys/block/{candidate}/queue/rotational")
+        if candidate and rot.exists():
+            info["device"] = candidate
+            info["rotational"] = rot.read_text().strip()
+            model = Path(f"/sys/block/{candidate}/device/model")
+            if model.exists():
+                info["model"] = model.read_text().strip()
+            break
+    return info
+
+
+def _os_name() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return platform.system()
+
+
+def collect(target_dir: Path) -> dict[str, Any]:
+    model, flags = _cpuinfo()
+    return {
+        "hostname": socket.gethostname(),
+        "os": _os_name(),
+        "kernel": platform.release(),
+        "cpu_model": model,
+        "cpu_count": os.cpu_count(),
+        "cpu_flags": flags,
+        "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+        "kernel_crypto": kernel_crypto(),
+        "fio": fio_version(),
+        "gocryptfs": gocryptfs_version(),
+        "python": sys.version.split()[0],
+        "cryptbench": __version__,
+        "root": is_root(),
+        "cache_drop": str(drop_method()),
+        "target_filesystem": filesystem_of(target_dir),
+    }

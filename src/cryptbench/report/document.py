@@ -1,0 +1,296 @@
+"""The result document: one model built from the store, rendered by every format.
+
+Its JSON form is a contract (`--json`, `show --json`): schema_version, run_id,
+environment, targets[], results[], comparisons[], warnings[]. Throughput is in
+bytes/s and latency in seconds. Later versions add keys; they do not rename.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from cryptbench import stats
+from cryptbench.metrics import CATALOG, PRIMARY
+from cryptbench.run_warnings import RunWarning, WarningKind
+from cryptbench.store import Store
+
+DOCUMENT_SCHEMA = 1
+HIGH_CV = 0.10  # coefficient of variation above which a result is flagged
+SLOW_FIRST = 0.80  # a first trial below 80 % of the others' median is flagged
+CACHE_TOLERANCE = 0.01  # fraction of the data size allowed to stay resident
+
+
+def _seed(run_seed: int, *parts: str) -> int:
+    # A stable per-figure seed, so show reproduces run's intervals exactly.
+    h = run_seed
+    for p in parts:
+        for ch in p.encode():
+            h = (h * 131 + ch) % (2**32)
+    return h
+
+
+def build(store: Store, run_id: int) -> dict[str, Any]:
+    run = store.run_row(run_id)
+    plan = json.loads(run["plan_json"])
+    env = json.loads(run["environment_json"])
+    seed = int(plan.get("seed", 0))
+    targets = [
+        {
+            "name": t["name"],
+            "backend": t["backend"],
+            "baseline": t["baseline"],
+            "encrypted": bool(t["encrypted"]),
+            "io_mode": t["io_mode"],
+            "direct_io": t["direct_io"],
+            "direct_io_reason": t["direct_io_reason"],
+            "marker_in_backing": None if t["marker_in_backing"] is None else bool(t["marker_in_backing"]),
+            "encryption_verified": None
+            if t["encryption_verified"] is None
+            else bool(t["encryption_verified"]),
+            "details": json.loads(t["details_json"]),
+        }
+        for t in store.target_rows(run_id)
+    ]
+    trials = store.trial_rows(run_id)
+    by_id = {t["id"]: t for t in trials}
+    # samples[(workload, target, metric)] in trial order
+    samples: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for trial_id, name, _unit, value in store.metric_rows(run_id):
+        t = by_id[trial_id]
+        samples[(t["workload"], t["target"], name)].append(value)
+
+    workloads = [w for w in plan["workloads"] if any(t["workload"] == w for t in trials)]
+    target_names = [t["name"] for t in targets]
+    results = []
+    for w in workloads:
+        for tn in target_names:
+            for metric, info in CATALOG.items():
+                values = samples.get((w, tn, metric))
+                if not values:
+                    continue
+                s = stats.summarize(values, seed=_seed(seed, w, tn, metric))
+                results.append(
+                    {
+                        "workload": w,
+                        "target": tn,
+                        "metric": metric,
+                        "unit": info.unit,
+                        "samples": values,
+                        "n": s.n,
+                        "median": s.median,
+                        "mean": s.mean,
+                        "sd": s.sd,
+                        "cv": s.cv,
+                        "min": s.min,
+                        "max": s.max,
+                        "ci_low": s.ci_low,
+                        "ci_high": s.ci_high,
+                    }
+                )
+
+    comparisons = []
+    tmap = {t["name"]: t for t in targets}
+    for w in workloads:
+        for t in targets:
+            for baseline, kind in _baselines(t, tmap):
+                a = samples.get((w, t["name"], PRIMARY))
+                b = samples.get((w, baseline, PRIMARY))
+                if not a or not b:
+                    continue
+                r = stats.ratio(a, b, seed=_seed(seed, w, t["name"], baseline))
+                comparisons.append(
+                    {
+                        "workload": w,
+                        "target": t["name"],
+                        "baseline": baseline,
+                        "kind": kind,
+                        "metric": PRIMARY,
+                        "ratio": r.ratio,
+                        "ci_low": r.ci_low,
+                        "ci_high": r.ci_high,
+                        "overhead_percent": (1 - r.ratio) * 100,
+                    }
+                )
+
+    doc: dict[str, Any] = {
+        "schema_version": DOCUMENT_SCHEMA,
+        "run_id": run_id,
+        "status": run["status"],
+        "started_at": run["started_at"],
+        "finished_at": run["finished_at"],
+        "tool_version": run["tool_version"],
+        "suite": run["suite"],
+        "plan": plan,
+        "environment": env,
+        "targets": targets,
+        "results": results,
+        "comparisons": comparisons,
+        "trials": {
+            "ok": sum(t["status"] == "ok" for t in trials),
+            "failed": sum(t["status"] != "ok" for t in trials),
+        },
+        "notes": json.loads(run["notes_json"]),
+    }
+    doc["warnings"] = [w.to_json() for w in find_warnings(doc, trials)]
+    doc["conclusions"] = conclusions(doc)
+    return doc
+
+
+def _baselines(t: dict[str, Any], tmap: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+    """(baseline, kind): the same stack without the cipher, and plain when that differs."""
+    out = []
+    if t["baseline"] and t["baseline"] in tmap:
+        out.append((t["baseline"], "baseline"))
+    if t["name"] != "plain" and t["baseline"] != "plain" and "plain" in tmap:
+        out.append(("plain", "plain"))
+    return out
+
+
+def find_warnings(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[RunWarning]:
+    found: list[RunWarning] = []
+    env = doc["environment"]
+    size = doc["plan"]["size"]
+    if doc["status"] == "interrupted":
+        found.append(
+            RunWarning(
+                WarningKind.INTERRUPTED, "the run was interrupted; figures cover the trials that finished"
+            )
+        )
+    if env.get("cache_drop") == "fadvise":
+        found.append(
+            RunWarning(
+                WarningKind.CACHE_DROP_LIMITED,
+                "not run as root: caches were dropped with fadvise only, so the backing files of "
+                "layered targets may have been read from memory; run as root for drop_caches",
+            )
+        )
+    crypto = env.get("kernel_crypto", {})
+    if crypto.get("generic_software_aes") and any(t["backend"] == "fscrypt" for t in doc["targets"]):
+        flags = env.get("cpu_flags", [])
+        has = " although the CPU has AES instructions" if "aes" in flags else ""
+        driver = crypto.get("xts(aes)") or crypto.get("aes")
+        found.append(
+            RunWarning(
+                WarningKind.GENERIC_KERNEL_AES,
+                f"the kernel's AES is a generic software implementation ({driver})"
+                f"{has}: kernel encryption (fscrypt, dm-crypt) runs without AES-NI here, which makes it slow",
+            )
+        )
+    for t in doc["targets"]:
+        if t["encrypted"] and t["encryption_verified"] is not True:
+            found.append(
+                RunWarning(
+                    WarningKind.ENCRYPTION_UNVERIFIED,
+                    "the proof of encryption did not pass for this target",
+                    target=t["name"],
+                )
+            )
+    for r in doc["results"]:
+        if r["metric"] != PRIMARY:
+            continue
+        w, tn, values = r["workload"], r["target"], r["samples"]
+        if r["n"] < 2:
+            found.append(
+                RunWarning(WarningKind.FEW_SAMPLES, "one sample: no interval; use --repeats 3 or more", w, tn)
+            )
+        if r["cv"] > HIGH_CV:
+            found.append(
+                RunWarning(
+                    WarningKind.HIGH_VARIATION,
+                    f"throughput varies by {r['cv']:.0%} (CV) between trials",
+                    w,
+                    tn,
+                )
+            )
+        for i in stats.outliers(values):
+            found.append(
+                RunWarning(
+                    WarningKind.OUTLIER,
+                    f"trial {i + 1} of {r['n']} is an outlier ({values[i] / 1e6:.1f} MB/s "
+                    f"against a median of {r['median'] / 1e6:.1f} MB/s); kept, not dropped",
+                    w,
+                    tn,
+                )
+            )
+        if r["n"] >= 3:
+            rest = sorted(values[1:])
+            mid = (
+                rest[len(rest) // 2]
+                if len(rest) % 2
+                else (rest[len(rest) // 2 - 1] + rest[len(rest) // 2]) / 2
+            )
+            if values[0] < SLOW_FIRST * mid:
+                found.append(
+                    RunWarning(
+                        WarningKind.SLOW_FIRST_TRIAL,
+                        f"the first trial ran at {values[0] / mid:.0%} of the others' median; "
+                        "a warm-up effect (caches, allocation) may be mixed in",
+                        w,
+                        tn,
+                    )
+                )
+    failed: dict[tuple[str, str], list[str]] = defaultdict(list)
+    resident: dict[tuple[str, str], int] = defaultdict(int)
+    for t in trials:
+        key = (t["workload"], t["target"])
+        if t["status"] != "ok":
+            failed[key].append(t["error"] or "unknown error")
+        if (t["cache_resident_bytes"] or 0) > CACHE_TOLERANCE * size:
+            resident[key] = max(resident[key], t["cache_resident_bytes"])
+    for (w, tn), errors in failed.items():
+        found.append(
+            RunWarning(WarningKind.FAILED_TRIALS, f"{len(errors)} trial(s) failed: {errors[0]}", w, tn)
+        )
+    for (w, tn), n in resident.items():
+        found.append(
+            RunWarning(
+                WarningKind.CACHE_NOT_DROPPED,
+                f"up to {n // 1024} KiB of the data stayed in the page cache before a trial",
+                w,
+                tn,
+            )
+        )
+    modes = {t["name"]: t["io_mode"] for t in doc["targets"]}
+    seen = set()
+    for c in doc["comparisons"]:
+        pair = (c["target"], c["baseline"])
+        if modes.get(pair[0]) != modes.get(pair[1]) and pair not in seen:
+            seen.add(pair)
+            found.append(
+                RunWarning(
+                    WarningKind.IO_MODE_MISMATCH,
+                    f"{pair[0]} ran {modes[pair[0]]} I/O but {pair[1]} ran {modes[pair[1]]}: "
+                    "the comparison mixes page-cache cost with the layer's",
+                    target=pair[0],
+                )
+            )
+    return found
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0f}"
+
+
+def conclusions(doc: dict[str, Any]) -> list[str]:
+    """Plain-language lines, one per (target, baseline) pair."""
+    lines = []
+    pairs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for c in doc["comparisons"]:
+        pairs[(c["target"], c["baseline"])].append(c)
+    for (target, baseline), cs in pairs.items():
+        worst = max(cs, key=lambda c: c["overhead_percent"])
+        clear = [c for c in cs if c["ci_low"] is not None and (c["ci_high"] < 1 or c["ci_low"] > 1)]
+        lo, hi = min(c["overhead_percent"] for c in cs), worst["overhead_percent"]
+        span = f"{_pct(lo)}% to {_pct(hi)}%" if round(lo) != round(hi) else f"{_pct(hi)}%"
+        if worst["ci_low"] is None:
+            interval = "no interval: one sample"
+        else:
+            interval = f"[{_pct((1 - worst['ci_high']) * 100)}, {_pct((1 - worst['ci_low']) * 100)}]"
+        lines.append(
+            f"{target} costs {span} of throughput against {baseline} "
+            f"(most at {worst['workload']}: {_pct(hi)}% {interval}; "
+            f"{len(clear)} of {len(cs)} workloads differ beyond their 95% intervals)."
+        )
+    return lines

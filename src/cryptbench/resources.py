@@ -1,0 +1,216 @@
+"""Things a run acquires that must be given back: mounts, loop devices,
+daemons, keys and secret files.
+
+Each resource is journaled before it is created (see session.py) and knows how
+to release itself idempotently, so the same code tears down after a normal run,
+an error, a signal, or (through `cryptbench cleanup`) a SIGKILL. Releases
+identify what they remove by path or by pid plus start time, never by name, so
+they cannot touch something cryptbench did not create.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import struct
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import psutil
+
+from cryptbench.errors import ProvisionError
+from cryptbench.system import is_mountpoint, which
+
+
+@dataclass
+class Resource:
+    kind: ClassVar[str] = ""
+
+    def release(self) -> str | None:
+        """Give the resource back; return a short description if anything was done."""
+        raise NotImplementedError
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            **{k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()},
+        }
+
+
+@dataclass
+class Mount(Resource):
+    """A filesystem mounted at `mountpoint` (inside the run's scratch)."""
+
+    kind: ClassVar[str] = "mount"
+    mountpoint: Path
+    fuse: bool = False
+
+    def release(self) -> str | None:
+        if not is_mountpoint(self.mountpoint):
+            return None
+        last = ""
+        # A mount can be briefly busy while a just-killed fio or daemon exits.
+        for attempt in range(20):
+            if self.fuse and which("fusermount3"):
+                cmd = ["fusermount3", "-u", str(self.mountpoint)]
+            else:
+                cmd = ["umount", str(self.mountpoint)]
+            proc = subprocess.run(cmd, capture_output=True, check=False)
+            if proc.returncode == 0 or not is_mountpoint(self.mountpoint):
+                return f"unmounted {self.mountpoint}"
+            last = proc.stderr.decode(errors="replace").strip()
+            time.sleep(0.05 * (attempt + 1))
+        raise ProvisionError(f"could not unmount {self.mountpoint}: {last}")
+
+
+@dataclass
+class LoopDevice(Resource):
+    """Every loop device whose backing file is `image` (an image cryptbench made)."""
+
+    kind: ClassVar[str] = "loop"
+    image: Path
+
+    def devices(self) -> list[str]:
+        if not which("losetup") or not self.image.exists():
+            return []
+        proc = subprocess.run(
+            [
+                which("losetup") or "losetup",
+                "--associated",
+                str(self.image),
+                "--noheadings",
+                "--output",
+                "NAME",
+            ],
+            capture_output=True,
+            check=False,
+            text=True,
+        )
+        return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+
+    def release(self) -> str | None:
+        done = []
+        for dev in self.devices():
+            for attempt in range(20):
+                proc = subprocess.run(["losetup", "--detach", dev], capture_output=True, check=False)
+                if proc.returncode == 0:
+                    done.append(dev)
+                    break
+                time.sleep(0.05 * (attempt + 1))
+            else:
+                raise ProvisionError(f"could not detach {dev}: {proc.stderr.decode().strip()}")
+        return f"detached {', '.join(done)} ({self.image.name})" if done else None
+
+
+@dataclass
+class Process(Resource):
+    """A helper daemon. pid plus create time, so a reused pid is never killed."""
+
+    kind: ClassVar[str] = "process"
+    pid: int
+    create_time: float  # seconds since the epoch, as psutil reports it
+    name: str = ""
+
+    def _live(self) -> psutil.Process | None:
+        try:
+            p = psutil.Process(self.pid)
+            if abs(p.create_time() - self.create_time) >= 0.01:
+                return None  # the pid was reused by someone else's process
+            if p.status() == psutil.STATUS_ZOMBIE:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(self.pid, os.WNOHANG)  # ours and exited: reap it
+                return None
+            return p
+        except psutil.Error:
+            return None
+
+    def release(self) -> str | None:
+        p = self._live()
+        if p is None:
+            return None
+        p.terminate()
+        try:
+            p.wait(timeout=5)
+        except psutil.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=5)
+        return f"stopped {self.name or 'process'} (pid {self.pid})"
+
+
+@dataclass
+class SecretFile(Resource):
+    """A 0600 file holding a password; removed as soon as it is not needed."""
+
+    kind: ClassVar[str] = "secret"
+    path: Path
+
+    def release(self) -> str | None:
+        try:
+            size = self.path.stat().st_size
+            # Overwrite before unlinking: cheap, and the file is tiny.
+            with open(self.path, "r+b") as f:
+                f.write(b"\0" * size)
+                f.flush()
+                os.fsync(f.fileno())
+            self.path.unlink()
+        except FileNotFoundError:
+            return None
+        return f"removed key file {self.path.name}"
+
+
+# fscrypt ioctls, from <linux/fscrypt.h> (stable UAPI since Linux 5.4).
+FS_IOC_REMOVE_ENCRYPTION_KEY = 0xC0406618
+FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER = 2
+
+
+@dataclass
+class FscryptKey(Resource):
+    """An fscrypt v2 master key added to the filesystem mounted at `mountpoint`.
+
+    Unmounting the filesystem also wipes it, so after a crash releasing the
+    mount is enough; this removes it explicitly on a normal teardown.
+    """
+
+    kind: ClassVar[str] = "fscrypt-key"
+    mountpoint: Path
+    identifier: str = field(default="")  # hex; not secret, it is a hash of the key
+
+    def release(self) -> str | None:
+        if not self.identifier or not is_mountpoint(self.mountpoint):
+            return None
+        arg = bytearray(
+            struct.pack(
+                "=II16s16sI20s",
+                FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER,
+                0,
+                bytes.fromhex(self.identifier),
+                b"",
+                0,
+                b"",
+            )
+        )
+        fd = os.open(self.mountpoint, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with contextlib.suppress(OSError):  # already gone (e.g. removed by the kernel)
+                fcntl.ioctl(fd, FS_IOC_REMOVE_ENCRYPTION_KEY, arg, True)
+        finally:
+            os.close(fd)
+        return f"removed fscrypt key {self.identifier[:8]}…"
+
+
+KINDS: dict[str, type[Resource]] = {
+    cls.kind: cls for cls in (Mount, LoopDevice, Process, SecretFile, FscryptKey)
+}
+
+
+def from_json(data: dict[str, Any]) -> Resource:
+    data = dict(data)
+    cls = KINDS[data.pop("kind")]
+    for key in ("mountpoint", "image", "path"):
+        if key in data:
+            data[key] = Path(data[key])
+    return cls(**data)

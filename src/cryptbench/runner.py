@@ -1,0 +1,157 @@
+"""Trials: their order, and running each one.
+
+Order: for every repeat, the workloads in a random order, and within each
+workload a block that runs every target once, in a random order. Targets are
+never run all-of-A-then-all-of-B, so slow drift of the machine (thermal
+throttling, an SSD's cache filling) spreads over all targets instead of
+masquerading as a difference between them. `--seed` reproduces the order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from cryptbench.backends.base import Target, iter_files
+from cryptbench.engines.fio import parse_fio_json, run_fio
+from cryptbench.engines.jobs import JobOptions, render_job
+from cryptbench.errors import TrialError
+from cryptbench.measure import cpu
+from cryptbench.measure.cache import drop_caches, resident_bytes
+from cryptbench.metrics import trial_metrics
+from cryptbench.session import Session
+from cryptbench.store import Store, now_iso
+from cryptbench.suite import WorkloadSpec
+
+DATA_FILE = "cryptbench.dat"
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    seq: int  # position in the run
+    block: int  # interleaving block: one (repeat, workload), every target once
+    repeat: int
+    workload: WorkloadSpec
+    target: str
+
+
+def schedule(
+    workloads: tuple[WorkloadSpec, ...], targets: list[str], repeats: int, seed: int
+) -> list[TrialSpec]:
+    rng = random.Random(seed)
+    trials: list[TrialSpec] = []
+    block = 0
+    for repeat in range(repeats):
+        order = list(workloads)
+        rng.shuffle(order)
+        for w in order:
+            names = list(targets)
+            rng.shuffle(names)
+            for name in names:
+                trials.append(TrialSpec(len(trials), block, repeat, w, name))
+            block += 1
+    return trials
+
+
+class Progress(Protocol):
+    def phase(self, text: str) -> None: ...
+    def start_trials(self, total: int) -> None: ...
+    def trial_done(self, spec: TrialSpec, ok: bool) -> None: ...
+
+
+class NullProgress:
+    def phase(self, text: str) -> None:
+        pass
+
+    def start_trials(self, total: int) -> None:
+        pass
+
+    def trial_done(self, spec: TrialSpec, ok: bool) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class TrialContext:
+    session: Session
+    store: Store
+    run_id: int
+    size: int  # bytes
+    ioengine: str
+    zero_data: bool
+    seed: int
+
+
+def job_options(ctx: TrialContext, target: Target, direct: bool, seed: int) -> JobOptions:
+    return JobOptions(
+        filename=ctx.session.check_inside(target.path / DATA_FILE),
+        size=ctx.size,
+        direct=direct,
+        ioengine=ctx.ioengine,
+        zero_data=ctx.zero_data,
+        seed=seed,
+    )
+
+
+def run_trial(
+    ctx: TrialContext,
+    spec: TrialSpec,
+    target: Target,
+    direct: bool,
+    workload_seed: int,
+    fio: Callable[[Path], str] = run_fio,
+) -> bool:
+    """Run one trial and store it at once, failed or not. Returns success."""
+    opts = job_options(ctx, target, direct, workload_seed)
+    job_text = render_job(spec.workload, opts)
+    jobfile = ctx.session.path("jobs", f"{spec.seq:05d}-{spec.workload.name}-{target.name}.fio")
+    jobfile.parent.mkdir(exist_ok=True)
+    jobfile.write_text(job_text)
+    cache_files = [opts.filename, *iter_files(target.backing)]
+    row = {
+        "seq": spec.seq,
+        "block": spec.block,
+        "repeat": spec.repeat,
+        "workload": spec.workload.name,
+        "target": target.name,
+        "started_at": now_iso(),
+        "job_file": job_text,
+    }
+    try:
+        row["cache_method"] = str(drop_caches(cache_files))
+        # What is still resident now would be served from memory: record it.
+        row["cache_resident_bytes"] = resident_bytes(cache_files)
+        before = cpu.snapshot(target.helpers)
+        raw = fio(jobfile)
+        after = cpu.snapshot(target.helpers)
+        row["raw_output"] = raw
+        measurement = parse_fio_json(raw)
+    except TrialError as e:
+        row.update(status="failed", error=str(e))
+        ctx.store.insert_trial(ctx.run_id, row, [])
+        return False
+    row["status"] = "ok"
+    ctx.store.insert_trial(ctx.run_id, row, trial_metrics(measurement, cpu.usage(before, after)))
+    return True
+
+
+def run_all(
+    ctx: TrialContext,
+    trials: list[TrialSpec],
+    targets: dict[str, Target],
+    direct: dict[str, bool],
+    workload_seeds: dict[str, int],
+    progress: Progress,
+) -> tuple[int, int]:
+    """Run every trial in order; return (succeeded, failed)."""
+    ok = failed = 0
+    progress.start_trials(len(trials))
+    for spec in trials:
+        target = targets[spec.target]
+        success = run_trial(ctx, spec, target, direct[target.name], workload_seeds[spec.workload.name])
+        ok += success
+        failed += not success
+        progress.trial_done(spec, success)
+    return ok, failed

@@ -1,0 +1,111 @@
+"""Summaries, bootstrap confidence intervals and ratios.
+
+Intervals are 95 % percentile-bootstrap intervals (SciPy), with a generator
+seeded from the run's seed so `show` reproduces exactly what `run` printed.
+With n samples the interval of a median can never be narrower than what n
+samples support; with n < 2 there is no interval at all, and we say so rather
+than print one.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+CONFIDENCE = 0.95
+RESAMPLES = 10_000
+MODIFIED_Z_LIMIT = 3.5  # Iglewicz and Hoaglin's cut-off for outliers
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int  # samples
+    median: float  # in the metric's unit
+    mean: float
+    sd: float  # sample standard deviation (ddof=1); 0 when n < 2
+    cv: float  # sd / mean, a fraction; 0 when n < 2
+    min: float
+    max: float
+    ci_low: float | None  # 95 % bootstrap interval of the median; None when n < 2
+    ci_high: float | None
+
+
+@dataclass(frozen=True)
+class Ratio:
+    ratio: float  # median(target) / median(baseline)
+    ci_low: float | None  # 95 % bootstrap interval; None when either side has n < 2
+    ci_high: float | None
+
+
+def _rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def summarize(values: list[float], seed: int = 0) -> Summary:
+    if not values:
+        raise ValueError("no samples")
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    mean = float(x.mean())
+    sd = float(x.std(ddof=1)) if n > 1 else 0.0
+    lo = hi = None
+    if n >= 2:
+        lo, hi = _bootstrap((x,), lambda a, axis: np.median(a, axis=axis), seed)
+    return Summary(
+        n=n,
+        median=float(np.median(x)),
+        mean=mean,
+        sd=sd,
+        cv=sd / mean if n > 1 and mean else 0.0,
+        min=float(x.min()),
+        max=float(x.max()),
+        ci_low=lo,
+        ci_high=hi,
+    )
+
+
+def ratio(target: list[float], baseline: list[float], seed: int = 0) -> Ratio:
+    a = np.asarray(target, dtype=float)
+    b = np.asarray(baseline, dtype=float)
+    point = float(np.median(a) / np.median(b))
+    if len(a) < 2 or len(b) < 2:
+        return Ratio(point, None, None)
+    lo, hi = _bootstrap((a, b), lambda x, y, axis: np.median(x, axis=axis) / np.median(y, axis=axis), seed)
+    return Ratio(point, lo, hi)
+
+
+def _bootstrap(data: tuple[np.ndarray, ...], statistic, seed: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    if all(np.ptp(d) == 0 for d in data):
+        value = float(statistic(*data, axis=-1))
+        return value, value  # every resample is the same: the interval is a point
+    with warnings.catch_warnings():
+        # SciPy warns about degenerate distributions for tiny samples; the
+        # percentile interval is still the right thing to report.
+        warnings.simplefilter("ignore")
+        res = sps.bootstrap(
+            data,
+            statistic,
+            confidence_level=CONFIDENCE,
+            n_resamples=RESAMPLES,
+            method="percentile",
+            vectorized=True,
+            paired=False,
+            rng=_rng(seed),
+        )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def outliers(values: list[float]) -> list[int]:
+    """Indices whose modified Z-score (median/MAD based) exceeds 3.5."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 3:
+        return []
+    med = np.median(x)
+    mad = np.median(np.abs(x - med))
+    if mad == 0:
+        return []
+    z = 0.6745 * (x - med) / mad
+    return [int(i) for i in np.flatnonzero(np.abs(z) > MODIFIED_Z_LIMIT)]

@@ -1,0 +1,227 @@
+"""The results database (SQLite). Written trial by trial, one transaction each,
+so a crash loses at most the trial in flight."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cryptbench.errors import StoreError
+from cryptbench.store.migrations import MIGRATIONS, SCHEMA_VERSION
+
+
+def default_db_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "cryptbench" / "results.sqlite"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    name: str
+    unit: str
+    value: float
+
+
+class Store:
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+        self.db = db
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path, *, create: bool = True) -> Store:
+        if path.exists() and not path.is_file():
+            raise StoreError(f"database path {str(path)!r} is not a file")
+        if not path.exists():
+            if not create:
+                raise StoreError(f"no results database at {str(path)!r} (run `cryptbench run` first)")
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = sqlite3.connect(path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{str(path)!r} is not a cryptbench database: {e}") from None
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{str(path)!r} has schema {version}, newer than this cryptbench knows ({SCHEMA_VERSION})"
+            )
+        store = cls(db, path)
+        store._migrate(version)
+        return store
+
+    def _migrate(self, version: int) -> None:
+        if (
+            version == 0
+            and self.db.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]
+        ):
+            raise StoreError(f"{str(self.path)!r} is an SQLite database, but not cryptbench's")
+        for i in range(version, SCHEMA_VERSION):
+            with self.transaction():
+                MIGRATIONS[i](self.db)
+                self.db.execute(f"PRAGMA user_version = {i + 1}")
+
+    def transaction(self) -> sqlite3.Connection:
+        return _Tx(self.db)  # type: ignore[return-value]
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- writing --------------------------------------------------------------------
+
+    def insert_run(
+        self, suite: str, plan: dict[str, Any], environment: dict[str, Any], tool_version: str
+    ) -> int:
+        with self.transaction():
+            cur = self.db.execute(
+                "INSERT INTO runs (started_at, status, tool_version, suite, plan_json, environment_json)"
+                " VALUES (?, 'running', ?, ?, ?, ?)",
+                (now_iso(), tool_version, suite, json.dumps(plan), json.dumps(environment)),
+            )
+            return int(cur.lastrowid or 0)
+
+    def update_environment(self, run_id: int, environment: dict[str, Any]) -> None:
+        with self.transaction():
+            self.db.execute(
+                "UPDATE runs SET environment_json=? WHERE id=?", (json.dumps(environment), run_id)
+            )
+
+    def add_note(self, run_id: int, note: str) -> None:
+        with self.transaction():
+            (notes,) = self.db.execute("SELECT notes_json FROM runs WHERE id=?", (run_id,)).fetchone()
+            self.db.execute(
+                "UPDATE runs SET notes_json=? WHERE id=?", (json.dumps([*json.loads(notes), note]), run_id)
+            )
+
+    def finish_run(self, run_id: int, status: str) -> None:
+        with self.transaction():
+            self.db.execute("UPDATE runs SET finished_at=?, status=? WHERE id=?", (now_iso(), status, run_id))
+
+    def insert_target(self, run_id: int, row: dict[str, Any]) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO targets (run_id, name, backend, baseline, encrypted, io_mode, direct_io,"
+                " direct_io_reason, marker_in_backing, encryption_verified, details_json)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run_id,
+                    row["name"],
+                    row["backend"],
+                    row["baseline"],
+                    int(row["encrypted"]),
+                    row["io_mode"],
+                    row["direct_io"],
+                    row["direct_io_reason"],
+                    _opt_int(row["marker_in_backing"]),
+                    _opt_int(row["encryption_verified"]),
+                    json.dumps(row["details"]),
+                ),
+            )
+
+    def insert_trial(self, run_id: int, trial: dict[str, Any], metrics: list[MetricValue]) -> int:
+        with self.transaction():
+            cur = self.db.execute(
+                "INSERT INTO trials (run_id, seq, block, repeat, workload, target, started_at, status,"
+                " error, cache_method, cache_resident_bytes, job_file, raw_output)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run_id,
+                    trial["seq"],
+                    trial["block"],
+                    trial["repeat"],
+                    trial["workload"],
+                    trial["target"],
+                    trial["started_at"],
+                    trial["status"],
+                    trial.get("error"),
+                    trial.get("cache_method"),
+                    trial.get("cache_resident_bytes"),
+                    trial.get("job_file"),
+                    trial.get("raw_output"),
+                ),
+            )
+            trial_id = int(cur.lastrowid or 0)
+            self.db.executemany(
+                "INSERT INTO metrics (trial_id, name, unit, value) VALUES (?,?,?,?)",
+                [(trial_id, m.name, m.unit, m.value) for m in metrics],
+            )
+            return trial_id
+
+    # -- reading --------------------------------------------------------------------
+
+    def resolve_run(self, ref: str) -> int:
+        if ref == "latest":
+            row = self.db.execute("SELECT max(id) FROM runs").fetchone()
+            if row[0] is None:
+                raise StoreError(f"no runs stored in {self.path}")
+            return int(row[0])
+        if not ref.isdigit():
+            raise StoreError(f"run {ref!r} is not a run id (a number, or 'latest')")
+        if self.db.execute("SELECT 1 FROM runs WHERE id=?", (int(ref),)).fetchone() is None:
+            raise StoreError(f"no run {ref} in {self.path}")
+        return int(ref)
+
+    def run_row(self, run_id: int) -> dict[str, Any]:
+        cur = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,))
+        return _row(cur, cur.fetchone())
+
+    def target_rows(self, run_id: int) -> list[dict[str, Any]]:
+        cur = self.db.execute("SELECT * FROM targets WHERE run_id=? ORDER BY rowid", (run_id,))
+        return [_row(cur, r) for r in cur.fetchall()]
+
+    def trial_rows(self, run_id: int) -> list[dict[str, Any]]:
+        cur = self.db.execute(
+            "SELECT id, seq, block, repeat, workload, target, started_at, status, error,"
+            " cache_method, cache_resident_bytes FROM trials WHERE run_id=? ORDER BY seq",
+            (run_id,),
+        )
+        return [_row(cur, r) for r in cur.fetchall()]
+
+    def metric_rows(self, run_id: int) -> list[tuple[int, str, str, float]]:
+        return self.db.execute(
+            "SELECT m.trial_id, m.name, m.unit, m.value FROM metrics m JOIN trials t ON t.id=m.trial_id"
+            " WHERE t.run_id=? ORDER BY t.seq",
+            (run_id,),
+        ).fetchall()
+
+    def history(self, limit: int) -> list[dict[str, Any]]:
+        cur = self.db.execute(
+            "SELECT r.id, r.started_at, r.finished_at, r.status, r.suite, r.plan_json,"
+            " (SELECT count(*) FROM trials t WHERE t.run_id=r.id AND t.status='ok') AS ok_trials,"
+            " (SELECT count(*) FROM trials t WHERE t.run_id=r.id AND t.status!='ok') AS failed_trials,"
+            " (SELECT group_concat(name, ',') FROM targets g WHERE g.run_id=r.id) AS targets"
+            " FROM runs r ORDER BY r.id DESC LIMIT ?",
+            (limit,),
+        )
+        return [_row(cur, r) for r in cur.fetchall()]
+
+
+class _Tx:
+    """BEGIN IMMEDIATE ... COMMIT, so two runs writing one database serialize cleanly."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb) -> None:  # type: ignore[no-untyped-def]
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _row(cur: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
+    return {d[0]: v for d, v in zip(cur.description, row, strict=True)}
+
+
+def _opt_int(v: bool | None) -> int | None:
+    return None if v is None else int(v)

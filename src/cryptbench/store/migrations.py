@@ -1,0 +1,78 @@
+"""Schema migrations, chained by `PRAGMA user_version`.
+
+Migration i takes a database at version i to version i + 1. Never edit a
+migration that has shipped; add the next one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+
+def _execute_all(db: sqlite3.Connection, sql: str) -> None:
+    # executescript() would COMMIT first and break the migration's transaction.
+    for statement in sql.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _v0_to_v1(db: sqlite3.Connection) -> None:
+    _execute_all(
+        db,
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            started_at TEXT NOT NULL,          -- ISO 8601, UTC
+            finished_at TEXT,
+            status TEXT NOT NULL,              -- running, complete, interrupted, failed
+            tool_version TEXT NOT NULL,
+            suite TEXT NOT NULL,
+            plan_json TEXT NOT NULL,
+            environment_json TEXT NOT NULL,
+            notes_json TEXT NOT NULL DEFAULT '[]'
+        );
+        CREATE TABLE targets (
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            name TEXT NOT NULL,
+            backend TEXT NOT NULL,
+            baseline TEXT,
+            encrypted INTEGER NOT NULL,
+            io_mode TEXT NOT NULL,             -- direct or buffered, as the trials ran
+            direct_io TEXT NOT NULL,           -- what O_DIRECT does here (probed)
+            direct_io_reason TEXT NOT NULL,
+            marker_in_backing INTEGER,
+            encryption_verified INTEGER,
+            details_json TEXT NOT NULL,
+            PRIMARY KEY (run_id, name)
+        );
+        CREATE TABLE trials (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            seq INTEGER NOT NULL,              -- position in the run's trial order
+            block INTEGER NOT NULL,            -- interleaving block
+            repeat INTEGER NOT NULL,
+            workload TEXT NOT NULL,
+            target TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            status TEXT NOT NULL,              -- ok or failed
+            error TEXT,
+            cache_method TEXT,
+            cache_resident_bytes INTEGER,      -- bytes of data + backing in page cache at start
+            job_file TEXT,
+            raw_output TEXT                    -- fio's JSON, as fio printed it
+        );
+        CREATE INDEX trials_run ON trials(run_id);
+        CREATE TABLE metrics (
+            trial_id INTEGER NOT NULL REFERENCES trials(id),
+            name TEXT NOT NULL,
+            unit TEXT NOT NULL,
+            value REAL NOT NULL,
+            PRIMARY KEY (trial_id, name)
+        );
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1]
+SCHEMA_VERSION = len(MIGRATIONS)

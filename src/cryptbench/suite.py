@@ -1,0 +1,121 @@
+"""Suites: named lists of fio workloads, kept as TOML files.
+
+Built-in suites live in `cryptbench/suites/*.toml`; `--suite` also takes a path
+to a user's own file. Unknown keys and wrong types are errors, not ignored.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from cryptbench.errors import UsageError
+from cryptbench.units import parse_size
+
+READS = frozenset({"read", "randread"})
+WRITES = frozenset({"write", "randwrite"})
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+MAX_IODEPTH = 1024
+MAX_BLOCK = 64 << 20
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """One fio pattern run against every target."""
+
+    name: str
+    rw: str  # fio rw= value: read, write, randread, randwrite
+    bs: int  # block size, bytes
+    iodepth: int  # I/Os in flight, count
+
+    @property
+    def is_write(self) -> bool:
+        return self.rw in WRITES
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    workloads: tuple[WorkloadSpec, ...]
+
+
+def builtin_suites() -> list[str]:
+    folder = resources.files("cryptbench.suites")
+    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def load_suite(name_or_path: str) -> Suite:
+    """Load a built-in suite by name, or a suite file by path."""
+    if name_or_path in builtin_suites():
+        text = resources.files("cryptbench.suites").joinpath(f"{name_or_path}.toml").read_text()
+        origin = f"built-in suite {name_or_path!r}"
+    else:
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise UsageError(
+                f"unknown suite {name_or_path!r}: not a built-in suite "
+                f"({', '.join(builtin_suites())}) nor a file"
+            )
+        text = path.read_text()
+        origin = f"suite file {str(path)!r}"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{origin} is not valid TOML: {e}") from None
+    return parse_suite(data, origin)
+
+
+def _check_keys(table: dict[str, Any], allowed: set[str], required: set[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise UsageError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+    missing = sorted(required - set(table))
+    if missing:
+        raise UsageError(f"{where}: missing key {missing[0]!r}")
+
+
+def _typed(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    value = table[key]
+    # bool is an int in Python; a suite saying `iodepth = true` is still wrong.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise UsageError(f"{where}: {key} must be a {kind.__name__}, not {value!r}")
+    return value
+
+
+def parse_suite(data: dict[str, Any], origin: str) -> Suite:
+    _check_keys(data, {"name", "description", "workloads"}, {"name", "workloads"}, origin)
+    name = _typed(data, "name", str, origin)
+    if not _NAME_RE.match(name):
+        raise UsageError(f"{origin}: name {name!r} must be lower-case letters, digits, . _ -")
+    description = _typed(data, "description", str, origin) if "description" in data else ""
+    raw = _typed(data, "workloads", list, origin)
+    if not raw:
+        raise UsageError(f"{origin}: has no workloads")
+    workloads = []
+    for i, item in enumerate(raw):
+        where = f"{origin}, workload {i + 1}"
+        if not isinstance(item, dict):
+            raise UsageError(f"{where}: must be a table")
+        _check_keys(item, {"name", "rw", "bs", "iodepth"}, {"name", "rw", "bs", "iodepth"}, where)
+        wname = _typed(item, "name", str, where)
+        if not _NAME_RE.match(wname):
+            raise UsageError(f"{where}: name {wname!r} must be lower-case letters, digits, . _ -")
+        rw = _typed(item, "rw", str, where)
+        if rw not in READS | WRITES:
+            raise UsageError(f"{where}: rw {rw!r} must be one of read, write, randread, randwrite")
+        bs = parse_size(_typed(item, "bs", str, where), what=f"{where}: bs")
+        if bs < 512 or bs % 512 or bs > MAX_BLOCK:
+            raise UsageError(f"{where}: bs must be a multiple of 512 bytes, at most 64M")
+        depth = _typed(item, "iodepth", int, where)
+        if not 1 <= depth <= MAX_IODEPTH:
+            raise UsageError(f"{where}: iodepth must be from 1 to {MAX_IODEPTH}, not {depth}")
+        workloads.append(WorkloadSpec(wname, rw, bs, depth))
+    names = [w.name for w in workloads]
+    if len(set(names)) != len(names):
+        raise UsageError(f"{origin}: workload names must be unique")
+    return Suite(name, description, tuple(workloads))

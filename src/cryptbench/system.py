@@ -1,0 +1,103 @@
+"""Running external commands and reading kernel tables.
+
+Every external command goes through `run_cmd` so that failures become one-line
+errors and nothing secret is ever passed as an argument (callers hand secrets
+over through files or stdin; see backends).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptbench.errors import ProvisionError
+
+
+def which(name: str) -> str | None:
+    # sbin is not on a non-root PATH on Debian, but mkfs/losetup live there.
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
+
+
+def run_cmd(
+    args: Sequence[str], *, timeout: float = 120, input_bytes: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run a command to completion; raise ProvisionError with its last stderr line."""
+    exe = which(args[0])
+    if exe is None:
+        raise ProvisionError(f"{args[0]} is not installed")
+    try:
+        proc = subprocess.run(
+            [exe, *args[1:]],
+            input=input_bytes,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+            start_new_session=True,  # a Ctrl-C at the terminal reaches us, not it
+        )
+    except subprocess.TimeoutExpired:
+        raise ProvisionError(f"{args[0]} did not finish within {timeout:.0f} s") from None
+    if proc.returncode != 0:
+        lines = proc.stderr.decode(errors="replace").strip().splitlines()
+        last = lines[-1] if lines else f"exit status {proc.returncode}"
+        raise ProvisionError(f"{' '.join(args[:2])} failed: {last}")
+    return proc
+
+
+def _unescape_mount_field(field: str) -> str:
+    # /proc/mounts escapes space, tab, newline and backslash as octal.
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and field[i + 1 : i + 4].isdigit() and len(field[i + 1 : i + 4]) == 3:
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class MountEntry:
+    source: str
+    mountpoint: Path
+    fstype: str
+    options: str
+
+
+def mounts() -> list[MountEntry]:
+    """Every mount in this namespace, from /proc/self/mounts."""
+    result = []
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 4:
+                result.append(
+                    MountEntry(
+                        _unescape_mount_field(parts[0]),
+                        Path(_unescape_mount_field(parts[1])),
+                        parts[2],
+                        parts[3],
+                    )
+                )
+    return result
+
+
+def mount_entry(path: Path) -> MountEntry | None:
+    found = [m for m in mounts() if m.mountpoint == path]
+    return found[-1] if found else None  # the last one is the visible one
+
+
+def is_mountpoint(path: Path) -> bool:
+    return mount_entry(path) is not None
+
+
+def mounts_under(path: Path) -> list[Path]:
+    return [m.mountpoint for m in mounts() if m.mountpoint == path or m.mountpoint.is_relative_to(path)]
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0

@@ -1,0 +1,66 @@
+"""Parsing and formatting of sizes, rates and durations.
+
+Sizes follow fio's convention for the bare suffixes (K, M, G, T are powers of
+1024) so that `--size 64M` means what it means to a fio user; `KiB`..`TiB` are
+the same values spelled out, and `KB`..`TB` are decimal (powers of 1000).
+"""
+
+from __future__ import annotations
+
+import re
+
+from cryptbench.errors import UsageError
+
+_BINARY = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_DECIMAL = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+
+
+def parse_size(text: str, *, what: str = "size") -> int:
+    """Return the number of bytes `text` names, or raise UsageError."""
+    m = _SIZE_RE.match(text)
+    if not m:
+        raise UsageError(f"{what} {text!r} is not a size (examples: 64M, 1G, 512KiB, 100MB)")
+    number, suffix = float(m.group(1)), m.group(2)
+    up = suffix.upper()
+    if up in ("B", ""):
+        factor = 1
+    elif up in _BINARY:
+        factor = _BINARY[up]
+    elif up.endswith("IB") and up[:-2] in _BINARY and up[:-2]:
+        factor = _BINARY[up[:-2]]
+    elif up in _DECIMAL:
+        factor = _DECIMAL[up]
+    else:
+        raise UsageError(
+            f"{what} {text!r} has an unknown unit {suffix!r} "
+            "(use K, M, G, T or KiB..TiB for powers of 1024, KB..TB for powers of 1000)"
+        )
+    value = number * factor
+    if value != int(value):
+        raise UsageError(f"{what} {text!r} is not a whole number of bytes")
+    return int(value)
+
+
+def format_bytes(n: float) -> str:
+    """Binary units, the way fio prints sizes: 64.0 MiB."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """Decimal MB/s, the unit disk benchmarks and the studies use."""
+    if bytes_per_s >= 1e9:
+        return f"{bytes_per_s / 1e9:.2f} GB/s"
+    return f"{bytes_per_s / 1e6:.1f} MB/s"
+
+
+def format_seconds(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:.0f} µs"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
