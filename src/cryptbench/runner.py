@@ -101,7 +101,7 @@ def run_trial(
     target: Target,
     direct: bool,
     workload_seed: int,
-    fio: Callable[[Path], str] = run_fio,
+    fio: Callable[[Path, Session], str] = run_fio,
 ) -> bool:
     """Run one trial and store it at once, failed or not. Returns success."""
     opts = job_options(ctx, target, direct, workload_seed)
@@ -124,7 +124,7 @@ def run_trial(
         # What is still resident now would be served from memory: record it.
         row["cache_resident_bytes"] = resident_bytes(cache_files)
         before = cpu.snapshot(target.helpers)
-        raw = fio(jobfile)
+        raw = fio(jobfile, ctx.session)
         after = cpu.snapshot(target.helpers)
         row["raw_output"] = raw
         measurement = parse_fio_json(raw)

@@ -19,7 +19,8 @@ from cryptbench.errors import ProvisionError
 
 def which(name: str) -> str | None:
     # sbin is not on a non-root PATH on Debian, but mkfs/losetup live there.
-    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
+    path = os.environ.get("PATH", os.defpath)
+    return shutil.which(name, path=f"{path}:/usr/sbin:/sbin")
 
 
 def run_cmd(

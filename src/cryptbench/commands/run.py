@@ -156,7 +156,7 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
                 layout.parent.mkdir(exist_ok=True)
                 layout.write_text(render_layout(job_options(ctx, t, direct[t.name], plan.seed)))
                 try:
-                    run_fio(layout)
+                    run_fio(layout, session)
                 except TrialError as e:
                     raise ProvisionError(f"could not write the data file on {t.name}: {e}") from None
             trials = schedule(plan.suite.workloads, list(targets), plan.repeats, plan.seed)

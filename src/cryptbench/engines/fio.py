@@ -5,13 +5,18 @@ Throughput is fio's `bw_bytes` (bytes/s), never `bw` (KiB/s).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from cryptbench.errors import TrialError
+from cryptbench.resources import Process
+from cryptbench.session import Session
 from cryptbench.system import which
 
 FIO_TIMEOUT = 1800.0  # seconds; a trial that takes longer is broken, not slow
@@ -80,9 +85,13 @@ def parse_fio_json(text: str) -> FioMeasurement:
     )
 
 
-def run_fio(jobfile: Path) -> str:
-    """Run one job file; return fio's JSON text. fio runs in its own session so
-    that a Ctrl-C reaches cryptbench first, which then stops fio and tears down."""
+def run_fio(jobfile: Path, session: Session | None = None) -> str:
+    """Run one job file; return fio's JSON text.
+
+    fio runs in its own session so that a Ctrl-C reaches cryptbench first,
+    which then stops fio and tears down; it is journaled, so that after a
+    SIGKILL of cryptbench `cleanup` stops it before unmounting under it.
+    """
     exe = which("fio")
     if exe is None:
         raise TrialError("fio is not installed (apt-get install fio)")
@@ -93,7 +102,11 @@ def run_fio(jobfile: Path) -> str:
         text=True,
         start_new_session=True,
     )
+    journaled = None
     try:
+        if session is not None:
+            with contextlib.suppress(psutil.Error):  # already gone: nothing to journal
+                journaled = session.acquire(Process(proc.pid, psutil.Process(proc.pid).create_time(), "fio"))
         out, err = proc.communicate(timeout=FIO_TIMEOUT)
     except BaseException:
         # Interrupted, timed out, or anything else: fio must not outlive the trial.
@@ -104,6 +117,9 @@ def run_fio(jobfile: Path) -> str:
             proc.kill()
             proc.wait()
         raise
+    finally:
+        if journaled is not None:
+            session.release(journaled)  # type: ignore[union-attr]
     if proc.returncode != 0:
         lines = (err or out).strip().splitlines()
         raise TrialError(f"fio exited with status {proc.returncode}: {lines[-1] if lines else ''}")

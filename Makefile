@@ -1,0 +1,31 @@
+# Two commands: `make run` and `make test`. Both set up what they need first.
+VENV   := .venv
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+ARGS   ?=
+PYTEST_ARGS ?=
+
+.PHONY: run test setup system-deps lint clean
+
+setup: system-deps $(STAMP)
+
+system-deps:
+	@scripts/install-system-deps.sh
+
+$(STAMP): pyproject.toml
+	rm -f $(VENV)/.installed-*
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+run: setup
+	$(VENV)/bin/cryptbench run $(ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+test: setup lint
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache

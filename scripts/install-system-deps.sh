@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install the system packages cryptbench uses, when they are missing.
+# Idempotent: installs nothing (and does not touch apt) when all are present.
+# Without root it only reports what is missing; cryptbench then measures what
+# it can and says why it skipped the rest.
+set -euo pipefail
+
+packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra mount python3 python3-venv python3-pip)
+
+missing=()
+for pkg in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$pkg")
+    fi
+done
+
+# A python3 that is not Debian's (pyenv, a container image) still needs venv to work.
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    missing+=(python3-venv)
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-system-deps: not root; missing packages: ${missing[*]}" >&2
+    echo "install-system-deps: cryptbench will skip what needs them and say why" >&2
+    exit 0
+fi
+
+echo "install-system-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,57 @@
+"""Shared fixtures: isolation of state and data dirs, and a leak check.
+
+Every test that provisions real targets is checked afterwards: nothing it made
+may still be mounted, attached to a loop device, or running.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import psutil
+import pytest
+
+from cryptbench.system import mounts
+
+
+def leftovers(root: Path) -> list[str]:
+    root = root.resolve()
+    found = [f"mount {m.mountpoint}" for m in mounts() if m.mountpoint.is_relative_to(root)]
+    for dev in sorted(Path("/sys/block").glob("loop*")):
+        backing = dev / "loop" / "backing_file"
+        if backing.exists() and backing.read_text().strip().startswith(str(root)):
+            found.append(f"loop /dev/{dev.name} -> {backing.read_text().strip()}")
+    for p in psutil.process_iter(["name", "cmdline", "status"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if (
+            p.info["status"] != psutil.STATUS_ZOMBIE
+            and p.info["name"] in ("gocryptfs", "fio")
+            and str(root) in cmd
+        ):
+            found.append(f"process {p.pid} {cmd}")
+    return found
+
+
+@pytest.fixture(autouse=True)
+def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the user's registry and results database out of tests."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+
+@pytest.fixture
+def target_dir(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A target directory on a real disk (/var/tmp, not a tmpfs), checked for leaks afterwards."""
+    base = Path(os.environ.get("CRYPTBENCH_TEST_TARGET", "/var/tmp"))
+    d = Path(tempfile.mkdtemp(prefix="cryptbench-test-", dir=base))
+    yield d
+    left = leftovers(d)
+    if not left:
+        shutil.rmtree(d, ignore_errors=True)
+    assert not left, f"left behind: {left}"
+
+
+requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to attach loop devices and mount")

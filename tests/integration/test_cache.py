@@ -1,0 +1,73 @@
+"""Caches really are dropped before a trial, and writes are durable when fio stops the clock."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cryptbench.backends import REGISTRY
+from cryptbench.backends.base import iter_files
+from cryptbench.engines.fio import parse_fio_json, run_fio
+from cryptbench.engines.jobs import JobOptions, render_job
+from cryptbench.measure.cache import drop_caches, resident_bytes
+from cryptbench.session import Session
+from cryptbench.suite import WorkloadSpec
+from tests.conftest import requires_root
+
+SIZE = 8 << 20
+
+
+@requires_root
+@pytest.mark.parametrize("backend", ["plain", "ext4-loop", "fscrypt", "gocryptfs"])
+def test_drop_leaves_nothing_resident(target_dir: Path, backend: str) -> None:
+    avail = REGISTRY[backend].probe()
+    if not avail.ok:
+        pytest.skip(f"{backend} unavailable here: {avail.reason}")
+    session = Session.create(target_dir)
+    try:
+        with REGISTRY[backend].provision(session, SIZE) as t:
+            data = t.path / "data"
+            data.write_bytes(os.urandom(SIZE))
+            assert data.read_bytes()  # now it is in the page cache
+            files = [data, *iter_files(t.backing)]
+            assert resident_bytes(files) >= SIZE
+            drop_caches(files)
+            assert resident_bytes(files) == 0
+    finally:
+        session.close()
+
+
+def _throttle_file() -> Path:
+    return Path("/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device")
+
+
+@requires_root
+def test_write_throughput_includes_the_final_fsync(target_dir: Path) -> None:
+    """Known answer: behind a 20 MB/s throttle, a buffered write that ends with
+    end_fsync=1 cannot report more than 20 MB/s. If fio left the fsync out of its
+    runtime, it would report page-cache speed (GB/s)."""
+    if not _throttle_file().exists():
+        pytest.skip("no cgroup v1 blkio throttling here (blkio.throttle.write_bps_device)")
+    avail = REGISTRY["ext4-loop"].probe()
+    if not avail.ok:
+        pytest.skip(f"ext4-loop unavailable here: {avail.reason}")
+    limit = 20_000_000  # bytes/s
+    session = Session.create(target_dir)
+    try:
+        with REGISTRY["ext4-loop"].provision(session, 32 << 20) as t:
+            dev = Path(t.details["loop_device"]).name
+            major_minor = Path(f"/sys/block/{dev}/dev").read_text().strip()
+            job = session.path("throttled.fio")
+            opts = JobOptions(t.path / "d", 16 << 20, False, "psync", False, 1)
+            job.write_text(render_job(WorkloadSpec("seq-write", "write", 1 << 20, 1), opts))
+            _throttle_file().write_text(f"{major_minor} {limit}\n")
+            try:
+                m = parse_fio_json(run_fio(job, session))
+            finally:
+                _throttle_file().write_text(f"{major_minor} 0\n")
+            assert m.throughput <= limit * 1.15
+            assert m.throughput >= limit * 0.25  # and the measurement is of that device
+    finally:
+        session.close()

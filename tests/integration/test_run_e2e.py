@@ -1,0 +1,94 @@
+"""A tiny suite, end to end, on every backend available here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cryptbench.backends import REGISTRY
+from cryptbench.commands import run as run_cmd
+from cryptbench.commands import show
+from cryptbench.store import Store
+
+TINY = "4M"
+
+
+def test_quick_suite_on_every_available_backend(target_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "r.sqlite"
+    outcome = run_cmd.run(size=TINY, repeats=2, seed=11, target=str(target_dir), db=db)
+    doc = outcome.document
+    assert outcome.status == "complete" and outcome.exit_code == 0
+    available = [n for n, b in REGISTRY.items() if b.probe().ok]
+    assert [t["name"] for t in doc["targets"]] == available
+    assert doc["trials"] == {"ok": 6 * len(available) * 2, "failed": 0}
+    for t in doc["targets"]:
+        if t["encrypted"]:
+            assert t["encryption_verified"] is True
+    throughput = [r for r in doc["results"] if r["metric"] == "throughput"]
+    assert len(throughput) == 6 * len(available)
+    assert all(r["n"] == 2 and r["median"] > 0 for r in throughput)
+    # every encrypted target is compared with its baseline on every workload
+    pairs = {(c["target"], c["baseline"]) for c in doc["comparisons"]}
+    for t in doc["targets"]:
+        if t["baseline"]:
+            assert (t["name"], t["baseline"]) in pairs
+    # io mode recorded per target, the same for all in auto mode
+    assert len({t["io_mode"] for t in doc["targets"]}) == 1
+    # raw fio output kept for every trial
+    store = Store.open(db)
+    raws = store.db.execute("SELECT raw_output FROM trials WHERE run_id=?", (outcome.run_id,)).fetchall()
+    assert all(json.loads(r[0])["fio version"].startswith("fio-") for r in raws)
+    # bytes moved per trial are the plan's size
+    assert {r["median"] for r in doc["results"] if r["metric"] == "io_bytes"} == {4 << 20}
+    store.close()
+    assert show.run(ref="latest", db=db) == doc
+    assert not list((target_dir / "cryptbench").glob("run-*"))  # scratch removed
+
+
+def test_cli_json_document(target_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "r.sqlite"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cryptbench",
+            "run",
+            "--backends",
+            "plain",
+            "--size",
+            TINY,
+            "--repeats",
+            "1",
+            "--target",
+            str(target_dir),
+            "--db",
+            str(db),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=os.environ.copy(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)  # stdout is one JSON document, progress is on stderr
+    assert doc["targets"][0]["name"] == "plain"
+    assert {w["kind"] for w in doc["warnings"]} >= {"few-samples"}
+    again = subprocess.run(
+        [sys.executable, "-m", "cryptbench", "show", "latest", "--json", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(again.stdout) == doc
+    hist = subprocess.run(
+        [sys.executable, "-m", "cryptbench", "history", "--json", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (row,) = json.loads(hist.stdout)
+    assert row["id"] == doc["run_id"] and row["status"] == "complete" and row["ok_trials"] == 6

@@ -1,0 +1,159 @@
+"""The result document, from a real store filled with synthetic trials."""
+
+from pathlib import Path
+
+import pytest
+
+from cryptbench.report import document
+from cryptbench.store import MetricValue, Store
+
+CONTRACT_TARGET_KEYS = {"name", "backend", "baseline", "io_mode", "encryption_verified"}
+CONTRACT_RESULT_KEYS = {
+    "workload",
+    "target",
+    "metric",
+    "unit",
+    "samples",
+    "median",
+    "ci_low",
+    "ci_high",
+    "cv",
+}
+CONTRACT_COMPARISON_KEYS = {"workload", "target", "baseline", "ratio", "ci_low", "ci_high"}
+
+
+def _store(
+    tmp_path: Path,
+    series: dict[tuple[str, str], list[float]],
+    failed: int = 0,
+    resident: int = 0,
+    env: dict | None = None,
+) -> tuple[Store, int]:
+    store = Store.open(tmp_path / "r.sqlite")
+    run_id = store.insert_run(
+        "quick",
+        {"seed": 3, "size": 1 << 20, "repeats": 5, "data": "random", "workloads": ["w1", "w2"]},
+        env or {"cache_drop": "drop_caches", "kernel_crypto": {}},
+        "0.1.0",
+    )
+    for name, baseline, enc in (("plain", None, False), ("gocryptfs", "plain", True)):
+        store.insert_target(
+            run_id,
+            {
+                "name": name,
+                "backend": name,
+                "baseline": baseline,
+                "encrypted": enc,
+                "io_mode": "buffered",
+                "direct_io": "buffered",
+                "direct_io_reason": "",
+                "marker_in_backing": not enc,
+                "encryption_verified": True if enc else None,
+                "details": {},
+            },
+        )
+    seq = 0
+    for (w, t), values in series.items():
+        for i, v in enumerate(values):
+            row = {
+                "seq": seq,
+                "block": i,
+                "repeat": i,
+                "workload": w,
+                "target": t,
+                "started_at": "x",
+                "status": "ok",
+                "cache_resident_bytes": resident,
+            }
+            store.insert_trial(
+                run_id, row, [MetricValue("throughput", "bytes/s", v), MetricValue("lat_p99", "s", 1e-3)]
+            )
+            seq += 1
+    for i in range(failed):
+        store.insert_trial(
+            run_id,
+            {
+                "seq": seq + i,
+                "block": 0,
+                "repeat": 0,
+                "workload": "w1",
+                "target": "gocryptfs",
+                "started_at": "x",
+                "status": "failed",
+                "error": "fio exited with status 1: boom",
+            },
+            [],
+        )
+    store.finish_run(run_id, "complete")
+    return store, run_id
+
+
+STEADY = [100e6, 101e6, 99e6, 100.5e6, 99.5e6]
+
+
+def test_contract_and_ratio(tmp_path: Path) -> None:
+    store, run_id = _store(
+        tmp_path,
+        {
+            ("w1", "plain"): STEADY,
+            ("w1", "gocryptfs"): [v * 0.4 for v in STEADY],
+        },
+    )
+    doc = document.build(store, run_id)
+    assert doc["schema_version"] == 1 and doc["run_id"] == run_id
+    for key in ("environment", "targets", "results", "comparisons", "warnings"):
+        assert key in doc
+    assert all(set(t) >= CONTRACT_TARGET_KEYS for t in doc["targets"])
+    assert all(set(r) >= CONTRACT_RESULT_KEYS for r in doc["results"])
+    (c,) = doc["comparisons"]
+    assert set(c) >= CONTRACT_COMPARISON_KEYS
+    assert (c["target"], c["baseline"]) == ("gocryptfs", "plain")
+    assert c["ratio"] == pytest.approx(0.4)
+    assert c["ci_low"] <= 0.4 <= c["ci_high"]
+    assert c["overhead_percent"] == pytest.approx(60)
+    assert doc["conclusions"] == [
+        "gocryptfs costs 60% of throughput against plain (most at w1: 60% [59, 61]; "
+        "1 of 1 workloads differ beyond their 95% intervals)."
+    ]
+    assert doc["warnings"] == []
+    assert document.build(store, run_id) == doc  # show reproduces run exactly
+
+
+def test_unstable_results_are_flagged_not_hidden(tmp_path: Path) -> None:
+    store, run_id = _store(
+        tmp_path,
+        {
+            ("w1", "plain"): [100e6, 101e6, 99e6, 100e6, 300e6],  # an outlier
+            ("w1", "gocryptfs"): [40e6, 80e6, 20e6, 60e6, 30e6],  # high variation
+            ("w2", "plain"): [50e6, 100e6, 101e6, 99e6, 100e6],  # slow first trial
+        },
+        failed=2,
+        resident=1 << 20,
+    )
+    doc = document.build(store, run_id)
+    kinds = {(w["kind"], w["target"], w["workload"]) for w in doc["warnings"]}
+    assert ("outlier", "plain", "w1") in kinds
+    assert ("high-variation", "gocryptfs", "w1") in kinds
+    assert ("slow-first-trial", "plain", "w2") in kinds
+    assert ("failed-trials", "gocryptfs", "w1") in kinds
+    assert ("cache-not-dropped", "plain", "w1") in kinds
+    # the outlier is kept in the samples, not dropped
+    r = next(
+        r
+        for r in doc["results"]
+        if (r["workload"], r["target"], r["metric"]) == ("w1", "plain", "throughput")
+    )
+    assert 300e6 in r["samples"] and r["n"] == 5
+    assert doc["trials"] == {"ok": 15, "failed": 2}
+
+
+def test_generic_kernel_aes_is_only_mentioned_where_it_matters(tmp_path: Path) -> None:
+    env = {
+        "cache_drop": "fadvise",
+        "cpu_flags": ["aes"],
+        "kernel_crypto": {"xts(aes)": "xts(ecb(aes-fixed-time))", "generic_software_aes": True},
+    }
+    store, run_id = _store(tmp_path, {("w1", "plain"): STEADY}, env=env)
+    kinds = {w["kind"] for w in document.build(store, run_id)["warnings"]}
+    assert "cache-drop-limited" in kinds
+    assert "generic-kernel-aes" not in kinds  # no kernel-crypto target in this run

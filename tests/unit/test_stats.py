@@ -1,0 +1,56 @@
+import numpy as np
+import pytest
+
+from cryptbench import stats
+
+
+def test_summary_of_known_values() -> None:
+    s = stats.summarize([100.0, 110.0, 105.0, 98.0, 102.0], seed=1)
+    assert s.n == 5
+    assert s.median == 102.0
+    assert s.mean == pytest.approx(103.0)
+    assert s.sd == pytest.approx(np.std([100, 110, 105, 98, 102], ddof=1))
+    assert s.cv == pytest.approx(s.sd / 103.0)
+    assert (s.min, s.max) == (98.0, 110.0)
+    assert s.ci_low is not None and s.ci_high is not None
+    assert s.min <= s.ci_low <= s.median <= s.ci_high <= s.max
+
+
+def test_one_sample_has_no_interval() -> None:
+    s = stats.summarize([5.0])
+    assert (s.ci_low, s.ci_high, s.sd, s.cv) == (None, None, 0.0, 0.0)
+    r = stats.ratio([1.0], [2.0, 2.1])
+    assert r.ratio == pytest.approx(1 / 2.05) and r.ci_low is None
+
+
+def test_intervals_are_reproducible_with_a_seed() -> None:
+    values = list(np.random.default_rng(3).normal(100, 10, 12))
+    assert stats.summarize(values, seed=9) == stats.summarize(values, seed=9)
+
+
+def test_ratio_of_a_scaled_copy_is_exact() -> None:
+    base = [100.0, 104.0, 97.0, 101.0, 99.0, 103.0]
+    r = stats.ratio([v * 0.5 for v in base], base, seed=2)
+    assert r.ratio == pytest.approx(0.5)
+    assert r.ci_low is not None and r.ci_high is not None
+    assert r.ci_low <= 0.5 <= r.ci_high
+
+
+def test_ratio_interval_covers_the_truth_for_noisy_samples() -> None:
+    rng = np.random.default_rng(11)
+    a = list(rng.normal(50, 2, 30))
+    b = list(rng.normal(100, 4, 30))
+    r = stats.ratio(a, b, seed=4)
+    assert r.ci_low < 0.5 < r.ci_high
+    assert r.ci_high - r.ci_low < 0.1  # 30 samples each pin it down
+
+
+def test_constant_samples_give_a_point_interval() -> None:
+    s = stats.summarize([7.0, 7.0, 7.0])
+    assert (s.ci_low, s.ci_high) == (7.0, 7.0)
+
+
+def test_outliers_by_modified_z() -> None:
+    assert stats.outliers([1.0, 1.1, 1.05, 0.98, 5.0]) == [4]
+    assert stats.outliers([1.0, 1.1, 1.05, 0.98, 1.02]) == []
+    assert stats.outliers([1.0, 9.0]) == []  # too few to call anything an outlier

@@ -1,0 +1,64 @@
+from pathlib import Path
+
+import pytest
+
+from cryptbench.errors import UsageError
+from cryptbench.suite import builtin_suites, load_suite, parse_suite
+
+
+def test_quick_suite_is_the_six_diskmark_tests() -> None:
+    suite = load_suite("quick")
+    assert [w.name for w in suite.workloads] == [
+        "seq1m-q8-read",
+        "seq1m-q8-write",
+        "rnd4k-q32-read",
+        "rnd4k-q32-write",
+        "rnd4k-q1-read",
+        "rnd4k-q1-write",
+    ]
+    w = suite.workloads[2]
+    assert (w.rw, w.bs, w.iodepth, w.is_write) == ("randread", 4096, 32, False)
+    assert "quick" in builtin_suites()
+
+
+def _w(**over: object) -> dict:
+    return {"name": "s", "workloads": [{"name": "a", "rw": "read", "bs": "4K", "iodepth": 1, **over}]}
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (_w(colour="red"), "unknown key 'colour'"),
+        (_w(rw="trim"), "rw 'trim'"),
+        (_w(iodepth=0), "iodepth must be from 1"),
+        (_w(iodepth=True), "iodepth must be a int"),
+        (_w(iodepth="8"), "iodepth must be a int"),
+        (_w(bs="3"), "multiple of 512"),
+        (_w(bs="12XB"), "unknown unit"),
+        (_w(name="../../etc"), "name '../../etc'"),
+        ({"name": "s", "workloads": []}, "no workloads"),
+        ({"workloads": []}, "missing key 'name'"),
+    ],
+)
+def test_bad_suites_are_refused(data: dict, message: str) -> None:
+    with pytest.raises(UsageError, match=message.replace("(", r"\(")):
+        parse_suite(data, "test")
+
+
+def test_duplicate_names_refused() -> None:
+    data = _w()
+    data["workloads"].append(dict(data["workloads"][0]))
+    with pytest.raises(UsageError, match="unique"):
+        parse_suite(data, "test")
+
+
+def test_suite_from_file_and_bad_toml(tmp_path: Path) -> None:
+    good = tmp_path / "mine.toml"
+    good.write_text('name = "mine"\n[[workloads]]\nname = "r"\nrw = "read"\nbs = "64K"\niodepth = 4\n')
+    assert load_suite(str(good)).workloads[0].bs == 65536
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = \n")
+    with pytest.raises(UsageError, match="not valid TOML"):
+        load_suite(str(bad))
+    with pytest.raises(UsageError, match="unknown suite"):
+        load_suite("no-such-suite")
