@@ -10,7 +10,7 @@ class WarningKind(StrEnum):
     HIGH_VARIATION = "high-variation"  # coefficient of variation above 10 %
     OUTLIER = "outlier"  # a sample with modified Z-score above 3.5
     SLOW_FIRST_TRIAL = "slow-first-trial"  # the first trial stands apart from the rest
-    FEW_SAMPLES = "few-samples"  # fewer than 2 samples: no interval
+    FEW_SAMPLES = "few-samples"  # fewer than 3 samples: the interval is no more than their range
     FAILED_TRIALS = "failed-trials"  # some trials failed; their figures are missing
     CACHE_NOT_DROPPED = "cache-not-dropped"  # data still resident before a read trial
     CACHE_DROP_LIMITED = "cache-drop-limited"  # not root: only fadvise, backing may stay cached

@@ -18,6 +18,7 @@ from scipy import stats as sps
 CONFIDENCE = 0.95
 RESAMPLES = 10_000
 MODIFIED_Z_LIMIT = 3.5  # Iglewicz and Hoaglin's cut-off for outliers
+MIN_OUTLIER_SAMPLES = 5  # a median absolute deviation of fewer points says nothing
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def _bootstrap(data: tuple[np.ndarray, ...], statistic, seed: int) -> tuple[floa
 def outliers(values: list[float]) -> list[int]:
     """Indices whose modified Z-score (median/MAD based) exceeds 3.5."""
     x = np.asarray(values, dtype=float)
-    if len(x) < 3:
+    if len(x) < MIN_OUTLIER_SAMPLES:
         return []
     med = np.median(x)
     mad = np.median(np.abs(x - med))

@@ -53,4 +53,4 @@ def test_constant_samples_give_a_point_interval() -> None:
 def test_outliers_by_modified_z() -> None:
     assert stats.outliers([1.0, 1.1, 1.05, 0.98, 5.0]) == [4]
     assert stats.outliers([1.0, 1.1, 1.05, 0.98, 1.02]) == []
-    assert stats.outliers([1.0, 9.0]) == []  # too few to call anything an outlier
+    assert stats.outliers([1.0, 1.1, 9.0]) == []  # too few to call anything an outlier

@@ -90,10 +90,10 @@ def decide_io_modes(requested: str, targets: dict[str, Target]) -> tuple[dict[st
         return {n: t.direct_io is DirectIO.HONOURED for n, t in targets.items()}, note
     if not not_direct:
         return {n: True for n in targets}, "direct I/O for every target: each honours O_DIRECT"
-    why = "; ".join(f"{t.name}: {t.direct_io_reason}" for t in not_direct)
+    names = ", ".join(t.name for t in not_direct)
     return {n: False for n in targets}, (
-        "buffered I/O for every target (writes end with fsync, caches dropped before each trial), "
-        f"so that comparisons are like for like, because O_DIRECT is not honoured by {why}"
+        f"buffered I/O for every target, like for like, because {names} do(es) not honour O_DIRECT "
+        "(writes end with fsync; caches are dropped before every trial)"
     )
 
 
@@ -178,7 +178,7 @@ def run(
     backends: str | None = None,
     suite: str = "quick",
     size: str = "64M",
-    repeats: int = 3,
+    repeats: int = 5,
     seed: int | None = None,
     target: str = "/var/tmp",
     io_mode: str = "auto",

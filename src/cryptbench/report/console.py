@@ -29,20 +29,28 @@ def _fmt(value: float, unit: str) -> str:
 def _interval(lo: float | None, hi: float | None, unit: str) -> str:
     if lo is None or hi is None:
         return "[no interval]"
-    if unit == "bytes/s":
-        return f"[{lo / 1e6:.0f}, {hi / 1e6:.0f}]" if hi < 1e9 else f"[{lo / 1e9:.2f}, {hi / 1e9:.2f}]"
+    if unit == "bytes/s":  # in MB/s, the unit of the table, whatever the median's size
+        return f"[{lo / 1e6:.0f}, {hi / 1e6:.0f}]"
     return f"[{_fmt(lo, unit)}, {_fmt(hi, unit)}]"
 
 
-def _overhead(c: dict[str, Any]) -> Text:
-    pct = c["overhead_percent"]
+def _change(c: dict[str, Any]) -> Text:
+    """The change against the baseline, in percent, with its interval."""
+    pct = -c["overhead_percent"]
     if c["ci_low"] is None:
-        body = f"{-pct:+.0f}% vs {c['baseline']}"
-        return Text(body, style="yellow")
+        return Text(f"{pct:+.0f}%", style="yellow")
     lo, hi = (c["ci_low"] - 1) * 100, (c["ci_high"] - 1) * 100
     differs = c["ci_high"] < 1 or c["ci_low"] > 1
-    style = ("red" if pct > 0 else "green") if differs else "dim"
-    return Text(f"{-pct:+.0f}% [{lo:+.0f}, {hi:+.0f}] vs {c['baseline']}", style=style)
+    style = ("red" if pct < 0 else "green") if differs else "dim"
+    return Text(f"{pct:+.0f}% [{lo:+.0f}, {hi:+.0f}]", style=style)
+
+
+def _io_line(t: dict[str, Any]) -> str:
+    if t["io_mode"] == "direct":
+        return "direct I/O"
+    if t["direct_io"] == "honoured":
+        return "buffered I/O (O_DIRECT works here; buffered to match the other targets)"
+    return f"buffered I/O ({t['direct_io_reason']})"
 
 
 def render(doc: dict[str, Any], console: Console, metric: str = PRIMARY) -> None:
@@ -56,12 +64,14 @@ def render(doc: dict[str, Any], console: Console, metric: str = PRIMARY) -> None
     table = Table(title=title, title_justify="left", show_lines=True)
     table.add_column("workload", style="bold")
     targets = [t["name"] for t in doc["targets"]]
+    baselines = {t["name"]: t["baseline"] for t in doc["targets"]}
     for t in targets:
-        table.add_column(t, justify="right")
+        header = f"{t}\nvs {baselines[t]}" if baselines[t] and metric == PRIMARY else t
+        table.add_column(header, justify="right")
     results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
-    comps: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for c in doc["comparisons"]:
-        comps.setdefault((c["workload"], c["target"]), []).append(c)
+    # The table shows each target against its own baseline; the comparisons
+    # with plain are in the conclusions and the JSON document.
+    comps = {(c["workload"], c["target"]): c for c in doc["comparisons"] if c["kind"] == "baseline"}
     for w in doc["plan"]["workloads"]:
         if not any((w, t, metric) in results for t in targets):
             continue
@@ -72,17 +82,16 @@ def render(doc: dict[str, Any], console: Console, metric: str = PRIMARY) -> None
                 cells.append(Text("failed", style="red"))
                 continue
             cell = Text(f"{_fmt(r['median'], info.unit)}\n{_interval(r['ci_low'], r['ci_high'], info.unit)}")
-            if metric == PRIMARY:
-                for c in comps.get((w, t), []):
-                    cell.append("\n")
-                    cell.append_text(_overhead(c))
+            if metric == PRIMARY and (w, t) in comps:
+                cell.append("\n")
+                cell.append_text(_change(comps[(w, t)]))
             cells.append(cell)
         table.add_row(*cells)
     console.print(table)
     unit_note = "MB/s (10^6 bytes/s)" if info.unit == "bytes/s" else info.unit
     console.print(
         f"[dim]Median {info.label} in {unit_note} with its 95% bootstrap interval; "
-        "+/-% is the change against the named baseline with its 95% interval "
+        "+/-% is the change against the baseline named in the column's header, with its 95% interval "
         "(red/green: the interval excludes no change).[/dim]"
     )
     console.print()
@@ -90,18 +99,31 @@ def render(doc: dict[str, Any], console: Console, metric: str = PRIMARY) -> None
         proof = ""
         if t["encrypted"]:
             proof = ", encryption verified" if t["encryption_verified"] else ", ENCRYPTION NOT VERIFIED"
-        reason = f" ({t['direct_io_reason']})" if t["io_mode"] == "buffered" and t["direct_io_reason"] else ""
-        console.print(f"[bold]{t['name']}[/bold]: {t['io_mode']} I/O{reason}{proof}")
+        console.print(f"[bold]{t['name']}[/bold]: {_io_line(t)}{proof}")
     if doc["warnings"]:
         console.print()
-        for w in doc["warnings"]:
-            where = "/".join(x for x in (w["target"], w["workload"]) if x)
-            console.print(
-                f"[yellow]warning[/yellow] {w['kind']}{' ' + where if where else ''}: {w['message']}"
-            )
+        _warnings(doc["warnings"], console)
     if doc["conclusions"]:
         console.print()
         for line in doc["conclusions"]:
             console.print(f"• {line}")
     if doc["trials"]["failed"]:
         console.print(f"[red]{doc['trials']['failed']} trial(s) failed[/red]; see the warnings above.")
+
+
+def _warnings(warnings: list[dict[str, Any]], console: Console) -> None:
+    """One paragraph per kind: run-wide ones as they are, per-result ones listed by place."""
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for w in warnings:
+        by_kind.setdefault(w["kind"], []).append(w)
+    for kind, items in by_kind.items():
+        if len(items) == 1 or not any(w["workload"] for w in items):
+            for w in items:
+                where = "/".join(x for x in (w["target"], w["workload"]) if x)
+                console.print(
+                    f"[yellow]warning[/yellow] {kind}{' ' + where if where else ''}: {w['message']}"
+                )
+            continue
+        console.print(f"[yellow]warning[/yellow] {kind} ({len(items)}):")
+        for w in items:
+            console.print(f"  {w['target']}/{w['workload']}: {w['message']}")

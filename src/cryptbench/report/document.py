@@ -17,6 +17,7 @@ from cryptbench.run_warnings import RunWarning, WarningKind
 from cryptbench.store import Store
 
 DOCUMENT_SCHEMA = 1
+MIN_SAMPLES = 3  # below this an interval is no more than the samples' range
 HIGH_CV = 0.10  # coefficient of variation above which a result is flagged
 SLOW_FIRST = 0.80  # a first trial below 80 % of the others' median is flagged
 CACHE_TOLERANCE = 0.01  # fraction of the data size allowed to stay resident
@@ -191,9 +192,15 @@ def find_warnings(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[Run
         if r["metric"] != PRIMARY:
             continue
         w, tn, values = r["workload"], r["target"], r["samples"]
-        if r["n"] < 2:
+        if r["n"] < MIN_SAMPLES:
             found.append(
-                RunWarning(WarningKind.FEW_SAMPLES, "one sample: no interval; use --repeats 3 or more", w, tn)
+                RunWarning(
+                    WarningKind.FEW_SAMPLES,
+                    f"{r['n']} sample(s): the interval is at best their range; "
+                    f"use --repeats {MIN_SAMPLES} or more",
+                    w,
+                    tn,
+                )
             )
         if r["cv"] > HIGH_CV:
             found.append(
@@ -273,24 +280,52 @@ def _pct(x: float) -> str:
     return f"{x:.0f}"
 
 
+def _cost(c: dict[str, Any]) -> str:
+    """'62% [58, 66]' for a slowdown (or a speed-up, with the sign of a gain)."""
+    pct = c["overhead_percent"]
+    if c["ci_low"] is None:
+        return f"{_pct(abs(pct))}% (no interval)"
+    lo, hi = (1 - c["ci_high"]) * 100, (1 - c["ci_low"]) * 100
+    if pct < 0:
+        lo, hi = -hi, -lo
+    return f"{_pct(abs(pct))}% [{_pct(lo)}, {_pct(hi)}]"
+
+
 def conclusions(doc: dict[str, Any]) -> list[str]:
-    """Plain-language lines, one per (target, baseline) pair."""
+    """Plain-language lines, one per (target, baseline) pair.
+
+    Only workloads whose 95 % interval excludes 'no change' count as slower or
+    faster; the rest are said to show no clear difference, not averaged in.
+    """
     lines = []
     pairs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for c in doc["comparisons"]:
         pairs[(c["target"], c["baseline"])].append(c)
     for (target, baseline), cs in pairs.items():
-        worst = max(cs, key=lambda c: c["overhead_percent"])
-        clear = [c for c in cs if c["ci_low"] is not None and (c["ci_high"] < 1 or c["ci_low"] > 1)]
-        lo, hi = min(c["overhead_percent"] for c in cs), worst["overhead_percent"]
-        span = f"{_pct(lo)}% to {_pct(hi)}%" if round(lo) != round(hi) else f"{_pct(hi)}%"
-        if worst["ci_low"] is None:
-            interval = "no interval: one sample"
-        else:
-            interval = f"[{_pct((1 - worst['ci_high']) * 100)}, {_pct((1 - worst['ci_low']) * 100)}]"
-        lines.append(
-            f"{target} costs {span} of throughput against {baseline} "
-            f"(most at {worst['workload']}: {_pct(hi)}% {interval}; "
-            f"{len(clear)} of {len(cs)} workloads differ beyond their 95% intervals)."
-        )
+        slower = [c for c in cs if c["ci_high"] is not None and c["ci_high"] < 1]
+        faster = [c for c in cs if c["ci_low"] is not None and c["ci_low"] > 1]
+        unclear = len(cs) - len(slower) - len(faster)
+        if len(slower) == len(cs):
+            lo = min(c["overhead_percent"] for c in cs)
+            worst = max(cs, key=lambda c: c["overhead_percent"])
+            span = (
+                f"{_pct(lo)}% to {_pct(worst['overhead_percent'])}%"
+                if round(lo) != round(worst["overhead_percent"])
+                else f"{_pct(lo)}%"
+            )
+            lines.append(
+                f"{target} costs {span} of throughput against {baseline} on every workload "
+                f"(most at {worst['workload']}: {_cost(worst)})."
+            )
+            continue
+        parts = []
+        if slower:
+            worst = max(slower, key=lambda c: c["overhead_percent"])
+            parts.append(f"slower at {len(slower)} (most at {worst['workload']}: {_cost(worst)} less)")
+        if faster:
+            best = min(faster, key=lambda c: c["overhead_percent"])
+            parts.append(f"faster at {len(faster)} (most at {best['workload']}: {_cost(best)} more)")
+        if unclear:
+            parts.append(f"no clear difference at {unclear}")
+        lines.append(f"{target} against {baseline}, of {len(cs)} workloads: " + "; ".join(parts) + ".")
     return lines
