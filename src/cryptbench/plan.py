@@ -134,14 +134,12 @@ def build_plan(
             raise UsageError("--backends names a backend twice")
     ordered, added = _with_baselines(requested)
     if backends is not None:
-        for name in ordered:
+        # The backends asked for first, so the error names what the user typed.
+        for name in [*requested, *added]:
             avail = REGISTRY[name].probe()
             if not avail.ok:
-                why = (
-                    f" (needed as the baseline of {', '.join(r for r in requested if r != name)})"
-                    if name in added
-                    else ""
-                )
+                users = ", ".join(r for r in requested if name in _with_baselines([r])[0] and r != name)
+                why = f" (needed as the baseline of {users})" if name in added else ""
                 raise UnavailableError(f"backend {name} is not available here{why}: {avail.reason}")
 
     space = sum(REGISTRY[n].space_needed(size_bytes) for n in ordered)

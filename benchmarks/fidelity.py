@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Does the harness distort what it measures?
+
+For each workload of a suite, the same fio job file (rendered by cryptbench
+for the plain target) is run two ways, interleaved in random order per round:
+
+  direct   sync; drop caches; `fio --output-format=json JOB` — what a user would type
+  harness  cryptbench's own trial path (cache drop and check, CPU meters, store)
+
+and the ratio median(harness) / median(direct) of fio's bw_bytes is printed
+with a 95 % bootstrap interval. Target: 1.00 ± 0.05.
+
+    .venv/bin/python benchmarks/fidelity.py [--size 64M] [--rounds 5] [--target /var/tmp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from cryptbench import stats
+from cryptbench.backends import REGISTRY
+from cryptbench.engines.fio import parse_fio_json, probe_ioengine, run_fio
+from cryptbench.engines.jobs import render_job, render_layout
+from cryptbench.measure.cache import drop_caches
+from cryptbench.runner import TrialContext, TrialSpec, job_options, run_trial
+from cryptbench.session import Session
+from cryptbench.store import Store
+from cryptbench.suite import load_suite
+from cryptbench.units import parse_size
+
+TOLERANCE = 0.05
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", default="64M")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--suite", default="quick")
+    ap.add_argument("--target", default="/var/tmp")
+    ap.add_argument("--io-mode", choices=["direct", "buffered"], default="direct")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    size = parse_size(args.size)
+    suite = load_suite(args.suite)
+    rng = random.Random(args.seed)
+    direct_io = args.io_mode == "direct"
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store.open(Path(tmp) / "fidelity.sqlite")
+        run_id = store.insert_run(suite.name, {"seed": args.seed}, {}, "fidelity")
+        session = Session.create(Path(args.target))
+        try:
+            with REGISTRY["plain"].provision(session, size) as target:
+                engine = probe_ioengine(session.path("ioengine-probe"))
+                ctx = TrialContext(session, store, run_id, size, engine, False, args.seed)
+                layout = session.path("layout.fio")
+                layout.write_text(render_layout(job_options(ctx, target, direct_io, args.seed)))
+                run_fio(layout, session)
+                print(
+                    f"plain target on {args.target}, {args.size} per trial, {args.rounds} rounds, "
+                    f"{args.io_mode} I/O, ioengine {engine}",
+                    file=sys.stderr,
+                )
+                rows = []
+                seq = 0
+                for w in suite.workloads:
+                    job = session.path(f"{w.name}.fio")
+                    job.write_text(render_job(w, job_options(ctx, target, direct_io, args.seed)))
+                    direct: list[float] = []
+                    for r in range(args.rounds):
+                        ways = ["direct", "harness"]
+                        rng.shuffle(ways)
+                        for way in ways:
+                            if way == "direct":
+                                drop_caches([target.path / "cryptbench.dat"])
+                                out = subprocess.run(
+                                    ["fio", "--output-format=json", str(job)],
+                                    capture_output=True,
+                                    text=True,
+                                    check=True,
+                                ).stdout
+                                direct.append(parse_fio_json(out).throughput)
+                            else:
+                                spec = TrialSpec(seq, seq, r, w, target.name)
+                                seq += 1
+                                if not run_trial(ctx, spec, target, direct_io, args.seed):
+                                    raise SystemExit(f"harness trial failed for {w.name}")
+                    harness = [
+                        v
+                        for (v,) in store.db.execute(
+                            "SELECT m.value FROM metrics m JOIN trials t ON t.id = m.trial_id "
+                            "WHERE t.workload = ? AND m.name = 'throughput' ORDER BY t.seq",
+                            (w.name,),
+                        )
+                    ]
+                    rows.append((w.name, direct, harness))
+        finally:
+            session.close()
+            store.close()
+
+    print(
+        f"{'workload':18} {'direct MB/s':>12} {'harness MB/s':>13} {'ratio':>6}  95% interval     within ±5%"
+    )
+    worst = 0.0
+    for name, direct, harness in rows:
+        r = stats.ratio(harness, direct, seed=args.seed)
+        d, h = stats.summarize(direct).median, stats.summarize(harness).median
+        ok = abs(r.ratio - 1) <= TOLERANCE
+        worst = max(worst, abs(r.ratio - 1))
+        interval = f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if r.ci_low is not None else "[none]"
+        print(
+            f"{name:18} {d / 1e6:12.1f} {h / 1e6:13.1f} {r.ratio:6.3f}  {interval:16} {'yes' if ok else 'NO'}"
+        )
+    print(f"largest deviation of a ratio from 1.00: {worst:.3f} (target ≤ {TOLERANCE:.2f})")
+    return 0 if worst <= TOLERANCE else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

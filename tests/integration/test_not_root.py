@@ -1,0 +1,97 @@
+"""Without root, cryptbench runs what it can and says what it skipped and why."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import leftovers
+
+NOBODY = 65534
+
+
+def _as_nobody(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(home / "state"),
+        "XDG_DATA_HOME": str(home / "data"),
+    }
+    return subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "cryptbench",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        cwd="/",
+    )
+
+
+@pytest.fixture
+def nobody_dir(target_dir: Path) -> Path:
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run a command as an unprivileged user")
+    os.chown(target_dir, NOBODY, NOBODY)
+    probe = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            "import cryptbench",
+        ],
+        capture_output=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        pytest.skip("this Python installation cannot be run by an unprivileged user")
+    return target_dir
+
+
+def test_backends_explain_what_needs_root(nobody_dir: Path) -> None:
+    proc = _as_nobody(["backends", "--json"], nobody_dir)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert rows["plain"]["available"]
+    for name in ("ext4-loop", "fscrypt"):
+        assert not rows[name]["available"]
+        assert rows[name]["reason"].startswith("needs root")
+
+
+def test_run_measures_what_it_can(nobody_dir: Path) -> None:
+    proc = _as_nobody(
+        ["run", "--size", "4M", "--repeats", "1", "--target", str(nobody_dir), "--json"], nobody_dir
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    names = [t["name"] for t in doc["targets"]]
+    assert names[0] == "plain" and "ext4-loop" not in names and "fscrypt" not in names
+    assert any(n.startswith("skipped ext4-loop: needs root") for n in doc["notes"])
+    assert "skipped ext4-loop: needs root" in proc.stderr  # the user is told, not just the JSON
+    assert "cache-drop-limited" in {w["kind"] for w in doc["warnings"]}
+    assert doc["trials"]["failed"] == 0
+    assert leftovers(nobody_dir) == []
+
+
+def test_asking_for_a_root_backend_is_refused_with_the_reason(nobody_dir: Path) -> None:
+    proc = _as_nobody(["run", "--backends", "fscrypt", "--target", str(nobody_dir)], nobody_dir)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("cryptbench: error: backend fscrypt is not available here")
+    assert "needs root" in proc.stderr
