@@ -9,11 +9,15 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
 import pytest
 
+from cryptbench.backends import REGISTRY, Target
+from cryptbench.session import Session
 from cryptbench.system import mounts
 
 
@@ -55,3 +59,17 @@ def target_dir(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to attach loop devices and mount")
+
+
+@contextmanager
+def provisioned(target_dir: Path, backend: str, size: int) -> Iterator[tuple[Session, Target]]:
+    """A real target in its own session; skips, with the reason, where the backend cannot run."""
+    avail = REGISTRY[backend].probe()
+    if not avail.ok:
+        pytest.skip(f"{backend} unavailable here: {avail.reason}")
+    session = Session.create(target_dir)
+    try:
+        with REGISTRY[backend].provision(session, size) as target:
+            yield session, target
+    finally:
+        session.close()

@@ -7,14 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.backends import REGISTRY
 from cryptbench.backends.base import iter_files
 from cryptbench.engines.fio import parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.measure.cache import drop_caches, resident_bytes
-from cryptbench.session import Session
 from cryptbench.suite import WorkloadSpec
-from tests.conftest import requires_root
+from tests.conftest import provisioned, requires_root
 
 SIZE = 8 << 20
 
@@ -22,21 +20,14 @@ SIZE = 8 << 20
 @requires_root
 @pytest.mark.parametrize("backend", ["plain", "ext4-loop", "fscrypt", "gocryptfs"])
 def test_drop_leaves_nothing_resident(target_dir: Path, backend: str) -> None:
-    avail = REGISTRY[backend].probe()
-    if not avail.ok:
-        pytest.skip(f"{backend} unavailable here: {avail.reason}")
-    session = Session.create(target_dir)
-    try:
-        with REGISTRY[backend].provision(session, SIZE) as t:
-            data = t.path / "data"
-            data.write_bytes(os.urandom(SIZE))
-            assert data.read_bytes()  # now it is in the page cache
-            files = [data, *iter_files(t.backing)]
-            assert resident_bytes(files) >= SIZE
-            drop_caches(files)
-            assert resident_bytes(files) == 0
-    finally:
-        session.close()
+    with provisioned(target_dir, backend, SIZE) as (_, t):
+        data = t.path / "data"
+        data.write_bytes(os.urandom(SIZE))
+        assert data.read_bytes()  # now it is in the page cache
+        files = [data, *iter_files(t.backing)]
+        assert resident_bytes(files) >= SIZE
+        drop_caches(files)
+        assert resident_bytes(files) == 0
 
 
 def _throttle_file() -> Path:
@@ -50,24 +41,17 @@ def test_write_throughput_includes_the_final_fsync(target_dir: Path) -> None:
     runtime, it would report page-cache speed (GB/s)."""
     if not _throttle_file().exists():
         pytest.skip("no cgroup v1 blkio throttling here (blkio.throttle.write_bps_device)")
-    avail = REGISTRY["ext4-loop"].probe()
-    if not avail.ok:
-        pytest.skip(f"ext4-loop unavailable here: {avail.reason}")
     limit = 20_000_000  # bytes/s
-    session = Session.create(target_dir)
-    try:
-        with REGISTRY["ext4-loop"].provision(session, 32 << 20) as t:
-            dev = Path(t.details["loop_device"]).name
-            major_minor = Path(f"/sys/block/{dev}/dev").read_text().strip()
-            job = session.path("throttled.fio")
-            opts = JobOptions(t.path / "d", 16 << 20, False, "psync", False, 1)
-            job.write_text(render_job(WorkloadSpec("seq-write", "write", 1 << 20, 1), opts))
-            _throttle_file().write_text(f"{major_minor} {limit}\n")
-            try:
-                m = parse_fio_json(run_fio(job, session))
-            finally:
-                _throttle_file().write_text(f"{major_minor} 0\n")
-            assert m.throughput <= limit * 1.15
-            assert m.throughput >= limit * 0.25  # and the measurement is of that device
-    finally:
-        session.close()
+    with provisioned(target_dir, "ext4-loop", 32 << 20) as (session, t):
+        dev = Path(t.details["loop_device"]).name
+        major_minor = Path(f"/sys/block/{dev}/dev").read_text().strip()
+        job = session.path("throttled.fio")
+        opts = JobOptions(t.path / "d", 16 << 20, False, "psync", False, 1)
+        job.write_text(render_job(WorkloadSpec("seq-write", "write", 1 << 20, 1), opts))
+        _throttle_file().write_text(f"{major_minor} {limit}\n")
+        try:
+            m = parse_fio_json(run_fio(job, session))
+        finally:
+            _throttle_file().write_text(f"{major_minor} 0\n")
+        assert m.throughput <= limit * 1.15
+        assert m.throughput >= limit * 0.25  # and the measurement is of that device
