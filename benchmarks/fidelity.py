@@ -57,7 +57,7 @@ def main() -> int:
         try:
             with REGISTRY["plain"].provision(session, size) as target:
                 engine = probe_ioengine(session.path("ioengine-probe"))
-                ctx = TrialContext(session, store, run_id, size, engine, False, args.seed)
+                ctx = TrialContext(session, store, run_id, size, engine, False)
                 layout = session.path("layout.fio")
                 layout.write_text(render_layout(job_options(ctx, target, direct_io, args.seed)))
                 run_fio(layout, session)

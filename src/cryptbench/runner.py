@@ -81,7 +81,6 @@ class TrialContext:
     size: int  # bytes
     ioengine: str
     zero_data: bool
-    seed: int
 
 
 def job_options(ctx: TrialContext, target: Target, direct: bool, seed: int) -> JobOptions:

@@ -170,7 +170,7 @@ class Session:
                 if msg:
                     messages.append(msg)
         if errors:
-            raise CryptbenchError("teardown incomplete: " + "; ".join(errors))
+            raise CryptbenchError("teardown incomplete: " + "; ".join(errors) + " (run `cryptbench cleanup`)")
         return messages
 
     def close(self) -> list[str]:

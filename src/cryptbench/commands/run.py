@@ -148,7 +148,7 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
             store.update_environment(run_id, env)
             for t in targets.values():
                 store.insert_target(run_id, _target_row(t, direct[t.name]))
-            ctx = TrialContext(session, store, run_id, plan.size, engine, plan.zero_data, plan.seed)
+            ctx = TrialContext(session, store, run_id, plan.size, engine, plan.zero_data)
             workload_seeds = {w.name: (plan.seed + i) % 2**32 for i, w in enumerate(plan.suite.workloads)}
             for t in targets.values():
                 progress.phase(f"writing the {plan.size >> 20} MiB data file on {t.name}")
