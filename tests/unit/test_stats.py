@@ -54,3 +54,5 @@ def test_outliers_by_modified_z() -> None:
     assert stats.outliers([1.0, 1.1, 1.05, 0.98, 5.0]) == [4]
     assert stats.outliers([1.0, 1.1, 1.05, 0.98, 1.02]) == []
     assert stats.outliers([1.0, 1.1, 9.0]) == []  # too few to call anything an outlier
+    # tight samples: a 3 % deviation has a large Z-score but does not matter
+    assert stats.outliers([100.0, 100.1, 99.9, 100.0, 103.0]) == []
