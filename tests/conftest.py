@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -73,3 +75,14 @@ def provisioned(target_dir: Path, backend: str, size: int) -> Iterator[tuple[Ses
             yield session, target
     finally:
         session.close()
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the cryptbench command line as a user would, capturing both streams."""
+    return subprocess.run(
+        [sys.executable, "-m", "cryptbench", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env if env is not None else os.environ.copy(),
+    )

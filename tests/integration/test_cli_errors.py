@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-
-def _cb(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cryptbench", *args], capture_output=True, text=True, check=False
-    )
+from tests.conftest import cli
 
 
 @pytest.mark.parametrize(
@@ -34,7 +28,7 @@ def _cb(*args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_bad_input(args: list[str], message: str | None, tmp_path: Path) -> None:
-    proc = _cb(*args, *(["--db", str(tmp_path / "r.sqlite")] if args[0] == "show" else []))
+    proc = cli(*args, *(["--db", str(tmp_path / "r.sqlite")] if args[0] == "show" else []))
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
@@ -48,7 +42,7 @@ def test_a_database_that_is_not_ours_is_left_alone(tmp_path: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("precious\n")
     for args in (["show", "latest"], ["history"], ["run", "--backends", "plain", "--size", "1M"]):
-        proc = _cb(*args, "--db", str(notes))
+        proc = cli(*args, "--db", str(notes))
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert notes.read_text() == "precious\n"
 
@@ -56,37 +50,20 @@ def test_a_database_that_is_not_ours_is_left_alone(tmp_path: Path) -> None:
 def test_unavailable_backend_says_why(tmp_path: Path) -> None:
     # A PATH without gocryptfs stands in for a machine that lacks it.
     env = {**os.environ, "PATH": str(tmp_path)}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cryptbench",
-            "run",
-            "--backends",
-            "gocryptfs",
-            "--db",
-            str(tmp_path / "r.sqlite"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    proc = cli("run", "--backends", "gocryptfs", "--db", str(tmp_path / "r.sqlite"), env=env)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip() == (
         "cryptbench: error: backend gocryptfs is not available here: "
         "gocryptfs is not installed (apt-get install gocryptfs)"
     )
-    listing = subprocess.run(
-        [sys.executable, "-m", "cryptbench", "backends"], capture_output=True, text=True, env=env, check=True
-    )
+    listing = cli("backends", env=env)
     assert "gocryptfs is not installed" in listing.stdout
 
 
 def test_backends_json_lists_every_backend_with_reasons() -> None:
     import json
 
-    proc = _cb("backends", "--json")
+    proc = cli("backends", "--json")
     assert proc.returncode == 0
     rows = json.loads(proc.stdout)
     assert {r["name"] for r in rows} == {"plain", "ext4-loop", "fscrypt", "gocryptfs"}

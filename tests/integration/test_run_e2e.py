@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import run as run_cmd
 from cryptbench.commands import show
 from cryptbench.store import Store
+from tests.conftest import cli
 
 TINY = "4M"
 
@@ -50,45 +48,26 @@ def test_quick_suite_on_every_available_backend(target_dir: Path, tmp_path: Path
 
 def test_cli_json_document(target_dir: Path, tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cryptbench",
-            "run",
-            "--backends",
-            "plain",
-            "--size",
-            TINY,
-            "--repeats",
-            "1",
-            "--target",
-            str(target_dir),
-            "--db",
-            str(db),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=os.environ.copy(),
+    proc = cli(
+        "run",
+        "--backends",
+        "plain",
+        "--size",
+        TINY,
+        "--repeats",
+        "1",
+        "--target",
+        str(target_dir),
+        "--db",
+        str(db),
+        "--json",
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)  # stdout is one JSON document, progress is on stderr
     assert doc["targets"][0]["name"] == "plain"
     assert {w["kind"] for w in doc["warnings"]} >= {"few-samples"}
-    again = subprocess.run(
-        [sys.executable, "-m", "cryptbench", "show", "latest", "--json", "--db", str(db)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    again = cli("show", "latest", "--json", "--db", str(db))
     assert json.loads(again.stdout) == doc
-    hist = subprocess.run(
-        [sys.executable, "-m", "cryptbench", "history", "--json", "--db", str(db)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    hist = cli("history", "--json", "--db", str(db))
     (row,) = json.loads(hist.stdout)
     assert row["id"] == doc["run_id"] and row["status"] == "complete" and row["ok_trials"] == 6
