@@ -138,7 +138,7 @@ def build_plan(
         for name in [*requested, *added]:
             avail = REGISTRY[name].probe()
             if not avail.ok:
-                users = ", ".join(r for r in requested if name in _with_baselines([r])[0] and r != name)
+                users = ", ".join(n for n in ordered if REGISTRY[n].baseline == name)
                 why = f" (needed as the baseline of {users})" if name in added else ""
                 raise UnavailableError(f"backend {name} is not available here{why}: {avail.reason}")
 

@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from cryptbench import resources
 from cryptbench.errors import CryptbenchError, SafetyError, UsageError
@@ -80,7 +81,7 @@ class _Entry:
 class Session:
     run_dir: Path
     _lock_fd: int
-    _journal: object  # text file, append mode
+    _journal: TextIO  # append mode, fsynced per record
     _entries: list[_Entry] = field(default_factory=list)
     _registry_file: Path | None = None
     _closed: bool = False
@@ -132,9 +133,9 @@ class Session:
     # -- the journal ----------------------------------------------------------------
 
     def _write(self, record: dict) -> None:
-        self._journal.write(json.dumps(record) + "\n")  # type: ignore[attr-defined]
-        self._journal.flush()  # type: ignore[attr-defined]
-        os.fsync(self._journal.fileno())  # type: ignore[attr-defined]
+        self._journal.write(json.dumps(record) + "\n")
+        self._journal.flush()
+        os.fsync(self._journal.fileno())
 
     def acquire(self, resource: Resource) -> Resource:
         """Journal `resource`; call before creating it."""
@@ -180,7 +181,7 @@ class Session:
         messages = self.release_all()
         with signals_blocked():
             _remove_run_dir(self.run_dir)
-            self._journal.close()  # type: ignore[attr-defined]
+            self._journal.close()
             os.close(self._lock_fd)
             if self._registry_file is not None:
                 with contextlib.suppress(OSError):

@@ -48,7 +48,6 @@ def probe_ext4_loop() -> Availability:
 @dataclass(frozen=True)
 class LoopFs:
     image: Path
-    device: str
     mountpoint: Path
     details: dict[str, str]
 
@@ -86,7 +85,7 @@ def ext4_on_loop(
                 "mount": _describe_mount(mountpoint),
                 "mkfs": " ".join(["mkfs.ext4", *MKFS_OPTIONS, *features]),
             }
-            yield LoopFs(image, dev, mountpoint, details)
+            yield LoopFs(image, mountpoint, details)
         finally:
             session.release(mount)
     finally:

@@ -22,13 +22,12 @@ from pathlib import Path
 from cryptbench.backends.base import Availability, Backend, DirectIO, Target
 from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_loop
 from cryptbench.errors import ProvisionError
-from cryptbench.resources import FscryptKey
+from cryptbench.resources import FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, FscryptKey
 from cryptbench.session import Session
 
 FS_IOC_SET_ENCRYPTION_POLICY = 0x800C6613
 FS_IOC_GET_ENCRYPTION_POLICY_EX = 0xC0096616
 FS_IOC_ADD_ENCRYPTION_KEY = 0xC0506617
-FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER = 2
 FSCRYPT_POLICY_V2 = 2
 FSCRYPT_MODE_AES_256_XTS = 1
 FSCRYPT_MODE_AES_256_CTS = 4

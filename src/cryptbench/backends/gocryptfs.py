@@ -78,31 +78,30 @@ class GocryptfsBackend(Backend):
             # -init prints the master key unless -q; its output is discarded either way.
             run_cmd(["gocryptfs", "-init", "-q", "-passfile", str(passfile), str(cipher)], timeout=60)
             mount = session.acquire(Mount(mountpoint, fuse=True))
+            daemon = None
             try:
                 daemon = self._start(session, cipher, mountpoint, passfile, log)
-                try:
-                    session.release(secret)  # the password is not needed once mounted
-                    yield Target(
-                        name=self.name,
-                        backend=self.name,
-                        encrypted=True,
-                        baseline=self.baseline,
-                        path=mountpoint,
-                        backing=(cipher,),
-                        helpers=(Helper("gocryptfs", daemon.pid),),
-                        details={
-                            "gocryptfs": gocryptfs_version(),
-                            "cipher": "AES-256-GCM (gocryptfs default), names EME",
-                            "mount": "fuse.gocryptfs",
-                        },
-                        direct_io=DirectIO.BUFFERED,
-                        direct_io_reason=BUFFERED_REASON,
-                    )
-                finally:
-                    session.release(mount)  # gocryptfs exits once unmounted
-                    session.release(daemon)
+                session.release(secret)  # the password is not needed once mounted
+                yield Target(
+                    name=self.name,
+                    backend=self.name,
+                    encrypted=True,
+                    baseline=self.baseline,
+                    path=mountpoint,
+                    backing=(cipher,),
+                    helpers=(Helper("gocryptfs", daemon.pid),),
+                    details={
+                        "gocryptfs": gocryptfs_version(),
+                        "cipher": "AES-256-GCM (gocryptfs default), names EME",
+                        "mount": "fuse.gocryptfs",
+                    },
+                    direct_io=DirectIO.BUFFERED,
+                    direct_io_reason=BUFFERED_REASON,
+                )
             finally:
-                session.release(mount)
+                session.release(mount)  # unmount first: gocryptfs then exits by itself
+                if daemon is not None:
+                    session.release(daemon)
         finally:
             session.release(secret)
 

@@ -8,6 +8,7 @@ bytes/s and latency in seconds. Later versions add keys; they do not rename.
 from __future__ import annotations
 
 import json
+import statistics
 from collections import defaultdict
 from typing import Any
 
@@ -221,13 +222,8 @@ def find_warnings(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[Run
                     tn,
                 )
             )
-        if r["n"] >= 3:
-            rest = sorted(values[1:])
-            mid = (
-                rest[len(rest) // 2]
-                if len(rest) % 2
-                else (rest[len(rest) // 2 - 1] + rest[len(rest) // 2]) / 2
-            )
+        if r["n"] >= MIN_SAMPLES:
+            mid = statistics.median(values[1:])
             if values[0] < SLOW_FIRST * mid:
                 found.append(
                     RunWarning(
