@@ -121,8 +121,12 @@ class Process(Resource):
             if abs(p.create_time() - self.create_time) >= 0.01:
                 return None  # the pid was reused by someone else's process
             if p.status() == psutil.STATUS_ZOMBIE:
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(self.pid, os.WNOHANG)  # ours and exited: reap it
+                # Exited, or exiting: a multi-threaded daemon (gocryptfs is Go)
+                # shows its leader as a zombie while other threads still exit,
+                # and a non-blocking waitpid then reaps nothing. Wait until it is
+                # gone (psutil reaps our own children).
+                with contextlib.suppress(psutil.Error):
+                    p.wait(timeout=5)
                 return None
             return p
         except psutil.Error:

@@ -61,4 +61,4 @@ def test_gocryptfs(target_dir: Path) -> None:
         assert marker_in_backing(t) is False
         assert probe_direct_io(t)[0] is DirectIO.BUFFERED
         pid = helper.pid
-    assert not psutil.pid_exists(pid)
+    assert not psutil.pid_exists(pid), psutil.Process(pid).as_dict(["status", "ppid", "name", "cmdline"])
