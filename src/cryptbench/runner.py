@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from cryptbench.backends.base import Target, iter_files
+from cryptbench.backends.base import Target, cache_files
 from cryptbench.engines.fio import parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.errors import TrialError
@@ -108,7 +108,7 @@ def run_trial(
     jobfile = ctx.session.path("jobs", f"{spec.seq:05d}-{spec.workload.name}-{target.name}.fio")
     jobfile.parent.mkdir(exist_ok=True)
     jobfile.write_text(job_text)
-    cache_files = [opts.filename, *iter_files(target.backing)]
+    files = cache_files(target, opts.filename)
     row = {
         "seq": spec.seq,
         "block": spec.block,
@@ -119,9 +119,9 @@ def run_trial(
         "job_file": job_text,
     }
     try:
-        row["cache_method"] = str(drop_caches(cache_files))
+        row["cache_method"] = str(drop_caches(files))
         # What is still resident now would be served from memory: record it.
-        row["cache_resident_bytes"] = resident_bytes(cache_files)
+        row["cache_resident_bytes"] = resident_bytes(files)
         before = cpu.snapshot(target.helpers)
         raw = fio(jobfile, ctx.session)
         after = cpu.snapshot(target.helpers)

@@ -14,7 +14,7 @@ import os
 import secrets
 from pathlib import Path
 
-from cryptbench.backends.base import DirectIO, Target, iter_files
+from cryptbench.backends.base import DirectIO, Target, cache_files, iter_files
 from cryptbench.measure.cache import drop_caches, resident_bytes
 
 MARKER_NAME = ".cryptbench-marker"
@@ -57,8 +57,8 @@ PROBE_BYTES = 1 << 20
 def probe_direct_io(target: Target) -> tuple[DirectIO, str]:
     """Write 1 MiB with O_DIRECT and see whether any of it lands in a page cache."""
     probe = target.path / PROBE_NAME
-    drop_caches(list(iter_files(target.backing)))
-    before = resident_bytes(iter_files(target.backing))
+    drop_caches(cache_files(target))
+    before = resident_bytes(cache_files(target))
     buf = mmap.mmap(-1, PROBE_BYTES)  # page-aligned, as O_DIRECT requires
     buf.write(secrets.token_bytes(PROBE_BYTES))
     try:
@@ -77,8 +77,7 @@ def probe_direct_io(target: Target) -> tuple[DirectIO, str]:
             raise
         finally:
             os.close(fd)
-        # The probe file may itself be part of the backing (plain): count it once.
-        after = resident_bytes({probe, *iter_files(target.backing)})
+        after = resident_bytes(cache_files(target, probe))
         cached = after - before
         if cached >= PROBE_BYTES // 2:
             return DirectIO.BUFFERED, (

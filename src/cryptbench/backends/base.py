@@ -78,3 +78,13 @@ def iter_files(paths: tuple[Path, ...]) -> Iterator[Path]:
             yield p
         elif p.is_dir():
             yield from (q for q in sorted(p.rglob("*")) if q.is_file() and not q.is_symlink())
+
+
+def cache_files(target: Target, *extra: Path) -> list[Path]:
+    """The files whose page cache a measurement depends on: `extra` plus the backing, each once.
+
+    For plain the backing is the target directory itself, so a data file named
+    in `extra` is also among the backing files; counting it twice would double
+    its resident bytes.
+    """
+    return list(dict.fromkeys([*extra, *iter_files(target.backing)]))
