@@ -54,6 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--data", default="random", choices=["random", "zero"], help="write buffer contents")
     r.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
+    r.add_argument(
+        "--passphrase-file",
+        metavar="FILE",
+        help="your own passphrase for the encrypted targets (mode 600; default: a key per run)",
+    )
     r.add_argument("--json", action="store_true", help="print the result document as JSON on stdout")
 
     h = sub.add_parser("history", help="runs stored so far")
@@ -112,6 +117,7 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             io_mode=args.io_mode,
             data=args.data,
             db=args.db,
+            passphrase_file=args.passphrase_file,
             progress=progress,
         )
     for msg in outcome.recovered:
@@ -202,7 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     except CryptbenchError as e:
         sys.stderr.write(f"cryptbench: error: {e}\n")
         return e.exit_code
-    except (KeyboardInterrupt, Interrupted):
+    except Interrupted as e:
+        sys.stderr.write("cryptbench: interrupted\n")
+        return e.exit_code
+    except KeyboardInterrupt:
         sys.stderr.write("cryptbench: interrupted\n")
         return 130
     except Exception as e:  # a bug: one line, the traceback on request

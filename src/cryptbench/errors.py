@@ -26,6 +26,10 @@ class SafetyError(UsageError):
     """The request would write somewhere cryptbench must not write."""
 
 
+class BusyError(UsageError):
+    """Another run holds what this one needs (the scratch directory's lock)."""
+
+
 class ProvisionError(CryptbenchError):
     """A target could not be set up (or failed its proof of encryption)."""
 

@@ -6,10 +6,11 @@ A plan that cannot run fails here, with the reason, before a byte is written.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cryptbench import keys
 from cryptbench.backends import REGISTRY
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.session import check_target_dir, free_bytes
@@ -39,6 +40,8 @@ class Plan:
     zero_data: bool
     db_path: Path
     space_needed: int  # bytes on the target filesystem
+    # The user's passphrase (--passphrase-file); never stored, printed or logged.
+    passphrase: bytes | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +57,7 @@ class Plan:
             "io_mode": self.io_mode,
             "data": "zero" if self.zero_data else "random",
             "space_needed": self.space_needed,
+            "keys": keys.describe(self.passphrase),
         }
 
 
@@ -86,6 +90,7 @@ def build_plan(
     io_mode: str,
     data: str,
     db: Path,
+    passphrase_file: str | None = None,
 ) -> Plan:
     suite_obj = load_suite(suite)
     size_bytes = parse_size(size, what="--size")
@@ -106,6 +111,7 @@ def build_plan(
     if seed is not None and not 0 <= seed < 2**32:
         raise UsageError("--seed must be from 0 to 4294967295")
     target_dir = check_target_dir(Path(target))
+    passphrase = keys.read_passphrase_file(passphrase_file) if passphrase_file is not None else None
 
     skipped: list[tuple[str, str]] = []
     if backends is None:
@@ -163,4 +169,5 @@ def build_plan(
         zero_data=data == "zero",
         db_path=db,
         space_needed=space,
+        passphrase=passphrase,
     )

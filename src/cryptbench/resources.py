@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import psutil
 
 from cryptbench.errors import ProvisionError
-from cryptbench.system import is_mountpoint, which
+from cryptbench.system import is_mountpoint, mounts, which
 
 
 @dataclass
@@ -145,25 +145,47 @@ class Process(Resource):
         return f"stopped {self.name or 'process'} (pid {self.pid})"
 
 
+def _wipe(path: Path) -> bool:
+    """Overwrite a small secret file with zeros, then unlink it. False if it was gone."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        size = os.fstat(fd).st_size
+        os.pwrite(fd, b"\0" * size, 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    path.unlink(missing_ok=True)
+    return True
+
+
 @dataclass
 class SecretFile(Resource):
-    """A 0600 file holding a password; removed as soon as it is not needed."""
+    """A 0600 file holding a password or key; removed as soon as it is not needed."""
 
     kind: ClassVar[str] = "secret"
     path: Path
 
     def release(self) -> str | None:
-        try:
-            size = self.path.stat().st_size
-            # Overwrite before unlinking: cheap, and the file is tiny.
-            with open(self.path, "r+b") as f:
-                f.write(b"\0" * size)
-                f.flush()
-                os.fsync(f.fileno())
-            self.path.unlink()
-        except FileNotFoundError:
+        return f"removed key file {self.path.name}" if _wipe(self.path) else None
+
+
+@dataclass
+class SecretDir(Resource):
+    """The run's private 0700 directory for secrets, on a RAM filesystem."""
+
+    kind: ClassVar[str] = "secret-dir"
+    path: Path
+
+    def release(self) -> str | None:
+        if not self.path.is_dir() or self.path.is_symlink():
             return None
-        return f"removed key file {self.path.name}"
+        wiped = [p.name for p in self.path.iterdir() if _wipe(p)]
+        self.path.rmdir()
+        extra = f" and key file(s) {', '.join(wiped)}" if wiped else ""
+        return f"removed secret directory {self.path}{extra}"
 
 
 # fscrypt ioctls, from <linux/fscrypt.h> (stable UAPI since Linux 5.4).
@@ -207,8 +229,73 @@ class FscryptKey(Resource):
 
 
 KINDS: dict[str, type[Resource]] = {
-    cls.kind: cls for cls in (Mount, LoopDevice, Process, SecretFile, FscryptKey)
+    cls.kind: cls for cls in (Mount, LoopDevice, Process, SecretFile, SecretDir, FscryptKey)
 }
+
+# Programs a run starts with paths in its run directory as arguments.
+HELPER_NAMES = frozenset(
+    {
+        "fio",
+        "gocryptfs",
+        "mkfs.ext4",
+        "mke2fs",
+        "mount",
+        "umount",
+        "losetup",
+        "fusermount3",
+        "fusermount",
+        "qemu-img",
+        "qemu-storage-daemon",
+        "cryptsetup",
+    }
+)
+
+
+def stop_processes_using(run_dir: Path) -> list[str]:
+    """Stop helpers (by program name) whose arguments point into `run_dir`.
+
+    Only for recovery of a dead run: its helpers run in their own sessions and
+    outlive it, and a `mount` or `losetup` it started may still complete.
+    """
+    prefix = str(run_dir.resolve())
+    found = []
+    for p in psutil.process_iter(["name", "cmdline", "create_time", "status"]):
+        try:
+            if p.info["name"] not in HELPER_NAMES or p.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            args = p.info["cmdline"] or []
+            if any(a.startswith(prefix) or f"={prefix}" in a for a in args[1:]):
+                found.append(Process(p.pid, p.info["create_time"], p.info["name"]))
+        except psutil.Error:
+            continue
+    return [m for m in (proc.release() for proc in found) if m]
+
+
+def sweep(run_dir: Path, secret_dirs: list[Path]) -> list[str]:
+    """Release what lives under `run_dir` but the journal does not name."""
+    messages = []
+    root = run_dir.resolve()
+    for entry in sorted(
+        (m for m in mounts() if m.mountpoint.is_relative_to(root)),
+        key=lambda m: len(m.mountpoint.parts),
+        reverse=True,  # the deepest first: a mount inside a mount
+    ):
+        msg = Mount(entry.mountpoint, fuse=entry.fstype.startswith("fuse")).release()
+        if msg:
+            messages.append(msg)
+    for dev in sorted(Path("/sys/block").glob("loop*")):
+        backing = dev / "loop" / "backing_file"
+        with contextlib.suppress(OSError):
+            image = Path(backing.read_text().strip())
+            if image.is_relative_to(root):
+                msg = LoopDevice(image).release()
+                if msg:
+                    messages.append(msg)
+    for d in secret_dirs:
+        msg = SecretDir(d).release()
+        if msg:
+            messages.append(msg)
+    return messages
 
 
 def from_json(data: dict[str, Any]) -> Resource:

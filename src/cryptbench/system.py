@@ -92,6 +92,18 @@ def mount_entry(path: Path) -> MountEntry | None:
     return found[-1] if found else None  # the last one is the visible one
 
 
+def filesystem_of(path: Path) -> MountEntry | None:
+    """The mount that holds `path` (the deepest mountpoint above it; the last if stacked)."""
+    resolved = path.resolve()
+    best: MountEntry | None = None
+    for m in mounts():
+        if resolved.is_relative_to(m.mountpoint) and (
+            best is None or len(m.mountpoint.parts) >= len(best.mountpoint.parts)
+        ):
+            best = m
+    return best
+
+
 def is_mountpoint(path: Path) -> bool:
     return mount_entry(path) is not None
 

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
+import sqlite3
+import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli
+from cryptbench.session import Session
+from tests.conftest import cli, requires_root
 
 
 @pytest.mark.parametrize(
@@ -70,3 +75,71 @@ def test_backends_json_lists_every_backend_with_reasons() -> None:
     for r in rows:
         assert set(r) >= {"name", "available", "reason", "encrypted", "baseline"}
         assert r["available"] or r["reason"]
+
+
+def _refused(proc: subprocess.CompletedProcess[str], message: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cryptbench: error: "), proc.stderr
+    assert message in lines[0], lines[0]
+
+
+@requires_root
+def test_a_device_node_is_never_a_target(tmp_path: Path) -> None:
+    node = tmp_path / "disk"
+    os.mknod(node, stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null's numbers
+    _refused(cli("run", "--target", str(node), "--db", str(tmp_path / "r.sqlite")), "is a character device")
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+@requires_root
+def test_a_read_only_filesystem_is_refused(tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], check=True)
+    try:
+        _refused(cli("run", "--target", str(ro), "--db", str(tmp_path / "r.sqlite")), "read-only filesystem")
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+
+
+def test_a_scratch_dir_not_made_by_cryptbench_is_refused_untouched(tmp_path: Path) -> None:
+    (tmp_path / "cryptbench").mkdir()
+    (tmp_path / "cryptbench" / "thesis.tex").write_text("precious")
+    proc = cli("run", "--target", str(tmp_path), "--db", str(tmp_path / "r.sqlite"))
+    _refused(proc, "was not made by cryptbench")
+    assert [p.name for p in (tmp_path / "cryptbench").iterdir()] == ["thesis.tex"]
+
+
+def test_no_room_is_refused_with_the_numbers(tmp_path: Path) -> None:
+    proc = cli("run", "--backends", "plain", "--size", "1T", "--target", str(tmp_path))
+    _refused(proc, "not enough free space")
+    assert re.search(r"needs [\d.]+ [KMGT]iB plus 256.0 MiB margin, [\d.]+ [KMGT]iB is free", proc.stderr)
+
+
+def test_a_second_run_on_a_busy_scratch_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "r.sqlite"
+    first = Session.create(tmp_path)
+    try:
+        proc = cli("run", "--backends", "plain", "--size", "1M", "--target", str(tmp_path), "--db", str(db))
+        _refused(proc, f"another cryptbench run (pid {os.getpid()})")
+    finally:
+        first.close()
+    assert not db.exists() or sqlite3.connect(db).execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "content", "message"),
+    [
+        (0o644, b"secret\n", "readable by other users"),
+        (0o600, b"", "is empty"),
+        (0o600, b"two\nlines\n", "one line"),
+    ],
+)
+def test_bad_passphrase_files_are_refused(tmp_path: Path, mode: int, content: bytes, message: str) -> None:
+    f = tmp_path / "pass"
+    f.write_bytes(content)
+    f.chmod(mode)
+    proc = cli("run", "--backends", "plain", "--passphrase-file", str(f), "--target", str(tmp_path))
+    _refused(proc, message)
+    assert "secret" not in proc.stderr and "lines" not in proc.stderr

@@ -1,6 +1,7 @@
 """fscrypt: a directory encrypted by the kernel's native ext4 encryption.
 
-The key is a raw 64-byte key generated per run and handed to the kernel with
+The key is a raw 64-byte key generated per run (or derived with scrypt from
+the user's --passphrase-file) and handed to the kernel with
 the fscrypt ioctls (<linux/fscrypt.h>, v2 policy: AES-256-XTS contents,
 AES-256-CTS-CBC names). It never touches a disk or a command line. We call the
 kernel API directly rather than the `fscrypt` command-line tool because that
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from cryptbench import keys
 from cryptbench.backends.base import Availability, Backend, DirectIO, Target
 from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_loop
 from cryptbench.errors import ProvisionError
@@ -49,9 +51,9 @@ def _kernel_at_least(major: int, minor: int) -> bool:
         return False
 
 
-def add_key(mountpoint: Path) -> str:
-    """Generate a raw key, add it to the filesystem, wipe our copy; return its identifier."""
-    key = bytearray(os.urandom(KEY_BYTES))
+def add_key(mountpoint: Path, passphrase: bytes | None) -> str:
+    """Make a raw key, add it to the filesystem, wipe our copy; return its identifier."""
+    key = keys.new_raw_key(passphrase, KEY_BYTES)
     header = struct.pack("=II32sII32s", FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, 0, b"", KEY_BYTES, 0, b"")
     arg = bytearray(header) + key
     fd = os.open(mountpoint, os.O_RDONLY | os.O_DIRECTORY)
@@ -118,7 +120,7 @@ class FscryptBackend(Backend):
     @contextmanager
     def provision(self, session: Session, data_bytes: int) -> Iterator[Target]:
         with ext4_on_loop(session, self.name, data_bytes, extra_features=("encrypt",)) as fs:
-            identifier = add_key(fs.mountpoint)
+            identifier = add_key(fs.mountpoint, session.passphrase)
             key = session.acquire(FscryptKey(fs.mountpoint, identifier))
             try:
                 path = fs.mountpoint / "data"
@@ -131,7 +133,13 @@ class FscryptBackend(Backend):
                     baseline=self.baseline,
                     path=path,
                     backing=(fs.image,),
-                    details={"filesystem": "ext4", "policy": policy, **fs.details},
+                    details={
+                        "filesystem": "ext4",
+                        "policy": policy,
+                        "key": keys.describe(session.passphrase)
+                        + (" (scrypt)" if session.passphrase is not None else ""),
+                        **fs.details,
+                    },
                     direct_io=DirectIO.BUFFERED,
                     direct_io_reason=BUFFERED_REASON,
                 )

@@ -1,13 +1,14 @@
 """gocryptfs: an encrypted overlay (FUSE) whose ciphertext lives in the scratch space.
 
-The password goes to gocryptfs through a 0600 file (`-passfile`), never a
-command line, and the file is removed as soon as the mount is up.
+The password (generated per run, or the user's --passphrase-file) goes to
+gocryptfs through a 0600 file on a RAM filesystem (`-passfile`), never a
+command line or an environment variable, and the file is wiped as soon as the
+mount is up.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,9 +17,10 @@ from pathlib import Path
 
 import psutil
 
+from cryptbench import keys
 from cryptbench.backends.base import Availability, Backend, DirectIO, Helper, Target
 from cryptbench.errors import ProvisionError
-from cryptbench.resources import Mount, Process, SecretFile
+from cryptbench.resources import Mount, Process
 from cryptbench.session import Session
 from cryptbench.system import is_mountpoint, run_cmd, which
 
@@ -66,15 +68,12 @@ class GocryptfsBackend(Backend):
         base.mkdir(parents=True)
         cipher = session.path("targets", self.name, "cipher")
         mountpoint = session.path("targets", self.name, "mnt")
-        passfile = session.path("targets", self.name, "password")
         log = session.path("targets", self.name, "gocryptfs.log")
         cipher.mkdir()
         mountpoint.mkdir()
-        secret = session.acquire(SecretFile(passfile))
+        secret = session.secret_file("gocryptfs-password", keys.new_password(session.passphrase) + b"\n")
+        passfile = secret.path
         try:
-            fd = os.open(passfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(secrets.token_hex(32) + "\n")
             # -init prints the master key unless -q; its output is discarded either way.
             run_cmd(["gocryptfs", "-init", "-q", "-passfile", str(passfile), str(cipher)], timeout=60)
             mount = session.acquire(Mount(mountpoint, fuse=True))
@@ -93,6 +92,7 @@ class GocryptfsBackend(Backend):
                     details={
                         "gocryptfs": gocryptfs_version(),
                         "cipher": "AES-256-GCM (gocryptfs default), names EME",
+                        "password": keys.describe(session.passphrase),
                         "mount": "fuse.gocryptfs",
                     },
                     direct_io=DirectIO.BUFFERED,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import signal
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -113,8 +114,14 @@ def _target_row(t: Target, direct: bool) -> dict[str, Any]:
 
 
 def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None = None) -> RunOutcome:
-    recovered = recover_stale([plan.target_dir], registry)
+    # The scratch lock first: a second run must not recover (or disturb) anything.
     session = Session.create(plan.target_dir, registry)
+    session.passphrase = plan.passphrase
+    try:
+        recovered = recover_stale([plan.target_dir], registry)
+    except BaseException:
+        session.close()
+        raise
     run_id = store.insert_run(
         plan.suite.name, plan.to_json(), environment.collect(plan.target_dir), __version__
     )
@@ -184,6 +191,7 @@ def run(
     io_mode: str = "auto",
     data: str = "random",
     db: Path | None = None,
+    passphrase_file: str | None = None,
     progress: Progress | None = None,
     registry: Path | None = None,
 ) -> RunOutcome:
@@ -197,7 +205,10 @@ def run(
         io_mode=io_mode,
         data=data,
         db=db or default_db_path(),
+        passphrase_file=passphrase_file,
     )
+    # A core dump of a run would hold its keys.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     store = Store.open(plan.db_path)
     try:
         with interruptible():

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cryptbench import __version__
+from cryptbench import __version__, system
 from cryptbench.backends.gocryptfs import gocryptfs_version
 from cryptbench.engines.fio import fio_version
 from cryptbench.measure.cache import drop_method
-from cryptbench.system import is_root, mounts
+from cryptbench.system import is_root
 
 CPU_FLAGS_OF_INTEREST = ("aes", "vaes", "pclmulqdq", "vpclmulqdq", "avx2", "avx512f", "sha_ni")
 GENERIC_AES_DRIVERS = ("aes-generic", "aes-fixed-time")
@@ -81,13 +81,7 @@ def kernel_crypto() -> dict[str, Any]:
 
 
 def filesystem_of(path: Path) -> dict[str, str]:
-    path = path.resolve()
-    best = None
-    for m in mounts():
-        if (path == m.mountpoint or path.is_relative_to(m.mountpoint)) and (
-            best is None or len(str(m.mountpoint)) >= len(str(best.mountpoint))
-        ):
-            best = m
+    best = system.filesystem_of(path)
     if best is None:
         return {}
     info = {

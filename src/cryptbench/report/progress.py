@@ -23,21 +23,31 @@ class RichProgress:
         )
         self.task: TaskID | None = None
         self.failed = 0
+        self.started = False
+
+    def _start(self) -> None:
+        # Only once there is something to show: a run refused at planning
+        # prints its one error line and nothing else.
+        if not self.started:
+            self.bar.start()
+            self.started = True
 
     def __enter__(self) -> RichProgress:
-        self.bar.start()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.bar.stop()
+        if self.started:
+            self.bar.stop()
 
     def phase(self, text: str) -> None:
+        self._start()
         if self.task is None:
             self.console.print(f"[dim]{text}…[/dim]")
 
     def start_trials(self, total: int) -> None:
+        self._start()
         self.task = self.bar.add_task("trials", total=total)
 
     def trial_done(self, spec: TrialSpec, ok: bool) -> None:

@@ -1,0 +1,108 @@
+"""Key material: where secrets may live, the user's passphrase, derived keys.
+
+Secrets never touch a disk or a command line. Files that helpers must read
+(gocryptfs' -passfile, qemu's secret file) are 0600 files in a 0700 directory on
+a RAM filesystem, made per run by `Session.secret_file` and wiped at teardown.
+Keys the kernel takes directly (fscrypt) go from memory to an ioctl.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from pathlib import Path
+
+from cryptbench.errors import UnavailableError, UsageError
+from cryptbench.system import filesystem_of
+
+RAM_FILESYSTEMS = frozenset({"tmpfs", "ramfs"})
+SECRET_DIR_PREFIX = "cryptbench-secrets-"
+SECRET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+MAX_PASSPHRASE = 512  # bytes, as cryptsetup's interactive limit
+# scrypt cost for a key derived from a passphrase: about 0.1 s and 16 MiB here,
+# enough to show the shape of a real derivation; the benchmark does not time it.
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 1 << 14, 8, 1
+
+
+def ram_dir() -> Path:
+    """A directory on a RAM filesystem this user may create a private directory in."""
+    for candidate in (os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm"):
+        if not candidate or not os.path.isdir(candidate) or not os.access(candidate, os.W_OK | os.X_OK):
+            continue
+        entry = filesystem_of(Path(candidate))
+        if entry is not None and entry.fstype in RAM_FILESYSTEMS:
+            return Path(candidate)
+    raise UnavailableError(
+        "no RAM filesystem for key files (neither $XDG_RUNTIME_DIR nor /dev/shm is a writable tmpfs); "
+        "cryptbench keeps keys off disk: mount a tmpfs on /dev/shm"
+    )
+
+
+def secret_dirs_of(run_name: str) -> list[Path]:
+    """Secret directories a run named `run_name` may have left (for recovery)."""
+    found: list[Path] = []
+    for candidate in (os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm"):
+        if candidate and os.path.isdir(candidate):
+            found.extend(Path(candidate).glob(f"{SECRET_DIR_PREFIX}{run_name}-*"))
+    return sorted(set(found))
+
+
+def read_passphrase_file(path: str) -> bytes:
+    """The user's passphrase: the file's bytes less one trailing newline.
+
+    Refused, with the reason, if other users can read the file: a passphrase
+    that leaks there has leaked already.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as e:
+        raise UsageError(f"--passphrase-file {path!r}: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"--passphrase-file {path!r} is not a regular file")
+        if st.st_mode & 0o077:
+            raise UsageError(
+                f"--passphrase-file {path!r} is readable by other users "
+                f"(mode {stat.S_IMODE(st.st_mode):o}); chmod 600 it first"
+            )
+        data = os.read(fd, MAX_PASSPHRASE + 2)
+    finally:
+        os.close(fd)
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    if not data:
+        raise UsageError(f"--passphrase-file {path!r} is empty")
+    if len(data) > MAX_PASSPHRASE:
+        raise UsageError(f"--passphrase-file {path!r}: passphrase longer than {MAX_PASSPHRASE} bytes")
+    if b"\n" in data or b"\0" in data:
+        raise UsageError(f"--passphrase-file {path!r}: passphrase must be one line without NUL bytes")
+    return data
+
+
+def derive_key(passphrase: bytes, salt: bytes, length: int) -> bytearray:
+    """A raw key from a passphrase (scrypt), for layers that take raw keys."""
+    return bytearray(
+        hashlib.scrypt(
+            passphrase, salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, maxmem=64 << 20, dklen=length
+        )
+    )
+
+
+def new_password(passphrase: bytes | None) -> bytes:
+    """A password for a helper: the user's passphrase, or 32 random bytes as hex."""
+    return passphrase if passphrase is not None else os.urandom(32).hex().encode()
+
+
+def new_raw_key(passphrase: bytes | None, length: int) -> bytearray:
+    """A raw key: derived from the user's passphrase with a fresh salt, or random."""
+    if passphrase is None:
+        return bytearray(os.urandom(length))
+    return derive_key(passphrase, os.urandom(16), length)
+
+
+def describe(passphrase: bytes | None) -> str:
+    """Where a target's key came from, for the record (never the key)."""
+    return "from --passphrase-file" if passphrase is not None else "generated for this run"
