@@ -17,10 +17,24 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import settings
 
 from cryptbench.backends import REGISTRY, Target
 from cryptbench.session import Session
 from cryptbench.system import mounts
+from tests.reliability import FIGURES
+
+# Property tests run the same examples every time (CI must not turn red by
+# luck) and keep no example database in the work tree.
+settings.register_profile("cryptbench", derandomize=True, deadline=None, max_examples=300, database=None)
+settings.load_profile("cryptbench")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if FIGURES:
+        terminalreporter.section("reliability figures (docs/reliability.md)")
+        for name in sorted(FIGURES):
+            terminalreporter.write_line(f"{name}: {FIGURES[name]}")
 
 
 def leftovers(root: Path) -> list[str]:

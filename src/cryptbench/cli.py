@@ -40,8 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="provision targets and run a suite on each")
     r.add_argument("--backends", help="comma-separated (default: every available one); baselines are added")
     r.add_argument("--suite", default="quick", help="built-in suite name or TOML file (default: quick)")
-    r.add_argument("--size", default="64M", help="data file per target, bytes moved per trial (default: 64M)")
-    r.add_argument("--repeats", type=int, default=5, help="trials per workload and target (default: 5)")
+    r.add_argument(
+        "--size", help="data file per target, bytes moved per trial (default: the suite's, else 64M)"
+    )
+    r.add_argument(
+        "--repeats", type=int, help="trials per workload and target (default: the suite's, else 5)"
+    )
     r.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")
     r.add_argument(
         "--target", default="/var/tmp", help="directory to put scratch space in (default: /var/tmp)"

@@ -14,12 +14,11 @@ from cryptbench import keys
 from cryptbench.backends import REGISTRY
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.session import check_target_dir, free_bytes
-from cryptbench.suite import Suite, load_suite
+from cryptbench.suite import Suite, check_repeats_range, check_size_range, load_suite
 from cryptbench.units import format_bytes, parse_size
 
-MIN_SIZE = 1 << 20
-MAX_SIZE = 1 << 40
-MAX_REPEATS = 1000
+DEFAULT_SIZE = "64M"
+DEFAULT_REPEATS = 5
 SIZE_ALIGN = 1 << 20  # data files are whole MiB so that every block size divides them
 SPACE_MARGIN = 256 << 20  # bytes kept free on the target filesystem beyond the plan's need
 IO_MODES = ("auto", "direct", "buffered")
@@ -79,12 +78,25 @@ def _with_baselines(names: list[str]) -> tuple[list[str], list[str]]:
     return ordered, added
 
 
+def parse_backend_list(text: str) -> list[str]:
+    """--backends: comma-separated names from the registry, each once."""
+    requested = [b.strip() for b in text.split(",") if b.strip()]
+    if not requested:
+        raise UsageError("--backends names no backend")
+    for name in requested:
+        if name not in REGISTRY:
+            raise UsageError(f"unknown backend {name[:40]!r} (known: {', '.join(REGISTRY)})")
+    if len(set(requested)) != len(requested):
+        raise UsageError("--backends names a backend twice")
+    return requested
+
+
 def build_plan(
     *,
     backends: str | None,
     suite: str,
-    size: str,
-    repeats: int,
+    size: str | None,
+    repeats: int | None,
     seed: int | None,
     target: str,
     io_mode: str,
@@ -93,17 +105,20 @@ def build_plan(
     passphrase_file: str | None = None,
 ) -> Plan:
     suite_obj = load_suite(suite)
-    size_bytes = parse_size(size, what="--size")
-    if not MIN_SIZE <= size_bytes <= MAX_SIZE:
-        raise UsageError(
-            f"--size {size} is out of range ({format_bytes(MIN_SIZE)} to {format_bytes(MAX_SIZE)})"
-        )
+    # A flag beats the suite's own default, which beats the tool's.
+    if size is not None:
+        size_bytes = parse_size(size, what="--size")
+        check_size_range(size_bytes, f"--size {size[:40]}")
+    else:
+        size_bytes = suite_obj.size if suite_obj.size is not None else parse_size(DEFAULT_SIZE)
+        size = format_bytes(size_bytes)
+    if repeats is None:
+        repeats = suite_obj.repeats if suite_obj.repeats is not None else DEFAULT_REPEATS
     size_bytes = size_bytes // SIZE_ALIGN * SIZE_ALIGN
     biggest = max(w.bs for w in suite_obj.workloads)
     if size_bytes < biggest:
         raise UsageError(f"--size {size} is smaller than the suite's largest block ({format_bytes(biggest)})")
-    if not 1 <= repeats <= MAX_REPEATS:
-        raise UsageError(f"--repeats must be from 1 to {MAX_REPEATS}, not {repeats}")
+    check_repeats_range(repeats, "--repeats")
     if io_mode not in IO_MODES:
         raise UsageError(f"--io-mode must be one of {', '.join(IO_MODES)}")
     if data not in DATA_KINDS:
@@ -130,14 +145,7 @@ def build_plan(
                 skipped.append((name, f"its baseline {base} is unavailable"))
         requested = wanted
     else:
-        requested = [b.strip() for b in backends.split(",") if b.strip()]
-        if not requested:
-            raise UsageError("--backends names no backend")
-        for name in requested:
-            if name not in REGISTRY:
-                raise UsageError(f"unknown backend {name!r} (known: {', '.join(REGISTRY)})")
-        if len(set(requested)) != len(requested):
-            raise UsageError("--backends names a backend twice")
+        requested = parse_backend_list(backends)
     ordered, added = _with_baselines(requested)
     if backends is not None:
         # The backends asked for first, so the error names what the user typed.

@@ -21,6 +21,10 @@ WRITES = frozenset({"write", "randwrite"})
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 MAX_IODEPTH = 1024
 MAX_BLOCK = 64 << 20
+MIN_SIZE = 1 << 20  # bytes: the smallest data file a run may use
+MAX_SIZE = 1 << 40  # bytes: beyond this a typo is likelier than an intent
+MAX_REPEATS = 1000
+MAX_SUITE_FILE = 1 << 20  # bytes
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,8 @@ class Suite:
     name: str
     description: str
     workloads: tuple[WorkloadSpec, ...]
+    size: int | None = None  # bytes: the suite's default --size; None: the tool's
+    repeats: int | None = None  # trials per (workload, target): the suite's default --repeats
 
 
 def builtin_suites() -> list[str]:
@@ -61,8 +67,18 @@ def load_suite(name_or_path: str) -> Suite:
                 f"unknown suite {name_or_path!r}: not a built-in suite "
                 f"({', '.join(builtin_suites())}) nor a file"
             )
-        text = path.read_text()
         origin = f"suite file {str(path)!r}"
+        try:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_SUITE_FILE + 1)
+        except OSError as e:
+            raise UsageError(f"{origin}: {e.strerror}") from None
+        if len(raw) > MAX_SUITE_FILE:
+            raise UsageError(f"{origin} is larger than {MAX_SUITE_FILE >> 10} KiB; not a suite file")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise UsageError(f"{origin} is not UTF-8 text (byte {e.start})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -83,16 +99,25 @@ def _typed(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
     value = table[key]
     # bool is an int in Python; a suite saying `iodepth = true` is still wrong.
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise UsageError(f"{where}: {key} must be a {kind.__name__}, not {value!r}")
+        wanted = {int: "a whole number", str: "a string", list: "a list"}.get(kind, kind.__name__)
+        raise UsageError(f"{where}: {key} must be {wanted}, not {str(value)[:40]!r}")
     return value
 
 
 def parse_suite(data: dict[str, Any], origin: str) -> Suite:
-    _check_keys(data, {"name", "description", "workloads"}, {"name", "workloads"}, origin)
+    _check_keys(data, {"name", "description", "workloads", "size", "repeats"}, {"name", "workloads"}, origin)
     name = _typed(data, "name", str, origin)
     if not _NAME_RE.match(name):
         raise UsageError(f"{origin}: name {name!r} must be lower-case letters, digits, . _ -")
     description = _typed(data, "description", str, origin) if "description" in data else ""
+    size = None
+    if "size" in data:
+        size = parse_size(_typed(data, "size", str, origin), what=f"{origin}: size")
+        check_size_range(size, f"{origin}: size {data['size']}")
+    repeats = None
+    if "repeats" in data:
+        repeats = _typed(data, "repeats", int, origin)
+        check_repeats_range(repeats, f"{origin}: repeats")
     raw = _typed(data, "workloads", list, origin)
     if not raw:
         raise UsageError(f"{origin}: has no workloads")
@@ -118,4 +143,14 @@ def parse_suite(data: dict[str, Any], origin: str) -> Suite:
     names = [w.name for w in workloads]
     if len(set(names)) != len(names):
         raise UsageError(f"{origin}: workload names must be unique")
-    return Suite(name, description, tuple(workloads))
+    return Suite(name, description, tuple(workloads), size, repeats)
+
+
+def check_size_range(size: int, what: str) -> None:
+    if not MIN_SIZE <= size <= MAX_SIZE:
+        raise UsageError(f"{what} is out of range (1.0 MiB to 1.0 TiB)")
+
+
+def check_repeats_range(repeats: int, what: str) -> None:
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise UsageError(f"{what} must be from 1 to {MAX_REPEATS}, not {repeats}")

@@ -8,20 +8,24 @@ the same values spelled out, and `KB`..`TB` are decimal (powers of 1000).
 from __future__ import annotations
 
 import re
+from decimal import Decimal, localcontext
 
 from cryptbench.errors import UsageError
 
 _BINARY = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _DECIMAL = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+# ASCII digits only (\d would take any script's), and few enough that no
+# arithmetic below can overflow.
+_SIZE_RE = re.compile(r"[ \t]*([0-9]{1,20}(?:\.[0-9]{1,20})?)[ \t]*([A-Za-z]{0,3})[ \t]*")
 
 
 def parse_size(text: str, *, what: str = "size") -> int:
     """Return the number of bytes `text` names, or raise UsageError."""
-    m = _SIZE_RE.match(text)
+    shown = repr(text[:40]) + ("…" if len(text) > 40 else "")
+    m = _SIZE_RE.fullmatch(text)
     if not m:
-        raise UsageError(f"{what} {text!r} is not a size (examples: 64M, 1G, 512KiB, 100MB)")
-    number, suffix = float(m.group(1)), m.group(2)
+        raise UsageError(f"{what} {shown} is not a size (examples: 64M, 1G, 512KiB, 100MB)")
+    number, suffix = Decimal(m.group(1)), m.group(2)
     up = suffix.upper()
     if up in ("B", ""):
         factor = 1
@@ -33,12 +37,14 @@ def parse_size(text: str, *, what: str = "size") -> int:
         factor = _DECIMAL[up]
     else:
         raise UsageError(
-            f"{what} {text!r} has an unknown unit {suffix!r} "
+            f"{what} {shown} has an unknown unit {suffix!r} "
             "(use K, M, G, T or KiB..TiB for powers of 1024, KB..TB for powers of 1000)"
         )
-    value = number * factor
-    if value != int(value):
-        raise UsageError(f"{what} {text!r} is not a whole number of bytes")
+    with localcontext() as ctx:
+        ctx.prec = 64  # exact for 40 digits times 2**40
+        value = number * factor
+    if value != value.to_integral_value():
+        raise UsageError(f"{what} {shown} is not a whole number of bytes")
     return int(value)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,36 +53,63 @@ def _json_start(text: str) -> str:
     return text[i:]
 
 
+def _field(obj: Any, path: str, kind: type[Any]) -> Any:
+    """obj[a][b]… for path "a.b…", checked to be of `kind`; a TrialError naming the field if not."""
+    cur = obj
+    for key in path.split("."):
+        if isinstance(cur, list) and key.isdigit() and int(key) < len(cur):
+            cur = cur[int(key)]
+        elif isinstance(cur, dict) and key in cur:
+            cur = cur[key]
+        else:
+            raise TrialError(f"fio output lacks {path} (truncated, or not fio 3's JSON format)")
+    numeric = kind is float and isinstance(cur, int) and not isinstance(cur, bool)
+    if not (isinstance(cur, kind) and not isinstance(cur, bool)) and not numeric:
+        raise TrialError(f"fio output has {path} = {str(cur)[:40]!r}, expected a {kind.__name__}")
+    if kind is float and not math.isfinite(cur):
+        raise TrialError(f"fio output has {path} = {cur!r}, expected a finite number")
+    return cur
+
+
 def _percentile(clat: dict[str, Any], p: str) -> float:
-    pct = clat.get("percentile") or {}
-    return float(pct.get(p, 0.0)) / 1e9
+    pct = clat.get("percentile") if isinstance(clat, dict) else None
+    if not isinstance(pct, dict):
+        return 0.0
+    value = pct.get(p, 0.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise TrialError(f"fio output has percentile {p} = {str(value)[:40]!r}, expected a number")
+    return float(value) / 1e9
 
 
 def parse_fio_json(text: str) -> FioMeasurement:
+    """The measurement in fio's JSON, or a TrialError that says what is wrong with it."""
     try:
         doc = json.loads(_json_start(text))
-        job = doc["jobs"][0]
-    except (json.JSONDecodeError, KeyError, IndexError) as e:
-        raise TrialError(f"could not parse fio output: {e}") from None
+    except json.JSONDecodeError as e:
+        raise TrialError(f"could not parse fio output (truncated?): {e}") from None
+    except RecursionError:
+        raise TrialError("could not parse fio output: nested too deeply") from None
+    job = _field(doc, "jobs.0", dict)
+    name = str(job.get("jobname", "?"))[:40]
     if job.get("error"):
-        raise TrialError(f"fio reported error {job['error']} in job {job.get('jobname')}")
+        raise TrialError(f"fio reported error {str(job['error'])[:40]} in job {name}")
     # The direction that moved bytes is the measured one.
-    direction = "write" if job["write"]["io_bytes"] > job["read"]["io_bytes"] else "read"
+    moved = {d: _field(job, f"{d}.io_bytes", int) for d in ("read", "write")}
+    direction = "write" if moved["write"] > moved["read"] else "read"
+    if moved[direction] <= 0:
+        raise TrialError(f"fio moved no data in job {name}")
     d = job[direction]
-    if d["io_bytes"] <= 0:
-        raise TrialError(f"fio moved no data in job {job.get('jobname')}")
-    clat = d.get("clat_ns", {})
     return FioMeasurement(
         direction=direction,
-        throughput=float(d["bw_bytes"]),
-        iops=float(d["iops"]),
-        io_bytes=int(d["io_bytes"]),
-        runtime=float(d["runtime"]) / 1e3,
-        lat_p50=_percentile(clat, "50.000000"),
-        lat_p99=_percentile(clat, "99.000000"),
-        lat_p99_9=_percentile(clat, "99.900000"),
-        fio_usr_cpu=float(job.get("usr_cpu", 0.0)),
-        fio_sys_cpu=float(job.get("sys_cpu", 0.0)),
+        throughput=float(_field(d, "bw_bytes", float)),
+        iops=float(_field(d, "iops", float)),
+        io_bytes=moved[direction],
+        runtime=float(_field(d, "runtime", float)) / 1e3,
+        lat_p50=_percentile(d.get("clat_ns", {}), "50.000000"),
+        lat_p99=_percentile(d.get("clat_ns", {}), "99.000000"),
+        lat_p99_9=_percentile(d.get("clat_ns", {}), "99.900000"),
+        fio_usr_cpu=float(_field(job, "usr_cpu", float)) if "usr_cpu" in job else 0.0,
+        fio_sys_cpu=float(_field(job, "sys_cpu", float)) if "sys_cpu" in job else 0.0,
     )
 
 

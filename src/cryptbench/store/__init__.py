@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,6 +30,18 @@ class MetricValue:
     name: str
     unit: str
     value: float
+
+
+_RUN_ID_RE = re.compile(r"[0-9]{1,18}")  # ASCII digits only, and within SQLite's INTEGER
+
+
+def parse_run_ref(ref: str) -> int | None:
+    """A run reference from the command line: its id, or None for 'latest'."""
+    if ref == "latest":
+        return None
+    if not _RUN_ID_RE.fullmatch(ref):
+        raise StoreError(f"run {ref[:40]!r} is not a run id (a number, or 'latest')")
+    return int(ref)
 
 
 class Store:
@@ -159,16 +172,15 @@ class Store:
     # -- reading --------------------------------------------------------------------
 
     def resolve_run(self, ref: str) -> int:
-        if ref == "latest":
+        run_id = parse_run_ref(ref)
+        if run_id is None:
             row = self.db.execute("SELECT max(id) FROM runs").fetchone()
             if row[0] is None:
                 raise StoreError(f"no runs stored in {self.path}")
             return int(row[0])
-        if not ref.isdigit():
-            raise StoreError(f"run {ref!r} is not a run id (a number, or 'latest')")
-        if self.db.execute("SELECT 1 FROM runs WHERE id=?", (int(ref),)).fetchone() is None:
-            raise StoreError(f"no run {ref} in {self.path}")
-        return int(ref)
+        if self.db.execute("SELECT 1 FROM runs WHERE id=?", (run_id,)).fetchone() is None:
+            raise StoreError(f"no run {run_id} in {self.path}")
+        return run_id
 
     def run_row(self, run_id: int) -> dict[str, Any]:
         cur = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,))
