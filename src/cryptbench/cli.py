@@ -132,6 +132,9 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
         _print_json(outcome.document)
     else:
         console_report.render(outcome.document, out)
+    failed = outcome.document["trials"]["failed"]
+    if outcome.status == "complete" and outcome.exit_code == 1:
+        err.print(f"{failed} trial(s) failed or could not run; the notes above say why")
     if outcome.status == "interrupted":
         err.print(
             f"interrupted: torn down; {outcome.document['trials']['ok']} finished trial(s) "

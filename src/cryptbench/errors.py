@@ -44,6 +44,14 @@ class TrialError(CryptbenchError):
     """One trial failed; the run records it and goes on."""
 
 
+class TargetLost(TrialError):
+    """A target's helper died: this trial failed and the target's other trials cannot run."""
+
+
+class DiskFull(CryptbenchError):
+    """The target filesystem filled up during a trial: the run stops (finished trials are kept)."""
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived; unwinds the stack so teardown runs.
 

@@ -14,6 +14,8 @@ import re
 import stat
 from pathlib import Path
 
+import psutil
+
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.system import filesystem_of
 
@@ -45,8 +47,23 @@ def secret_dirs_of(run_name: str) -> list[Path]:
     found: list[Path] = []
     for candidate in (os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm"):
         if candidate and os.path.isdir(candidate):
-            found.extend(Path(candidate).glob(f"{SECRET_DIR_PREFIX}{run_name}-*"))
+            pattern = f"{SECRET_DIR_PREFIX}{run_name}-*" if run_name else f"{SECRET_DIR_PREFIX}*"
+            found.extend(Path(candidate).glob(pattern))
     return sorted(set(found))
+
+
+def orphan_secret_dirs() -> list[Path]:
+    """Secret directories whose run process is gone (by the pid in their name).
+
+    A run that lost its run directory but not its secrets (or whose scratch is
+    on a target `cleanup` was not told about) still has its keys found here.
+    """
+    orphans = []
+    for d in secret_dirs_of(""):
+        m = re.fullmatch(rf"{SECRET_DIR_PREFIX}run-[0-9T]+-([0-9]+)-[0-9a-f]+", d.name)
+        if m and d.is_dir() and d.stat().st_uid == os.geteuid() and not psutil.pid_exists(int(m.group(1))):
+            orphans.append(d)
+    return orphans
 
 
 def read_passphrase_file(path: str) -> bytes:

@@ -18,7 +18,7 @@ from typing import Protocol
 from cryptbench.backends.base import Target, cache_files
 from cryptbench.engines.fio import parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
-from cryptbench.errors import TrialError
+from cryptbench.errors import DiskFull, TargetLost, TrialError
 from cryptbench.measure import cpu
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.metrics import trial_metrics
@@ -94,6 +94,44 @@ def job_options(ctx: TrialContext, target: Target, direct: bool, seed: int) -> J
     )
 
 
+ENOSPC_TEXT = "No space left on device"
+
+
+def target_lost(target: Target, when: str) -> str | None:
+    """Why the target can no longer be measured (a helper died), or None."""
+    for h in target.helpers:
+        death = h.death()
+        if death is not None:
+            return f"{h.name} (pid {h.pid}) {death} {when}; target {target.name} is lost"
+    return None
+
+
+def _measure(
+    ctx: TrialContext,
+    target: Target,
+    datafile: Path,
+    jobfile: Path,
+    row: dict[str, object],
+    fio: Callable[[Path, Session], str],
+) -> tuple[str, cpu.CpuSnapshot, cpu.CpuSnapshot]:
+    """Drop caches, run fio; return its output with CPU snapshots around it."""
+    files = cache_files(target, datafile)
+    row["cache_method"] = str(drop_caches(files))
+    # What is still resident now would be served from memory: record it.
+    row["cache_resident_bytes"] = resident_bytes(files)
+    before = cpu.snapshot(target.helpers)
+    try:
+        raw = fio(jobfile, ctx.session)
+    except TrialError as e:
+        lost = target_lost(target, "during this trial")
+        raise TargetLost(f"{lost} (fio: {e})") if lost else e from None
+    after = cpu.snapshot(target.helpers)
+    lost = target_lost(target, "during this trial")
+    if lost:
+        raise TargetLost(lost)
+    return raw, before, after
+
+
 def run_trial(
     ctx: TrialContext,
     spec: TrialSpec,
@@ -102,14 +140,14 @@ def run_trial(
     workload_seed: int,
     fio: Callable[[Path, Session], str] = run_fio,
 ) -> bool:
-    """Run one trial and store it at once, failed or not. Returns success."""
+    """Run one trial and store it at once, failed or not. Returns success.
+
+    Raises TargetLost (after storing the failed trial) when the target's
+    helper died, and DiskFull when the target filesystem filled up.
+    """
     opts = job_options(ctx, target, direct, workload_seed)
     job_text = render_job(spec.workload, opts)
-    jobfile = ctx.session.path("jobs", f"{spec.seq:05d}-{spec.workload.name}-{target.name}.fio")
-    jobfile.parent.mkdir(exist_ok=True)
-    jobfile.write_text(job_text)
-    files = cache_files(target, opts.filename)
-    row = {
+    row: dict[str, object] = {
         "seq": spec.seq,
         "block": spec.block,
         "repeat": spec.repeat,
@@ -119,17 +157,28 @@ def run_trial(
         "job_file": job_text,
     }
     try:
-        row["cache_method"] = str(drop_caches(files))
-        # What is still resident now would be served from memory: record it.
-        row["cache_resident_bytes"] = resident_bytes(files)
-        before = cpu.snapshot(target.helpers)
-        raw = fio(jobfile, ctx.session)
-        after = cpu.snapshot(target.helpers)
+        try:
+            lost = target_lost(target, "before this trial")
+            if lost:
+                raise TargetLost(lost)
+            jobfile = ctx.session.path("jobs", f"{spec.seq:05d}-{spec.workload.name}-{target.name}.fio")
+            jobfile.parent.mkdir(exist_ok=True)
+            jobfile.write_text(job_text)
+            raw, before, after = _measure(ctx, target, opts.filename, jobfile, row, fio)
+        except OSError as e:  # the scratch filesystem full, a FUSE mount gone, …
+            raise TrialError(f"{e.strerror}: {e.filename}" if e.filename else str(e)) from None
         row["raw_output"] = raw
         measurement = parse_fio_json(raw)
     except TrialError as e:
         row.update(status="failed", error=str(e))
         ctx.store.insert_trial(ctx.run_id, row, [])
+        if ENOSPC_TEXT in str(e):
+            raise DiskFull(
+                f"the target filesystem filled up during {spec.workload.name} on {target.name} "
+                f"({ENOSPC_TEXT}); the run stopped"
+            ) from None
+        if isinstance(e, TargetLost):
+            raise
         return False
     row["status"] = "ok"
     ctx.store.insert_trial(ctx.run_id, row, trial_metrics(measurement, cpu.usage(before, after)))
@@ -144,13 +193,31 @@ def run_all(
     workload_seeds: dict[str, int],
     progress: Progress,
 ) -> tuple[int, int]:
-    """Run every trial in order; return (succeeded, failed)."""
+    """Run every trial in order; return (succeeded, failed or not run).
+
+    A lost target's remaining trials are not run (they would fail the same
+    way); the other targets go on.
+    """
     ok = failed = 0
+    lost: dict[str, str] = {}
+    skipped: dict[str, int] = {}
     progress.start_trials(len(trials))
     for spec in trials:
         target = targets[spec.target]
-        success = run_trial(ctx, spec, target, direct[target.name], workload_seeds[spec.workload.name])
+        if spec.target in lost:
+            skipped[spec.target] = skipped.get(spec.target, 0) + 1
+            success = False
+        else:
+            try:
+                success = run_trial(
+                    ctx, spec, target, direct[target.name], workload_seeds[spec.workload.name]
+                )
+            except TargetLost as e:
+                lost[spec.target] = str(e)
+                success = False
         ok += success
         failed += not success
         progress.trial_done(spec, success)
+    for name, why in lost.items():
+        ctx.store.add_note(ctx.run_id, f"{why}: its {skipped.get(name, 0)} remaining trial(s) were not run")
     return ok, failed

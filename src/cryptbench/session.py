@@ -31,7 +31,6 @@ import fcntl
 import json
 import os
 import shutil
-import signal
 import stat
 import time
 from collections.abc import Iterator
@@ -41,6 +40,7 @@ from typing import TextIO
 
 from cryptbench import keys, resources
 from cryptbench.errors import BusyError, CryptbenchError, SafetyError, UsageError
+from cryptbench.interrupts import signals_blocked
 from cryptbench.resources import Resource, SecretDir, SecretFile
 from cryptbench.system import mounts_under
 
@@ -218,6 +218,12 @@ class Session:
         self._journal.flush()
         os.fsync(self._journal.fileno())
 
+    def _write_release(self, entry_id: int) -> None:
+        # Best effort: on a full disk the record may not fit, and a release
+        # that is not journaled is only released again (idempotently) later.
+        with contextlib.suppress(OSError):
+            self._write({"op": "release", "id": entry_id})
+
     def acquire(self, resource: Resource) -> Resource:
         """Journal `resource`; call before creating it."""
         entry = _Entry(len(self._entries), resource)
@@ -230,7 +236,7 @@ class Session:
             if entry.resource is resource and not entry.released:
                 msg = resource.release()
                 entry.released = True
-                self._write({"op": "release", "id": entry.id})
+                self._write_release(entry.id)
                 return msg
         return None
 
@@ -248,7 +254,7 @@ class Session:
                     errors.append(str(e))
                     continue
                 entry.released = True
-                self._write({"op": "release", "id": entry.id})
+                self._write_release(entry.id)
                 if msg:
                     messages.append(msg)
         if errors:
@@ -262,7 +268,8 @@ class Session:
         messages = self.release_all()
         with signals_blocked():
             _remove_run_dir(self.run_dir)
-            self._journal.close()
+            with contextlib.suppress(OSError):  # a full disk: the file is gone anyway
+                self._journal.close()
             os.close(self._lock_fd)
             os.close(self._root_lock_fd)
             if self._registry_file is not None:
@@ -302,17 +309,6 @@ def _remove_run_dir(run_dir: Path) -> None:
         # Never rmtree through a mount: leave it for `cryptbench cleanup`.
         raise CryptbenchError(f"still mounted under {run_dir}: {', '.join(map(str, left))}")
     shutil.rmtree(run_dir, ignore_errors=False)
-
-
-@contextlib.contextmanager
-def signals_blocked() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM until the block ends, so a second Ctrl-C cannot cut teardown short."""
-    sigs = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 # -- recovery after a crash -------------------------------------------------------

@@ -88,7 +88,7 @@ class GocryptfsBackend(Backend):
                     baseline=self.baseline,
                     path=mountpoint,
                     backing=(cipher,),
-                    helpers=(Helper("gocryptfs", daemon.pid),),
+                    helpers=(Helper("gocryptfs", daemon.pid, daemon.create_time),),
                     details={
                         "gocryptfs": gocryptfs_version(),
                         "cipher": "AES-256-GCM (gocryptfs default), names EME",

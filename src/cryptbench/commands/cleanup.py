@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cryptbench import keys
 from cryptbench.commands.run import recover_stale
 from cryptbench.errors import UsageError
+from cryptbench.resources import SecretDir
 from cryptbench.session import candidate_run_dirs
 
 DEFAULT_TARGET = Path("/var/tmp")
@@ -20,5 +22,9 @@ def run(*, target: str | None = None, registry: Path | None = None) -> tuple[lis
             raise UsageError(f"target {target!r} is not a directory")
         targets.append(t.resolve())
     messages = recover_stale(targets, registry)
+    for orphan in keys.orphan_secret_dirs():
+        msg = SecretDir(orphan).release()
+        if msg:
+            messages.append(msg)
     alive = candidate_run_dirs(targets, registry)
     return messages, alive

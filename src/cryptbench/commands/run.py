@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 import resource
-import signal
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from cryptbench import __version__
 from cryptbench.backends import REGISTRY, DirectIO, Target
 from cryptbench.engines.fio import probe_ioengine, run_fio
 from cryptbench.engines.jobs import render_layout
-from cryptbench.errors import Interrupted, ProvisionError, TrialError
+from cryptbench.errors import CryptbenchError, Interrupted, ProvisionError, TrialError
+from cryptbench.interrupts import interruptible, signals_blocked, take_pending
 from cryptbench.measure import environment
 from cryptbench.plan import Plan, build_plan
 from cryptbench.report import document
-from cryptbench.runner import NullProgress, Progress, TrialContext, job_options, run_all, schedule
+from cryptbench.runner import (
+    NullProgress,
+    Progress,
+    TrialContext,
+    job_options,
+    run_all,
+    schedule,
+    target_lost,
+)
 from cryptbench.session import Session, candidate_run_dirs, recover
 from cryptbench.store import Store, default_db_path
 from cryptbench.verify import marker_in_backing, probe_direct_io
@@ -32,26 +38,6 @@ class RunOutcome:
     document: dict[str, Any]
     recovered: list[str] = field(default_factory=list)  # what stale runs left and we removed
     exit_code: int = 0
-
-
-@contextmanager
-def interruptible() -> Iterator[None]:
-    """SIGINT/SIGTERM raise Interrupted once; later ones are ignored so that
-    teardown, which they would otherwise cut short, completes."""
-    fired = False
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        nonlocal fired
-        if not fired:
-            fired = True
-            raise Interrupted(signum)
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str]:
@@ -114,70 +100,94 @@ def _target_row(t: Target, direct: bool) -> dict[str, Any]:
 
 
 def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None = None) -> RunOutcome:
-    # The scratch lock first: a second run must not recover (or disturb) anything.
-    session = Session.create(plan.target_dir, registry)
-    session.passphrase = plan.passphrase
-    try:
-        recovered = recover_stale([plan.target_dir], registry)
-    except BaseException:
-        session.close()
-        raise
-    run_id = store.insert_run(
-        plan.suite.name, plan.to_json(), environment.collect(plan.target_dir), __version__
-    )
-    for name in plan.added_baselines:
-        store.add_note(run_id, f"added {name} as a baseline")
-    for name, reason in plan.skipped:
-        store.add_note(run_id, f"skipped {name}: {reason}")
+    session: Session | None = None
+    run_id: int | None = None
+    recovered: list[str] = []
     status, exit_code = "failed", 1
     try:
-        with ExitStack() as stack:
-            targets: dict[str, Target] = {}
-            for name in plan.backends:
-                progress.phase(f"provisioning {name}")
-                targets[name] = stack.enter_context(REGISTRY[name].provision(session, plan.size))
-            progress.phase("proving encryption")
-            prove_encryption(targets)
-            for t in targets.values():
-                declared = t.direct_io_reason
-                t.direct_io, evidence = probe_direct_io(t)
-                t.direct_io_reason = (
-                    f"{declared}; {evidence}"
-                    if declared and t.direct_io is not DirectIO.HONOURED
-                    else evidence
-                )
-            direct, note = decide_io_modes(plan.io_mode, targets)
-            if note:
-                store.add_note(run_id, note)
-            engine = probe_ioengine(session.path("ioengine-probe"))
-            env = environment.collect(plan.target_dir)  # now with xts(aes) instantiated
-            env["ioengine"] = engine
-            store.update_environment(run_id, env)
-            for t in targets.values():
-                store.insert_target(run_id, _target_row(t, direct[t.name]))
-            ctx = TrialContext(session, store, run_id, plan.size, engine, plan.zero_data)
-            workload_seeds = {w.name: (plan.seed + i) % 2**32 for i, w in enumerate(plan.suite.workloads)}
-            for t in targets.values():
-                progress.phase(f"writing the {plan.size >> 20} MiB data file on {t.name}")
-                layout = session.path("jobs", f"layout-{t.name}.fio")
-                layout.parent.mkdir(exist_ok=True)
-                layout.write_text(render_layout(job_options(ctx, t, direct[t.name], plan.seed)))
-                try:
-                    run_fio(layout, session)
-                except TrialError as e:
-                    raise ProvisionError(f"could not write the data file on {t.name}: {e}") from None
-            trials = schedule(plan.suite.workloads, list(targets), plan.repeats, plan.seed)
-            run_all(ctx, trials, targets, direct, workload_seeds, progress)
-            status, exit_code = "complete", 0
+        # The scratch lock first: a second run must not recover (or disturb)
+        # anything. A signal now waits until the session exists to tear it down.
+        with signals_blocked():
+            session = Session.create(plan.target_dir, registry)
+            session.passphrase = plan.passphrase
+        recovered = recover_stale([plan.target_dir], registry)
+        run_id = store.insert_run(
+            plan.suite.name, plan.to_json(), environment.collect(plan.target_dir), __version__
+        )
+        for name in plan.added_baselines:
+            store.add_note(run_id, f"added {name} as a baseline")
+        for name, reason in plan.skipped:
+            store.add_note(run_id, f"skipped {name}: {reason}")
+        _ok, failed = _measure(plan, store, run_id, session, progress)
+        # Complete, but a script checking the exit status must hear of failures.
+        status, exit_code = "complete", 1 if failed else 0
     except Interrupted as e:
         status, exit_code = "interrupted", e.exit_code
+    except CryptbenchError as e:
+        if run_id is None:
+            raise
+        store.add_note(run_id, f"failed: {e}")
+        raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None
     finally:
-        progress.phase("tearing down")
-        try:
-            session.close()
-        finally:
-            store.finish_run(run_id, status)
+        # Teardown holds SIGINT/SIGTERM to its end, whenever they arrive.
+        with signals_blocked():
+            try:
+                if session is not None:
+                    progress.phase("tearing down")
+                    session.close()
+            finally:
+                late = take_pending()
+                if late is not None:
+                    exit_code = 128 + late
+                    if run_id is not None:
+                        store.add_note(run_id, f"signal {late} arrived during teardown; teardown completed")
+                if run_id is not None:
+                    store.finish_run(run_id, status)
+    if run_id is None:
+        raise Interrupted(exit_code - 128)  # nothing was stored to report
     return RunOutcome(run_id, status, document.build(store, run_id), recovered, exit_code)
+
+
+def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: Progress) -> tuple[int, int]:
+    """Provision, prove, lay out and run every trial; teardown is the caller's.
+
+    Returns (trials that succeeded, trials that failed or could not run)."""
+    with ExitStack() as stack:
+        targets: dict[str, Target] = {}
+        for name in plan.backends:
+            progress.phase(f"provisioning {name}")
+            targets[name] = stack.enter_context(REGISTRY[name].provision(session, plan.size))
+        progress.phase("proving encryption")
+        prove_encryption(targets)
+        for t in targets.values():
+            declared = t.direct_io_reason
+            t.direct_io, evidence = probe_direct_io(t)
+            t.direct_io_reason = (
+                f"{declared}; {evidence}" if declared and t.direct_io is not DirectIO.HONOURED else evidence
+            )
+        direct, note = decide_io_modes(plan.io_mode, targets)
+        if note:
+            store.add_note(run_id, note)
+        engine = probe_ioengine(session.path("ioengine-probe"))
+        env = environment.collect(plan.target_dir)  # now with xts(aes) instantiated
+        env["ioengine"] = engine
+        store.update_environment(run_id, env)
+        for t in targets.values():
+            store.insert_target(run_id, _target_row(t, direct[t.name]))
+        ctx = TrialContext(session, store, run_id, plan.size, engine, plan.zero_data)
+        workload_seeds = {w.name: (plan.seed + i) % 2**32 for i, w in enumerate(plan.suite.workloads)}
+        for t in targets.values():
+            progress.phase(f"writing the {plan.size >> 20} MiB data file on {t.name}")
+            layout = session.path("jobs", f"layout-{t.name}.fio")
+            layout.parent.mkdir(exist_ok=True)
+            layout.write_text(render_layout(job_options(ctx, t, direct[t.name], plan.seed)))
+            try:
+                run_fio(layout, session)
+            except TrialError as e:
+                why = target_lost(t, "while the data file was written") or str(e)
+                raise ProvisionError(f"could not write the data file on {t.name}: {why}") from None
+        trials = schedule(plan.suite.workloads, list(targets), plan.repeats, plan.seed)
+        return run_all(ctx, trials, targets, direct, workload_seeds, progress)
 
 
 def run(

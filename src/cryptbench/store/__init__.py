@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench.errors import StoreError
+from cryptbench.interrupts import signals_blocked
 from cryptbench.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 
@@ -73,15 +74,21 @@ class Store:
         return store
 
     def _migrate(self, version: int) -> None:
-        if (
-            version == 0
-            and self.db.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]
-        ):
-            raise StoreError(f"{str(self.path)!r} is an SQLite database, but not cryptbench's")
-        for i in range(version, SCHEMA_VERSION):
+        # Each step re-reads the version inside its write transaction: two runs
+        # opening a new database at once must not both create the tables.
+        while version < SCHEMA_VERSION:
             with self.transaction():
-                MIGRATIONS[i](self.db)
-                self.db.execute(f"PRAGMA user_version = {i + 1}")
+                version = self.db.execute("PRAGMA user_version").fetchone()[0]
+                if version >= SCHEMA_VERSION:
+                    return
+                if (
+                    version == 0
+                    and self.db.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]
+                ):
+                    raise StoreError(f"{str(self.path)!r} is an SQLite database, but not cryptbench's")
+                MIGRATIONS[version](self.db)
+                self.db.execute(f"PRAGMA user_version = {version + 1}")
+                version += 1
 
     def transaction(self) -> sqlite3.Connection:
         return _Tx(self.db)  # type: ignore[return-value]
@@ -218,17 +225,30 @@ class Store:
 
 
 class _Tx:
-    """BEGIN IMMEDIATE ... COMMIT, so two runs writing one database serialize cleanly."""
+    """BEGIN IMMEDIATE ... COMMIT, so two runs writing one database serialize cleanly.
+
+    SIGINT/SIGTERM wait until the transaction has ended: a trial is stored
+    whole or not at all, and no transaction is left open for the next one.
+    """
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
+        self._blocked = signals_blocked()
 
     def __enter__(self) -> sqlite3.Connection:
-        self.db.execute("BEGIN IMMEDIATE")
+        self._blocked.__enter__()
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._blocked.__exit__(None, None, None)
+            raise
         return self.db
 
     def __exit__(self, exc_type, exc, tb) -> None:  # type: ignore[no-untyped-def]
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        try:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self._blocked.__exit__(None, None, None)
 
 
 def _row(cur: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
