@@ -97,7 +97,9 @@ def check_scratch_root(root: Path) -> None:
         marker = (root / MARKER).lstat()
     except FileNotFoundError:
         marker = None
-    if marker is None or not stat.S_ISREG(marker.st_mode):
+    # An empty directory holds nothing to lose: a run killed between making the
+    # root and its marker left it, and the next run adopts it.
+    if (marker is None and any(root.iterdir())) or (marker is not None and not stat.S_ISREG(marker.st_mode)):
         raise SafetyError(
             f"{root} exists and was not made by cryptbench; move it away or pick another --target"
         )
@@ -148,10 +150,11 @@ class Session:
     def create(cls, target: Path, registry: Path | None = None) -> Session:
         root = scratch_root(target)
         check_scratch_root(root)
-        if not root.exists():
-            root.mkdir(mode=0o700)
-            os.close(os.open(root / MARKER, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
-            check_scratch_root(root)  # another process may have raced us to it
+        root.mkdir(mode=0o700, exist_ok=True)
+        if not (root / MARKER).exists():
+            with contextlib.suppress(FileExistsError):  # another run raced us to it
+                os.close(os.open(root / MARKER, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+            check_scratch_root(root)
         root_fd = _lock_root(root)
         try:
             stamp = time.strftime("%Y%m%dT%H%M%S")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cryptbench.backends.base import DirectIO, Target, cache_files, iter_files
 from cryptbench.measure.cache import drop_caches, resident_bytes
+from cryptbench.session import Session
 
 MARKER_NAME = ".cryptbench-marker"
 MARKER_REPEATS = 4096  # the token fills 128 KiB, so every block of the file holds it
@@ -33,10 +34,10 @@ def _contains(path: Path, token: bytes) -> bool:
     return False
 
 
-def marker_in_backing(target: Target) -> bool:
+def marker_in_backing(session: Session, target: Target) -> bool:
     """Write a marker through `target.path`; is it visible in the backing?"""
     token = secrets.token_hex(16).encode()
-    marker = target.path / MARKER_NAME
+    marker = session.check_inside(target.path / MARKER_NAME)
     with open(marker, "wb") as f:
         f.write(token * MARKER_REPEATS)
         f.flush()
@@ -54,9 +55,9 @@ PROBE_NAME = ".cryptbench-direct-probe"
 PROBE_BYTES = 1 << 20
 
 
-def probe_direct_io(target: Target) -> tuple[DirectIO, str]:
+def probe_direct_io(session: Session, target: Target) -> tuple[DirectIO, str]:
     """Write 1 MiB with O_DIRECT and see whether any of it lands in a page cache."""
-    probe = target.path / PROBE_NAME
+    probe = session.check_inside(target.path / PROBE_NAME)
     drop_caches(cache_files(target))
     before = resident_bytes(cache_files(target))
     buf = mmap.mmap(-1, PROBE_BYTES)  # page-aligned, as O_DIRECT requires

@@ -19,35 +19,35 @@ SIZE = 8 << 20
 def test_plain(target_dir: Path) -> None:
     with provisioned(target_dir, "plain", SIZE) as (session, t):
         assert t.path.is_dir() and t.path.is_relative_to(session.run_dir)
-        assert marker_in_backing(t) is True
-        assert probe_direct_io(t)[0] is DirectIO.HONOURED
+        assert marker_in_backing(session, t) is True
+        assert probe_direct_io(session, t)[0] is DirectIO.HONOURED
 
 
 def test_ext4_loop(target_dir: Path) -> None:
-    with provisioned(target_dir, "ext4-loop", SIZE) as (_, t):
+    with provisioned(target_dir, "ext4-loop", SIZE) as (session, t):
         entry = mount_entry(t.path.parent)
         assert entry is not None and entry.fstype == "ext4"
         assert t.details["loop_direct_io"] == "1"
         # the positive control: plaintext is findable in an unencrypted image
-        assert marker_in_backing(t) is True
-        assert probe_direct_io(t)[0] is DirectIO.HONOURED
+        assert marker_in_backing(session, t) is True
+        assert probe_direct_io(session, t)[0] is DirectIO.HONOURED
 
 
 def test_fscrypt(target_dir: Path) -> None:
-    with provisioned(target_dir, "fscrypt", SIZE) as (_, t):
+    with provisioned(target_dir, "fscrypt", SIZE) as (session, t):
         # An independent tool agrees the directory is encrypted (the E flag).
         flags = subprocess.run(["lsattr", "-d", str(t.path)], capture_output=True, text=True, check=True)
         assert "E" in flags.stdout.split()[0]
         assert t.details["policy"].startswith("v2, contents AES-256-XTS")
-        assert marker_in_backing(t) is False
-        assert probe_direct_io(t)[0] is DirectIO.BUFFERED
+        assert marker_in_backing(session, t) is False
+        assert probe_direct_io(session, t)[0] is DirectIO.BUFFERED
         assert kernel_driver("xts(aes)") is not None  # fscrypt instantiated it
         mountpoint = t.path.parent
     assert mount_entry(mountpoint) is None  # and the key went with the mount
 
 
 def test_gocryptfs(target_dir: Path) -> None:
-    with provisioned(target_dir, "gocryptfs", SIZE) as (_, t):
+    with provisioned(target_dir, "gocryptfs", SIZE) as (session, t):
         entry = mount_entry(t.path)
         assert entry is not None and entry.fstype == "fuse.gocryptfs"
         cipher = t.backing[0]
@@ -58,7 +58,7 @@ def test_gocryptfs(target_dir: Path) -> None:
         # the password travels through a file, never an argument
         cmdline = psutil.Process(helper.pid).cmdline()
         assert "-passfile" in cmdline and "-password" not in cmdline
-        assert marker_in_backing(t) is False
-        assert probe_direct_io(t)[0] is DirectIO.BUFFERED
+        assert marker_in_backing(session, t) is False
+        assert probe_direct_io(session, t)[0] is DirectIO.BUFFERED
         pid = helper.pid
     assert not psutil.pid_exists(pid), psutil.Process(pid).as_dict(["status", "ppid", "name", "cmdline"])

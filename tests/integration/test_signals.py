@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -13,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from cryptbench.backends import REGISTRY
-from tests.conftest import leftovers
+from tests.conftest import cli, leftovers
+from tests.reliability import count
 
 BACKENDS = ",".join(n for n in ("plain", "ext4-loop", "fscrypt", "gocryptfs") if REGISTRY[n].probe().ok)
 
 
-def _start(target: Path, db: Path) -> subprocess.Popen[str]:
+def _start(target: Path, db: Path, size: str = "16M", repeats: str = "3") -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -28,9 +30,9 @@ def _start(target: Path, db: Path) -> subprocess.Popen[str]:
             "--backends",
             BACKENDS,
             "--size",
-            "16M",
+            size,
             "--repeats",
-            "3",
+            repeats,
             "--target",
             str(target),
             "--db",
@@ -95,6 +97,7 @@ def test_signal_tears_down_and_keeps_finished_trials(
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     con.close()
     assert _trials(db) >= finished_before
+    count(f"interrupts survived: {sig.name} to a real process during {phase}")
 
 
 def test_sigkill_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
@@ -121,3 +124,36 @@ def test_sigkill_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
         check=True,
     )
     assert "nothing to clean up" in again.stdout
+
+
+def _mess(target: Path) -> list[str]:
+    return leftovers(target) + [str(p) for p in (target / "cryptbench").glob("run-*")]
+
+
+def test_twenty_sigkills_at_random_moments_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
+    """Each killed run is followed by the next one (which must recover what the last
+    left), killed in turn; then `cleanup` must leave nothing."""
+    db = tmp_path / "r.sqlite"
+    started = time.monotonic()
+    whole = _start(target_dir, db, size="2M", repeats="1")
+    _out, err = whole.communicate(timeout=300)
+    assert whole.returncode == 0, err
+    duration = time.monotonic() - started  # seconds, one uninterrupted run
+    rng = random.Random(20261121)  # reproducible moments
+    messy = 0
+    for _ in range(20):
+        proc = _start(target_dir, db, size="2M", repeats="1")
+        time.sleep(rng.uniform(0, duration))
+        proc.kill()
+        proc.communicate()
+        messy += bool(_mess(target_dir))
+    clean = cli("cleanup", "--target", str(target_dir))
+    assert clean.returncode == 0, clean.stderr
+    assert _mess(target_dir) == []
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    again = cli("run", "--backends", "plain", "--size", "1M", "--repeats", "1", "--target", str(target_dir))
+    assert again.returncode == 0, again.stderr  # the scratch is usable again
+    count("SIGKILLs at random moments survived", 20)
+    count("SIGKILLs that left something for the next run or cleanup", messy)

@@ -153,3 +153,9 @@ def test_secret_files_live_privately_in_ram_and_go_at_close(tmp_path: Path) -> N
     finally:
         s.close()
     assert not directory.exists()
+
+
+def test_an_empty_scratch_root_left_by_a_kill_is_adopted(tmp_path: Path) -> None:
+    (tmp_path / "cryptbench").mkdir(mode=0o700)
+    Session.create(tmp_path, registry=tmp_path / "reg").close()
+    assert (tmp_path / "cryptbench" / MARKER).is_file()

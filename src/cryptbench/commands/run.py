@@ -49,9 +49,9 @@ def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str
     return messages
 
 
-def prove_encryption(targets: dict[str, Target]) -> None:
+def prove_encryption(session: Session, targets: dict[str, Target]) -> None:
     for t in targets.values():
-        t.marker_in_backing = marker_in_backing(t)
+        t.marker_in_backing = marker_in_backing(session, t)
     for t in targets.values():
         if not t.encrypted:
             continue
@@ -158,10 +158,10 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
             progress.phase(f"provisioning {name}")
             targets[name] = stack.enter_context(REGISTRY[name].provision(session, plan.size))
         progress.phase("proving encryption")
-        prove_encryption(targets)
+        prove_encryption(session, targets)
         for t in targets.values():
             declared = t.direct_io_reason
-            t.direct_io, evidence = probe_direct_io(t)
+            t.direct_io, evidence = probe_direct_io(session, t)
             t.direct_io_reason = (
                 f"{declared}; {evidence}" if declared and t.direct_io is not DirectIO.HONOURED else evidence
             )

@@ -1,0 +1,119 @@
+"""Secrets never show in a command line or an environment, and are gone after the run.
+
+A real run (every available backend) is watched from outside: every process's
+/proc/PID/cmdline and /proc/PID/environ is read again and again while it runs,
+and searched for the passphrase and for every key file's contents.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cryptbench.backends import REGISTRY
+from cryptbench.keys import SECRET_DIR_PREFIX
+from tests.conftest import leftovers
+from tests.reliability import count
+
+ENCRYPTED = [n for n in ("fscrypt", "gocryptfs") if REGISTRY[n].probe().ok]
+
+
+class Watcher:
+    """Reads every process's command line and environment until stopped."""
+
+    def __init__(self, known: set[bytes]) -> None:
+        self.known = known  # secrets to look for; key file contents are added as found
+        self.found: list[str] = []
+        self.scans = 0
+        self.key_files: dict[Path, tuple[int, int]] = {}  # path -> (file mode, directory mode)
+        self.stop = threading.Event()
+
+    def _read_key_files(self) -> None:
+        for d in Path("/dev/shm").glob(f"{SECRET_DIR_PREFIX}*"):
+            try:
+                for f in d.iterdir():
+                    data = f.read_bytes().strip()
+                    if data:
+                        self.known.add(data)
+                        self.key_files[f] = (stat.S_IMODE(f.stat().st_mode), stat.S_IMODE(d.stat().st_mode))
+            except OSError:
+                continue  # removed while we looked
+
+    def run(self) -> None:
+        me = str(os.getpid())
+        while not self.stop.is_set():
+            self._read_key_files()
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit() or pid == me:
+                    continue
+                for part in ("cmdline", "environ"):
+                    try:
+                        data = Path(f"/proc/{pid}/{part}").read_bytes()
+                    except OSError:
+                        continue
+                    for s in self.known:
+                        if s in data:
+                            self.found.append(f"{pid} {part}: {data[:200]!r}")
+            self.scans += 1
+            time.sleep(0.005)
+
+
+@pytest.mark.skipif(not ENCRYPTED, reason="no encrypted backend is available here")
+@pytest.mark.parametrize("own_passphrase", [True, False], ids=["passphrase-file", "generated-keys"])
+def test_no_secret_in_any_command_line_or_environment(
+    target_dir: Path, tmp_path: Path, own_passphrase: bool
+) -> None:
+    passphrase = f"cb-test-{secrets.token_hex(12)}".encode()
+    args = ["run", "--backends", ",".join(ENCRYPTED), "--size", "4M", "--repeats", "2"]
+    args += ["--target", str(target_dir), "--db", str(tmp_path / "r.sqlite")]
+    known: set[bytes] = set()
+    if own_passphrase:
+        pf = tmp_path / "pass"
+        pf.write_bytes(passphrase + b"\n")
+        pf.chmod(0o600)
+        args += ["--passphrase-file", str(pf)]
+        known.add(passphrase)
+    watcher = Watcher(known)
+    thread = threading.Thread(target=watcher.run)
+    thread.start()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "cryptbench", *args], capture_output=True, check=False)
+    finally:
+        watcher.stop.set()
+        thread.join()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert watcher.found == []
+    if "gocryptfs" in ENCRYPTED:
+        # The watcher saw the password file, so it searched for its contents too.
+        assert watcher.key_files, "no key file was seen during the run"
+        assert set(watcher.key_files.values()) == {(0o600, 0o700)}
+        assert not own_passphrase or passphrase in known
+    assert not any(p.exists() for p in watcher.key_files)
+    assert leftovers(target_dir) == []
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("r.sqlite*"))
+    for s in watcher.known:
+        assert s not in stored and s not in proc.stdout and s not in proc.stderr
+    count("secrets found in command lines or environments", len(watcher.found))
+    count("process-table scans for secrets during runs", watcher.scans)
+
+
+def test_the_watcher_finds_a_secret_on_a_command_line() -> None:
+    """Positive control: the search above can find what it looks for."""
+    secret = f"cb-control-{secrets.token_hex(8)}".encode()
+    watcher = Watcher({secret})
+    thread = threading.Thread(target=watcher.run)
+    thread.start()
+    try:
+        subprocess.run([sys.executable, "-c", "import time; time.sleep(0.5)", secret.decode()], check=True)
+    finally:
+        watcher.stop.set()
+        thread.join()
+    assert any("cmdline" in f for f in watcher.found)
