@@ -19,7 +19,7 @@ import psutil
 
 from cryptbench import keys
 from cryptbench.backends.base import Availability, Backend, DirectIO, Helper, Target
-from cryptbench.errors import ProvisionError
+from cryptbench.errors import ProvisionError, UnavailableError
 from cryptbench.resources import Mount, Process
 from cryptbench.session import Session
 from cryptbench.system import is_mountpoint, run_cmd, which
@@ -57,6 +57,10 @@ class GocryptfsBackend(Backend):
             return Availability(False, "kernel has no FUSE support (/dev/fuse missing)")
         if not os.access("/dev/fuse", os.R_OK | os.W_OK):
             return Availability(False, "this user cannot open /dev/fuse")
+        try:
+            keys.ram_dir()  # its password file must not touch a disk
+        except UnavailableError as e:
+            return Availability(False, str(e))
         return Availability(True)
 
     def space_needed(self, data_bytes: int) -> int:
