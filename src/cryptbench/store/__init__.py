@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +32,27 @@ class MetricValue:
     name: str
     unit: str
     value: float
+
+
+LOCK_TIMEOUT = 30.0  # seconds another process may hold the database before we give up
+
+
+def _enable_wal(db: sqlite3.Connection) -> None:
+    """WAL, so readers never block the run writing.
+
+    Switching a new database to WAL takes an exclusive lock, and SQLite may
+    report "database is locked" at once instead of waiting its busy timeout
+    (two runs opening a new database together hit this), so retry.
+    """
+    deadline = time.monotonic() + LOCK_TIMEOUT
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 _RUN_ID_RE = re.compile(r"[0-9]{1,18}")  # ASCII digits only, and within SQLite's INTEGER
@@ -59,10 +81,17 @@ class Store:
                 raise StoreError(f"no results database at {str(path)!r} (run `cryptbench run` first)")
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            db = sqlite3.connect(path, timeout=30, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
+            db = sqlite3.connect(path, timeout=LOCK_TIMEOUT, isolation_level=None)
+            _enable_wal(db)
             db.execute("PRAGMA foreign_keys=ON")
             version = db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.OperationalError as e:
+            if "locked" in str(e):
+                raise StoreError(
+                    f"results database {str(path)!r} stayed locked by another process for "
+                    f"{LOCK_TIMEOUT:.0f} s"
+                ) from None
+            raise StoreError(f"{str(path)!r} is not a cryptbench database: {e}") from None
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{str(path)!r} is not a cryptbench database: {e}") from None
         if version > SCHEMA_VERSION:
