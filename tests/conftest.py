@@ -20,7 +20,7 @@ import pytest
 from hypothesis import settings
 
 from cryptbench.backends import REGISTRY, Target
-from cryptbench.keys import SECRET_DIR_PREFIX
+from cryptbench.keys import secret_dirs_of
 from cryptbench.session import Session
 from cryptbench.system import mounts
 from tests.reliability import FIGURES
@@ -53,9 +53,7 @@ def leftovers(root: Path) -> list[str]:
             and str(root) in cmd
         ):
             found.append(f"process {p.pid} {cmd}")
-    for ram in (os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm"):
-        if ram and os.path.isdir(ram):
-            found.extend(f"key directory {d}" for d in Path(ram).glob(f"{SECRET_DIR_PREFIX}*"))
+    found.extend(f"key directory {d}" for d in secret_dirs_of())
     return found
 
 

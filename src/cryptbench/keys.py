@@ -28,28 +28,29 @@ MAX_PASSPHRASE = 512  # bytes, as cryptsetup's interactive limit
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 1 << 14, 8, 1
 
 
+def _ram_candidates() -> list[Path]:
+    """Where a per-user private directory on a RAM filesystem may be made, in order."""
+    return [Path(c) for c in (os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm") if c and os.path.isdir(c)]
+
+
 def ram_dir() -> Path:
     """A directory on a RAM filesystem this user may create a private directory in."""
-    for candidate in (os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm"):
-        if not candidate or not os.path.isdir(candidate) or not os.access(candidate, os.W_OK | os.X_OK):
+    for candidate in _ram_candidates():
+        if not os.access(candidate, os.W_OK | os.X_OK):
             continue
-        entry = filesystem_of(Path(candidate))
+        entry = filesystem_of(candidate)
         if entry is not None and entry.fstype in RAM_FILESYSTEMS:
-            return Path(candidate)
+            return candidate
     raise UnavailableError(
         "no RAM filesystem for key files (neither $XDG_RUNTIME_DIR nor /dev/shm is a writable tmpfs); "
         "cryptbench keeps keys off disk: mount a tmpfs on /dev/shm"
     )
 
 
-def secret_dirs_of(run_name: str) -> list[Path]:
-    """Secret directories a run named `run_name` may have left (for recovery)."""
-    found: list[Path] = []
-    for candidate in (os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm"):
-        if candidate and os.path.isdir(candidate):
-            pattern = f"{SECRET_DIR_PREFIX}{run_name}-*" if run_name else f"{SECRET_DIR_PREFIX}*"
-            found.extend(Path(candidate).glob(pattern))
-    return sorted(set(found))
+def secret_dirs_of(run_name: str | None = None) -> list[Path]:
+    """Secret directories the run named `run_name` (default: any run) may have left."""
+    pattern = f"{SECRET_DIR_PREFIX}{run_name}-*" if run_name is not None else f"{SECRET_DIR_PREFIX}*"
+    return sorted({d for base in _ram_candidates() for d in base.glob(pattern)})
 
 
 def orphan_secret_dirs() -> list[Path]:
@@ -59,7 +60,7 @@ def orphan_secret_dirs() -> list[Path]:
     on a target `cleanup` was not told about) still has its keys found here.
     """
     orphans = []
-    for d in secret_dirs_of(""):
+    for d in secret_dirs_of():
         m = re.fullmatch(rf"{SECRET_DIR_PREFIX}run-[0-9T]+-([0-9]+)-[0-9a-f]+", d.name)
         if m and d.is_dir() and d.stat().st_uid == os.geteuid() and not psutil.pid_exists(int(m.group(1))):
             orphans.append(d)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import signal
 import struct
 import subprocess
 import time
@@ -115,20 +116,34 @@ class Process(Resource):
     create_time: float  # seconds since the epoch, as psutil reports it
     name: str = ""
 
-    def _live(self) -> psutil.Process | None:
+    def death(self) -> str | None:
+        """None while the process runs; otherwise how it ended, in words."""
         try:
             p = psutil.Process(self.pid)
             if abs(p.create_time() - self.create_time) >= 0.01:
-                return None  # the pid was reused by someone else's process
-            if p.status() == psutil.STATUS_ZOMBIE:
-                # Exited, or exiting: a multi-threaded daemon (gocryptfs is Go)
-                # shows its leader as a zombie while other threads still exit,
-                # and a non-blocking waitpid then reaps nothing. Wait until it is
-                # gone (psutil reaps our own children).
-                with contextlib.suppress(psutil.Error):
-                    p.wait(timeout=5)
+                return "exited"  # and its pid now belongs to someone else's process
+            if p.status() != psutil.STATUS_ZOMBIE:
                 return None
-            return p
+            # Exited, or exiting: a multi-threaded daemon (gocryptfs is Go)
+            # shows its leader as a zombie while other threads still exit, and
+            # a non-blocking waitpid then reaps nothing. Wait until it is gone
+            # (psutil reaps our own children and returns their exit status).
+            code = p.wait(timeout=5)
+        except psutil.NoSuchProcess:
+            return "exited"
+        except psutil.TimeoutExpired:
+            return "is exiting"
+        except psutil.Error:
+            return None  # cannot tell; treat as running
+        if code is not None and code < 0:
+            return f"was killed by signal {-code} ({signal.Signals(-code).name})"
+        return f"exited with status {code}" if code is not None else "exited"
+
+    def _live(self) -> psutil.Process | None:
+        if self.death() is not None:
+            return None
+        try:
+            return psutil.Process(self.pid)
         except psutil.Error:
             return None
 

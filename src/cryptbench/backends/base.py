@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -11,8 +10,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import ClassVar
 
-import psutil
-
+from cryptbench.resources import Process
 from cryptbench.session import Session
 
 
@@ -36,25 +34,11 @@ class Helper:
 
     name: str
     pid: int
-    create_time: float = 0.0  # seconds since the epoch (psutil); tells a reused pid apart
+    create_time: float  # seconds since the epoch (psutil); tells a reused pid apart
 
     def death(self) -> str | None:
         """None while the helper runs; otherwise how it ended, in words."""
-        try:
-            p = psutil.Process(self.pid)
-            if self.create_time and abs(p.create_time() - self.create_time) >= 0.01:
-                return "exited"  # and its pid now belongs to another process
-            if p.status() != psutil.STATUS_ZOMBIE:
-                return None
-            # Our child, dead but not reaped: reap it for its exit status.
-            code = p.wait(timeout=5)
-        except psutil.NoSuchProcess:
-            return "exited"
-        except psutil.TimeoutExpired:
-            return "is exiting"
-        if code is not None and code < 0:
-            return f"was killed by signal {-code} ({signal.Signals(-code).name})"
-        return f"exited with status {code}" if code is not None else "exited"
+        return Process(self.pid, self.create_time, self.name).death()
 
 
 @dataclass
