@@ -5,7 +5,8 @@
 # it can and says why it skipped the rest.
 set -euo pipefail
 
-packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra mount python3 python3-venv python3-pip)
+packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra mount python3 python3-venv python3-pip
+          qemu-utils qemu-system-common cryptsetup-bin securefs cryfs encfs xfsprogs btrfs-progs)
 
 missing=()
 for pkg in "${packages[@]}"; do

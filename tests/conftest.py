@@ -19,7 +19,7 @@ import psutil
 import pytest
 from hypothesis import settings
 
-from cryptbench.backends import REGISTRY, Target
+from cryptbench.backends import REGISTRY, Target, TargetSpec
 from cryptbench.keys import secret_dirs_of
 from cryptbench.session import Session
 from cryptbench.system import mounts
@@ -38,6 +38,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(f"{name}: {FIGURES[name]}")
 
 
+# Every program a run may leave running if its teardown fails.
+DAEMONS = frozenset({"fio", "gocryptfs", "qemu-storage-daemon", "securefs", "cryfs", "encfs"})
+
+
 def leftovers(root: Path) -> list[str]:
     root = root.resolve()
     found = [f"mount {m.mountpoint}" for m in mounts() if m.mountpoint.is_relative_to(root)]
@@ -45,14 +49,17 @@ def leftovers(root: Path) -> list[str]:
         backing = dev / "loop" / "backing_file"
         if backing.exists() and backing.read_text().strip().startswith(str(root)):
             found.append(f"loop /dev/{dev.name} -> {backing.read_text().strip()}")
-    for p in psutil.process_iter(["name", "cmdline", "status"]):
-        cmd = " ".join(p.info["cmdline"] or [])
+    for p in psutil.process_iter(["cmdline", "status"]):
+        argv = p.info["cmdline"] or []
+        cmd = " ".join(argv)
         if (
-            p.info["status"] != psutil.STATUS_ZOMBIE
-            and p.info["name"] in ("gocryptfs", "fio")
+            argv
+            and p.info["status"] != psutil.STATUS_ZOMBIE
+            and Path(argv[0]).name in DAEMONS
             and str(root) in cmd
         ):
             found.append(f"process {p.pid} {cmd}")
+    found.extend(f"dm-crypt mapping {m.name}" for m in Path("/dev/mapper").glob("cryptbench-*"))
     found.extend(f"key directory {d}" for d in secret_dirs_of())
     return found
 
@@ -80,14 +87,17 @@ requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to atta
 
 
 @contextmanager
-def provisioned(target_dir: Path, backend: str, size: int) -> Iterator[tuple[Session, Target]]:
+def provisioned(
+    target_dir: Path, backend: str, size: int, state: str | None = None, fs: str = "ext4"
+) -> Iterator[tuple[Session, Target]]:
     """A real target in its own session; skips, with the reason, where the backend cannot run."""
     avail = REGISTRY[backend].probe()
     if not avail.ok:
         pytest.skip(f"{backend} unavailable here: {avail.reason}")
     session = Session.create(target_dir)
     try:
-        with REGISTRY[backend].provision(session, size) as target:
+        spec = TargetSpec(backend, state if REGISTRY[backend].stateful else None, fs)
+        with REGISTRY[backend].provision(session, spec, size) as target:
             yield session, target
     finally:
         session.close()

@@ -38,7 +38,17 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="print JSON")
 
     r = sub.add_parser("run", help="provision targets and run a suite on each")
-    r.add_argument("--backends", help="comma-separated (default: every available one); baselines are added")
+    r.add_argument(
+        "--backends",
+        help="comma-separated (default: the suite's, else every available default one); baselines are added",
+    )
+    r.add_argument(
+        "--state",
+        help="image backends: fresh, rewrite or both, comma-separated (default: the suite's, else fresh)",
+    )
+    r.add_argument(
+        "--fs", help="image backends: filesystem inside the image: ext4, xfs or btrfs (default ext4)"
+    )
     r.add_argument("--suite", default="quick", help="built-in suite name or TOML file (default: quick)")
     r.add_argument(
         "--size", help="data file per target, bytes moved per trial (default: the suite's, else 64M)"
@@ -122,6 +132,8 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             data=args.data,
             db=args.db,
             passphrase_file=args.passphrase_file,
+            state=args.state,
+            fs=args.fs,
             progress=progress,
         )
     for msg in outcome.recovered:

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench import keys
-from cryptbench.backends import REGISTRY
+from cryptbench.backends import DEFAULT, REGISTRY
+from cryptbench.backends.base import FILESYSTEMS, STATES, TargetSpec
+from cryptbench.backends.filesystem import probe_fs
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.session import check_target_dir, free_bytes
 from cryptbench.suite import Suite, check_repeats_range, check_size_range, load_suite
@@ -29,6 +31,7 @@ DATA_KINDS = ("random", "zero")
 class Plan:
     suite: Suite
     backends: tuple[str, ...]  # run order; includes baselines that were added
+    targets: tuple[TargetSpec, ...]  # what is provisioned, in order: backends x states
     added_baselines: tuple[str, ...]
     skipped: tuple[tuple[str, str], ...]  # (backend, reason): unavailable, not asked for
     target_dir: Path
@@ -41,12 +44,25 @@ class Plan:
     space_needed: int  # bytes on the target filesystem
     # The user's passphrase (--passphrase-file); never stored, printed or logged.
     passphrase: bytes | None = field(default=None, repr=False)
+    states: tuple[str, ...] = ()  # states of image targets, as asked; empty without any
+    fs: str = "ext4"  # filesystem inside image targets
+
+    def baseline_of(self, spec: TargetSpec) -> str | None:
+        """The name of the target `spec` is compared with: its baseline, in the same state."""
+        base = REGISTRY[spec.backend].baseline
+        if base is None:
+            return None
+        return TargetSpec(base, spec.state if REGISTRY[base].stateful else None, spec.fs).name
 
     def to_json(self) -> dict[str, Any]:
         return {
             "suite": self.suite.name,
             "workloads": [w.name for w in self.suite.workloads],
             "backends": list(self.backends),
+            "targets": [t.name for t in self.targets],
+            "states": list(self.states),
+            "fs": self.fs,
+            "write_new_file": self.suite.write_new_file,
             "added_baselines": list(self.added_baselines),
             "skipped": [{"backend": b, "reason": r} for b, r in self.skipped],
             "target_dir": str(self.target_dir),
@@ -78,17 +94,44 @@ def _with_baselines(names: list[str]) -> tuple[list[str], list[str]]:
     return ordered, added
 
 
-def parse_backend_list(text: str) -> list[str]:
+def parse_backend_list(text: str, what: str = "--backends") -> list[str]:
     """--backends: comma-separated names from the registry, each once."""
-    requested = [b.strip() for b in text.split(",") if b.strip()]
+    return _parse_names(text.split(","), what)
+
+
+def _parse_names(items: list[str] | tuple[str, ...], what: str) -> list[str]:
+    requested = [b.strip() for b in items if b.strip()]
     if not requested:
-        raise UsageError("--backends names no backend")
+        raise UsageError(f"{what} names no backend")
     for name in requested:
         if name not in REGISTRY:
-            raise UsageError(f"unknown backend {name[:40]!r} (known: {', '.join(REGISTRY)})")
+            raise UsageError(f"{what}: unknown backend {name[:40]!r} (known: {', '.join(REGISTRY)})")
     if len(set(requested)) != len(requested):
-        raise UsageError("--backends names a backend twice")
+        raise UsageError(f"{what} names a backend twice")
     return requested
+
+
+def parse_states(text: str | tuple[str, ...], what: str = "--state") -> tuple[str, ...]:
+    items = text.split(",") if isinstance(text, str) else list(text)
+    states = [s.strip() for s in items if s.strip()]
+    if not states:
+        raise UsageError(f"{what} names no state")
+    for s in states:
+        if s not in STATES:
+            raise UsageError(f"{what}: unknown state {s[:40]!r} (known: {', '.join(STATES)})")
+    if len(set(states)) != len(states):
+        raise UsageError(f"{what} names a state twice")
+    return tuple(states)
+
+
+def _expand(ordered: list[str], states: tuple[str, ...], fs: str) -> tuple[TargetSpec, ...]:
+    specs: list[TargetSpec] = []
+    for name in ordered:
+        if REGISTRY[name].stateful:
+            specs += [TargetSpec(name, state, fs) for state in states]
+        else:
+            specs.append(TargetSpec(name, None, fs))
+    return tuple(specs)
 
 
 def build_plan(
@@ -103,6 +146,8 @@ def build_plan(
     data: str,
     db: Path,
     passphrase_file: str | None = None,
+    state: str | None = None,
+    fs: str | None = None,
 ) -> Plan:
     suite_obj = load_suite(suite)
     # A flag beats the suite's own default, which beats the tool's.
@@ -130,9 +175,14 @@ def build_plan(
 
     skipped: list[tuple[str, str]] = []
     if backends is None:
+        # The suite's own list, else the default one: what can run here, the
+        # rest skipped with the reason.
+        candidates = (
+            _parse_names(suite_obj.backends, "the suite's backends") if suite_obj.backends else DEFAULT
+        )
         wanted = []
-        for name, backend in REGISTRY.items():
-            avail = backend.probe()
+        for name in candidates:
+            avail = REGISTRY[name].probe()
             if avail.ok:
                 wanted.append(name)
             else:
@@ -140,9 +190,13 @@ def build_plan(
         # An encrypted target whose baseline cannot run has nothing to be compared with.
         for name in list(wanted):
             base = REGISTRY[name].baseline
-            if base is not None and base not in wanted:
+            if base is not None and base not in wanted and not REGISTRY[base].probe().ok:
                 wanted.remove(name)
                 skipped.append((name, f"its baseline {base} is unavailable"))
+        if not wanted:
+            raise UnavailableError(
+                "no backend of this run is available here: " + "; ".join(f"{b}: {r}" for b, r in skipped[:3])
+            )
         requested = wanted
     else:
         requested = parse_backend_list(backends)
@@ -156,7 +210,28 @@ def build_plan(
                 why = f" (needed as the baseline of {users})" if name in added else ""
                 raise UnavailableError(f"backend {name} is not available here{why}: {avail.reason}")
 
-    space = sum(REGISTRY[n].space_needed(size_bytes) for n in ordered)
+    stateful = [n for n in ordered if REGISTRY[n].stateful]
+    if state is not None and not stateful:
+        raise UsageError("--state applies to image backends (image-*), and this run has none")
+    if fs is not None and not stateful:
+        raise UsageError("--fs applies to image backends (image-*), and this run has none")
+    states: tuple[str, ...] = ()
+    if stateful:
+        states = (
+            parse_states(state)
+            if state is not None
+            else (parse_states(suite_obj.states, "the suite's states") if suite_obj.states else ("fresh",))
+        )
+    fs_name = fs if fs is not None else (suite_obj.fs or "ext4")
+    if fs_name not in FILESYSTEMS:
+        raise UsageError(f"--fs must be one of {', '.join(FILESYSTEMS)}, not {fs_name[:40]!r}")
+    if stateful:
+        avail = probe_fs(fs_name)
+        if not avail.ok:
+            raise UnavailableError(f"--fs {fs_name} cannot be used here: {avail.reason}")
+    targets = _expand(ordered, states, fs_name)
+
+    space = sum(REGISTRY[t.backend].space_needed(t, size_bytes) for t in targets)
     free = free_bytes(target_dir)
     if space + SPACE_MARGIN > free:
         raise UsageError(
@@ -167,6 +242,7 @@ def build_plan(
     return Plan(
         suite=suite_obj,
         backends=tuple(ordered),
+        targets=targets,
         added_baselines=tuple(added),
         skipped=tuple(skipped),
         target_dir=target_dir,
@@ -178,4 +254,6 @@ def build_plan(
         db_path=db,
         space_needed=space,
         passphrase=passphrase,
+        states=states,
+        fs=fs_name,
     )

@@ -76,22 +76,15 @@ class LoopDevice(Resource):
     image: Path
 
     def devices(self) -> list[str]:
-        if not which("losetup") or not self.image.exists():
-            return []
-        proc = subprocess.run(
-            [
-                which("losetup") or "losetup",
-                "--associated",
-                str(self.image),
-                "--noheadings",
-                "--output",
-                "NAME",
-            ],
-            capture_output=True,
-            check=False,
-            text=True,
-        )
-        return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+        # From sysfs rather than `losetup --associated`, which stats the
+        # backing file: a FUSE export whose daemon died cannot be stat'ed.
+        found = []
+        names = {self.image, Path(os.path.realpath(self.image))}  # losetup records the real path
+        for dev in sorted(Path("/sys/block").glob("loop*")):
+            with contextlib.suppress(OSError):
+                if Path((dev / "loop" / "backing_file").read_text().strip()) in names:
+                    found.append(f"/dev/{dev.name}")
+        return found
 
     def release(self) -> str | None:
         done = []
@@ -203,6 +196,26 @@ class SecretDir(Resource):
         return f"removed secret directory {self.path}{extra}"
 
 
+@dataclass
+class DmCrypt(Resource):
+    """A dm-crypt mapping /dev/mapper/<name> opened by cryptsetup."""
+
+    kind: ClassVar[str] = "dm-crypt"
+    name: str
+
+    def release(self) -> str | None:
+        if not Path("/dev/mapper", self.name).exists():
+            return None
+        last = ""
+        for attempt in range(20):  # briefly busy while a just-unmounted fs lets go
+            proc = subprocess.run(["cryptsetup", "close", self.name], capture_output=True, check=False)
+            if proc.returncode == 0 or not Path("/dev/mapper", self.name).exists():
+                return f"closed dm-crypt mapping {self.name}"
+            last = proc.stderr.decode(errors="replace").strip()
+            time.sleep(0.05 * (attempt + 1))
+        raise ProvisionError(f"could not close dm-crypt mapping {self.name}: {last}")
+
+
 # fscrypt ioctls, from <linux/fscrypt.h> (stable UAPI since Linux 5.4).
 FS_IOC_REMOVE_ENCRYPTION_KEY = 0xC0406618
 FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER = 2
@@ -244,7 +257,7 @@ class FscryptKey(Resource):
 
 
 KINDS: dict[str, type[Resource]] = {
-    cls.kind: cls for cls in (Mount, LoopDevice, Process, SecretFile, SecretDir, FscryptKey)
+    cls.kind: cls for cls in (Mount, LoopDevice, Process, SecretFile, SecretDir, FscryptKey, DmCrypt)
 }
 
 # Programs a run starts with paths in its run directory as arguments.
@@ -254,6 +267,11 @@ HELPER_NAMES = frozenset(
         "gocryptfs",
         "mkfs.ext4",
         "mke2fs",
+        "mkfs.xfs",
+        "mkfs.btrfs",
+        "securefs",
+        "cryfs",
+        "encfs",
         "mount",
         "umount",
         "losetup",
@@ -286,26 +304,44 @@ def stop_processes_using(run_dir: Path) -> list[str]:
     return [m for m in (proc.release() for proc in found) if m]
 
 
-def sweep(run_dir: Path, secret_dirs: list[Path]) -> list[str]:
-    """Release what lives under `run_dir` but the journal does not name."""
+def _unmount_under(root: Path, *, tolerate: bool) -> list[str]:
     messages = []
-    root = run_dir.resolve()
     for entry in sorted(
         (m for m in mounts() if m.mountpoint.is_relative_to(root)),
         key=lambda m: len(m.mountpoint.parts),
         reverse=True,  # the deepest first: a mount inside a mount
     ):
-        msg = Mount(entry.mountpoint, fuse=entry.fstype.startswith("fuse")).release()
+        try:
+            msg = Mount(entry.mountpoint, fuse=entry.fstype.startswith("fuse")).release()
+        except ProvisionError:
+            if not tolerate:
+                raise
+            continue
+        if msg:
+            messages.append(msg)
+    return messages
+
+
+def sweep(run_dir: Path, secret_dirs: list[Path]) -> list[str]:
+    """Release what lives under `run_dir` but the journal does not name."""
+    messages = _unmount_under(run_dir.resolve(), tolerate=True)
+    root = run_dir.resolve()
+    # dm-crypt mappings, named after the run directory, sit between a
+    # filesystem and its loop device.
+    for dev in sorted(Path("/dev/mapper").glob(f"cryptbench-{root.name}-*")):
+        msg = DmCrypt(dev.name).release()
         if msg:
             messages.append(msg)
     for dev in sorted(Path("/sys/block").glob("loop*")):
-        backing = dev / "loop" / "backing_file"
         with contextlib.suppress(OSError):
-            image = Path(backing.read_text().strip())
+            image = Path((dev / "loop" / "backing_file").read_text().strip())
             if image.is_relative_to(root):
                 msg = LoopDevice(image).release()
                 if msg:
                     messages.append(msg)
+    # A FUSE export (qemu-storage-daemon) under a loop device can only go
+    # once the loop device has: the mounts that refused above, again.
+    messages += _unmount_under(root, tolerate=False)
     for d in secret_dirs:
         msg = SecretDir(d).release()
         if msg:

@@ -1,5 +1,11 @@
 """Trials: their order, and running each one.
 
+State: a target whose state is controlled (disk images: `fresh` or
+`rewrite`) is made anew before each of its write trials, outside the clock;
+and in suites that write new files, the old data file is deleted (and the
+deletion synced) before a write trial. A read trial whose data file is missing
+or short (its write failed) gets it laid out again first.
+
 Order: for every repeat, the workloads in a random order, and within each
 workload a block that runs every target once, in a random order. Targets are
 never run all-of-A-then-all-of-B, so slow drift of the machine (thermal
@@ -9,6 +15,7 @@ masquerading as a difference between them. `--seed` reproduces the order.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +25,7 @@ from typing import Protocol
 from cryptbench.backends.base import Target, cache_files
 from cryptbench.engines.fio import parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
-from cryptbench.errors import DiskFull, TargetLost, TrialError
+from cryptbench.errors import CryptbenchError, DiskFull, TargetLost, TrialError
 from cryptbench.measure import cpu
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.metrics import trial_metrics
@@ -81,9 +88,20 @@ class TrialContext:
     size: int  # bytes
     ioengine: str
     zero_data: bool
+    write_new_file: bool = False  # write trials write a new file instead of overwriting
 
 
-def job_options(ctx: TrialContext, target: Target, direct: bool, seed: int) -> JobOptions:
+class Targets(Protocol):
+    """The provisioned targets, by name, and how to make a stateful one anew."""
+
+    def __getitem__(self, name: str) -> Target: ...
+    def reset(self, name: str) -> Target: ...
+    def lay_out(self, target: Target) -> None: ...
+
+
+def job_options(
+    ctx: TrialContext, target: Target, direct: bool, seed: int, new_file: bool = False
+) -> JobOptions:
     return JobOptions(
         filename=ctx.session.check_inside(target.path / DATA_FILE),
         size=ctx.size,
@@ -91,7 +109,38 @@ def job_options(ctx: TrialContext, target: Target, direct: bool, seed: int) -> J
         ioengine=ctx.ioengine,
         zero_data=ctx.zero_data,
         seed=seed,
+        new_file=new_file,
     )
+
+
+def writes_new_file(ctx: TrialContext, spec: TrialSpec, target: Target) -> bool:
+    return spec.workload.is_write and (ctx.write_new_file or target.state is not None)
+
+
+def prepare(ctx: TrialContext, spec: TrialSpec, targets: Targets) -> Target:
+    """Bring the target into the state the trial needs; outside the clock.
+
+    Raises TargetLost when a stateful target cannot be made anew.
+    """
+    target = targets[spec.target]
+    if spec.workload.is_write and target.state is not None:
+        try:
+            target = targets.reset(spec.target)
+        except CryptbenchError as e:
+            raise TargetLost(f"{spec.target} could not be made anew ({target.state}): {e}") from None
+    datafile = ctx.session.check_inside(target.path / DATA_FILE)
+    if writes_new_file(ctx, spec, target):
+        if datafile.exists():
+            datafile.unlink()
+            os.sync()  # the freed blocks are the filesystem's again before the clock starts
+    elif not spec.workload.is_write:
+        try:
+            short = datafile.stat().st_size < ctx.size
+        except FileNotFoundError:
+            short = True
+        if short:
+            targets.lay_out(target)
+    return target
 
 
 ENOSPC_TEXT = "No space left on device"
@@ -145,7 +194,7 @@ def run_trial(
     Raises TargetLost (after storing the failed trial) when the target's
     helper died, and DiskFull when the target filesystem filled up.
     """
-    opts = job_options(ctx, target, direct, workload_seed)
+    opts = job_options(ctx, target, direct, workload_seed, writes_new_file(ctx, spec, target))
     job_text = render_job(spec.workload, opts)
     row: dict[str, object] = {
         "seq": spec.seq,
@@ -188,7 +237,7 @@ def run_trial(
 def run_all(
     ctx: TrialContext,
     trials: list[TrialSpec],
-    targets: dict[str, Target],
+    targets: Targets,
     direct: dict[str, bool],
     workload_seeds: dict[str, int],
     progress: Progress,
@@ -203,12 +252,12 @@ def run_all(
     skipped: dict[str, int] = {}
     progress.start_trials(len(trials))
     for spec in trials:
-        target = targets[spec.target]
         if spec.target in lost:
             skipped[spec.target] = skipped.get(spec.target, 0) + 1
             success = False
         else:
             try:
+                target = prepare(ctx, spec, targets)
                 success = run_trial(
                     ctx, spec, target, direct[target.name], workload_seeds[spec.workload.name]
                 )

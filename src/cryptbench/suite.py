@@ -48,6 +48,12 @@ class Suite:
     workloads: tuple[WorkloadSpec, ...]
     size: int | None = None  # bytes: the suite's default --size; None: the tool's
     repeats: int | None = None  # trials per (workload, target): the suite's default --repeats
+    backends: tuple[str, ...] | None = None  # the suite's default --backends
+    states: tuple[str, ...] | None = None  # the suite's default --state, for image backends
+    fs: str | None = None  # the suite's default --fs, for image backends
+    # Each write trial writes a new file (the old one is deleted, outside the
+    # clock), as a copy or an import does, instead of overwriting one in place.
+    write_new_file: bool = False
 
 
 def builtin_suites() -> list[str]:
@@ -99,13 +105,20 @@ def _typed(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
     value = table[key]
     # bool is an int in Python; a suite saying `iodepth = true` is still wrong.
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        wanted = {int: "a whole number", str: "a string", list: "a list"}.get(kind, kind.__name__)
+        wanted = {int: "a whole number", str: "a string", list: "a list", bool: "true or false"}.get(
+            kind, kind.__name__
+        )
         raise UsageError(f"{where}: {key} must be {wanted}, not {str(value)[:40]!r}")
     return value
 
 
 def parse_suite(data: dict[str, Any], origin: str) -> Suite:
-    _check_keys(data, {"name", "description", "workloads", "size", "repeats"}, {"name", "workloads"}, origin)
+    _check_keys(
+        data,
+        {"name", "description", "workloads", "size", "repeats", "backends", "states", "fs", "write_new_file"},
+        {"name", "workloads"},
+        origin,
+    )
     name = _typed(data, "name", str, origin)
     if not _NAME_RE.match(name):
         raise UsageError(f"{origin}: name {name!r} must be lower-case letters, digits, . _ -")
@@ -118,6 +131,10 @@ def parse_suite(data: dict[str, Any], origin: str) -> Suite:
     if "repeats" in data:
         repeats = _typed(data, "repeats", int, origin)
         check_repeats_range(repeats, f"{origin}: repeats")
+    backends = _string_list(data, "backends", origin)
+    states = _string_list(data, "states", origin)
+    fs = _typed(data, "fs", str, origin) if "fs" in data else None
+    write_new_file = _typed(data, "write_new_file", bool, origin) if "write_new_file" in data else False
     raw = _typed(data, "workloads", list, origin)
     if not raw:
         raise UsageError(f"{origin}: has no workloads")
@@ -143,7 +160,17 @@ def parse_suite(data: dict[str, Any], origin: str) -> Suite:
     names = [w.name for w in workloads]
     if len(set(names)) != len(names):
         raise UsageError(f"{origin}: workload names must be unique")
-    return Suite(name, description, tuple(workloads), size, repeats)
+    return Suite(name, description, tuple(workloads), size, repeats, backends, states, fs, write_new_file)
+
+
+def _string_list(data: dict[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+    """An optional list of strings; the names are checked where they are used (plan)."""
+    if key not in data:
+        return None
+    items = _typed(data, key, list, where)
+    if not items or not all(isinstance(i, str) for i in items):
+        raise UsageError(f"{where}: {key} must be a non-empty list of strings")
+    return tuple(items)
 
 
 def check_size_range(size: int, what: str) -> None:

@@ -23,7 +23,11 @@ from cryptbench.keys import SECRET_DIR_PREFIX
 from tests.conftest import leftovers
 from tests.reliability import count
 
-ENCRYPTED = [n for n in ("fscrypt", "gocryptfs") if REGISTRY[n].probe().ok]
+ENCRYPTED = [
+    n
+    for n in ("fscrypt", "gocryptfs", "securefs", "cryfs", "encfs", "image-qcow2-aes256", "luks-aes256")
+    if REGISTRY[n].probe().ok
+]
 
 
 class Watcher:

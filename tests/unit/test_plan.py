@@ -71,3 +71,56 @@ def test_baselines_are_added(tmp_path: Path) -> None:
         pytest.skip(str(e))
     assert plan.backends == ("plain", "gocryptfs")
     assert plan.added_baselines == ("plain",)
+
+
+IMAGES_OK = __import__("cryptbench.backends", fromlist=["REGISTRY"]).REGISTRY["image-qcow2-aes256"].probe().ok
+
+
+@pytest.mark.skipif(not IMAGES_OK, reason="qemu image backends are not available here")
+def test_image_targets_expand_by_state_with_baselines_in_the_same_state(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, backends="image-qcow2-aes256", state="fresh,rewrite")
+    assert plan.backends == ("plain", "image-qcow2", "image-qcow2-aes256")
+    names = [t.name for t in plan.targets]
+    assert names == [
+        "plain",
+        "image-qcow2@fresh",
+        "image-qcow2@rewrite",
+        "image-qcow2-aes256@fresh",
+        "image-qcow2-aes256@rewrite",
+    ]
+    base = {t.name: plan.baseline_of(t) for t in plan.targets}
+    assert base["image-qcow2-aes256@rewrite"] == "image-qcow2@rewrite"
+    assert base["image-qcow2@fresh"] == "plain" and base["plain"] is None
+
+
+@pytest.mark.skipif(not IMAGES_OK, reason="qemu image backends are not available here")
+def test_the_images_suite_names_its_own_targets(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, backends=None, suite="images", size="8M")
+    assert len(plan.targets) == 1 + 9 * 2  # plain, and 9 image backends x (fresh, rewrite)
+    assert plan.states == ("fresh", "rewrite") and plan.suite.write_new_file
+    assert plan.to_json()["targets"][0] == "plain"
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"state": "fresh"}, "--state applies to image backends"),
+        ({"fs": "xfs"}, "--fs applies to image backends"),
+        ({"backends": "image-raw", "state": "stale"}, "unknown state 'stale'"),
+        ({"backends": "image-raw", "state": "fresh,fresh"}, "names a state twice"),
+        ({"backends": "image-raw", "fs": "ntfs"}, "--fs must be one of ext4, xfs, btrfs"),
+    ],
+)
+def test_bad_state_and_fs_choices(tmp_path: Path, over: dict[str, object], message: str) -> None:
+    if over.get("backends") == "image-raw" and not IMAGES_OK:
+        pytest.skip("qemu image backends are not available here")
+    with pytest.raises(UsageError, match=message):
+        _plan(tmp_path, **over)
+
+
+def test_space_covers_the_images_full_size(tmp_path: Path) -> None:
+    """A preallocated image needs its whole size, however little data goes in."""
+    from cryptbench.backends import REGISTRY, TargetSpec
+
+    need = REGISTRY["image-raw"].space_needed(TargetSpec("image-raw", "fresh", "xfs"), 8 << 20)
+    assert need >= 300 << 20  # xfs' smallest filesystem

@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
-from cryptbench.backends.base import Availability, Backend, DirectIO, Helper, Target
+from cryptbench.backends.base import Availability, Backend, DirectIO, Helper, Target, TargetSpec
+from cryptbench.backends.cryfs import CryfsBackend
+from cryptbench.backends.encfs import EncfsBackend
 from cryptbench.backends.ext4loop import Ext4LoopBackend
 from cryptbench.backends.fscrypt import FscryptBackend
 from cryptbench.backends.gocryptfs import GocryptfsBackend
+from cryptbench.backends.images import image_backends
+from cryptbench.backends.luks import luks_backends
 from cryptbench.backends.plain import PlainBackend
+from cryptbench.backends.securefs import SecurefsBackend
 
 REGISTRY: dict[str, Backend] = {
-    b.name: b for b in (PlainBackend(), Ext4LoopBackend(), FscryptBackend(), GocryptfsBackend())
+    b.name: b
+    for b in (
+        PlainBackend(),
+        Ext4LoopBackend(),
+        FscryptBackend(),
+        GocryptfsBackend(),
+        SecurefsBackend(),
+        CryfsBackend(),
+        EncfsBackend(),
+        *luks_backends(),
+        *image_backends(),
+    )
 }
+# What a run measures when neither --backends nor the suite names any: one
+# target per way of encrypting a directory or filesystem. The image matrix has
+# its own suite (`--suite images`); LUKS joins wherever the kernel can run it.
+DEFAULT = ("plain", "ext4-loop", "fscrypt", "gocryptfs", "securefs", "cryfs", "encfs", "luks-aes256")
 
-__all__ = ["REGISTRY", "Availability", "Backend", "DirectIO", "Helper", "Target"]
+__all__ = ["DEFAULT", "REGISTRY", "Availability", "Backend", "DirectIO", "Helper", "Target", "TargetSpec"]

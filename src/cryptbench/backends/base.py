@@ -41,6 +41,28 @@ class Helper:
         return Process(self.pid, self.create_time, self.name).death()
 
 
+STATES = ("fresh", "rewrite")
+FILESYSTEMS = ("ext4", "xfs", "btrfs")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """What to provision: a backend, and for image backends the state and filesystem."""
+
+    backend: str
+    state: str | None = None  # fresh or rewrite, for backends whose state is controlled
+    fs: str = "ext4"  # filesystem inside images; others ignore it
+
+    @property
+    def name(self) -> str:
+        return self.backend if self.state is None else f"{self.backend}@{self.state}"
+
+    @property
+    def slug(self) -> str:
+        """The name, safe for file names that allow no '@'."""
+        return self.name.replace("@", "-")
+
+
 @dataclass
 class Target:
     name: str
@@ -57,6 +79,10 @@ class Target:
     # `backing` (encrypted) or present in it (unencrypted: the positive control).
     marker_in_backing: bool | None = None
     encryption_verified: bool | None = None
+    state: str | None = None  # fresh or rewrite; None where state is not controlled
+    # Files outside `backing` whose page cache the data also passes through
+    # (e.g. the file a FUSE export presents to a loop device).
+    cached: tuple[Path, ...] = ()
 
 
 class Backend(ABC):
@@ -64,18 +90,27 @@ class Backend(ABC):
     encrypted: ClassVar[bool]
     baseline: ClassVar[str | None]
     summary: ClassVar[str]
+    # True: every write trial gets a newly provisioned target in the asked
+    # state (fresh, or rewrite), as study 003's state control requires.
+    stateful: ClassVar[bool] = False
 
     @abstractmethod
     def probe(self) -> Availability:
         """Can this backend run here, for this user? Cheap; no side effects."""
 
     @abstractmethod
-    def space_needed(self, data_bytes: int) -> int:
+    def space_needed(self, spec: TargetSpec, data_bytes: int) -> int:
         """Bytes of free space on the target filesystem the provisioned target needs."""
 
     @abstractmethod
-    def provision(self, session: Session, data_bytes: int) -> AbstractContextManager[Target]:
-        """Set the target up inside the session's scratch; tear it down on exit."""
+    def provision(
+        self, session: Session, spec: TargetSpec, data_bytes: int
+    ) -> AbstractContextManager[Target]:
+        """Set the target up inside the session's scratch; tear it down on exit.
+
+        Called again for every reset of a stateful target: each call must work
+        in a directory of its own (see `target_dir`).
+        """
 
 
 def iter_files(paths: tuple[Path, ...]) -> Iterator[Path]:
@@ -93,4 +128,14 @@ def cache_files(target: Target, *extra: Path) -> list[Path]:
     in `extra` is also among the backing files; counting it twice would double
     its resident bytes.
     """
-    return list(dict.fromkeys([*extra, *iter_files(target.backing)]))
+    return list(dict.fromkeys([*extra, *target.cached, *iter_files(target.backing)]))
+
+
+def target_dir(session: Session, spec: TargetSpec) -> Path:
+    """A new directory for one provisioning of `spec`: targets/<name>/<n>."""
+    parent = session.path("targets", spec.slug)
+    parent.mkdir(parents=True, exist_ok=True)
+    n = sum(1 for _ in parent.iterdir()) + 1
+    d = session.path("targets", spec.slug, str(n))
+    d.mkdir()
+    return d

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from cryptbench.backends.base import Availability, Backend, Target
+from cryptbench.backends.base import Availability, Backend, Target, TargetSpec
 from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_loop
 from cryptbench.session import Session
 
@@ -19,16 +19,16 @@ class Ext4LoopBackend(Backend):
     def probe(self) -> Availability:
         return probe_ext4_loop()
 
-    def space_needed(self, data_bytes: int) -> int:
+    def space_needed(self, spec: TargetSpec, data_bytes: int) -> int:
         return image_size(data_bytes)
 
     @contextmanager
-    def provision(self, session: Session, data_bytes: int) -> Iterator[Target]:
-        with ext4_on_loop(session, self.name, data_bytes) as fs:
+    def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
+        with ext4_on_loop(session, spec, data_bytes) as fs:
             path = fs.mountpoint / "data"
             path.mkdir()
             yield Target(
-                name=self.name,
+                name=spec.name,
                 backend=self.name,
                 encrypted=False,
                 baseline=self.baseline,

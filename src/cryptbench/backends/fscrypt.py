@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cryptbench import keys
-from cryptbench.backends.base import Availability, Backend, DirectIO, Target
+from cryptbench.backends.base import Availability, Backend, DirectIO, Target, TargetSpec
 from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_loop
 from cryptbench.errors import ProvisionError
 from cryptbench.resources import FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, FscryptKey
@@ -114,12 +114,12 @@ class FscryptBackend(Backend):
             return Availability(False, "fscrypt v2 policies need Linux 5.4 or later")
         return Availability(True)
 
-    def space_needed(self, data_bytes: int) -> int:
+    def space_needed(self, spec: TargetSpec, data_bytes: int) -> int:
         return image_size(data_bytes)
 
     @contextmanager
-    def provision(self, session: Session, data_bytes: int) -> Iterator[Target]:
-        with ext4_on_loop(session, self.name, data_bytes, extra_features=("encrypt",)) as fs:
+    def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
+        with ext4_on_loop(session, spec, data_bytes, extra_features=("encrypt",)) as fs:
             identifier = add_key(fs.mountpoint, session.passphrase)
             key = session.acquire(FscryptKey(fs.mountpoint, identifier))
             try:
@@ -127,7 +127,7 @@ class FscryptBackend(Backend):
                 path.mkdir()
                 policy = set_policy(path, identifier)
                 yield Target(
-                    name=self.name,
+                    name=spec.name,
                     backend=self.name,
                     encrypted=True,
                     baseline=self.baseline,

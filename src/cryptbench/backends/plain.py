@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from cryptbench.backends.base import Availability, Backend, Target
+from cryptbench.backends.base import Availability, Backend, Target, TargetSpec, target_dir
 from cryptbench.session import Session
 
 SLACK = 16 << 20  # bytes: marker and probe files
@@ -20,15 +20,14 @@ class PlainBackend(Backend):
     def probe(self) -> Availability:
         return Availability(True)
 
-    def space_needed(self, data_bytes: int) -> int:
+    def space_needed(self, spec: TargetSpec, data_bytes: int) -> int:
         return data_bytes + SLACK
 
     @contextmanager
-    def provision(self, session: Session, data_bytes: int) -> Iterator[Target]:
-        path = session.path("targets", self.name)
-        path.mkdir(parents=True)
+    def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
+        path = target_dir(session, spec)
         yield Target(
-            name=self.name,
+            name=spec.name,
             backend=self.name,
             encrypted=False,
             baseline=None,

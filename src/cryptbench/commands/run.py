@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench import __version__
-from cryptbench.backends import REGISTRY, DirectIO, Target
+from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec
 from cryptbench.engines.fio import probe_ioengine, run_fio
 from cryptbench.engines.jobs import render_layout
 from cryptbench.errors import CryptbenchError, Interrupted, ProvisionError, TrialError
@@ -148,15 +148,75 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
     return RunOutcome(run_id, status, document.build(store, run_id), recovered, exit_code)
 
 
+class Provisioned:
+    """The run's targets by name, each torn down on its own, so that a stateful
+    target can be made anew before a write trial (runner.prepare)."""
+
+    def __init__(self, plan: Plan, session: Session, progress: Progress) -> None:
+        self.plan = plan
+        self.session = session
+        self.progress = progress
+        self.targets: dict[str, Target] = {}
+        self._stacks: dict[str, ExitStack] = {}
+        self._specs: dict[str, TargetSpec] = {}
+        self.direct: dict[str, bool] = {}
+        self.ctx: TrialContext | None = None
+
+    def __getitem__(self, name: str) -> Target:
+        return self.targets[name]
+
+    def up(self, spec: TargetSpec) -> Target:
+        stack = ExitStack()
+        try:
+            t = stack.enter_context(REGISTRY[spec.backend].provision(self.session, spec, self.plan.size))
+        except BaseException:
+            stack.close()
+            raise
+        t.name, t.baseline = spec.name, self.plan.baseline_of(spec)
+        self._stacks[spec.name], self._specs[spec.name], self.targets[spec.name] = stack, spec, t
+        return t
+
+    def reset(self, name: str) -> Target:
+        old = self.targets[name]
+        self._stacks.pop(name).close()
+        new = self.up(self._specs[name])
+        # Proven once, on the first of these identical stacks.
+        new.marker_in_backing, new.encryption_verified = old.marker_in_backing, old.encryption_verified
+        new.direct_io, new.direct_io_reason = old.direct_io, old.direct_io_reason
+        return new
+
+    def lay_out(self, target: Target) -> None:
+        """Write the data file the read trials read, before any clock starts."""
+        assert self.ctx is not None
+        self.progress.phase(f"writing the {self.plan.size >> 20} MiB data file on {target.name}")
+        layout = self.session.path("jobs", f"layout-{target.name.replace('@', '-')}.fio")
+        layout.parent.mkdir(exist_ok=True)
+        layout.write_text(
+            render_layout(job_options(self.ctx, target, self.direct[target.name], self.plan.seed))
+        )
+        try:
+            run_fio(layout, self.session)
+        except TrialError as e:
+            why = target_lost(target, "while the data file was written") or str(e)
+            raise ProvisionError(f"could not write the data file on {target.name}: {why}") from None
+
+    def close(self) -> None:
+        while self._stacks:
+            _name, stack = self._stacks.popitem()  # the newest first
+            stack.close()
+
+
 def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: Progress) -> tuple[int, int]:
     """Provision, prove, lay out and run every trial; teardown is the caller's.
 
     Returns (trials that succeeded, trials that failed or could not run)."""
     with ExitStack() as stack:
-        targets: dict[str, Target] = {}
-        for name in plan.backends:
-            progress.phase(f"provisioning {name}")
-            targets[name] = stack.enter_context(REGISTRY[name].provision(session, plan.size))
+        provisioned = Provisioned(plan, session, progress)
+        stack.callback(provisioned.close)
+        for spec in plan.targets:
+            progress.phase(f"provisioning {spec.name}")
+            provisioned.up(spec)
+        targets = provisioned.targets
         progress.phase("proving encryption")
         prove_encryption(session, targets)
         for t in targets.values():
@@ -166,6 +226,7 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
                 f"{declared}; {evidence}" if declared and t.direct_io is not DirectIO.HONOURED else evidence
             )
         direct, note = decide_io_modes(plan.io_mode, targets)
+        provisioned.direct = direct
         if note:
             store.add_note(run_id, note)
         engine = probe_ioengine(session.path("ioengine-probe"))
@@ -174,20 +235,15 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         store.update_environment(run_id, env)
         for t in targets.values():
             store.insert_target(run_id, _target_row(t, direct[t.name]))
-        ctx = TrialContext(session, store, run_id, plan.size, engine, plan.zero_data)
+        ctx = TrialContext(
+            session, store, run_id, plan.size, engine, plan.zero_data, plan.suite.write_new_file
+        )
+        provisioned.ctx = ctx
         workload_seeds = {w.name: (plan.seed + i) % 2**32 for i, w in enumerate(plan.suite.workloads)}
-        for t in targets.values():
-            progress.phase(f"writing the {plan.size >> 20} MiB data file on {t.name}")
-            layout = session.path("jobs", f"layout-{t.name}.fio")
-            layout.parent.mkdir(exist_ok=True)
-            layout.write_text(render_layout(job_options(ctx, t, direct[t.name], plan.seed)))
-            try:
-                run_fio(layout, session)
-            except TrialError as e:
-                why = target_lost(t, "while the data file was written") or str(e)
-                raise ProvisionError(f"could not write the data file on {t.name}: {why}") from None
+        for t in list(targets.values()):
+            provisioned.lay_out(t)
         trials = schedule(plan.suite.workloads, list(targets), plan.repeats, plan.seed)
-        return run_all(ctx, trials, targets, direct, workload_seeds, progress)
+        return run_all(ctx, trials, provisioned, direct, workload_seeds, progress)
 
 
 def run(
@@ -202,6 +258,8 @@ def run(
     data: str = "random",
     db: Path | None = None,
     passphrase_file: str | None = None,
+    state: str | None = None,
+    fs: str | None = None,
     progress: Progress | None = None,
     registry: Path | None = None,
 ) -> RunOutcome:
@@ -216,6 +274,8 @@ def run(
         data=data,
         db=db or default_db_path(),
         passphrase_file=passphrase_file,
+        state=state,
+        fs=fs,
     )
     # A core dump of a run would hold its keys.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -30,6 +30,9 @@ class JobOptions:
     ioengine: str  # io_uring, libaio or psync
     zero_data: bool  # zero-filled buffers instead of random ones
     seed: int  # fio randseed: the random offsets are the same on every target
+    # The write makes a new file: no fallocate first, so the file (and an
+    # image under it) grows as it is written, as with a copy.
+    new_file: bool = False
 
 
 def _escape(path: Path) -> str:
@@ -69,6 +72,8 @@ def render_job(workload: WorkloadSpec, opts: JobOptions) -> str:
     ]
     if workload.is_write:
         lines.append("end_fsync=1")
+        if opts.new_file:
+            lines.append("fallocate=none")
     return "\n".join(lines) + "\n"
 
 

@@ -24,6 +24,7 @@ class CpuSnapshot:
     total: float  # CPU-seconds, all cores, including idle and iowait
     helpers: dict[str, float]  # CPU-seconds (user+system) per helper name
     wall: float  # seconds, monotonic clock
+    threads: dict[str, int]  # threads per helper name, count
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class CpuUsage:
     utilization: float  # fraction of all cores' time that was busy, 0..1
     helper_seconds: dict[str, float]  # CPU-seconds per helper during the interval
     wall_seconds: float  # seconds
+    # Threads of the helpers, the larger count of start and end (study 003
+    # saw a disk-image helper's three threads limit its throughput).
+    helper_threads: int = 0  # count
 
 
 def _proc_stat() -> tuple[float, float]:
@@ -55,9 +59,19 @@ def _helper_times(helpers: tuple[Helper, ...]) -> dict[str, float]:
     return out
 
 
+def _helper_threads(helpers: tuple[Helper, ...]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for h in helpers:
+        try:
+            out[h.name] = out.get(h.name, 0) + psutil.Process(h.pid).num_threads()
+        except psutil.Error:
+            out[h.name] = out.get(h.name, 0)
+    return out
+
+
 def snapshot(helpers: tuple[Helper, ...] = ()) -> CpuSnapshot:
     busy, total = _proc_stat()
-    return CpuSnapshot(busy, total, _helper_times(helpers), time.monotonic())
+    return CpuSnapshot(busy, total, _helper_times(helpers), time.monotonic(), _helper_threads(helpers))
 
 
 def usage(start: CpuSnapshot, end: CpuSnapshot) -> CpuUsage:
@@ -68,4 +82,5 @@ def usage(start: CpuSnapshot, end: CpuSnapshot) -> CpuUsage:
         utilization=busy / total if total > 0 else 0.0,
         helper_seconds={k: end.helpers.get(k, 0.0) - v for k, v in start.helpers.items()},
         wall_seconds=end.wall - start.wall,
+        helper_threads=max(sum(start.threads.values()), sum(end.threads.values())),
     )

@@ -53,6 +53,49 @@ def _io_line(t: dict[str, Any]) -> str:
     return f"buffered I/O ({t['direct_io_reason']})"
 
 
+# With more targets than this, the table turns: a row per target (study 003's
+# table of image kind x encryption x state), a column per workload.
+WIDE = 5
+
+
+def _of_plain(c: dict[str, Any]) -> Text:
+    """A target's throughput as a percentage of plain's, with its interval."""
+    if c["ci_low"] is None:
+        return Text(f"{c['ratio']:.0%} of plain", style="yellow")
+    return Text(f"{c['ratio']:.0%} [{c['ci_low']:.0%}, {c['ci_high']:.0%}] of plain")
+
+
+def _by_target(doc: dict[str, Any], title: str, metric: str) -> Table:
+    info = CATALOG[metric]
+    table = Table(title=title, title_justify="left", show_lines=True)
+    table.add_column("target", style="bold")
+    workloads = [w for w in doc["plan"]["workloads"] if any(r["workload"] == w for r in doc["results"])]
+    for w in workloads:
+        table.add_column(w, justify="right")
+    results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
+    comps = {(c["workload"], c["target"], c["baseline"]): c for c in doc["comparisons"]}
+    for t in doc["targets"]:
+        cells: list[Text | str] = [f"{t['name']}\nvs {t['baseline']}" if t["baseline"] else t["name"]]
+        for w in workloads:
+            r = results.get((w, t["name"], metric))
+            if r is None:
+                cells.append(Text("failed", style="red"))
+                continue
+            cell = Text(f"{_fmt(r['median'], info.unit)}\n{_interval(r['ci_low'], r['ci_high'], info.unit)}")
+            if metric == PRIMARY:
+                base = comps.get((w, t["name"], t["baseline"]))
+                if base is not None and t["baseline"] != "plain":
+                    cell.append("\n")
+                    cell.append_text(_change(base))
+                plain = comps.get((w, t["name"], "plain"))
+                if plain is not None:
+                    cell.append("\n")
+                    cell.append_text(_of_plain(plain))
+            cells.append(cell)
+        table.add_row(*cells)
+    return table
+
+
 def render(doc: dict[str, Any], console: Console, metric: str = PRIMARY) -> None:
     info = CATALOG[metric]
     plan = doc["plan"]
@@ -61,6 +104,10 @@ def render(doc: dict[str, Any], console: Console, metric: str = PRIMARY) -> None
         f"cryptbench run {doc['run_id']} — {doc['suite']} suite, {format_bytes(plan['size'])} per target, "
         f"{plan['repeats']} repeats, {'/'.join(modes)} I/O, {plan['data']} data"
     )
+    if len(doc["targets"]) > WIDE:
+        console.print(_by_target(doc, title, metric))
+        _footer(doc, console, info.label, info.unit, by_target=True)
+        return
     table = Table(title=title, title_justify="left", show_lines=True)
     table.add_column("workload", style="bold")
     targets = [t["name"] for t in doc["targets"]]
@@ -88,11 +135,19 @@ def render(doc: dict[str, Any], console: Console, metric: str = PRIMARY) -> None
             cells.append(cell)
         table.add_row(*cells)
     console.print(table)
-    unit_note = "MB/s (10^6 bytes/s)" if info.unit == "bytes/s" else info.unit
+    _footer(doc, console, info.label, info.unit, by_target=False)
+
+
+def _footer(doc: dict[str, Any], console: Console, label: str, unit: str, *, by_target: bool) -> None:
+    unit_note = "MB/s (10^6 bytes/s)" if unit == "bytes/s" else unit
+    where = "row's" if by_target else "column's header"
+    plain = (
+        "; 'of plain': the target's throughput as a share of plain's, with its interval" if by_target else ""
+    )
     console.print(
-        f"[dim]Median {info.label} in {unit_note} with its 95% bootstrap interval; "
-        "+/-% is the change against the baseline named in the column's header, with its 95% interval "
-        "(red/green: the interval excludes no change).[/dim]"
+        f"[dim]Median {label} in {unit_note} with its 95% bootstrap interval; "
+        f"+/-% is the change against the baseline named in the {where}, with its 95% interval "
+        f"(red/green: the interval excludes no change){plain}.[/dim]"
     )
     console.print()
     for t in doc["targets"]:

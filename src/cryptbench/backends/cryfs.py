@@ -1,0 +1,37 @@
+"""CryFS: a FUSE overlay that stores fixed-size encrypted blocks (default
+XChaCha20-Poly1305), hiding file sizes and the directory structure.
+
+Non-interactive through its documented environment: CRYFS_FRONTEND=noninteractive
+(the password is read once from standard input, a pipe here), no update check,
+and its per-user state (CRYFS_LOCAL_STATE_DIR, HOME) inside the scratch space,
+so nothing is written to the user's home directory.
+"""
+
+from __future__ import annotations
+
+from cryptbench.backends.overlay import FuseOverlayBackend, Layout
+from cryptbench.session import Session
+
+
+class CryfsBackend(FuseOverlayBackend):
+    name = "cryfs"
+    tool = "cryfs"
+    package = "cryfs"
+    # 16 KiB blocks, each with a header, nonce and tag, plus the block tree
+    overhead = 1.05
+    cipher_label = "XChaCha20-Poly1305 (CryFS default), 16 KiB blocks"
+    summary = "CryFS FUSE overlay (XChaCha20-Poly1305 blocks) over a directory on the target filesystem"
+
+    def create(self, session: Session, layout: Layout, password: bytes) -> None:
+        # CryFS creates the filesystem on its first mount, from the same command.
+        layout.env.update(
+            CRYFS_FRONTEND="noninteractive",
+            CRYFS_NO_UPDATE_CHECK="true",
+            CRYFS_LOCAL_STATE_DIR=str(layout.home / "cryfs-state"),
+        )
+
+    def mount_argv(self, layout: Layout) -> list[str]:
+        return ["cryfs", "-f", str(layout.cipher), str(layout.mountpoint)]
+
+    def mount_stdin(self, password: bytes) -> bytes | None:
+        return password + b"\n"

@@ -1,0 +1,31 @@
+"""EncFS: the oldest FUSE overlay here (AES in CBC mode on 1 KiB blocks, per-file
+IV headers), created with `--standard` settings.
+
+The password goes through standard input (`--stdinpass`, a pipe here). EncFS
+has known weaknesses (an audit in 2014 found several); it is measured because
+users still pick it, and `backends` says what it is.
+"""
+
+from __future__ import annotations
+
+from cryptbench.backends.overlay import FuseOverlayBackend, Layout
+from cryptbench.session import Session
+
+
+class EncfsBackend(FuseOverlayBackend):
+    name = "encfs"
+    tool = "encfs"
+    package = "encfs"
+    overhead = 1.01  # an 8-byte header per file
+    cipher_label = "AES-192-CBC on 1 KiB blocks, block-encoded names (EncFS --standard)"
+    summary = "EncFS FUSE overlay (AES-192-CBC, --standard) over a directory on the target filesystem"
+
+    def create(self, session: Session, layout: Layout, password: bytes) -> None:
+        # EncFS creates the filesystem on its first mount, from the same command.
+        return None
+
+    def mount_argv(self, layout: Layout) -> list[str]:
+        return ["encfs", "-f", "--stdinpass", "--standard", str(layout.cipher), str(layout.mountpoint)]
+
+    def mount_stdin(self, password: bytes) -> bytes | None:
+        return password + b"\n"

@@ -1,0 +1,105 @@
+"""Filesystems on block devices: mkfs, loop devices and mounts, for every stack
+that puts a filesystem in an image (ext4-loop, fscrypt, the disk images, LUKS).
+
+Two traps are avoided here, for every filesystem:
+- mkfs must not leave work for later: ext4's lazy inode-table init would write
+  in the background during the trials and show up as noise;
+- mkfs must not discard: on a loop device a discard punches holes in the image
+  file, so a "preallocated" image would silently become a sparse one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cryptbench.backends.base import Availability
+from cryptbench.resources import LoopDevice, Mount
+from cryptbench.session import Session
+from cryptbench.system import is_root, mount_entry, run_cmd, which
+
+MIB = 1 << 20
+
+MKFS: dict[str, list[str]] = {
+    "ext4": ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard", "-m", "0"],
+    "xfs": ["mkfs.xfs", "-q", "-f", "-K"],
+    "btrfs": ["mkfs.btrfs", "-q", "-f", "-K"],
+}
+# The smallest filesystem each mkfs accepts (bytes); xfsprogs 5.19+ refuses
+# anything under 300 MiB.
+MIN_FS_BYTES = {"ext4": 0, "xfs": 300 * MIB, "btrfs": 128 * MIB}
+PACKAGE = {"ext4": "e2fsprogs", "xfs": "xfsprogs", "btrfs": "btrfs-progs"}
+
+
+def mkfs_command(fs: str, device: str, features: tuple[str, ...] = ()) -> list[str]:
+    """The mkfs command line for `fs` on `device` (`features`: ext4 -O features)."""
+    if fs not in MKFS:
+        raise ValueError(f"unknown filesystem {fs!r}")
+    extra = ["-O", ",".join(features)] if features else []
+    return [*MKFS[fs], *extra, device]
+
+
+def fs_image_size(fs: str, data_bytes: int) -> int:
+    """Room for the data file plus the filesystem's metadata and journal (bytes, MiB-aligned)."""
+    raw = max(int(data_bytes * 1.10) + 64 * MIB, MIN_FS_BYTES[fs])
+    return (raw + MIB - 1) // MIB * MIB
+
+
+def kernel_filesystems() -> set[str]:
+    with open("/proc/filesystems") as f:
+        return {line.split()[-1] for line in f if line.strip()}
+
+
+def probe_loop(*tools: str) -> Availability:
+    """Root, the loop driver and the tools a loop-device stack needs."""
+    if not is_root():
+        return Availability(False, "needs root (to attach a loop device and mount a filesystem)")
+    for tool in ("losetup", "mount", "umount", *tools):
+        if which(tool) is None:
+            return Availability(False, f"{tool} is not installed (apt-get install util-linux)")
+    if not os.path.exists("/dev/loop-control"):
+        return Availability(False, "kernel has no loop device support (/dev/loop-control missing)")
+    return Availability(True)
+
+
+def probe_fs(fs: str) -> Availability:
+    tool = MKFS[fs][0]
+    if which(tool) is None:
+        return Availability(False, f"{tool} is not installed (apt-get install {PACKAGE[fs]})")
+    if fs not in kernel_filesystems():
+        return Availability(False, f"kernel has no {fs} support loaded (not in /proc/filesystems)")
+    return Availability(True)
+
+
+@contextmanager
+def loop_device(session: Session, backing: Path, *, direct_io: bool) -> Iterator[str]:
+    """Attach `backing` (a file cryptbench made) to a new loop device; detach on exit."""
+    loop = session.acquire(LoopDevice(session.check_inside(backing)))
+    try:
+        args = ["losetup", "--find", "--show", *(["--direct-io=on"] if direct_io else []), str(backing)]
+        yield run_cmd(args).stdout.decode().strip()
+    finally:
+        session.release(loop)
+
+
+def loop_direct_io(dev: str) -> str:
+    dio = Path(f"/sys/block/{Path(dev).name}/loop/dio")
+    return dio.read_text().strip() if dio.exists() else "unknown"
+
+
+@contextmanager
+def mounted(session: Session, fs: str, device: str, mountpoint: Path) -> Iterator[Path]:
+    """Mount `device` (holding `fs`) at `mountpoint`; unmount on exit."""
+    mount = session.acquire(Mount(session.check_inside(mountpoint)))
+    try:
+        run_cmd(["mount", "-t", fs, "-o", "noatime", device, str(mountpoint)])
+        yield mountpoint
+    finally:
+        session.release(mount)
+
+
+def describe_mount(mountpoint: Path) -> str:
+    entry = mount_entry(mountpoint)
+    return f"{entry.fstype} {entry.options}" if entry else ""

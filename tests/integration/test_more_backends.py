@@ -1,0 +1,180 @@
+"""The disk images, the distribution's FUSE filesystems and LUKS, for real:
+provisioned, proven encrypted, measured with a tiny workload, torn down.
+
+Each backend skips with the reason `backends` gives where it cannot run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cryptbench.backends import REGISTRY
+from cryptbench.backends.luks import VARIANTS
+from cryptbench.measure.cache import drop_caches
+from tests.conftest import cli, leftovers, provisioned, requires_root
+
+OVERLAYS = ("securefs", "cryfs", "encfs")
+IMAGES = [n for n in REGISTRY if n.startswith("image-")]
+TINY = """
+name = "tiny"
+write_new_file = true
+[[workloads]]
+name = "write"
+rw = "write"
+bs = "1M"
+iodepth = 1
+[[workloads]]
+name = "read"
+rw = "read"
+bs = "1M"
+iodepth = 1
+"""
+
+
+def _available(names: list[str] | tuple[str, ...]) -> list[str]:
+    return [n for n in names if REGISTRY[n].probe().ok]
+
+
+def _need(backend: str) -> None:
+    avail = REGISTRY[backend].probe()
+    if not avail.ok:
+        pytest.skip(f"{backend} unavailable here: {avail.reason}")
+
+
+def _suite(tmp_path: Path) -> str:
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    return str(path)
+
+
+def _run(target_dir: Path, tmp_path: Path, backends: list[str], *extra: str) -> dict:  # type: ignore[type-arg]
+    proc = cli(
+        "run",
+        "--backends",
+        ",".join(backends),
+        "--suite",
+        _suite(tmp_path),
+        "--size",
+        "4M",
+        "--repeats",
+        "1",
+        "--target",
+        str(target_dir),
+        "--db",
+        str(tmp_path / "r.sqlite"),
+        "--json",
+        *extra,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("backend", OVERLAYS)
+def test_fuse_overlay_measured_for_real(target_dir: Path, tmp_path: Path, backend: str) -> None:
+    _need(backend)
+    doc = _run(target_dir, tmp_path, [backend])
+    t = {x["name"]: x for x in doc["targets"]}[backend]
+    assert t["encryption_verified"] is True and t["marker_in_backing"] is False
+    assert t["details"]["cipher"] and f"{backend} (pid" in t["details"]["helpers"]
+    assert doc["trials"]["failed"] == 0 and doc["trials"]["ok"] == 4
+    helper = [r for r in doc["results"] if r["target"] == backend and r["metric"] == "helper_cpu_seconds"]
+    # Recorded per trial; at 4 MiB the daemon's share can be under one clock tick.
+    assert len(helper) == 2 and all(r["median"] >= 0 for r in helper)
+
+
+@requires_root
+def test_every_image_kind_and_cipher_in_both_states(target_dir: Path, tmp_path: Path) -> None:
+    names = _available(IMAGES)
+    if not names:
+        pytest.skip(f"image backends unavailable here: {REGISTRY['image-raw'].probe().reason}")
+    doc = _run(target_dir, tmp_path, names, "--state", "fresh,rewrite")
+    targets = {x["name"]: x for x in doc["targets"]}
+    assert len(targets) == 1 + 2 * len(names)
+    for name in names:
+        for state in ("fresh", "rewrite"):
+            t = targets[f"{name}@{state}"]
+            assert t["details"]["state"] == state
+            assert "qemu-storage-daemon (pid" in t["details"]["helpers"]
+            if REGISTRY[name].encrypted:
+                assert t["encryption_verified"] is True, t
+                assert t["baseline"] == f"{REGISTRY[name].baseline}@{state}"
+            else:
+                assert t["marker_in_backing"] is True  # the positive control
+    assert doc["trials"]["failed"] == 0
+    threads = [r for r in doc["results"] if r["metric"] == "helper_threads" and r["target"] != "plain"]
+    assert threads and all(r["median"] >= 1 for r in threads)
+    of_plain = {(c["target"], c["workload"]) for c in doc["comparisons"] if c["baseline"] == "plain"}
+    assert ("image-qcow2-aes256@rewrite", "write") in of_plain or "image-qcow2-aes256" not in names
+
+
+@requires_root
+@pytest.mark.parametrize("fs", ["xfs", "btrfs"])
+def test_images_hold_the_filesystem_asked_for(target_dir: Path, tmp_path: Path, fs: str) -> None:
+    _need("image-qcow2-aes128")
+    doc = _run(target_dir, tmp_path, ["image-qcow2-aes128"], "--fs", fs)
+    t = {x["name"]: x for x in doc["targets"]}["image-qcow2-aes128@fresh"]
+    assert t["details"]["filesystem"] == fs and t["details"]["mount"].startswith(fs)
+    assert t["encryption_verified"] is True
+
+
+def _allocated(path: Path) -> int:
+    return os.stat(path).st_blocks * 512
+
+
+@requires_root
+@pytest.mark.parametrize("backend", ["image-sparse", "image-qcow2-aes256"])
+def test_state_is_what_it_says_and_data_survives_the_stack(target_dir: Path, backend: str) -> None:
+    size = 16 << 20
+    with provisioned(target_dir, backend, size, state="fresh") as (_s, fresh):
+        fresh_bytes = _allocated(fresh.backing[0])
+    with provisioned(target_dir, backend, size, state="rewrite") as (_s, target):
+        image = target.backing[0]
+        # The rewrite precondition wrote `size` bytes that were then deleted:
+        # a growing image keeps the room, a fresh one never had it.
+        assert _allocated(image) >= fresh_bytes + size // 2
+        data = os.urandom(4 << 20)
+        f = target.path / "check.bin"
+        f.write_bytes(data)
+        os.sync()
+        drop_caches([f, image, *target.cached])
+        assert f.read_bytes() == data  # through filesystem, loop, FUSE export, qemu and back
+
+
+@requires_root
+def test_sigkill_with_image_and_fuse_daemons_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
+    names = _available(["image-qcow2-aes256", "securefs"])
+    if not names:
+        pytest.skip("neither image-qcow2-aes256 nor securefs is available here")
+    args = ["run", "--backends", ",".join(names), "--size", "8M", "--repeats", "3"]
+    args += ["--target", str(target_dir), "--db", str(tmp_path / "r.sqlite")]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cryptbench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 120
+    while not any("qemu-storage-daemon" in x or "securefs (pid" in x for x in leftovers(target_dir)):
+        assert proc.poll() is None and time.monotonic() < deadline, "no daemon came up"
+        time.sleep(0.1)
+    time.sleep(1)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    assert leftovers(target_dir)  # a real mess: mounts, loop devices, daemons
+    clean = cli("cleanup", "--target", str(target_dir))
+    assert clean.returncode == 0, clean.stderr
+    assert leftovers(target_dir) == []
+
+
+@pytest.mark.parametrize("backend", list(VARIANTS))
+def test_luks_measured_for_real(target_dir: Path, tmp_path: Path, backend: str) -> None:
+    _need(backend)
+    doc = _run(target_dir, tmp_path, [backend])
+    t = {x["name"]: x for x in doc["targets"]}[backend]
+    assert t["encryption_verified"] is True and t["baseline"] == "ext4-loop"
+    assert doc["trials"]["failed"] == 0
