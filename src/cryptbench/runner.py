@@ -139,7 +139,12 @@ def prepare(ctx: TrialContext, spec: TrialSpec, targets: Targets) -> Target:
         except FileNotFoundError:
             short = True
         if short:
-            targets.lay_out(target)
+            try:
+                targets.lay_out(target)
+            except DiskFull:
+                raise
+            except CryptbenchError as e:
+                raise TargetLost(f"{spec.target}: {e}") from None
     return target
 
 

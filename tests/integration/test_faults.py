@@ -165,7 +165,7 @@ class FillTheDisk(NullProgress):
             return
         self.ok_before += ok
         self.done = True
-        for data in self.fs.glob("cryptbench/run-*/targets/plain/cryptbench.dat"):
+        for data in self.fs.glob("cryptbench/run-*/targets/plain/*/cryptbench.dat"):
             os.truncate(data, 0)
         with open(self.fs / "filler", "wb") as f:
             block = b"\xff" * (1 << 20)

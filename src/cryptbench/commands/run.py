@@ -12,12 +12,13 @@ from cryptbench import __version__
 from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec
 from cryptbench.engines.fio import probe_ioengine, run_fio
 from cryptbench.engines.jobs import render_layout
-from cryptbench.errors import CryptbenchError, Interrupted, ProvisionError, TrialError
+from cryptbench.errors import CryptbenchError, DiskFull, Interrupted, ProvisionError, TrialError
 from cryptbench.interrupts import interruptible, signals_blocked, take_pending
 from cryptbench.measure import environment
 from cryptbench.plan import Plan, build_plan
 from cryptbench.report import document
 from cryptbench.runner import (
+    ENOSPC_TEXT,
     NullProgress,
     Progress,
     TrialContext,
@@ -197,6 +198,11 @@ class Provisioned:
         try:
             run_fio(layout, self.session)
         except TrialError as e:
+            if ENOSPC_TEXT in str(e):
+                raise DiskFull(
+                    f"the target filesystem filled up during the data file's layout on {target.name} "
+                    f"({ENOSPC_TEXT}); the run stopped"
+                ) from None
             why = target_lost(target, "while the data file was written") or str(e)
             raise ProvisionError(f"could not write the data file on {target.name}: {why}") from None
 
