@@ -20,6 +20,7 @@ from cryptbench.backends import REGISTRY
 from cryptbench.backends.luks import VARIANTS
 from cryptbench.measure.cache import drop_caches
 from tests.conftest import cli, leftovers, provisioned, requires_root
+from tests.reliability import count
 
 OVERLAYS = ("securefs", "cryfs", "encfs")
 IMAGES = [n for n in REGISTRY if n.startswith("image-")]
@@ -169,6 +170,7 @@ def test_sigkill_with_image_and_fuse_daemons_then_cleanup(target_dir: Path, tmp_
     clean = cli("cleanup", "--target", str(target_dir))
     assert clean.returncode == 0, clean.stderr
     assert leftovers(target_dir) == []
+    count("SIGKILLs with qemu-storage-daemon or securefs up, cleaned up")
 
 
 @pytest.mark.parametrize("backend", list(VARIANTS))
