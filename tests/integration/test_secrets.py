@@ -45,7 +45,8 @@ class Watcher:
             try:
                 for f in d.iterdir():
                     data = f.read_bytes().strip()
-                    if data:
+                    # Zeros are a key file caught while it was being wiped, not a key.
+                    if data.strip(b"\0"):
                         self.known.add(data)
                         self.key_files[f] = (stat.S_IMODE(f.stat().st_mode), stat.S_IMODE(d.stat().st_mode))
             except OSError:
