@@ -18,6 +18,7 @@ import psutil
 
 from cryptbench.backends.base import Helper
 from cryptbench.errors import ProvisionError
+from cryptbench.interrupts import signals_blocked
 from cryptbench.resources import Process
 from cryptbench.session import Session
 from cryptbench.system import is_mountpoint, which
@@ -60,20 +61,23 @@ def start(
     exe = which(argv[0])
     if exe is None:
         raise ProvisionError(f"{argv[0]} is not installed")
-    with open(session.check_inside(log), "wb") as logf:
-        proc = subprocess.Popen(
-            [exe, *argv[1:]],
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=logf,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **env} if env is not None else None,
-            start_new_session=True,  # Ctrl-C at the terminal is ours to handle, not its
-        )
-    try:
-        created = psutil.Process(proc.pid).create_time()
-    except psutil.Error:
-        created = 0.0
-    daemon = session.acquire(Process(proc.pid, created, name))
+    # Held from start to journal: an interrupt between them would leave a
+    # daemon nobody knows to stop.
+    with signals_blocked():
+        with open(session.check_inside(log), "wb") as logf:
+            proc = subprocess.Popen(
+                [exe, *argv[1:]],
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **env} if env is not None else None,
+                start_new_session=True,  # Ctrl-C at the terminal is ours to handle, not its
+            )
+        try:
+            created = psutil.Process(proc.pid).create_time()
+        except psutil.Error:
+            created = 0.0
+        daemon = session.acquire(Process(proc.pid, created, name))
     if stdin is not None and proc.stdin is not None:
         with suppress(BrokenPipeError):
             proc.stdin.write(stdin)

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cryptbench.backends.base import Availability
+from cryptbench.interrupts import signals_blocked
 from cryptbench.resources import LoopDevice, Mount
 from cryptbench.session import Session
 from cryptbench.system import is_root, mount_entry, run_cmd, which
@@ -79,7 +80,11 @@ def loop_device(session: Session, backing: Path, *, direct_io: bool) -> Iterator
     loop = session.acquire(LoopDevice(session.check_inside(backing)))
     try:
         args = ["losetup", "--find", "--show", *(["--direct-io=on"] if direct_io else []), str(backing)]
-        yield run_cmd(args).stdout.decode().strip()
+        # Held: an interrupt while losetup runs would release the loop device
+        # before losetup attached it (it runs on in its own session).
+        with signals_blocked():
+            dev = run_cmd(args).stdout.decode().strip()
+        yield dev
     finally:
         session.release(loop)
 
@@ -94,7 +99,9 @@ def mounted(session: Session, fs: str, device: str, mountpoint: Path) -> Iterato
     """Mount `device` (holding `fs`) at `mountpoint`; unmount on exit."""
     mount = session.acquire(Mount(session.check_inside(mountpoint)))
     try:
-        run_cmd(["mount", "-t", fs, "-o", "noatime", device, str(mountpoint)])
+        # Held, as for losetup: otherwise the mount could appear after its release.
+        with signals_blocked():
+            run_cmd(["mount", "-t", fs, "-o", "noatime", device, str(mountpoint)])
         yield mountpoint
     finally:
         session.release(mount)

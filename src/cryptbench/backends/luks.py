@@ -35,6 +35,7 @@ from cryptbench.backends.filesystem import (
     probe_loop,
 )
 from cryptbench.errors import UnavailableError
+from cryptbench.interrupts import signals_blocked
 from cryptbench.resources import DmCrypt
 from cryptbench.session import Session
 from cryptbench.system import run_cmd
@@ -147,7 +148,8 @@ class LuksBackend(Backend):
                 run_cmd(format_command(dev, secret.path, self.key_bits), timeout=120)
                 crypt = session.acquire(DmCrypt(mapping))
                 try:
-                    run_cmd(open_command(dev, secret.path, mapping, self.no_workqueue), timeout=120)
+                    with signals_blocked():  # the mapping must not appear after its release
+                        run_cmd(open_command(dev, secret.path, mapping, self.no_workqueue), timeout=120)
                     session.release(secret)  # the key is in the kernel now
                     mapped = f"/dev/mapper/{mapping}"
                     mkfs = mkfs_command("ext4", mapped)
