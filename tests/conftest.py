@@ -71,13 +71,28 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
 
 
+def unplaced_loops() -> set[str]:
+    """Loop devices whose backing file has no path any more (its mount is gone):
+    a loop over a FUSE export that outlived the export. No path ties them to a
+    run, so they are counted as new ones appearing during a test."""
+    found = set()
+    for dev in Path("/sys/block").glob("loop*"):
+        backing = dev / "loop" / "backing_file"
+        if backing.exists() and backing.read_text().strip() == "/":
+            found.add(f"/dev/{dev.name}")
+    return found
+
+
 @pytest.fixture
 def target_dir(tmp_path: Path):  # type: ignore[no-untyped-def]
     """A target directory on a real disk (/var/tmp, not a tmpfs), checked for leaks afterwards."""
     base = Path(os.environ.get("CRYPTBENCH_TEST_TARGET", "/var/tmp"))
     d = Path(tempfile.mkdtemp(prefix="cryptbench-test-", dir=base))
+    before = unplaced_loops()
     yield d
-    left = leftovers(d)
+    left = leftovers(d) + [
+        f"loop {dev} -> / (its backing mount is gone)" for dev in unplaced_loops() - before
+    ]
     if not left:
         shutil.rmtree(d, ignore_errors=True)
     assert not left, f"left behind: {left}"

@@ -10,6 +10,7 @@ Two traps are avoided here, for every filesystem:
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,6 +88,32 @@ def loop_device(session: Session, backing: Path, *, direct_io: bool) -> Iterator
         yield dev
     finally:
         session.release(loop)
+
+
+LOOP_SET_STATUS64 = 0x4C04
+LOOP_GET_STATUS64 = 0x4C05
+LOOP_INFO64_SIZE = 232  # bytes: struct loop_info64 (<linux/loop.h>)
+LO_FLAGS_OFFSET = 52  # bytes into it
+LO_FLAGS_AUTOCLEAR = 4
+
+
+def set_autoclear(dev: str) -> None:
+    """Let the kernel detach `dev` when its last user (the mounted filesystem) lets go.
+
+    For loop devices over a FUSE export: if the export goes first (its daemon
+    killed with the run), the loop's backing path reads "/" and nothing can
+    tell it was ours any more; with autoclear, unmounting the filesystem is
+    enough. Call only while the filesystem holds the device open.
+    """
+    fd = os.open(dev, os.O_RDONLY)
+    try:
+        info = bytearray(LOOP_INFO64_SIZE)
+        fcntl.ioctl(fd, LOOP_GET_STATUS64, info, True)
+        flags = int.from_bytes(info[LO_FLAGS_OFFSET : LO_FLAGS_OFFSET + 4], "little") | LO_FLAGS_AUTOCLEAR
+        info[LO_FLAGS_OFFSET : LO_FLAGS_OFFSET + 4] = flags.to_bytes(4, "little")
+        fcntl.ioctl(fd, LOOP_SET_STATUS64, bytes(info))
+    finally:
+        os.close(fd)
 
 
 def loop_direct_io(dev: str) -> str:

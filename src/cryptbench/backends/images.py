@@ -39,6 +39,7 @@ from cryptbench.backends.filesystem import (
     mounted,
     probe_fs,
     probe_loop,
+    set_autoclear,
 )
 from cryptbench.backends.qemu import (
     CIPHERS,
@@ -228,6 +229,7 @@ class ImageBackend(Backend):
                 if first:
                     run_cmd(mkfs_command(spec.fs, dev))
                 with mounted(session, spec.fs, dev, paths.mountpoint):
+                    set_autoclear(dev)
                     if first:
                         (paths.mountpoint / "data").mkdir()
                     yield daemon
