@@ -94,34 +94,28 @@ def _with_baselines(names: list[str]) -> tuple[list[str], list[str]]:
     return ordered, added
 
 
-def parse_backend_list(text: str, what: str = "--backends") -> list[str]:
+def parse_backend_list(text: str) -> list[str]:
     """--backends: comma-separated names from the registry, each once."""
-    return _parse_names(text.split(","), what)
-
-
-def _parse_names(items: list[str] | tuple[str, ...], what: str) -> list[str]:
-    requested = [b.strip() for b in items if b.strip()]
-    if not requested:
-        raise UsageError(f"{what} names no backend")
-    for name in requested:
-        if name not in REGISTRY:
-            raise UsageError(f"{what}: unknown backend {name[:40]!r} (known: {', '.join(REGISTRY)})")
-    if len(set(requested)) != len(requested):
-        raise UsageError(f"{what} names a backend twice")
-    return requested
+    return list(_parse_choices(text.split(","), tuple(REGISTRY), "--backends", "backend"))
 
 
 def parse_states(text: str | tuple[str, ...], what: str = "--state") -> tuple[str, ...]:
-    items = text.split(",") if isinstance(text, str) else list(text)
-    states = [s.strip() for s in items if s.strip()]
-    if not states:
-        raise UsageError(f"{what} names no state")
-    for s in states:
-        if s not in STATES:
-            raise UsageError(f"{what}: unknown state {s[:40]!r} (known: {', '.join(STATES)})")
-    if len(set(states)) != len(states):
-        raise UsageError(f"{what} names a state twice")
-    return tuple(states)
+    return _parse_choices(text.split(",") if isinstance(text, str) else text, STATES, what, "state")
+
+
+def _parse_choices(
+    items: list[str] | tuple[str, ...], known: tuple[str, ...], what: str, noun: str
+) -> tuple[str, ...]:
+    """Names from `known`, each once, at least one; `what` and `noun` word the errors."""
+    chosen = [i.strip() for i in items if i.strip()]
+    if not chosen:
+        raise UsageError(f"{what} names no {noun}")
+    for name in chosen:
+        if name not in known:
+            raise UsageError(f"{what}: unknown {noun} {name[:40]!r} (known: {', '.join(known)})")
+    if len(set(chosen)) != len(chosen):
+        raise UsageError(f"{what} names a {noun} twice")
+    return tuple(chosen)
 
 
 def _expand(ordered: list[str], states: tuple[str, ...], fs: str) -> tuple[TargetSpec, ...]:
@@ -178,19 +172,23 @@ def build_plan(
         # The suite's own list, else the default one: what can run here, the
         # rest skipped with the reason.
         candidates = (
-            _parse_names(suite_obj.backends, "the suite's backends") if suite_obj.backends else DEFAULT
+            _parse_choices(suite_obj.backends, tuple(REGISTRY), "the suite's backends", "backend")
+            if suite_obj.backends
+            else DEFAULT
         )
+        # Each backend probed once, baselines too.
+        names = [n for c in candidates for n in (c, REGISTRY[c].baseline) if n]
+        probes = {n: REGISTRY[n].probe() for n in dict.fromkeys(names)}
         wanted = []
         for name in candidates:
-            avail = REGISTRY[name].probe()
-            if avail.ok:
+            if probes[name].ok:
                 wanted.append(name)
             else:
-                skipped.append((name, avail.reason))
+                skipped.append((name, probes[name].reason))
         # An encrypted target whose baseline cannot run has nothing to be compared with.
         for name in list(wanted):
             base = REGISTRY[name].baseline
-            if base is not None and base not in wanted and not REGISTRY[base].probe().ok:
+            if base is not None and not probes[base].ok:
                 wanted.remove(name)
                 skipped.append((name, f"its baseline {base} is unavailable"))
         if not wanted:

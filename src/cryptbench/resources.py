@@ -308,8 +308,10 @@ def _unmount_under(root: Path, *, tolerate: bool) -> list[str]:
     messages = []
     for entry in sorted(
         (m for m in mounts() if m.mountpoint.is_relative_to(root)),
-        key=lambda m: len(m.mountpoint.parts),
-        reverse=True,  # the deepest first: a mount inside a mount
+        # The deepest first (a mount inside a mount); at one depth, FUSE mounts
+        # last: a qemu export is busy until the filesystem on its loop is gone.
+        key=lambda m: (len(m.mountpoint.parts), not m.fstype.startswith("fuse")),
+        reverse=True,
     ):
         try:
             msg = Mount(entry.mountpoint, fuse=entry.fstype.startswith("fuse")).release()

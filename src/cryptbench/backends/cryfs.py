@@ -10,7 +10,6 @@ so nothing is written to the user's home directory.
 from __future__ import annotations
 
 from cryptbench.backends.overlay import FuseOverlayBackend, Layout
-from cryptbench.session import Session
 
 
 class CryfsBackend(FuseOverlayBackend):
@@ -22,13 +21,12 @@ class CryfsBackend(FuseOverlayBackend):
     cipher_label = "XChaCha20-Poly1305 (CryFS default), 16 KiB blocks"
     summary = "CryFS FUSE overlay (XChaCha20-Poly1305 blocks) over a directory on the target filesystem"
 
-    def create(self, session: Session, layout: Layout, password: bytes) -> None:
-        # CryFS creates the filesystem on its first mount, from the same command.
-        layout.env.update(
-            CRYFS_FRONTEND="noninteractive",
-            CRYFS_NO_UPDATE_CHECK="true",
-            CRYFS_LOCAL_STATE_DIR=str(layout.home / "cryfs-state"),
-        )
+    def mount_env(self, layout: Layout) -> dict[str, str]:
+        return {
+            "CRYFS_FRONTEND": "noninteractive",
+            "CRYFS_NO_UPDATE_CHECK": "true",
+            "CRYFS_LOCAL_STATE_DIR": str(layout.home / "cryfs-state"),
+        }
 
     def mount_argv(self, layout: Layout) -> list[str]:
         return ["cryfs", "-f", str(layout.cipher), str(layout.mountpoint)]

@@ -9,7 +9,6 @@ users still pick it, and `backends` says what it is.
 from __future__ import annotations
 
 from cryptbench.backends.overlay import FuseOverlayBackend, Layout
-from cryptbench.session import Session
 
 
 class EncfsBackend(FuseOverlayBackend):
@@ -19,10 +18,6 @@ class EncfsBackend(FuseOverlayBackend):
     overhead = 1.01  # an 8-byte header per file
     cipher_label = "AES-192-CBC on 1 KiB blocks, block-encoded names (EncFS --standard)"
     summary = "EncFS FUSE overlay (AES-192-CBC, --standard) over a directory on the target filesystem"
-
-    def create(self, session: Session, layout: Layout, password: bytes) -> None:
-        # EncFS creates the filesystem on its first mount, from the same command.
-        return None
 
     def mount_argv(self, layout: Layout) -> list[str]:
         return ["encfs", "-f", "--stdinpass", "--standard", str(layout.cipher), str(layout.mountpoint)]

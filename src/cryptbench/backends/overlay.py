@@ -12,7 +12,7 @@ import subprocess
 from abc import abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -34,7 +34,6 @@ class Layout:
     log: Path
     home: Path  # HOME for the tool: state it keeps per user stays in the scratch
     secret: SecretFile | None = None  # a 0600 key or password file in RAM, while needed
-    env: dict[str, str] = field(default_factory=dict)
 
 
 def package_version(package: str) -> str:
@@ -75,13 +74,17 @@ class FuseOverlayBackend(Backend):
     def space_needed(self, spec: TargetSpec, data_bytes: int) -> int:
         return int(data_bytes * self.overhead) + SLACK
 
-    @abstractmethod
     def create(self, session: Session, layout: Layout, password: bytes) -> None:
-        """Make a new encrypted filesystem in layout.cipher (may mount it too)."""
+        """Make a new encrypted filesystem in layout.cipher; by default the
+        first mount does (CryFS, EncFS)."""
 
     @abstractmethod
     def mount_argv(self, layout: Layout) -> list[str]:
         """The foreground daemon's command line."""
+
+    def mount_env(self, layout: Layout) -> dict[str, str]:
+        """Environment for the daemon beyond HOME (never a secret: /proc/PID/environ)."""
+        return {}
 
     def mount_stdin(self, password: bytes) -> bytes | None:
         """What the daemon reads on standard input (a password), or None."""
@@ -108,7 +111,7 @@ class FuseOverlayBackend(Backend):
                 layout.mountpoint,
                 layout.log,
                 stdin=self.mount_stdin(password),
-                env={"HOME": str(layout.home), **layout.env},
+                env={"HOME": str(layout.home), **self.mount_env(layout)},
             )
             if layout.secret is not None:
                 session.release(layout.secret)  # mounted: the key is in the daemon now

@@ -104,12 +104,10 @@ def daemon_command(
     cache = "on" if direct else "off"
     args += ["--blockdev", f"driver=file,node-name=file0,filename={_q(image)},cache.direct={cache}"]
     fmt = f"driver={spec.driver},node-name=fmt0,file=file0"
-    if spec.cipher:
-        fmt += (
-            f",encrypt.format=luks,encrypt.key-secret={SECRET_ID}"
-            if spec.kind == "qcow2"
-            else (f",key-secret={SECRET_ID}")
-        )
+    if spec.cipher and spec.kind == "qcow2":
+        fmt += f",encrypt.format=luks,encrypt.key-secret={SECRET_ID}"
+    elif spec.cipher:
+        fmt += f",key-secret={SECRET_ID}"
     args += ["--blockdev", fmt]
     args += [
         "--export",

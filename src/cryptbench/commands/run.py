@@ -190,7 +190,7 @@ class Provisioned:
         """Write the data file the read trials read, before any clock starts."""
         assert self.ctx is not None
         self.progress.phase(f"writing the {self.plan.size >> 20} MiB data file on {target.name}")
-        layout = self.session.path("jobs", f"layout-{target.name.replace('@', '-')}.fio")
+        layout = self.session.path("jobs", f"layout-{self._specs[target.name].slug}.fio")
         layout.parent.mkdir(exist_ok=True)
         layout.write_text(
             render_layout(job_options(self.ctx, target, self.direct[target.name], self.plan.seed))
@@ -246,7 +246,7 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         )
         provisioned.ctx = ctx
         workload_seeds = {w.name: (plan.seed + i) % 2**32 for i, w in enumerate(plan.suite.workloads)}
-        for t in list(targets.values()):
+        for t in targets.values():
             provisioned.lay_out(t)
         trials = schedule(plan.suite.workloads, list(targets), plan.repeats, plan.seed)
         return run_all(ctx, trials, provisioned, direct, workload_seeds, progress)

@@ -48,30 +48,28 @@ def _proc_stat() -> tuple[float, float]:
     return busy / _TICK, (busy + idle + iowait) / _TICK
 
 
-def _helper_times(helpers: tuple[Helper, ...]) -> dict[str, float]:
-    out: dict[str, float] = {}
+def _helpers(helpers: tuple[Helper, ...]) -> tuple[dict[str, float], dict[str, int]]:
+    """CPU-seconds and threads per helper name, each process read once."""
+    times: dict[str, float] = {}
+    threads: dict[str, int] = {}
     for h in helpers:
+        t, n = 0.0, 0
         try:
-            t = psutil.Process(h.pid).cpu_times()
-            out[h.name] = out.get(h.name, 0.0) + t.user + t.system
+            p = psutil.Process(h.pid)
+            with p.oneshot():
+                c = p.cpu_times()
+                t, n = c.user + c.system, p.num_threads()
         except psutil.Error:
-            out[h.name] = out.get(h.name, 0.0)
-    return out
-
-
-def _helper_threads(helpers: tuple[Helper, ...]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for h in helpers:
-        try:
-            out[h.name] = out.get(h.name, 0) + psutil.Process(h.pid).num_threads()
-        except psutil.Error:
-            out[h.name] = out.get(h.name, 0)
-    return out
+            pass  # gone: it adds nothing (the runner reports the lost target)
+        times[h.name] = times.get(h.name, 0.0) + t
+        threads[h.name] = threads.get(h.name, 0) + n
+    return times, threads
 
 
 def snapshot(helpers: tuple[Helper, ...] = ()) -> CpuSnapshot:
     busy, total = _proc_stat()
-    return CpuSnapshot(busy, total, _helper_times(helpers), time.monotonic(), _helper_threads(helpers))
+    times, threads = _helpers(helpers)
+    return CpuSnapshot(busy, total, times, time.monotonic(), threads)
 
 
 def usage(start: CpuSnapshot, end: CpuSnapshot) -> CpuUsage:

@@ -34,6 +34,10 @@ def _interval(lo: float | None, hi: float | None, unit: str) -> str:
     return f"[{_fmt(lo, unit)}, {_fmt(hi, unit)}]"
 
 
+def _median_cell(r: dict[str, Any], unit: str) -> Text:
+    return Text(f"{_fmt(r['median'], unit)}\n{_interval(r['ci_low'], r['ci_high'], unit)}")
+
+
 def _change(c: dict[str, Any]) -> Text:
     """The change against the baseline, in percent, with its interval."""
     pct = -c["overhead_percent"]
@@ -81,7 +85,7 @@ def _by_target(doc: dict[str, Any], title: str, metric: str) -> Table:
             if r is None:
                 cells.append(Text("failed", style="red"))
                 continue
-            cell = Text(f"{_fmt(r['median'], info.unit)}\n{_interval(r['ci_low'], r['ci_high'], info.unit)}")
+            cell = _median_cell(r, info.unit)
             if metric == PRIMARY:
                 base = comps.get((w, t["name"], t["baseline"]))
                 if base is not None and t["baseline"] != "plain":
@@ -128,7 +132,7 @@ def render(doc: dict[str, Any], console: Console, metric: str = PRIMARY) -> None
             if r is None:
                 cells.append(Text("failed", style="red"))
                 continue
-            cell = Text(f"{_fmt(r['median'], info.unit)}\n{_interval(r['ci_low'], r['ci_high'], info.unit)}")
+            cell = _median_cell(r, info.unit)
             if metric == PRIMARY and (w, t) in comps:
                 cell.append("\n")
                 cell.append_text(_change(comps[(w, t)]))
