@@ -17,8 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cryptbench import __version__
-from cryptbench.errors import CryptbenchError, Interrupted
-from cryptbench.metrics import CATALOG, PRIMARY
+from cryptbench.errors import CryptbenchError, Interrupted, UsageError
 from cryptbench.report import console as console_report
 from cryptbench.report.progress import RichProgress
 
@@ -82,7 +81,12 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("show", help="one stored run again")
     s.add_argument("ref", nargs="?", default="latest", help="run id, or latest (default)")
-    s.add_argument("--metric", default=PRIMARY, choices=list(CATALOG), help="metric for the table")
+    s.add_argument(
+        "--metric",
+        default=None,
+        help="metric for the table instead of each workload's own (throughput, iops, lat_p99, seconds, "
+        "an app phase's such as copy.seconds, …)",
+    )
     s.add_argument("--db", type=Path)
     s.add_argument("--json", action="store_true")
 
@@ -187,6 +191,11 @@ def _show(args: argparse.Namespace, out: Console) -> int:
     from cryptbench.commands import show
 
     doc = show.run(ref=args.ref, db=args.db)
+    if args.metric is not None and not any(r["metric"] == args.metric for r in doc["results"]):
+        known = sorted({r["metric"] for r in doc["results"]})
+        raise UsageError(
+            f"run {doc['run_id']} has no metric {args.metric[:40]!r} (it has: {', '.join(known)})"
+        )
     if args.json:
         _print_json(doc)
     else:

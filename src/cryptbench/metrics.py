@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cryptbench.engines.apps import AppResult, AppWorkload
 from cryptbench.engines.fio import FioMeasurement
 from cryptbench.measure.cpu import CpuUsage
 from cryptbench.store import MetricValue
@@ -33,9 +34,67 @@ CATALOG = {
         MetricInfo("fio_sys_cpu", "%", None, "fio system CPU, percent of one core"),
         MetricInfo("wall_seconds", "s", None, "wall time of the fio invocation"),
         MetricInfo("io_bytes", "bytes", None, "bytes moved"),
+        # Application workloads: the whole task, and each phase as <phase>.<metric>.
+        MetricInfo("seconds", "s", False, "seconds"),
+        MetricInfo("pictures_per_minute", "pictures/min", True, "pictures per minute"),
+        MetricInfo("files_per_second", "files/s", True, "files per second"),
+        MetricInfo("messages_per_second", "messages/s", True, "messages per second"),
+        MetricInfo("transactions_per_second", "transactions/s", True, "transactions per second"),
     )
 }
 PRIMARY = "throughput"
+PHASE_METRICS = (
+    "seconds",
+    "throughput",
+    "pictures_per_minute",
+    "files_per_second",
+    "messages_per_second",
+    "transactions_per_second",
+)
+
+
+def info(name: str) -> MetricInfo:
+    """A metric's unit and direction; a phase metric (copy.seconds) takes its base's."""
+    if name in CATALOG:
+        return CATALOG[name]
+    phase, _, base = name.rpartition(".")
+    if phase and base in PHASE_METRICS:
+        b = CATALOG[base]
+        return MetricInfo(name, b.unit, b.higher_is_better, f"{b.label} of the {phase} phase")
+    return MetricInfo(name, "", None, name)
+
+
+def _rate(items: int, seconds: float, unit: str) -> float:
+    return items / seconds * (60.0 if unit == "pictures/min" else 1.0)
+
+
+def app_metrics(workload: AppWorkload, result: AppResult, cpu: CpuUsage) -> list[MetricValue]:
+    """The task's time, its bytes/s and its natural rate, whole and per phase, and CPU."""
+    seconds = max(result.seconds, 1e-9)
+    values: dict[str, float] = {"seconds": result.seconds}
+    if result.bytes:
+        values["throughput"] = result.bytes / seconds
+    rate = workload.rate_metric
+    if rate is not None:
+        values[rate] = _rate(result.items, seconds, CATALOG[rate].unit)
+    for p in result.phases:
+        values[f"{p.name}.seconds"] = p.seconds
+        if p.bytes:
+            values[f"{p.name}.throughput"] = p.bytes / max(p.seconds, 1e-9)
+        if rate is not None and p.items:
+            values[f"{p.name}.{rate}"] = _rate(p.items, max(p.seconds, 1e-9), CATALOG[rate].unit)
+    values.update(
+        {
+            "cpu_utilization": cpu.utilization,
+            "helper_cpu_seconds": sum(cpu.helper_seconds.values()),
+            "helper_threads": cpu.helper_threads,
+            "wall_seconds": cpu.wall_seconds,
+            "io_bytes": float(result.bytes),
+        }
+    )
+    if result.bytes:
+        values["cpu_seconds_per_gb"] = cpu.busy_seconds / (result.bytes / 1e9)
+    return [MetricValue(name, info(name).unit, float(v)) for name, v in values.items()]
 
 
 def trial_metrics(fio: FioMeasurement, cpu: CpuUsage) -> list[MetricValue]:

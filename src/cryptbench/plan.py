@@ -14,9 +14,17 @@ from cryptbench import keys
 from cryptbench.backends import DEFAULT, REGISTRY
 from cryptbench.backends.base import FILESYSTEMS, STATES, TargetSpec
 from cryptbench.backends.filesystem import probe_fs
+from cryptbench.engines.apps import AppWorkload
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.session import check_target_dir, free_bytes
-from cryptbench.suite import Suite, check_repeats_range, check_size_range, load_suite
+from cryptbench.suite import (
+    Suite,
+    WorkloadSpec,
+    check_repeats_range,
+    check_size_range,
+    load_suite,
+    primary_metric,
+)
 from cryptbench.units import format_bytes, parse_size
 
 DEFAULT_SIZE = "64M"
@@ -46,6 +54,9 @@ class Plan:
     passphrase: bytes | None = field(default=None, repr=False)
     states: tuple[str, ...] = ()  # states of image targets, as asked; empty without any
     fs: str = "ext4"  # filesystem inside image targets
+    # bytes each target must hold at once: fio's data file plus what the
+    # application workloads keep and write there; targets are sized for it
+    target_bytes: int = 0
 
     def baseline_of(self, spec: TargetSpec) -> str | None:
         """The name of the target `spec` is compared with: its baseline, in the same state."""
@@ -58,6 +69,10 @@ class Plan:
         return {
             "suite": self.suite.name,
             "workloads": [w.name for w in self.suite.workloads],
+            "primary_metrics": {w.name: primary_metric(w) for w in self.suite.workloads},
+            "apps": {
+                w.name: w.describe(self.size) for w in self.suite.workloads if isinstance(w, AppWorkload)
+            },
             "backends": list(self.backends),
             "targets": [t.name for t in self.targets],
             "states": list(self.states),
@@ -72,6 +87,7 @@ class Plan:
             "io_mode": self.io_mode,
             "data": "zero" if self.zero_data else "random",
             "space_needed": self.space_needed,
+            "target_bytes": self.target_bytes,
             "keys": keys.describe(self.passphrase),
         }
 
@@ -154,9 +170,21 @@ def build_plan(
     if repeats is None:
         repeats = suite_obj.repeats if suite_obj.repeats is not None else DEFAULT_REPEATS
     size_bytes = size_bytes // SIZE_ALIGN * SIZE_ALIGN
-    biggest = max(w.bs for w in suite_obj.workloads)
+    fio = [w for w in suite_obj.workloads if isinstance(w, WorkloadSpec)]
+    apps = [w for w in suite_obj.workloads if isinstance(w, AppWorkload)]
+    biggest = max((w.bs for w in fio), default=0)
     if size_bytes < biggest:
         raise UsageError(f"--size {size} is smaller than the suite's largest block ({format_bytes(biggest)})")
+    for app in apps:
+        if size_bytes < app.min_size():
+            raise UsageError(
+                f"--size {size} is too small for {app.name} ({app.app}): it needs at least "
+                f"{format_bytes(app.min_size())}"
+            )
+    # Setups an app keeps on a target (a mail store) stay between its trials,
+    # so the needs add up rather than taking the largest.
+    target_bytes = (size_bytes if fio else 0) + sum(a.target_bytes(size_bytes) for a in apps)
+    input_bytes = sum(a.input_bytes(size_bytes) for a in apps)
     check_repeats_range(repeats, "--repeats")
     if io_mode not in IO_MODES:
         raise UsageError(f"--io-mode must be one of {', '.join(IO_MODES)}")
@@ -229,7 +257,7 @@ def build_plan(
             raise UnavailableError(f"--fs {fs_name} cannot be used here: {avail.reason}")
     targets = _expand(ordered, states, fs_name)
 
-    space = sum(REGISTRY[t.backend].space_needed(t, size_bytes) for t in targets)
+    space = input_bytes + sum(REGISTRY[t.backend].space_needed(t, target_bytes) for t in targets)
     free = free_bytes(target_dir)
     if space + SPACE_MARGIN > free:
         raise UsageError(
@@ -254,4 +282,5 @@ def build_plan(
         passphrase=passphrase,
         states=states,
         fs=fs_name,
+        target_bytes=target_bytes,
     )

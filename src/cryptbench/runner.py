@@ -15,6 +15,7 @@ masquerading as a difference between them. `--seed` reproduces the order.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from collections.abc import Callable
@@ -22,16 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from cryptbench.backends.base import Target, cache_files
+from cryptbench.backends.base import Target, cache_files, iter_files
+from cryptbench.engines.apps import AppEnv, AppWorkload
 from cryptbench.engines.fio import parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.errors import CryptbenchError, DiskFull, TargetLost, TrialError
 from cryptbench.measure import cpu
 from cryptbench.measure.cache import drop_caches, resident_bytes
-from cryptbench.metrics import trial_metrics
+from cryptbench.metrics import app_metrics, trial_metrics
 from cryptbench.session import Session
 from cryptbench.store import Store, now_iso
-from cryptbench.suite import WorkloadSpec
+from cryptbench.suite import Workload, WorkloadSpec
 
 DATA_FILE = "cryptbench.dat"
 
@@ -41,13 +43,11 @@ class TrialSpec:
     seq: int  # position in the run
     block: int  # interleaving block: one (repeat, workload), every target once
     repeat: int
-    workload: WorkloadSpec
+    workload: Workload
     target: str
 
 
-def schedule(
-    workloads: tuple[WorkloadSpec, ...], targets: list[str], repeats: int, seed: int
-) -> list[TrialSpec]:
+def schedule(workloads: tuple[Workload, ...], targets: list[str], repeats: int, seed: int) -> list[TrialSpec]:
     rng = random.Random(seed)
     trials: list[TrialSpec] = []
     block = 0
@@ -128,6 +128,8 @@ def prepare(ctx: TrialContext, spec: TrialSpec, targets: Targets) -> Target:
             target = targets.reset(spec.target)
         except CryptbenchError as e:
             raise TargetLost(f"{spec.target} could not be made anew ({target.state}): {e}") from None
+    if isinstance(spec.workload, AppWorkload):
+        return target  # its own setup runs with the trial (run_app_trial)
     datafile = ctx.session.check_inside(target.path / DATA_FILE)
     if writes_new_file(ctx, spec, target):
         if datafile.exists():
@@ -186,6 +188,33 @@ def _measure(
     return raw, before, after
 
 
+def _trial_row(spec: TrialSpec, target: Target, job: str) -> dict[str, object]:
+    return {
+        "seq": spec.seq,
+        "block": spec.block,
+        "repeat": spec.repeat,
+        "workload": spec.workload.name,
+        "target": target.name,
+        "started_at": now_iso(),
+        "job_file": job,
+    }
+
+
+def _store_failure(
+    ctx: TrialContext, spec: TrialSpec, target: Target, row: dict[str, object], e: TrialError
+) -> None:
+    """Store the failed trial; raise DiskFull if the target filled up, TargetLost again if lost."""
+    row.update(status="failed", error=str(e))
+    ctx.store.insert_trial(ctx.run_id, row, [])
+    if ENOSPC_TEXT in str(e):
+        raise DiskFull(
+            f"the target filesystem filled up during {spec.workload.name} on {target.name} "
+            f"({ENOSPC_TEXT}); the run stopped"
+        ) from None
+    if isinstance(e, TargetLost):
+        raise e
+
+
 def run_trial(
     ctx: TrialContext,
     spec: TrialSpec,
@@ -199,17 +228,10 @@ def run_trial(
     Raises TargetLost (after storing the failed trial) when the target's
     helper died, and DiskFull when the target filesystem filled up.
     """
+    assert isinstance(spec.workload, WorkloadSpec)
     opts = job_options(ctx, target, direct, workload_seed, writes_new_file(ctx, spec, target))
     job_text = render_job(spec.workload, opts)
-    row: dict[str, object] = {
-        "seq": spec.seq,
-        "block": spec.block,
-        "repeat": spec.repeat,
-        "workload": spec.workload.name,
-        "target": target.name,
-        "started_at": now_iso(),
-        "job_file": job_text,
-    }
+    row = _trial_row(spec, target, job_text)
     try:
         try:
             lost = target_lost(target, "before this trial")
@@ -224,18 +246,71 @@ def run_trial(
         row["raw_output"] = raw
         measurement = parse_fio_json(raw)
     except TrialError as e:
-        row.update(status="failed", error=str(e))
-        ctx.store.insert_trial(ctx.run_id, row, [])
-        if ENOSPC_TEXT in str(e):
-            raise DiskFull(
-                f"the target filesystem filled up during {spec.workload.name} on {target.name} "
-                f"({ENOSPC_TEXT}); the run stopped"
-            ) from None
-        if isinstance(e, TargetLost):
-            raise
+        _store_failure(ctx, spec, target, row, e)
         return False
     row["status"] = "ok"
     ctx.store.insert_trial(ctx.run_id, row, trial_metrics(measurement, cpu.usage(before, after)))
+    return True
+
+
+def app_env(ctx: TrialContext, workload: AppWorkload, target: Target, seed: int) -> AppEnv:
+    """Where an application workload works: its own directory on the target,
+    its inputs and staging outside the targets."""
+    root = ctx.session.check_inside(target.path / "apps" / workload.name)
+
+    def settle() -> None:
+        drop_caches(cache_files(target, *iter_files((root, inputs, staging))))
+
+    inputs = ctx.session.path("inputs", workload.name)
+    staging = ctx.session.path("staging", workload.name)
+    return AppEnv(ctx.session, root, inputs, staging, ctx.size, seed, settle)
+
+
+def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_seed: int) -> bool:
+    """Run one application-workload trial and store it at once, failed or not.
+
+    Set-up (what must be on the target) and clean-up (what the trial wrote)
+    run outside the clock; caches are dropped after set-up and between the
+    task's phases. Raises TargetLost and DiskFull like run_trial.
+    """
+    workload = spec.workload
+    assert isinstance(workload, AppWorkload)
+    env = app_env(ctx, workload, target, workload_seed)
+    row = _trial_row(spec, target, json.dumps(workload.describe(ctx.size), sort_keys=True))
+    try:
+        try:
+            lost = target_lost(target, "before this trial")
+            if lost:
+                raise TargetLost(lost)
+            env.root.mkdir(parents=True, exist_ok=True)
+            env.staging.mkdir(parents=True, exist_ok=True)
+            workload.setup(env)
+            files = cache_files(target, *iter_files((env.root, env.inputs)))
+            row["cache_method"] = str(drop_caches(files))
+            row["cache_resident_bytes"] = resident_bytes(files)
+            before = cpu.snapshot(target.helpers)
+            result = workload.run(env)
+            after = cpu.snapshot(target.helpers)
+            lost = target_lost(target, "during this trial")
+            if lost:
+                raise TargetLost(lost)
+            workload.clean(env)
+        except OSError as e:  # the target full, a FUSE mount gone, …
+            lost = target_lost(target, "during this trial")
+            why = f"{e.strerror}: {e.filename}" if e.filename else (e.strerror or str(e))
+            raise TargetLost(f"{lost} ({why})") if lost else TrialError(why) from None
+    except TrialError as e:
+        _store_failure(ctx, spec, target, row, e)
+        try:
+            workload.clean(env)  # what a failed trial wrote must not fill the next
+        except OSError as clean_error:
+            raise TargetLost(
+                f"{target.name}: could not clean up after a failed trial: {clean_error}"
+            ) from None
+        return False
+    row["status"] = "ok"
+    row["raw_output"] = json.dumps(result.to_json(), sort_keys=True)
+    ctx.store.insert_trial(ctx.run_id, row, app_metrics(workload, result, cpu.usage(before, after)))
     return True
 
 
@@ -263,9 +338,11 @@ def run_all(
         else:
             try:
                 target = prepare(ctx, spec, targets)
-                success = run_trial(
-                    ctx, spec, target, direct[target.name], workload_seeds[spec.workload.name]
-                )
+                seed = workload_seeds[spec.workload.name]
+                if isinstance(spec.workload, AppWorkload):
+                    success = run_app_trial(ctx, spec, target, seed)
+                else:
+                    success = run_trial(ctx, spec, target, direct[target.name], seed)
             except TargetLost as e:
                 lost[spec.target] = str(e)
                 success = False

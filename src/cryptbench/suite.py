@@ -1,4 +1,4 @@
-"""Suites: named lists of fio workloads, kept as TOML files.
+"""Suites: named lists of workloads (fio patterns and application tasks), kept as TOML files.
 
 Built-in suites live in `cryptbench/suites/*.toml`; `--suite` also takes a path
 to a user's own file. Unknown keys and wrong types are errors, not ignored.
@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from cryptbench.engines.apps import APPS, AppWorkload
 from cryptbench.errors import UsageError
 from cryptbench.units import parse_size
 
@@ -41,11 +42,19 @@ class WorkloadSpec:
         return self.rw in WRITES
 
 
+Workload = WorkloadSpec | AppWorkload
+
+
+def primary_metric(workload: Workload) -> str:
+    """The metric a workload's comparisons use."""
+    return workload.primary if isinstance(workload, AppWorkload) else "throughput"
+
+
 @dataclass(frozen=True)
 class Suite:
     name: str
     description: str
-    workloads: tuple[WorkloadSpec, ...]
+    workloads: tuple[Workload, ...]
     size: int | None = None  # bytes: the suite's default --size; None: the tool's
     repeats: int | None = None  # trials per (workload, target): the suite's default --repeats
     backends: tuple[str, ...] | None = None  # the suite's default --backends
@@ -138,11 +147,14 @@ def parse_suite(data: dict[str, Any], origin: str) -> Suite:
     raw = _typed(data, "workloads", list, origin)
     if not raw:
         raise UsageError(f"{origin}: has no workloads")
-    workloads = []
+    workloads: list[Workload] = []
     for i, item in enumerate(raw):
         where = f"{origin}, workload {i + 1}"
         if not isinstance(item, dict):
             raise UsageError(f"{where}: must be a table")
+        if "app" in item:
+            workloads.append(_app_workload(item, where))
+            continue
         _check_keys(item, {"name", "rw", "bs", "iodepth"}, {"name", "rw", "bs", "iodepth"}, where)
         wname = _typed(item, "name", str, where)
         if not _NAME_RE.match(wname):
@@ -161,6 +173,20 @@ def parse_suite(data: dict[str, Any], origin: str) -> Suite:
     if len(set(names)) != len(names):
         raise UsageError(f"{origin}: workload names must be unique")
     return Suite(name, description, tuple(workloads), size, repeats, backends, states, fs, write_new_file)
+
+
+def _app_workload(item: dict[str, Any], where: str) -> AppWorkload:
+    """An application workload: `name`, `app` and the app's own parameters."""
+    if "name" not in item:
+        raise UsageError(f"{where}: missing key 'name'")
+    name = _typed(item, "name", str, where)
+    if not _NAME_RE.match(name):
+        raise UsageError(f"{where}: name {name!r} must be lower-case letters, digits, . _ -")
+    app = _typed(item, "app", str, where)
+    if app not in APPS:
+        raise UsageError(f"{where}: unknown app {app[:40]!r} (known: {', '.join(APPS)})")
+    params = {k: v for k, v in item.items() if k not in ("name", "app")}
+    return APPS[app].from_table(name, params, where)
 
 
 def _string_list(data: dict[str, Any], key: str, where: str) -> tuple[str, ...] | None:

@@ -70,3 +70,20 @@ def format_seconds(s: float) -> str:
     if s < 1:
         return f"{s * 1e3:.2f} ms"
     return f"{s:.2f} s"
+
+
+def format_value(value: float, unit: str) -> str:
+    """A metric's value in its unit, as the reports print it."""
+    if unit == "bytes/s":
+        return format_rate(value)
+    if unit == "s":
+        return format_seconds(value)
+    if unit == "1/s":
+        return f"{value:,.0f}/s"
+    if unit == "fraction":
+        return f"{value:.0%}"
+    if unit == "s/GB":
+        return f"{value:.2f} s/GB"
+    if "/" in unit:  # pictures/min, files/s, transactions/s
+        return f"{value:,.1f} {unit}"
+    return f"{value:.3g} {unit}".strip()

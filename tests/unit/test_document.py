@@ -156,3 +156,67 @@ def test_generic_kernel_aes_is_only_mentioned_where_it_matters(tmp_path: Path) -
     kinds = {w["kind"] for w in document.build(store, run_id)["warnings"]}
     assert "cache-drop-limited" in kinds
     assert "generic-kernel-aes" not in kinds  # no kernel-crypto target in this run
+
+
+def test_a_time_is_compared_as_speed(tmp_path: Path) -> None:
+    """An app workload compared on seconds: twice the time is half the speed."""
+    store = Store.open(tmp_path / "r.sqlite")
+    run_id = store.insert_run(
+        "apps",
+        {
+            "seed": 3,
+            "size": 1 << 20,
+            "repeats": 5,
+            "data": "random",
+            "workloads": ["tree"],
+            "primary_metrics": {"tree": "seconds"},
+        },
+        {"cache_drop": "drop_caches", "kernel_crypto": {}},
+        "0.1.0",
+    )
+    for name, baseline in (("plain", None), ("gocryptfs", "plain")):
+        store.insert_target(
+            run_id,
+            {
+                "name": name,
+                "backend": name,
+                "baseline": baseline,
+                "encrypted": baseline is not None,
+                "io_mode": "buffered",
+                "direct_io": "buffered",
+                "direct_io_reason": "",
+                "marker_in_backing": None,
+                "encryption_verified": True if baseline else None,
+                "details": {},
+            },
+        )
+    seq = 0
+    for target, factor in (("plain", 1.0), ("gocryptfs", 2.0)):
+        for i, v in enumerate([1.0, 1.01, 0.99, 1.005, 0.995]):
+            row = {
+                "seq": seq,
+                "block": i,
+                "repeat": i,
+                "workload": "tree",
+                "target": target,
+                "started_at": "x",
+                "status": "ok",
+            }
+            # the first trial is the slowest: a time above the others' is a slow start
+            seconds = v * factor * (1.5 if i == 0 and target == "plain" else 1.0)
+            store.insert_trial(
+                run_id,
+                row,
+                [MetricValue("seconds", "s", seconds), MetricValue("extract.seconds", "s", seconds / 2)],
+            )
+            seq += 1
+    store.finish_run(run_id, "complete")
+    doc = document.build(store, run_id)
+    (c,) = doc["comparisons"]
+    assert c["metric"] == "seconds"
+    assert c["ratio"] == pytest.approx(0.5, rel=0.02)  # half the speed
+    assert c["overhead_percent"] == pytest.approx(50, abs=1)
+    assert doc["conclusions"][0].startswith("gocryptfs costs 50% of speed against plain")
+    assert {r["metric"] for r in doc["results"]} == {"seconds", "extract.seconds"}
+    slow = [w for w in doc["warnings"] if w["kind"] == "slow-first-trial"]
+    assert [(w["target"], w["workload"]) for w in slow] == [("plain", "tree")]

@@ -124,3 +124,28 @@ def test_space_covers_the_images_full_size(tmp_path: Path) -> None:
 
     need = REGISTRY["image-raw"].space_needed(TargetSpec("image-raw", "fresh", "xfs"), 8 << 20)
     assert need >= 300 << 20  # xfs' smallest filesystem
+
+
+def _suite_file(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "apps.toml"
+    path.write_text('name = "apps"\n' + body)
+    return str(path)
+
+
+def test_app_workloads_size_the_targets(tmp_path: Path) -> None:
+    suite = _suite_file(
+        tmp_path,
+        '[[workloads]]\nname = "copy"\napp = "folder-copy"\nfile_size = "1M"\n'
+        '[[workloads]]\nname = "db"\napp = "db-fsync"\n',
+    )
+    plan = _plan(tmp_path, suite=suite)
+    # no fio workload: no data file; the copy holds source and copy at once
+    assert plan.target_bytes == 2 * (8 << 20) + 128 * (1024 + 512) + (1 << 20)  # 128 = 8M / 64K
+    assert plan.to_json()["primary_metrics"] == {"copy": "throughput", "db": "transactions_per_second"}
+    assert plan.to_json()["apps"]["copy"]["files"] == 8
+
+
+def test_size_below_one_photo_is_refused(tmp_path: Path) -> None:
+    suite = _suite_file(tmp_path, '[[workloads]]\nname = "imp"\napp = "photo-import"\n')
+    with pytest.raises(UsageError, match=r"too small for imp \(photo-import\): it needs at least 24.0 MiB"):
+        _plan(tmp_path, suite=suite)

@@ -10,6 +10,7 @@ from typing import Any
 
 from cryptbench import __version__
 from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec
+from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.fio import probe_ioengine, run_fio
 from cryptbench.engines.jobs import render_layout
 from cryptbench.errors import CryptbenchError, DiskFull, Interrupted, ProvisionError, TrialError
@@ -22,6 +23,7 @@ from cryptbench.runner import (
     NullProgress,
     Progress,
     TrialContext,
+    app_env,
     job_options,
     run_all,
     schedule,
@@ -29,6 +31,7 @@ from cryptbench.runner import (
 )
 from cryptbench.session import Session, candidate_run_dirs, recover
 from cryptbench.store import Store, default_db_path
+from cryptbench.suite import WorkloadSpec
 from cryptbench.verify import marker_in_backing, probe_direct_io
 
 
@@ -169,7 +172,9 @@ class Provisioned:
     def up(self, spec: TargetSpec) -> Target:
         stack = ExitStack()
         try:
-            t = stack.enter_context(REGISTRY[spec.backend].provision(self.session, spec, self.plan.size))
+            t = stack.enter_context(
+                REGISTRY[spec.backend].provision(self.session, spec, self.plan.target_bytes)
+            )
         except BaseException:
             stack.close()
             raise
@@ -246,8 +251,13 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         )
         provisioned.ctx = ctx
         workload_seeds = {w.name: (plan.seed + i) % 2**32 for i, w in enumerate(plan.suite.workloads)}
-        for t in targets.values():
-            provisioned.lay_out(t)
+        if any(isinstance(w, WorkloadSpec) and not w.is_write for w in plan.suite.workloads):
+            for t in targets.values():
+                provisioned.lay_out(t)
+        for w in plan.suite.workloads:
+            if isinstance(w, AppWorkload):
+                progress.phase(f"making the inputs of {w.name}")
+                w.make_inputs(app_env(ctx, w, next(iter(targets.values())), workload_seeds[w.name]))
         trials = schedule(plan.suite.workloads, list(targets), plan.repeats, plan.seed)
         return run_all(ctx, trials, provisioned, direct, workload_seeds, progress)
 

@@ -8,34 +8,37 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cryptbench.metrics import CATALOG, PRIMARY
-from cryptbench.units import format_bytes, format_rate, format_seconds
+from cryptbench.metrics import PRIMARY, info
+from cryptbench.report.document import primary_of
+from cryptbench.units import format_bytes, format_value
 
 
 def _fmt(value: float, unit: str) -> str:
-    if unit == "bytes/s":
-        return format_rate(value)
-    if unit == "s":
-        return format_seconds(value)
-    if unit == "1/s":
-        return f"{value:,.0f}/s"
-    if unit == "fraction":
-        return f"{value:.0%}"
-    if unit == "s/GB":
-        return f"{value:.2f} s/GB"
-    return f"{value:.3g} {unit}"
+    if "/" in unit and unit not in ("bytes/s", "s/GB"):
+        return _number(value)  # pictures/min, files/s, …: the unit is in the row's header
+    return format_value(value, unit)
 
 
-def _interval(lo: float | None, hi: float | None, unit: str) -> str:
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _interval(lo: float | None, hi: float | None, unit: str, median: float) -> str:
+    """The interval in the median's unit and scale, which the cell shows above it."""
     if lo is None or hi is None:
         return "[no interval]"
     if unit == "bytes/s":  # in MB/s, the unit of the table, whatever the median's size
         return f"[{lo / 1e6:.0f}, {hi / 1e6:.0f}]"
+    if unit == "s":
+        scale = 1e6 if median < 1e-3 else 1e3 if median < 1 else 1.0
+        return f"[{_number(lo * scale)}, {_number(hi * scale)}]"
+    if "/" in unit and unit != "s/GB":
+        return f"[{_number(lo)}, {_number(hi)}]"
     return f"[{_fmt(lo, unit)}, {_fmt(hi, unit)}]"
 
 
 def _median_cell(r: dict[str, Any], unit: str) -> Text:
-    return Text(f"{_fmt(r['median'], unit)}\n{_interval(r['ci_low'], r['ci_high'], unit)}")
+    return Text(f"{_fmt(r['median'], unit)}\n{_interval(r['ci_low'], r['ci_high'], unit, r['median'])}")
 
 
 def _change(c: dict[str, Any]) -> Text:
@@ -69,24 +72,37 @@ def _of_plain(c: dict[str, Any]) -> Text:
     return Text(f"{c['ratio']:.0%} [{c['ci_low']:.0%}, {c['ci_high']:.0%}] of plain")
 
 
-def _by_target(doc: dict[str, Any], title: str, metric: str) -> Table:
-    info = CATALOG[metric]
+def _metric_for(doc: dict[str, Any], workload: str, metric: str | None) -> str:
+    return metric if metric is not None else primary_of(doc["plan"], workload)
+
+
+def _workload_header(doc: dict[str, Any], workload: str, metric: str | None) -> str:
+    """The workload's name, and its metric when that is not throughput."""
+    m = _metric_for(doc, workload, metric)
+    if m == PRIMARY or metric is not None:
+        return workload
+    unit = info(m).unit
+    return f"{workload}\n({'seconds' if unit == 's' else unit})"
+
+
+def _by_target(doc: dict[str, Any], title: str, metric: str | None) -> Table:
     table = Table(title=title, title_justify="left", show_lines=True)
     table.add_column("target", style="bold")
     workloads = [w for w in doc["plan"]["workloads"] if any(r["workload"] == w for r in doc["results"])]
     for w in workloads:
-        table.add_column(w, justify="right")
+        table.add_column(_workload_header(doc, w, metric), justify="right")
     results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
     comps = {(c["workload"], c["target"], c["baseline"]): c for c in doc["comparisons"]}
     for t in doc["targets"]:
         cells: list[Text | str] = [f"{t['name']}\nvs {t['baseline']}" if t["baseline"] else t["name"]]
         for w in workloads:
-            r = results.get((w, t["name"], metric))
+            m = _metric_for(doc, w, metric)
+            r = results.get((w, t["name"], m))
             if r is None:
                 cells.append(Text("failed", style="red"))
                 continue
-            cell = _median_cell(r, info.unit)
-            if metric == PRIMARY:
+            cell = _median_cell(r, r["unit"])
+            if m == primary_of(doc["plan"], w):
                 base = comps.get((w, t["name"], t["baseline"]))
                 if base is not None and t["baseline"] != "plain":
                     cell.append("\n")
@@ -100,8 +116,8 @@ def _by_target(doc: dict[str, Any], title: str, metric: str) -> Table:
     return table
 
 
-def render(doc: dict[str, Any], console: Console, metric: str = PRIMARY) -> None:
-    info = CATALOG[metric]
+def render(doc: dict[str, Any], console: Console, metric: str | None = None) -> None:
+    """The run as a table: each workload's own metric (its primary), or `metric` for all."""
     plan = doc["plan"]
     modes = sorted({t["io_mode"] for t in doc["targets"]})
     title = (
@@ -110,48 +126,54 @@ def render(doc: dict[str, Any], console: Console, metric: str = PRIMARY) -> None
     )
     if len(doc["targets"]) > WIDE:
         console.print(_by_target(doc, title, metric))
-        _footer(doc, console, info.label, info.unit, by_target=True)
+        _footer(doc, console, metric, by_target=True)
         return
     table = Table(title=title, title_justify="left", show_lines=True)
     table.add_column("workload", style="bold")
     targets = [t["name"] for t in doc["targets"]]
     baselines = {t["name"]: t["baseline"] for t in doc["targets"]}
     for t in targets:
-        header = f"{t}\nvs {baselines[t]}" if baselines[t] and metric == PRIMARY else t
+        header = f"{t}\nvs {baselines[t]}" if baselines[t] and metric is None else t
         table.add_column(header, justify="right")
     results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
     # The table shows each target against its own baseline; the comparisons
     # with plain are in the conclusions and the JSON document.
     comps = {(c["workload"], c["target"]): c for c in doc["comparisons"] if c["kind"] == "baseline"}
     for w in doc["plan"]["workloads"]:
-        if not any((w, t, metric) in results for t in targets):
+        m = _metric_for(doc, w, metric)
+        if not any((w, t, m) in results for t in targets):
             continue
-        cells: list[Text | str] = [w]
+        cells: list[Text | str] = [_workload_header(doc, w, metric)]
         for t in targets:
-            r = results.get((w, t, metric))
+            r = results.get((w, t, m))
             if r is None:
                 cells.append(Text("failed", style="red"))
                 continue
-            cell = _median_cell(r, info.unit)
-            if metric == PRIMARY and (w, t) in comps:
+            cell = _median_cell(r, r["unit"])
+            if m == primary_of(doc["plan"], w) and (w, t) in comps:
                 cell.append("\n")
                 cell.append_text(_change(comps[(w, t)]))
             cells.append(cell)
         table.add_row(*cells)
     console.print(table)
-    _footer(doc, console, info.label, info.unit, by_target=False)
+    _footer(doc, console, metric, by_target=False)
 
 
-def _footer(doc: dict[str, Any], console: Console, label: str, unit: str, *, by_target: bool) -> None:
-    unit_note = "MB/s (10^6 bytes/s)" if unit == "bytes/s" else unit
+def _footer(doc: dict[str, Any], console: Console, metric: str | None, *, by_target: bool) -> None:
+    shown = {_metric_for(doc, w, metric) for w in doc["plan"]["workloads"]}
+    if shown == {PRIMARY}:
+        what = "Median throughput in MB/s (10^6 bytes/s)"
+    elif len(shown) == 1:
+        m = info(next(iter(shown)))
+        what = f"Median {m.label} in {'MB/s (10^6 bytes/s)' if m.unit == 'bytes/s' else m.unit}"
+    else:
+        what = "Each workload's median, in the unit named under it (throughput in MB/s, 10^6 bytes/s),"
     where = "row's" if by_target else "column's header"
-    plain = (
-        "; 'of plain': the target's throughput as a share of plain's, with its interval" if by_target else ""
-    )
+    plain = "; 'of plain': the target's speed as a share of plain's, with its interval" if by_target else ""
     console.print(
-        f"[dim]Median {label} in {unit_note} with its 95% bootstrap interval; "
-        f"+/-% is the change against the baseline named in the {where}, with its 95% interval "
-        f"(red/green: the interval excludes no change){plain}.[/dim]"
+        f"[dim]{what} with its 95% bootstrap interval; "
+        f"+/-% is the change in speed against the baseline named in the {where}, with its 95% interval "
+        f"(for a time, speed is its inverse; red/green: the interval excludes no change){plain}.[/dim]"
     )
     console.print()
     for t in doc["targets"]:

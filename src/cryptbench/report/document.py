@@ -13,9 +13,10 @@ from collections import defaultdict
 from typing import Any
 
 from cryptbench import stats
-from cryptbench.metrics import CATALOG, PRIMARY
+from cryptbench.metrics import CATALOG, PRIMARY, info
 from cryptbench.run_warnings import RunWarning, WarningKind
 from cryptbench.store import Store
+from cryptbench.units import format_value
 
 DOCUMENT_SCHEMA = 1
 MIN_SAMPLES = 3  # below this an interval is no more than the samples' range
@@ -65,10 +66,12 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
 
     workloads = [w for w in plan["workloads"] if any(t["workload"] == w for t in trials)]
     target_names = [t["name"] for t in targets]
+    # The catalog's metrics in its order, then an app's phase metrics as it recorded them.
+    names = list(dict.fromkeys([*CATALOG, *(m for (_w, _t, m) in samples)]))
     results = []
     for w in workloads:
         for tn in target_names:
-            for metric, info in CATALOG.items():
+            for metric in names:
                 values = samples.get((w, tn, metric))
                 if not values:
                     continue
@@ -78,7 +81,7 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
                         "workload": w,
                         "target": tn,
                         "metric": metric,
-                        "unit": info.unit,
+                        "unit": info(metric).unit,
                         "samples": values,
                         "n": s.n,
                         "median": s.median,
@@ -95,12 +98,17 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
     comparisons = []
     tmap = {t["name"]: t for t in targets}
     for w in workloads:
+        metric = primary_of(plan, w)
         for t in targets:
             for baseline, kind in _baselines(t, tmap):
-                a = samples.get((w, t["name"], PRIMARY))
-                b = samples.get((w, baseline, PRIMARY))
+                a = samples.get((w, t["name"], metric))
+                b = samples.get((w, baseline, metric))
                 if not a or not b:
                     continue
+                # ratio is always the target's speed over the baseline's: for a
+                # time (lower is better) that is the baseline's time over the target's.
+                if info(metric).higher_is_better is False:
+                    a, b = b, a
                 r = stats.ratio(a, b, seed=_seed(seed, w, t["name"], baseline))
                 comparisons.append(
                     {
@@ -108,7 +116,7 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
                         "target": t["name"],
                         "baseline": baseline,
                         "kind": kind,
-                        "metric": PRIMARY,
+                        "metric": metric,
                         "ratio": r.ratio,
                         "ci_low": r.ci_low,
                         "ci_high": r.ci_high,
@@ -138,6 +146,11 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
     doc["warnings"] = [w.to_json() for w in find_warnings(doc, trials)]
     doc["conclusions"] = conclusions(doc)
     return doc
+
+
+def primary_of(plan: dict[str, Any], workload: str) -> str:
+    """The metric a workload is compared on (runs before app workloads stored none: throughput)."""
+    return str(plan.get("primary_metrics", {}).get(workload, PRIMARY))
 
 
 def _baselines(t: dict[str, Any], tmap: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
@@ -190,7 +203,7 @@ def find_warnings(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[Run
                 )
             )
     for r in doc["results"]:
-        if r["metric"] != PRIMARY:
+        if r["metric"] != primary_of(doc["plan"], r["workload"]):
             continue
         w, tn, values = r["workload"], r["target"], r["samples"]
         if r["n"] < MIN_SAMPLES:
@@ -207,7 +220,7 @@ def find_warnings(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[Run
             found.append(
                 RunWarning(
                     WarningKind.HIGH_VARIATION,
-                    f"throughput varies by {r['cv']:.0%} (CV) between trials",
+                    f"{info(r['metric']).label} varies by {r['cv']:.0%} (CV) between trials",
                     w,
                     tn,
                 )
@@ -216,19 +229,21 @@ def find_warnings(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[Run
             found.append(
                 RunWarning(
                     WarningKind.OUTLIER,
-                    f"trial {i + 1} of {r['n']} is an outlier ({values[i] / 1e6:.1f} MB/s "
-                    f"against a median of {r['median'] / 1e6:.1f} MB/s); kept, not dropped",
+                    f"trial {i + 1} of {r['n']} is an outlier ({format_value(values[i], r['unit'])} "
+                    f"against a median of {format_value(r['median'], r['unit'])}); kept, not dropped",
                     w,
                     tn,
                 )
             )
         if r["n"] >= MIN_SAMPLES:
             mid = statistics.median(values[1:])
-            if values[0] < SLOW_FIRST * mid:
+            # The first trial's speed relative to the others' (a time inverted).
+            speed = mid / values[0] if info(r["metric"]).higher_is_better is False else values[0] / mid
+            if speed < SLOW_FIRST:
                 found.append(
                     RunWarning(
                         WarningKind.SLOW_FIRST_TRIAL,
-                        f"the first trial ran at {values[0] / mid:.0%} of the others' median; "
+                        f"the first trial ran at {speed:.0%} of the others' median speed; "
                         "a warm-up effect (caches, allocation) may be mixed in",
                         w,
                         tn,
@@ -309,8 +324,9 @@ def conclusions(doc: dict[str, Any]) -> list[str]:
                 if round(lo) != round(worst["overhead_percent"])
                 else f"{_pct(lo)}%"
             )
+            what = "throughput" if all(c["metric"] == PRIMARY for c in cs) else "speed"
             lines.append(
-                f"{target} costs {span} of throughput against {baseline} on every workload "
+                f"{target} costs {span} of {what} against {baseline} on every workload "
                 f"(most at {worst['workload']}: {_cost(worst)})."
             )
             continue

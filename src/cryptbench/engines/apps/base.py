@@ -1,0 +1,178 @@
+"""Application workloads: real tasks (an import, a copy, a mail thread) timed
+phase by phase, beside fio's synthetic patterns.
+
+Each workload is a frozen dataclass holding its suite parameters, with four
+steps the runner calls:
+
+- `make_inputs`: once per run, outside every target and outside the clock
+  (a memory card of photos, a tarball): the same bytes for every target;
+- `setup`: before each trial, outside the clock, what must already be on the
+  target (a mail store, a folder to copy); idempotent, since a stateful target
+  may have been made anew since the last trial;
+- `run`: the timed phases; between them the runner's `settle` writes back and
+  drops the caches (outside the phase clocks), so no phase reads what the one
+  before left in memory;
+- `clean`: after the trial, outside the clock, removes what the trial wrote.
+
+Writes are made durable inside each phase's clock with `durable()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from cryptbench.session import Session
+
+INPUTS_DONE = ".complete"  # marker: an input directory was written whole
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    seconds: float  # wall time of the phase
+    bytes: int  # bytes the phase read and wrote through the target (or copied into it)
+    items: int  # units of the workload's natural measure (pictures, files, transactions)
+
+
+@dataclass(frozen=True)
+class AppResult:
+    phases: tuple[Phase, ...]
+    items: int  # the task's count in its natural unit (photos, files, messages, transactions)
+    details: dict[str, Any] = field(default_factory=dict)  # counts and sizes, stored as the trial's output
+
+    @property
+    def seconds(self) -> float:
+        return sum(p.seconds for p in self.phases)
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.bytes for p in self.phases)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "phases": [
+                {"name": p.name, "seconds": p.seconds, "bytes": p.bytes, "items": p.items}
+                for p in self.phases
+            ],
+            "items": self.items,
+            "details": self.details,
+        }
+
+
+@dataclass
+class AppEnv:
+    """Where one trial of an application workload works."""
+
+    session: Session
+    root: Path  # the workload's own directory on the target
+    inputs: Path  # the workload's inputs, outside every target, shared by all of them
+    staging: Path  # a directory outside the targets, on the scratch filesystem
+    size: int  # bytes: --size, the data the workload moves
+    seed: int  # the workload's seed: the same inputs on every target
+    settle: Callable[[], None]  # write back and drop caches; between phases, outside the clock
+
+
+class PhaseClock:
+    """Times named phases; a phase's bytes and items are counted while it runs."""
+
+    def __init__(self) -> None:
+        self.phases: list[Phase] = []
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[PhaseCount]:
+        count = PhaseCount()
+        start = time.perf_counter()
+        yield count
+        self.phases.append(Phase(name, time.perf_counter() - start, count.bytes, count.items))
+
+
+@dataclass
+class PhaseCount:
+    bytes: int = 0  # bytes moved so far in the phase
+    items: int = 0  # natural units done so far
+
+
+def durable() -> None:
+    """Make every write so far durable, through every layer of the target.
+
+    `sync()` twice: the first pass writes a FUSE filesystem's dirty pages to
+    its daemon, which writes them into the filesystem below, possibly after
+    that one was synced; the second pass makes those durable. A loop device
+    passes the flush of the filesystem on it down to its backing file itself.
+    """
+    os.sync()
+    os.sync()
+
+
+class AppWorkload(ABC):
+    """An application workload, as a suite names it; subclasses are frozen dataclasses."""
+
+    app: ClassVar[str]  # the name suites use: app = "photo-import"
+    writes: ClassVar[bool]  # writes to the target (a stateful target is made anew first)
+    primary: ClassVar[str]  # the metric comparisons use
+    rate_metric: ClassVar[str | None] = None  # the natural unit, per phase too (pictures_per_minute)
+    summary: ClassVar[str]  # one line for `cryptbench suites`, help and docs
+
+    name: str  # the workload's name in its suite
+
+    @property
+    def is_write(self) -> bool:
+        return self.writes
+
+    @classmethod
+    @abstractmethod
+    def from_table(cls, name: str, params: dict[str, Any], where: str) -> AppWorkload:
+        """The workload with its parameters from a suite table; UsageError if wrong."""
+
+    def min_size(self) -> int:
+        """The smallest --size (bytes) the workload can run with."""
+        return 1 << 20
+
+    def target_bytes(self, size: int) -> int:
+        """Bytes the workload may have on a target at once, for the free-space check."""
+        return size
+
+    def input_bytes(self, size: int) -> int:
+        """Bytes of inputs and staging outside the targets."""
+        return 0
+
+    @abstractmethod
+    def make_inputs(self, env: AppEnv) -> None: ...
+
+    def setup(self, env: AppEnv) -> None:  # noqa: B027 (most workloads need nothing on the target)
+        """What must be on the target before the clock starts; idempotent."""
+
+    @abstractmethod
+    def run(self, env: AppEnv) -> AppResult: ...
+
+    @abstractmethod
+    def clean(self, env: AppEnv) -> None:
+        """Remove what the trial wrote; outside the clock."""
+
+    def describe(self, size: int) -> dict[str, Any]:
+        """The trial's parameters as stored with each trial (its 'job file')."""
+        return {"app": self.app, "name": self.name, "size": size}
+
+
+def inputs_ready(folder: Path) -> bool:
+    return (folder / INPUTS_DONE).exists()
+
+
+def mark_inputs_ready(folder: Path) -> None:
+    (folder / INPUTS_DONE).write_text("")
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a directory tree the workload wrote, and sync the deletion."""
+    import shutil
+
+    if path.exists():
+        shutil.rmtree(path)
+        os.sync()
