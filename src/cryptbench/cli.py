@@ -48,7 +48,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--fs", help="image backends: filesystem inside the image: ext4, xfs or btrfs (default ext4)"
     )
-    r.add_argument("--suite", default="quick", help="built-in suite name or TOML file (default: quick)")
+    r.add_argument(
+        "--suite",
+        default="quick",
+        help="built-in suite (`cryptbench suites` lists them, and the study each preset follows) "
+        "or a TOML file (default: quick)",
+    )
     r.add_argument(
         "--size", help="data file per target, bytes moved per trial (default: the suite's, else 64M)"
     )
@@ -73,6 +78,12 @@ def _parser() -> argparse.ArgumentParser:
         help="your own passphrase for the encrypted targets (mode 600; default: a key per run)",
     )
     r.add_argument("--json", action="store_true", help="print the result document as JSON on stdout")
+
+    su = sub.add_parser(
+        "suites", help="the built-in suites; for a study preset, what it follows and corrects"
+    )
+    su.add_argument("name", nargs="?", help="one suite, in full")
+    su.add_argument("--json", action="store_true", help="print JSON")
 
     h = sub.add_parser("history", help="runs stored so far")
     h.add_argument("--limit", type=int, default=20)
@@ -159,6 +170,35 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     return outcome.exit_code
 
 
+def _suites(args: argparse.Namespace, out: Console) -> int:
+    from cryptbench.commands import suites
+
+    rows = suites.run(name=args.name)
+    if args.json:
+        _print_json(rows)
+        return 0
+    if args.name is None:
+        table = Table()
+        table.add_column("suite", style="bold")
+        table.add_column("what it runs")
+        for r in rows:
+            table.add_row(r["name"], r["description"])
+        out.print(table)
+        out.print("[dim]cryptbench suites NAME: a suite in full, with the study a preset follows[/dim]")
+        return 0
+    (r,) = rows
+    out.print(f"[bold]{r['name']}[/bold]: {r['description']}")
+    for key, label in (("follows", "Follows"), ("corrects", "Corrects")):
+        if r[key]:
+            out.print(f"\n[bold]{label}[/bold]: {r[key]}")
+    if r["backends"]:
+        out.print(f"\n[bold]Backends[/bold]: {', '.join(r['backends'])} (their baselines are added)")
+    out.print("\n[bold]Workloads[/bold] (compared on):")
+    for w in r["workloads"]:
+        out.print(f"  {w['name']}: {w['what']} ({w['metric']})")
+    return 0
+
+
 def _history(args: argparse.Namespace, out: Console) -> int:
     from cryptbench.commands import history
 
@@ -230,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args, out, err)
         if args.command == "history":
             return _history(args, out)
+        if args.command == "suites":
+            return _suites(args, out)
         if args.command == "show":
             return _show(args, out)
         return _cleanup(args, out)

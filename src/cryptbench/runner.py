@@ -19,7 +19,8 @@ import json
 import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -111,6 +112,16 @@ def job_options(
         seed=seed,
         new_file=new_file,
     )
+
+
+def backing_file(session: Session, target: Target) -> Path:
+    """The file holding the target's ciphertext: its image file, or under a
+    backing directory the largest file, which is the data file's encrypted twin
+    (for plain, the data file itself)."""
+    files = list(iter_files(target.backing))
+    if not files:
+        raise TargetLost(f"{target.name} has no backing file to read")
+    return session.check_inside(max(files, key=lambda p: p.stat().st_size))
 
 
 def writes_new_file(ctx: TrialContext, spec: TrialSpec, target: Target) -> bool:
@@ -230,6 +241,9 @@ def run_trial(
     """
     assert isinstance(spec.workload, WorkloadSpec)
     opts = job_options(ctx, target, direct, workload_seed, writes_new_file(ctx, spec, target))
+    if spec.workload.view == "backing":
+        opts = replace(opts, filename=backing_file(ctx.session, target))
+        fio = partial(fio, readonly=True)
     job_text = render_job(spec.workload, opts)
     row = _trial_row(spec, target, job_text)
     try:

@@ -18,6 +18,7 @@ from cryptbench.errors import UsageError
 from cryptbench.units import parse_size
 
 READS = frozenset({"read", "randread"})
+VIEWS = ("decrypted", "backing")
 WRITES = frozenset({"write", "randwrite"})
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 MAX_IODEPTH = 1024
@@ -36,6 +37,10 @@ class WorkloadSpec:
     rw: str  # fio rw= value: read, write, randread, randwrite
     bs: int  # block size, bytes
     iodepth: int  # I/Os in flight, count
+    # decrypted: the data file through the target; backing: the target's
+    # ciphertext underneath it (its image file, or the data file's encrypted
+    # twin), read-only, as study 002 read the raw disk beside the decrypted one
+    view: str = "decrypted"
 
     @property
     def is_write(self) -> bool:
@@ -63,6 +68,8 @@ class Suite:
     # Each write trial writes a new file (the old one is deleted, outside the
     # clock), as a copy or an import does, instead of overwriting one in place.
     write_new_file: bool = False
+    follows: str = ""  # the study whose protocol the suite reproduces, and what it measured
+    corrects: str = ""  # what the suite does right that the study did not
 
 
 def builtin_suites() -> list[str]:
@@ -124,7 +131,19 @@ def _typed(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
 def parse_suite(data: dict[str, Any], origin: str) -> Suite:
     _check_keys(
         data,
-        {"name", "description", "workloads", "size", "repeats", "backends", "states", "fs", "write_new_file"},
+        {
+            "name",
+            "description",
+            "workloads",
+            "size",
+            "repeats",
+            "backends",
+            "states",
+            "fs",
+            "write_new_file",
+            "follows",
+            "corrects",
+        },
         {"name", "workloads"},
         origin,
     )
@@ -155,7 +174,7 @@ def parse_suite(data: dict[str, Any], origin: str) -> Suite:
         if "app" in item:
             workloads.append(_app_workload(item, where))
             continue
-        _check_keys(item, {"name", "rw", "bs", "iodepth"}, {"name", "rw", "bs", "iodepth"}, where)
+        _check_keys(item, {"name", "rw", "bs", "iodepth", "view"}, {"name", "rw", "bs", "iodepth"}, where)
         wname = _typed(item, "name", str, where)
         if not _NAME_RE.match(wname):
             raise UsageError(f"{where}: name {wname!r} must be lower-case letters, digits, . _ -")
@@ -168,11 +187,30 @@ def parse_suite(data: dict[str, Any], origin: str) -> Suite:
         depth = _typed(item, "iodepth", int, where)
         if not 1 <= depth <= MAX_IODEPTH:
             raise UsageError(f"{where}: iodepth must be from 1 to {MAX_IODEPTH}, not {depth}")
-        workloads.append(WorkloadSpec(wname, rw, bs, depth))
+        view = _typed(item, "view", str, where) if "view" in item else "decrypted"
+        if view not in VIEWS:
+            raise UsageError(f"{where}: view must be one of {', '.join(VIEWS)}, not {view[:40]!r}")
+        if view == "backing" and rw not in READS:
+            raise UsageError(f"{where}: view 'backing' is read-only: rw must be read or randread")
+        workloads.append(WorkloadSpec(wname, rw, bs, depth, view))
     names = [w.name for w in workloads]
     if len(set(names)) != len(names):
         raise UsageError(f"{origin}: workload names must be unique")
-    return Suite(name, description, tuple(workloads), size, repeats, backends, states, fs, write_new_file)
+    follows = _typed(data, "follows", str, origin) if "follows" in data else ""
+    corrects = _typed(data, "corrects", str, origin) if "corrects" in data else ""
+    return Suite(
+        name,
+        description,
+        tuple(workloads),
+        size,
+        repeats,
+        backends,
+        states,
+        fs,
+        write_new_file,
+        follows,
+        corrects,
+    )
 
 
 def _app_workload(item: dict[str, Any], where: str) -> AppWorkload:

@@ -48,6 +48,12 @@ name = "seq-read"
 rw = "read"
 bs = "1M"
 iodepth = 2
+[[workloads]]
+name = "seq-backing"
+rw = "read"
+bs = "1M"
+iodepth = 2
+view = "backing"
 """
 
 PRIMARY = {
@@ -59,6 +65,7 @@ PRIMARY = {
     "series": "throughput",
     "db": "transactions_per_second",
     "seq-read": "throughput",
+    "seq-backing": "throughput",
 }
 
 
@@ -99,7 +106,7 @@ def test_every_app_workload_on_plain_and_encrypted(target_dir: Path, tmp_path: P
     assert outcome.status == "complete" and outcome.exit_code == 0, doc["warnings"]
     targets = [t["name"] for t in doc["targets"]]
     assert targets == ["plain", "gocryptfs", "ext4-loop", "fscrypt"]
-    assert doc["trials"] == {"ok": 8 * 4 * 2, "failed": 0}
+    assert doc["trials"] == {"ok": 9 * 4 * 2, "failed": 0}
     results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
     for w, metric in PRIMARY.items():
         for t in targets:
@@ -128,6 +135,20 @@ def test_every_app_workload_on_plain_and_encrypted(target_dir: Path, tmp_path: P
     assert {o["items"] for t in targets for o in out[("mail", t)]} == {43}
     assert {o["items"] for t in targets for o in out[("db", t)]} == {20}
     assert {o["items"] for t in targets for o in out[("import", t)]} == {4}
+    # The backing view reads the ciphertext under the data file, read-only:
+    # the image for loop-based targets, the encrypted twin in gocryptfs's cipher dir.
+    store = Store.open(db)
+    jobs = dict(
+        store.db.execute(
+            "SELECT target, job_file FROM trials WHERE run_id=? AND workload='seq-backing'", (outcome.run_id,)
+        ).fetchall()
+    )
+    store.close()
+    files = {t: next(x for x in j.splitlines() if x.startswith("filename=")) for t, j in jobs.items()}
+    assert all("--readonly" in j for j in jobs.values())
+    assert files["plain"].endswith("/cryptbench.dat")
+    assert files["fscrypt"].endswith(".img") and files["ext4-loop"].endswith(".img")
+    assert "/cipher/" in files["gocryptfs"] and not files["gocryptfs"].endswith("cryptbench.dat")
     # Input data made once per run, outside the targets; nothing left in scratch.
     assert not list((target_dir / "cryptbench").glob("run-*"))
 

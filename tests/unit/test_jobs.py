@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
-from cryptbench.suite import load_suite
+from cryptbench.suite import builtin_suites, load_suite
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 
@@ -46,3 +46,19 @@ def test_writes_end_durable_and_reads_do_not_fsync() -> None:
 def test_colon_in_path_is_escaped() -> None:
     text = render_layout(JobOptions(Path("/a:b/d"), 1 << 20, True, "psync", False, 1))
     assert "filename=/a\\:b/d" in text
+
+
+def test_backing_reads_are_read_only() -> None:
+    opts = JobOptions(Path("/x/image.raw"), 1 << 20, True, "psync", False, 1)
+    for w in load_suite("study-002").workloads:
+        text = render_job(w, opts)
+        assert ("--readonly" in text) == (w.view == "backing")
+        assert "end_fsync" not in text
+
+
+def test_every_builtin_suite_loads_and_says_what_it_follows() -> None:
+    for name in builtin_suites():
+        suite = load_suite(name)
+        assert suite.description
+        if name.startswith("study-"):
+            assert suite.follows and suite.corrects, name

@@ -38,6 +38,8 @@ def _w(**over: object) -> dict:
         (_w(name="../../etc"), "name '../../etc'"),
         ({"name": "s", "workloads": []}, "no workloads"),
         ({"workloads": []}, "missing key 'name'"),
+        (_w(view="raw"), "view must be one of decrypted, backing"),
+        (_w(view="backing", rw="write"), "view 'backing' is read-only"),
     ],
 )
 def test_bad_suites_are_refused(data: dict, message: str) -> None:

@@ -113,18 +113,19 @@ def parse_fio_json(text: str) -> FioMeasurement:
     )
 
 
-def run_fio(jobfile: Path, session: Session | None = None) -> str:
+def run_fio(jobfile: Path, session: Session | None = None, *, readonly: bool = False) -> str:
     """Run one job file; return fio's JSON text.
 
     fio runs in its own session so that a Ctrl-C reaches cryptbench first,
     which then stops fio and tears down; it is journaled, so that after a
     SIGKILL of cryptbench `cleanup` stops it before unmounting under it.
+    `readonly`: fio refuses to write or trim anything (--readonly).
     """
     exe = which("fio")
     if exe is None:
         raise TrialError("fio is not installed (apt-get install fio)")
     proc = subprocess.Popen(
-        [exe, "--output-format=json", str(jobfile)],
+        [exe, "--output-format=json", *(["--readonly"] if readonly else []), str(jobfile)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -70,6 +70,9 @@ def render_job(workload: WorkloadSpec, opts: JobOptions) -> str:
         f"bs={workload.bs}",
         f"iodepth={workload.iodepth}",
     ]
+    if workload.view == "backing":
+        # readonly is a command-line option of fio's, not a job option
+        lines.append("# the ciphertext is only read: fio runs with --readonly, which refuses any write")
     if workload.is_write:
         lines.append("end_fsync=1")
         if opts.new_file:

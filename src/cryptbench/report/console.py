@@ -165,7 +165,8 @@ def _footer(doc: dict[str, Any], console: Console, metric: str | None, *, by_tar
         what = "Median throughput in MB/s (10^6 bytes/s)"
     elif len(shown) == 1:
         m = info(next(iter(shown)))
-        what = f"Median {m.label} in {'MB/s (10^6 bytes/s)' if m.unit == 'bytes/s' else m.unit}"
+        unit = "in MB/s (10^6 bytes/s)" if m.unit == "bytes/s" else "" if "/" in m.unit else f"in {m.unit}"
+        what = f"Median {m.label} {unit}".rstrip()
     else:
         what = "Each workload's median, in the unit named under it (throughput in MB/s, 10^6 bytes/s),"
     where = "row's" if by_target else "column's header"
