@@ -21,8 +21,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
+from itertools import chain
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from cryptbench.backends.base import Target, cache_files, iter_files
 from cryptbench.engines.apps import AppEnv, AppWorkload
@@ -37,6 +38,7 @@ from cryptbench.store import Store, now_iso
 from cryptbench.suite import Workload, WorkloadSpec
 
 DATA_FILE = "cryptbench.dat"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -173,30 +175,33 @@ def target_lost(target: Target, when: str) -> str | None:
     return None
 
 
+def _why(e: OSError) -> str:
+    return f"{e.strerror}: {e.filename}" if e.filename else (e.strerror or str(e))
+
+
 def _measure(
-    ctx: TrialContext,
-    target: Target,
-    datafile: Path,
-    jobfile: Path,
-    row: dict[str, object],
-    fio: Callable[[Path, Session], str],
-) -> tuple[str, cpu.CpuSnapshot, cpu.CpuSnapshot]:
-    """Drop caches, run fio; return its output with CPU snapshots around it."""
-    files = cache_files(target, datafile)
+    target: Target, files: list[Path], row: dict[str, object], what: str, work: Callable[[], T]
+) -> tuple[T, cpu.CpuSnapshot, cpu.CpuSnapshot]:
+    """Drop caches, then do `work` (fio, or an app's task) between CPU snapshots.
+
+    A failure while a helper of the target died is the target's loss, not the trial's.
+    """
     row["cache_method"] = str(drop_caches(files))
     # What is still resident now would be served from memory: record it.
     row["cache_resident_bytes"] = resident_bytes(files)
     before = cpu.snapshot(target.helpers)
     try:
-        raw = fio(jobfile, ctx.session)
-    except TrialError as e:
+        out = work()
+    except (TrialError, OSError) as e:
         lost = target_lost(target, "during this trial")
-        raise TargetLost(f"{lost} (fio: {e})") if lost else e from None
+        if lost:
+            raise TargetLost(f"{lost} ({what}: {_why(e) if isinstance(e, OSError) else e})") from None
+        raise
     after = cpu.snapshot(target.helpers)
     lost = target_lost(target, "during this trial")
     if lost:
         raise TargetLost(lost)
-    return raw, before, after
+    return out, before, after
 
 
 def _trial_row(spec: TrialSpec, target: Target, job: str) -> dict[str, object]:
@@ -254,9 +259,11 @@ def run_trial(
             jobfile = ctx.session.path("jobs", f"{spec.seq:05d}-{spec.workload.name}-{target.name}.fio")
             jobfile.parent.mkdir(exist_ok=True)
             jobfile.write_text(job_text)
-            raw, before, after = _measure(ctx, target, opts.filename, jobfile, row, fio)
+            raw, before, after = _measure(
+                target, cache_files(target, opts.filename), row, "fio", lambda: fio(jobfile, ctx.session)
+            )
         except OSError as e:  # the scratch filesystem full, a FUSE mount gone, …
-            raise TrialError(f"{e.strerror}: {e.filename}" if e.filename else str(e)) from None
+            raise TrialError(_why(e)) from None
         row["raw_output"] = raw
         measurement = parse_fio_json(raw)
     except TrialError as e:
@@ -273,11 +280,12 @@ def app_env(ctx: TrialContext, workload: AppWorkload, target: Target, seed: int)
     root = ctx.session.check_inside(target.path / "apps" / workload.name)
 
     def settle() -> None:
-        drop_caches(cache_files(target, *iter_files((root, inputs, staging))))
+        # A generator: as root drop_caches never reads it, so no tree is walked.
+        drop_caches(chain(target.cached, iter_files((root, inputs, staging, *target.backing))))
 
     inputs = ctx.session.path("inputs", workload.name)
     staging = ctx.session.path("staging", workload.name)
-    return AppEnv(ctx.session, root, inputs, staging, ctx.size, seed, settle)
+    return AppEnv(root, inputs, staging, ctx.size, seed, settle)
 
 
 def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_seed: int) -> bool:
@@ -300,19 +308,10 @@ def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_s
             env.staging.mkdir(parents=True, exist_ok=True)
             workload.setup(env)
             files = cache_files(target, *iter_files((env.root, env.inputs)))
-            row["cache_method"] = str(drop_caches(files))
-            row["cache_resident_bytes"] = resident_bytes(files)
-            before = cpu.snapshot(target.helpers)
-            result = workload.run(env)
-            after = cpu.snapshot(target.helpers)
-            lost = target_lost(target, "during this trial")
-            if lost:
-                raise TargetLost(lost)
+            result, before, after = _measure(target, files, row, workload.name, lambda: workload.run(env))
             workload.clean(env)
         except OSError as e:  # the target full, a FUSE mount gone, …
-            lost = target_lost(target, "during this trial")
-            why = f"{e.strerror}: {e.filename}" if e.filename else (e.strerror or str(e))
-            raise TargetLost(f"{lost} ({why})") if lost else TrialError(why) from None
+            raise TrialError(_why(e)) from None
     except TrialError as e:
         _store_failure(ctx, spec, target, row, e)
         try:

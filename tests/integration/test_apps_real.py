@@ -88,20 +88,19 @@ def _outputs(db: Path, run_id: int) -> dict[tuple[str, str], list[dict]]:
     return out
 
 
+def _run(suite_text: str, target_dir: Path, tmp_path: Path, **kw: str) -> run_cmd.RunOutcome:
+    """A tiny run (4M, 2 repeats) of a suite given as TOML text."""
+    suite = tmp_path / "apps.toml"
+    suite.write_text(suite_text)
+    return run_cmd.run(
+        suite=str(suite), size="4M", repeats=2, seed=5, target=str(target_dir), db=tmp_path / "r.sqlite", **kw
+    )
+
+
 def test_every_app_workload_on_plain_and_encrypted(target_dir: Path, tmp_path: Path) -> None:
     _need("plain", "gocryptfs", "fscrypt")
-    suite = tmp_path / "apps.toml"
-    suite.write_text(APPS_SUITE)
     db = tmp_path / "r.sqlite"
-    outcome = run_cmd.run(
-        backends="gocryptfs,fscrypt",
-        suite=str(suite),
-        size="4M",
-        repeats=2,
-        seed=5,
-        target=str(target_dir),
-        db=db,
-    )
+    outcome = _run(APPS_SUITE, target_dir, tmp_path, backends="gocryptfs,fscrypt")
     doc = outcome.document
     assert outcome.status == "complete" and outcome.exit_code == 0, doc["warnings"]
     targets = [t["name"] for t in doc["targets"]]
@@ -157,19 +156,8 @@ def test_app_workload_on_a_stateful_image(target_dir: Path, tmp_path: Path) -> N
     """A stateful target is made anew before each write trial; the workload's
     on-target set-up (the folder to copy) is made again each time."""
     _need("image-sparse-aes128")
-    suite = tmp_path / "apps.toml"
-    suite.write_text('name = "img"\n[[workloads]]\nname = "copy"\napp = "folder-copy"\nfile_size = "1M"\n')
-    db = tmp_path / "r.sqlite"
-    outcome = run_cmd.run(
-        backends="image-sparse-aes128",
-        suite=str(suite),
-        size="4M",
-        repeats=2,
-        seed=5,
-        target=str(target_dir),
-        db=db,
-        state="rewrite",
-    )
+    suite = 'name = "img"\n[[workloads]]\nname = "copy"\napp = "folder-copy"\nfile_size = "1M"\n'
+    outcome = _run(suite, target_dir, tmp_path, backends="image-sparse-aes128", state="rewrite")
     doc = outcome.document
     assert outcome.status == "complete" and outcome.exit_code == 0, doc["warnings"]
     assert [t["name"] for t in doc["targets"]] == [

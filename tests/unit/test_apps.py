@@ -29,7 +29,7 @@ MIB = 1 << 20
 
 
 def env(tmp: Path, size: int, seed: int = 7) -> AppEnv:
-    return AppEnv(None, tmp / "root", tmp / "inputs", tmp / "staging", size, seed, lambda: None)  # type: ignore[arg-type]
+    return AppEnv(tmp / "root", tmp / "inputs", tmp / "staging", size, seed, lambda: None)
 
 
 def digest(folder: Path) -> str:

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
-
-from cryptbench.session import Session
 
 INPUTS_DONE = ".complete"  # marker: an input directory was written whole
 
@@ -70,7 +69,6 @@ class AppResult:
 class AppEnv:
     """Where one trial of an application workload works."""
 
-    session: Session
     root: Path  # the workload's own directory on the target
     inputs: Path  # the workload's inputs, outside every target, shared by all of them
     staging: Path  # a directory outside the targets, on the scratch filesystem
@@ -143,8 +141,8 @@ class AppWorkload(ABC):
         """Bytes of inputs and staging outside the targets."""
         return 0
 
-    @abstractmethod
-    def make_inputs(self, env: AppEnv) -> None: ...
+    def make_inputs(self, env: AppEnv) -> None:  # noqa: B027 (not every workload has inputs)
+        """The inputs outside the targets, once per run; idempotent."""
 
     def setup(self, env: AppEnv) -> None:  # noqa: B027 (most workloads need nothing on the target)
         """What must be on the target before the clock starts; idempotent."""
@@ -171,8 +169,6 @@ def mark_inputs_ready(folder: Path) -> None:
 
 def remove_tree(path: Path) -> None:
     """Delete a directory tree the workload wrote, and sync the deletion."""
-    import shutil
-
     if path.exists():
         shutil.rmtree(path)
         os.sync()

@@ -59,9 +59,6 @@ class DbFsync(AppWorkload):
             "row_size": self.row_size,
         }
 
-    def make_inputs(self, env: AppEnv) -> None:
-        pass
-
     def run(self, env: AppEnv) -> AppResult:
         n = self.count(env.size)
         payload = incompressible(env.seed, self.row_size * n, "rows")

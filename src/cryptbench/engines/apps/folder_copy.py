@@ -59,9 +59,6 @@ class FolderCopy(AppWorkload):
     def _names(self, size: int) -> list[str]:
         return [f"DSC_{i + 1:04d}.NEF" for i in range(self.files(size))]
 
-    def make_inputs(self, env: AppEnv) -> None:
-        pass  # the source is made on each target (setup)
-
     def setup(self, env: AppEnv) -> None:
         source = env.root / "source"
         if inputs_ready(source):

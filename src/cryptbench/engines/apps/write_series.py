@@ -59,9 +59,6 @@ class WriteSeries(AppWorkload):
     def describe(self, size: int) -> dict[str, Any]:
         return {**super().describe(size), "classes": self.classes(size), "files": len(self.files(size))}
 
-    def make_inputs(self, env: AppEnv) -> None:
-        pass
-
     def run(self, env: AppEnv) -> AppResult:
         files = self.files(env.size)
         r = rng(env.seed, "order")
