@@ -77,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="your own passphrase for the encrypted targets (mode 600; default: a key per run)",
     )
+    r.add_argument(
+        "--as-published",
+        action="store_true",
+        help="also run the study's exact commands, faults included (study-004: dd without fsync), "
+        "to show what they did to its figures",
+    )
     r.add_argument("--json", action="store_true", help="print the result document as JSON on stdout")
 
     su = sub.add_parser(
@@ -149,6 +155,7 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             passphrase_file=args.passphrase_file,
             state=args.state,
             fs=args.fs,
+            as_published=args.as_published,
             progress=progress,
         )
     for msg in outcome.recovered:
@@ -196,6 +203,14 @@ def _suites(args: argparse.Namespace, out: Console) -> int:
     out.print("\n[bold]Workloads[/bold] (compared on):")
     for w in r["workloads"]:
         out.print(f"  {w['name']}: {w['what']} ({w['metric']})")
+    if r["as_published"]:
+        out.print("\n[bold]As published[/bold] (with --as-published, the study's own commands beside those):")
+        for w in r["as_published"]:
+            out.print(f"  {w['name']}: {w['what']} ({w['metric']})")
+    if r["summary"]:
+        out.print(
+            f"\n[bold]Summary[/bold]: the study's own ({r['summary']}), beside each median and interval"
+        )
     return 0
 
 

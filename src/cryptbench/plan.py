@@ -6,7 +6,7 @@ A plan that cannot run fails here, with the reason, before a byte is written.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from cryptbench.session import check_target_dir, free_bytes
 from cryptbench.suite import (
     Suite,
     WorkloadSpec,
+    builtin_suites,
     check_repeats_range,
     check_size_range,
     load_suite,
@@ -57,6 +58,7 @@ class Plan:
     # bytes each target must hold at once: fio's data file plus what the
     # application workloads keep and write there; targets are sized for it
     target_bytes: int = 0
+    as_published: bool = False  # the suite's as_published workloads are in suite.workloads
 
     def baseline_of(self, spec: TargetSpec) -> str | None:
         """The name of the target `spec` is compared with: its baseline, in the same state."""
@@ -89,6 +91,9 @@ class Plan:
             "space_needed": self.space_needed,
             "target_bytes": self.target_bytes,
             "keys": keys.describe(self.passphrase),
+            "summary": self.suite.summary,
+            # the study's own commands, faults included, run beside the corrected workloads
+            "as_published": [w.name for w in self.suite.as_published] if self.as_published else [],
         }
 
 
@@ -158,8 +163,17 @@ def build_plan(
     passphrase_file: str | None = None,
     state: str | None = None,
     fs: str | None = None,
+    as_published: bool = False,
 ) -> Plan:
     suite_obj = load_suite(suite)
+    if as_published:
+        if not suite_obj.as_published:
+            having = [n for n in builtin_suites() if load_suite(n).as_published]
+            raise UsageError(
+                f"--as-published: suite {suite_obj.name} has no as-published protocol "
+                f"(suites with one: {', '.join(having) or 'none'})"
+            )
+        suite_obj = replace(suite_obj, workloads=suite_obj.workloads + suite_obj.as_published)
     # A flag beats the suite's own default, which beats the tool's.
     if size is not None:
         size_bytes = parse_size(size, what="--size")
@@ -283,4 +297,5 @@ def build_plan(
         states=states,
         fs=fs_name,
         target_bytes=target_bytes,
+        as_published=as_published,
     )

@@ -274,7 +274,7 @@ def run_trial(
     return True
 
 
-def app_env(ctx: TrialContext, workload: AppWorkload, target: Target, seed: int) -> AppEnv:
+def app_env(ctx: TrialContext, workload: AppWorkload, target: Target, seed: int, trial: int = 1) -> AppEnv:
     """Where an application workload works: its own directory on the target,
     its inputs and staging outside the targets."""
     root = ctx.session.check_inside(target.path / "apps" / workload.name)
@@ -285,7 +285,7 @@ def app_env(ctx: TrialContext, workload: AppWorkload, target: Target, seed: int)
 
     inputs = ctx.session.path("inputs", workload.name)
     staging = ctx.session.path("staging", workload.name)
-    return AppEnv(root, inputs, staging, ctx.size, seed, settle)
+    return AppEnv(root, inputs, staging, ctx.size, seed, settle, trial)
 
 
 def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_seed: int) -> bool:
@@ -297,7 +297,7 @@ def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_s
     """
     workload = spec.workload
     assert isinstance(workload, AppWorkload)
-    env = app_env(ctx, workload, target, workload_seed)
+    env = app_env(ctx, workload, target, workload_seed, spec.repeat + 1)
     row = _trial_row(spec, target, json.dumps(workload.describe(ctx.size), sort_keys=True))
     try:
         try:

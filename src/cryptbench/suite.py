@@ -27,6 +27,9 @@ MIN_SIZE = 1 << 20  # bytes: the smallest data file a run may use
 MAX_SIZE = 1 << 40  # bytes: beyond this a typo is likelier than an intent
 MAX_REPEATS = 1000
 MAX_SUITE_FILE = 1 << 20  # bytes
+# A study's own way of summarising its trials, shown beside the median and
+# interval (report/study_summary.py holds the arithmetic).
+SUMMARIES = ("drop-min-max",)
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,10 @@ class Suite:
     write_new_file: bool = False
     follows: str = ""  # the study whose protocol the suite reproduces, and what it measured
     corrects: str = ""  # what the suite does right that the study did not
+    summary: str | None = None  # the study's own summary of its trials (SUMMARIES), shown beside ours
+    # The study's exact commands, faults included; run only with --as-published,
+    # beside the corrected workloads, to show what the faults did to its figures.
+    as_published: tuple[Workload, ...] = ()
 
 
 def builtin_suites() -> list[str]:
@@ -143,6 +150,8 @@ def parse_suite(data: dict[str, Any], origin: str) -> Suite:
             "write_new_file",
             "follows",
             "corrects",
+            "summary",
+            "as_published",
         },
         {"name", "workloads"},
         origin,
@@ -163,12 +172,44 @@ def parse_suite(data: dict[str, Any], origin: str) -> Suite:
     states = _string_list(data, "states", origin)
     fs = _typed(data, "fs", str, origin) if "fs" in data else None
     write_new_file = _typed(data, "write_new_file", bool, origin) if "write_new_file" in data else False
-    raw = _typed(data, "workloads", list, origin)
-    if not raw:
+    workloads = _workloads(_typed(data, "workloads", list, origin), origin, "workload")
+    if not workloads:
         raise UsageError(f"{origin}: has no workloads")
+    as_published = ()
+    if "as_published" in data:
+        as_published = _workloads(_typed(data, "as_published", list, origin), origin, "as_published")
+    names = [w.name for w in (*workloads, *as_published)]
+    if len(set(names)) != len(names):
+        raise UsageError(f"{origin}: workload names must be unique")
+    summary = None
+    if "summary" in data:
+        summary = _typed(data, "summary", str, origin)
+        if summary not in SUMMARIES:
+            raise UsageError(f"{origin}: summary must be one of {', '.join(SUMMARIES)}, not {summary[:40]!r}")
+    follows = _typed(data, "follows", str, origin) if "follows" in data else ""
+    corrects = _typed(data, "corrects", str, origin) if "corrects" in data else ""
+    return Suite(
+        name,
+        description,
+        tuple(workloads),
+        size,
+        repeats,
+        backends,
+        states,
+        fs,
+        write_new_file,
+        follows,
+        corrects,
+        summary,
+        as_published,
+    )
+
+
+def _workloads(raw: list[Any], origin: str, noun: str) -> tuple[Workload, ...]:
+    """The workload tables of a suite, each a fio pattern or (`app = …`) an application task."""
     workloads: list[Workload] = []
     for i, item in enumerate(raw):
-        where = f"{origin}, workload {i + 1}"
+        where = f"{origin}, {noun} {i + 1}"
         if not isinstance(item, dict):
             raise UsageError(f"{where}: must be a table")
         if "app" in item:
@@ -193,24 +234,7 @@ def parse_suite(data: dict[str, Any], origin: str) -> Suite:
         if view == "backing" and rw not in READS:
             raise UsageError(f"{where}: view 'backing' is read-only: rw must be read or randread")
         workloads.append(WorkloadSpec(wname, rw, bs, depth, view))
-    names = [w.name for w in workloads]
-    if len(set(names)) != len(names):
-        raise UsageError(f"{origin}: workload names must be unique")
-    follows = _typed(data, "follows", str, origin) if "follows" in data else ""
-    corrects = _typed(data, "corrects", str, origin) if "corrects" in data else ""
-    return Suite(
-        name,
-        description,
-        tuple(workloads),
-        size,
-        repeats,
-        backends,
-        states,
-        fs,
-        write_new_file,
-        follows,
-        corrects,
-    )
+    return tuple(workloads)
 
 
 def _app_workload(item: dict[str, Any], where: str) -> AppWorkload:

@@ -168,3 +168,71 @@ def test_app_workload_on_a_stateful_image(target_dir: Path, tmp_path: Path) -> N
     assert doc["trials"]["failed"] == 0
     comps = {(c["target"], c["baseline"]) for c in doc["comparisons"]}
     assert ("image-sparse-aes128@rewrite", "image-sparse@rewrite") in comps
+
+
+DD_SUITE = """
+name = "dd-tiny"
+summary = "drop-min-max"
+[[workloads]]
+name = "dd-zero"
+app = "dd-write"
+[[workloads]]
+name = "dd-random"
+app = "dd-write"
+data = "random"
+[[as_published]]
+name = "dd-zero-as-published"
+app = "dd-write"
+style = "as-published"
+[[as_published]]
+name = "dd-random-as-published"
+app = "dd-write"
+data = "random"
+style = "as-published"
+"""
+
+
+def test_dd_writes_with_the_studys_summary_and_its_own_commands(target_dir: Path, tmp_path: Path) -> None:
+    """Study 004's protocol for real: durable writes, the study's dd commands
+    beside them (--as-published), and its drop-min-max summary from the trials."""
+    _need("plain", "fscrypt", "gocryptfs")
+    db = tmp_path / "r.sqlite"
+    suite = tmp_path / "dd.toml"
+    suite.write_text(DD_SUITE)
+    outcome = run_cmd.run(
+        suite=str(suite),
+        size="4M",
+        repeats=4,
+        seed=9,
+        target=str(target_dir),
+        db=db,
+        backends="gocryptfs,fscrypt",
+        as_published=True,
+    )
+    doc = outcome.document
+    assert outcome.status == "complete" and outcome.exit_code == 0, doc["warnings"]
+    targets = [t["name"] for t in doc["targets"]]
+    assert doc["trials"] == {"ok": 4 * len(targets) * 4, "failed": 0}
+    out = _outputs(db, outcome.run_id)
+    for t in targets:
+        durable = out[("dd-zero", t)]
+        assert {o["details"]["bytes"] for o in durable} == {4 << 20}
+        assert {o["details"]["fsync"] for o in durable} == {True}
+        published = out[("dd-random-as-published", t)]
+        # the study's own command, file names and all, and what dd said of it
+        assert {o["details"]["command"].split(" of=")[0] for o in published} == {"dd if=/dev/urandom"}
+        assert {o["details"]["command"].rsplit("/", 1)[1] for o in published} == {
+            f"test_rand{i} count=4 bs=1M" for i in range(1, 5)
+        }
+        assert all(" bytes (4.2 MB, 4.0 MiB) copied, " in o["details"]["dd_said"] for o in published)
+    summary = doc["study_summary"]
+    seconds = {(r["workload"], r["target"]): r["samples"] for r in doc["results"] if r["metric"] == "seconds"}
+    rows = {(r["workload"], r["target"]): r for r in summary["rows"]}
+    assert set(rows) == set(seconds)
+    for key, row in rows.items():
+        middle = sorted(seconds[key])[1:-1]  # float times: no ties
+        assert row["used"] == 2 and row["mean_seconds"] == pytest.approx(sum(middle) / 2)
+        assert row["throughput"] == pytest.approx((4 << 20) / row["mean_seconds"])
+    pairs = {(p["workload"], p["durable"], p["target"]) for p in summary["page_cache"]}
+    assert pairs == {(f"dd-{d}-as-published", f"dd-{d}", t) for d in ("zero", "random") for t in targets}
+    assert not list((target_dir / "cryptbench").glob("run-*"))

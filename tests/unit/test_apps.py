@@ -16,11 +16,12 @@ import pytest
 from cryptbench.engines.apps import APPS, AppEnv, AppResult, Phase
 from cryptbench.engines.apps.data import TEXT_TABLE, incompressible, lognormal_sizes, text
 from cryptbench.engines.apps.db_fsync import DbFsync
+from cryptbench.engines.apps.dd_write import DdWrite, dd_error, parse_dd
 from cryptbench.engines.apps.mail_thread import MailThread
 from cryptbench.engines.apps.photo_import import PhotoImport, _preview
 from cryptbench.engines.apps.source_tree import TARBALL, SourceTree
 from cryptbench.engines.apps.write_series import WriteSeries, _label
-from cryptbench.errors import UsageError
+from cryptbench.errors import TrialError, UsageError
 from cryptbench.measure.cpu import CpuUsage
 from cryptbench.metrics import app_metrics, info
 from cryptbench.suite import parse_suite
@@ -171,7 +172,7 @@ def test_suite_tables_make_app_workloads() -> None:
     assert isinstance(imp, PhotoImport) and imp.variant == "stage-then-move" and imp.photo_size == MIB
     assert imp.is_write and imp.name == "imp"
     assert sorted(APPS) == sorted(
-        ["photo-import", "folder-copy", "source-tree", "mail-thread", "write-series", "db-fsync"]
+        ["photo-import", "folder-copy", "source-tree", "mail-thread", "write-series", "db-fsync", "dd-write"]
     )
 
 
@@ -191,3 +192,51 @@ def test_suite_tables_make_app_workloads() -> None:
 def test_bad_app_tables_are_refused(table: dict[str, Any], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         suite(table)
+
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "dd"
+
+
+def test_dd_summary_lines_as_gnu_dd_printed_them_here() -> None:
+    # Printed by `LC_ALL=C dd if=… of=… count=N bs=1M` (coreutils 9.1) on this machine.
+    assert parse_dd((FIXTURES / "zero-4m.txt").read_text()) == (4 * MIB, pytest.approx(0.0140699))
+    assert parse_dd((FIXTURES / "urandom-128m.txt").read_text()) == (128 * MIB, pytest.approx(0.722182))
+    enospc = (FIXTURES / "enospc.txt").read_text()
+    # the error line, not the summary, so a full target is recognised as DiskFull
+    assert dd_error(enospc, 1) == "dd: error writing '/dev/full': No space left on device"
+    with pytest.raises(TrialError, match="no transfer summary"):
+        parse_dd("dd: failed to open 'x': Permission denied\n")
+
+
+def test_dd_write_parameters_and_the_studys_command(tmp_path: Path) -> None:
+    s = suite(
+        {"name": "z", "app": "dd-write"},
+        {"name": "r", "app": "dd-write", "data": "random", "style": "as-published"},
+    )
+    z, r = s.workloads
+    assert isinstance(z, DdWrite) and (z.data, z.style) == ("zero", "durable")
+    assert isinstance(r, DdWrite) and z.is_write
+    e = AppEnv(tmp_path, tmp_path, tmp_path, 128 * MIB, 1, lambda: None, trial=3)
+    assert r.command(e) == ["dd", "if=/dev/urandom", f"of={tmp_path}/test_rand3", "count=128", "bs=1M"]
+    assert z.describe(MIB)["fsync"] is True and r.describe(MIB)["fsync"] is False
+    with pytest.raises(UsageError, match="data must be one of zero, random"):
+        suite({"name": "x", "app": "dd-write", "data": "ones"})
+    with pytest.raises(UsageError, match="style must be one of durable, as-published"):
+        suite({"name": "x", "app": "dd-write", "style": "fast"})
+
+
+@pytest.mark.parametrize("data", ["zero", "random"])
+def test_dd_write_durable_writes_the_same_bytes_for_the_same_seed(tmp_path: Path, data: str) -> None:
+    w = DdWrite("d", data)
+    a, b = env(tmp_path / "a", 3 * MIB + 512), env(tmp_path / "b", 3 * MIB + 512)
+    ra, rb = w.run(a), w.run(b)
+    fa, fb = a.root / fb_name(data), b.root / fb_name(data)
+    assert fa.read_bytes() == fb.read_bytes() and fa.stat().st_size == 3 * MIB + 512
+    assert (fa.read_bytes().count(0) == fa.stat().st_size) == (data == "zero")
+    assert ra.bytes == rb.bytes == 3 * MIB + 512 and [p.name for p in ra.phases] == ["write"]
+    w.clean(a)
+    assert not a.root.exists()
+
+
+def fb_name(data: str) -> str:
+    return f"test_{'zero' if data == 'zero' else 'rand'}1"

@@ -149,3 +149,25 @@ def test_size_below_one_photo_is_refused(tmp_path: Path) -> None:
     suite = _suite_file(tmp_path, '[[workloads]]\nname = "imp"\napp = "photo-import"\n')
     with pytest.raises(UsageError, match=r"too small for imp \(photo-import\): it needs at least 24.0 MiB"):
         _plan(tmp_path, suite=suite)
+
+
+def test_as_published_adds_the_studys_commands(tmp_path: Path) -> None:
+    plain = _plan(tmp_path, suite="study-004", size="4M")
+    assert [w.name for w in plain.suite.workloads] == ["dd-zero", "dd-random"]
+    assert plain.to_json()["as_published"] == [] and plain.to_json()["summary"] == "drop-min-max"
+    plan = _plan(tmp_path, suite="study-004", size="4M", as_published=True)
+    assert [w.name for w in plan.suite.workloads] == [
+        "dd-zero",
+        "dd-random",
+        "dd-zero-as-published",
+        "dd-random-as-published",
+    ]
+    assert plan.to_json()["as_published"] == ["dd-zero-as-published", "dd-random-as-published"]
+    assert plan.target_bytes == 4 * ((4 << 20) + (1 << 20))
+
+
+def test_as_published_on_a_suite_without_it_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(
+        UsageError, match=r"suite quick has no as-published protocol \(suites with one: study-004\)"
+    ):
+        _plan(tmp_path, as_published=True)

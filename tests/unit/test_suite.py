@@ -64,3 +64,29 @@ def test_suite_from_file_and_bad_toml(tmp_path: Path) -> None:
         load_suite(str(bad))
     with pytest.raises(UsageError, match="unknown suite"):
         load_suite("no-such-suite")
+
+
+def test_study_004_has_its_summary_and_the_studys_own_commands() -> None:
+    s = load_suite("study-004")
+    assert s.summary == "drop-min-max" and s.repeats == 10 and s.size == 128 << 20
+    assert [w.name for w in s.workloads] == ["dd-zero", "dd-random"]
+    assert [(w.name, w.style) for w in s.as_published] == [  # type: ignore[union-attr]
+        ("dd-zero-as-published", "as-published"),
+        ("dd-random-as-published", "as-published"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"summary": "mean"}, "summary must be one of drop-min-max"),
+        ({"summary": 3}, "summary must be a string"),
+        ({"as_published": {"name": "b"}}, "as_published must be a list"),
+        ({"as_published": ["dd"]}, "as_published 1: must be a table"),
+        ({"as_published": [{"name": "a", "app": "dd-write"}]}, "workload names must be unique"),
+        ({"as_published": [{"name": "b", "app": "dd-write", "fsync": False}]}, "unknown key 'fsync'"),
+    ],
+)
+def test_bad_summary_and_as_published_tables(extra: dict, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_suite({**_w(), **extra}, "test suite")

@@ -276,6 +276,7 @@ def run(
     passphrase_file: str | None = None,
     state: str | None = None,
     fs: str | None = None,
+    as_published: bool = False,
     progress: Progress | None = None,
     registry: Path | None = None,
 ) -> RunOutcome:
@@ -292,6 +293,7 @@ def run(
         passphrase_file=passphrase_file,
         state=state,
         fs=fs,
+        as_published=as_published,
     )
     # A core dump of a run would hold its keys.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

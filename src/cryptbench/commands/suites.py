@@ -44,6 +44,8 @@ def run(name: str | None = None) -> list[dict[str, Any]]:
                 "backends": list(s.backends or []),
                 "states": list(s.states or []),
                 "workloads": [_workload(w) for w in s.workloads],
+                "summary": s.summary,
+                "as_published": [_workload(w) for w in s.as_published],
             }
         )
     return rows

@@ -126,6 +126,7 @@ def render(doc: dict[str, Any], console: Console, metric: str | None = None) -> 
     )
     if len(doc["targets"]) > WIDE:
         console.print(_by_target(doc, title, metric))
+        _study_summary(doc, console)
         _footer(doc, console, metric, by_target=True)
         return
     table = Table(title=title, title_justify="left", show_lines=True)
@@ -156,7 +157,59 @@ def render(doc: dict[str, Any], console: Console, metric: str | None = None) -> 
             cells.append(cell)
         table.add_row(*cells)
     console.print(table)
+    _study_summary(doc, console)
     _footer(doc, console, metric, by_target=False)
+
+
+def _mbps(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e6:,.1f}"
+
+
+def _study_summary(doc: dict[str, Any], console: Console) -> None:
+    """The study's own figures beside ours, and what the page cache made of its commands."""
+    summary = doc.get("study_summary")
+    if not summary or not summary["rows"]:
+        return
+    table = Table(title=f"The study's own summary: {summary['description']}", title_justify="left")
+    for name in ("workload", "target", "trials used", "mean (s)", "sd (s)", "MB/s"):
+        table.add_column(name, justify="left" if name in ("workload", "target") else "right")
+    table.add_column("cryptbench: median MB/s\n[95% interval]", justify="right")
+    results = {(r["workload"], r["target"]): r for r in doc["results"] if r["metric"] == PRIMARY}
+    for row in summary["rows"]:
+        r = results.get((row["workload"], row["target"]))
+        ours = "-" if r is None else _median_cell(r, r["unit"])
+        table.add_row(
+            row["workload"],
+            row["target"],
+            f"{row['used']} of {row['n']}",
+            "-" if row["mean_seconds"] is None else f"{row['mean_seconds']:.3f}",
+            "-" if row["sd_seconds"] is None else f"{row['sd_seconds']:.3f}",
+            _mbps(row["throughput"]),
+            ours,
+        )
+    console.print()
+    console.print(table)
+    for p in summary["page_cache"]:
+        console.print(f"• {_page_cache_line(p)}")
+
+
+def _page_cache_line(p: dict[str, Any]) -> str:
+    """What the page cache (or the command's own work) did to a study command's figure."""
+    interval = "" if p["ci_low"] is None else f" [{p['ci_low']:.2f}, {p['ci_high']:.2f}]"
+    if p["ci_low"] is not None and p["ci_low"] > 1:
+        verdict = "the page cache inflated it"
+    elif p["ci_high"] is not None and p["ci_high"] < 1:
+        verdict = (
+            "the study's command was slower: its own work in the clock "
+            "(dd reading /dev/urandom) cost more than the page cache saved"
+        )
+    else:
+        verdict = "no clear difference"
+    return (
+        f"{p['target']}: {p['workload']} (as published, no fsync) {_mbps(p['published_throughput'])} MB/s, "
+        f"{p['durable']} (durable) {_mbps(p['durable_throughput'])} MB/s: "
+        f"{p['ratio']:.2f}x{interval} the durable speed; {verdict}"
+    )
 
 
 def _footer(doc: dict[str, Any], console: Console, metric: str | None, *, by_target: bool) -> None:

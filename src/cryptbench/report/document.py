@@ -1,7 +1,8 @@
 """The result document: one model built from the store, rendered by every format.
 
 Its JSON form is a contract (`--json`, `show --json`): schema_version, run_id,
-environment, targets[], results[], comparisons[], warnings[]. Throughput is in
+environment, targets[], results[], comparisons[], warnings[], and for a suite
+that follows a study with its own summary, study_summary. Throughput is in
 bytes/s and latency in seconds. Later versions add keys; they do not rename.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from cryptbench import stats
 from cryptbench.metrics import CATALOG, PRIMARY, info
+from cryptbench.report import study_summary
 from cryptbench.run_warnings import RunWarning, WarningKind
 from cryptbench.store import Store
 from cryptbench.units import format_value
@@ -143,6 +145,9 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
         },
         "notes": json.loads(run["notes_json"]),
     }
+    summary = study_summary.build(plan, samples, target_names, lambda *parts: _seed(seed, *parts))
+    if summary is not None:
+        doc["study_summary"] = summary
     doc["warnings"] = [w.to_json() for w in find_warnings(doc, trials)]
     doc["conclusions"] = conclusions(doc)
     return doc

@@ -75,6 +75,7 @@ class AppEnv:
     size: int  # bytes: --size, the data the workload moves
     seed: int  # the workload's seed: the same inputs on every target
     settle: Callable[[], None]  # write back and drop caches; between phases, outside the clock
+    trial: int = 1  # the trial's repeat, from 1: names a trial's files as a study named them
 
 
 class PhaseClock:

@@ -1,0 +1,122 @@
+"""A study's own summary of its trials, computed the study's way, for the
+report to show beside cryptbench's median and interval: users can then see
+both what the study's method would have said on their machine and how sure
+either figure is.
+
+`drop-min-max` is study 004's R code: from each set of trial times, drop the
+longest, then the shortest (`C[-which(C$V3 == max(C$V3)), ]` drops *every*
+trial equal to the extreme, so ties go together), then mean, sample standard
+deviation and speed = bytes written / mean time.
+
+With `--as-published`, each of the study's own commands is also set against
+its corrected twin (the workload of the same app and parameters, written
+durably): the ratio of their speeds is how much the page cache inflated the
+published kind of figure here.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cryptbench import stats
+
+# Parameters by which an as-published workload differs from its corrected twin.
+_STYLE_KEYS = frozenset({"name", "style", "fsync"})
+DESCRIPTIONS = {
+    "drop-min-max": "the longest and shortest trials dropped, then the mean time, "
+    "its standard deviation, and speed = bytes / mean time",
+}
+
+
+@dataclass(frozen=True)
+class DropMinMax:
+    used: int  # trials left after dropping the extremes, count
+    mean: float | None  # seconds: mean time of those trials; None when none is left
+    sd: float | None  # seconds: their sample standard deviation; None below two
+
+
+def drop_min_max(values: list[float]) -> DropMinMax:
+    """Study 004's arithmetic: every value equal to the maximum dropped, then
+    every value equal to the minimum of what is left."""
+    rest = [v for v in values if v != max(values)] if values else []
+    rest = [v for v in rest if v != min(rest)] if rest else []
+    return DropMinMax(
+        len(rest),
+        statistics.fmean(rest) if rest else None,
+        statistics.stdev(rest) if len(rest) >= 2 else None,
+    )
+
+
+def twin_of(plan: dict[str, Any], name: str) -> str | None:
+    """The corrected workload an as-published one is the study's version of."""
+    apps = plan.get("apps", {})
+    mine = {k: v for k, v in apps.get(name, {}).items() if k not in _STYLE_KEYS}
+    published = set(plan.get("as_published", []))
+    for other, params in apps.items():
+        if other in published or other == name:
+            continue
+        if {k: v for k, v in params.items() if k not in _STYLE_KEYS} == mine:
+            return other
+    return None
+
+
+def build(
+    plan: dict[str, Any],
+    samples: dict[tuple[str, str, str], list[float]],
+    targets: list[str],
+    seed_of: Callable[..., int],
+) -> dict[str, Any] | None:
+    """The study's summary of every workload on every target, and the
+    page-cache ratios of its as-published commands; None without a summary."""
+    method = plan.get("summary")
+    if method != "drop-min-max":
+        return None
+    rows = []
+    for w in plan["workloads"]:
+        for t in targets:
+            times = samples.get((w, t, "seconds"))
+            moved = samples.get((w, t, "io_bytes"))
+            if not times or not moved:
+                continue
+            s = drop_min_max(times)
+            nbytes = statistics.median(moved)
+            rows.append(
+                {
+                    "workload": w,
+                    "target": t,
+                    "n": len(times),
+                    "used": s.used,
+                    "mean_seconds": s.mean,
+                    "sd_seconds": s.sd,
+                    "bytes": nbytes,
+                    "throughput": nbytes / s.mean if s.mean else None,
+                }
+            )
+    page_cache = []
+    for published in plan.get("as_published", []):
+        twin = twin_of(plan, published)
+        if twin is None:
+            continue
+        for t in targets:
+            a = samples.get((published, t, "throughput"))
+            b = samples.get((twin, t, "throughput"))
+            if not a or not b:
+                continue
+            r = stats.ratio(a, b, seed=seed_of(published, twin, t))
+            page_cache.append(
+                {
+                    "workload": published,
+                    "durable": twin,
+                    "target": t,
+                    "published_throughput": statistics.median(a),
+                    "durable_throughput": statistics.median(b),
+                    # the published kind of figure over the durable one: 1.0 is no inflation
+                    "ratio": r.ratio,
+                    "ci_low": r.ci_low,
+                    "ci_high": r.ci_high,
+                }
+            )
+    return {"method": method, "description": DESCRIPTIONS[method], "rows": rows, "page_cache": page_cache}
