@@ -285,7 +285,7 @@ def app_env(ctx: TrialContext, workload: AppWorkload, target: Target, seed: int,
 
     inputs = ctx.session.path("inputs", workload.name)
     staging = ctx.session.path("staging", workload.name)
-    return AppEnv(root, inputs, staging, ctx.size, seed, settle, trial)
+    return AppEnv(root, inputs, staging, ctx.size, seed, settle, trial, ctx.session)
 
 
 def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_seed: int) -> bool:

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from cryptbench.backends import REGISTRY
@@ -84,20 +85,25 @@ def test_signal_tears_down_and_keeps_finished_trials(
     db = tmp_path / "r.sqlite"
     proc = _start(target_dir, db)
     _wait_for(lambda: PHASES[phase](target_dir, db), proc)
+    _interrupt_and_check(proc, sig, target_dir, db)
+    count(f"interrupts survived: {sig.name} to a real process during {phase}")
+
+
+def _interrupt_and_check(proc: subprocess.Popen[str], sig: signal.Signals, target: Path, db: Path) -> None:
+    """Send sig; the run must end with 128+sig, torn down, its finished trials kept."""
     finished_before = _trials(db)
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + sig, err
     assert "Traceback" not in err
-    assert leftovers(target_dir) == []
-    assert not list((target_dir / "cryptbench").glob("run-*"))
+    assert leftovers(target) == []
+    assert not list((target / "cryptbench").glob("run-*"))
     con = sqlite3.connect(db)
     (status,) = con.execute("SELECT status FROM runs").fetchone()
     assert status == "interrupted"
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     con.close()
     assert _trials(db) >= finished_before
-    count(f"interrupts survived: {sig.name} to a real process during {phase}")
 
 
 def test_sigkill_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
@@ -157,3 +163,49 @@ def test_twenty_sigkills_at_random_moments_then_cleanup(target_dir: Path, tmp_pa
     assert again.returncode == 0, again.stderr  # the scratch is usable again
     count("SIGKILLs at random moments survived", 20)
     count("SIGKILLs that left something for the next run or cleanup", messy)
+
+
+APP_SUITE = """
+name = "dd-signal"
+[[workloads]]
+name = "dd-zero"
+app = "dd-write"
+[[as_published]]
+name = "dd-random-as-published"
+app = "dd-write"
+data = "random"
+style = "as-published"
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_during_an_app_trial(target_dir: Path, tmp_path: Path, sig: signal.Signals) -> None:
+    """An application trial (in-process writes, or the study's dd as a child
+    process) stopped in the middle: torn down, no dd left, finished trials kept."""
+    suite = tmp_path / "dd.toml"
+    suite.write_text(APP_SUITE)
+    db = tmp_path / "r.sqlite"
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "cryptbench", "run", "--suite", str(suite), "--as-published"),
+            *("--backends", BACKENDS, "--size", "64M", "--repeats", "3"),
+            *("--target", str(target_dir), "--db", str(db)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def in_app_trial() -> bool:
+        # a trial's file exists only while it runs (clean-up removes it)
+        return _trials(db) >= 1 and any((target_dir / "cryptbench").glob("run-*/**/apps/*/test_*"))
+
+    _wait_for(in_app_trial, proc, timeout=120)
+    _interrupt_and_check(proc, sig, target_dir, db)
+    strays = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if (p.info["cmdline"] or [""])[0] == "dd" and str(target_dir) in " ".join(p.info["cmdline"])
+    ]
+    assert strays == []
+    count(f"interrupts survived: {sig.name} to a real process during an app trial")

@@ -5,7 +5,6 @@ Throughput is fio's `bw_bytes` (bytes/s), never `bw` (KiB/s).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import subprocess
@@ -13,10 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
+from cryptbench.engines.child import run_child
 from cryptbench.errors import TrialError
-from cryptbench.resources import Process
 from cryptbench.session import Session
 from cryptbench.system import which
 
@@ -116,43 +113,21 @@ def parse_fio_json(text: str) -> FioMeasurement:
 def run_fio(jobfile: Path, session: Session | None = None, *, readonly: bool = False) -> str:
     """Run one job file; return fio's JSON text.
 
-    fio runs in its own session so that a Ctrl-C reaches cryptbench first,
-    which then stops fio and tears down; it is journaled, so that after a
-    SIGKILL of cryptbench `cleanup` stops it before unmounting under it.
+    fio runs as a journaled child of its own session (engines/child.py).
     `readonly`: fio refuses to write or trim anything (--readonly).
     """
     exe = which("fio")
     if exe is None:
         raise TrialError("fio is not installed (apt-get install fio)")
-    proc = subprocess.Popen(
+    done = run_child(
         [exe, "--output-format=json", *(["--readonly"] if readonly else []), str(jobfile)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+        session,
+        FIO_TIMEOUT,
     )
-    journaled = None
-    try:
-        if session is not None:
-            with contextlib.suppress(psutil.Error):  # already gone: nothing to journal
-                journaled = session.acquire(Process(proc.pid, psutil.Process(proc.pid).create_time(), "fio"))
-        out, err = proc.communicate(timeout=FIO_TIMEOUT)
-    except BaseException:
-        # Interrupted, timed out, or anything else: fio must not outlive the trial.
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        raise
-    finally:
-        if journaled is not None:
-            session.release(journaled)  # type: ignore[union-attr]
-    if proc.returncode != 0:
-        lines = (err or out).strip().splitlines()
-        raise TrialError(f"fio exited with status {proc.returncode}: {lines[-1] if lines else ''}")
-    return out
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        raise TrialError(f"fio exited with status {done.returncode}: {lines[-1] if lines else ''}")
+    return done.stdout
 
 
 def probe_ioengine(scratch_file: Path) -> str:

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from cryptbench.session import Session
+
 INPUTS_DONE = ".complete"  # marker: an input directory was written whole
 
 
@@ -76,6 +78,9 @@ class AppEnv:
     seed: int  # the workload's seed: the same inputs on every target
     settle: Callable[[], None]  # write back and drop caches; between phases, outside the clock
     trial: int = 1  # the trial's repeat, from 1: names a trial's files as a study named them
+    # the run's session: a command a workload runs (tar, dd) is journaled in it
+    # (engines/child.py), so `cleanup` can stop it after a SIGKILL; None in unit tests
+    session: Session | None = None
 
 
 class PhaseClock:

@@ -19,13 +19,13 @@ from __future__ import annotations
 import functools
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from cryptbench.engines.apps.base import AppEnv, AppResult, AppWorkload, Phase, PhaseClock, remove_tree
 from cryptbench.engines.apps.data import incompressible
 from cryptbench.engines.apps.params import Params
+from cryptbench.engines.child import run_child
 from cryptbench.errors import TrialError
 
 BLOCK = 1 << 20  # bytes per write, as the study's bs=1m
@@ -133,17 +133,10 @@ class DdWrite(AppWorkload):
 
     def _run_dd(self, env: AppEnv) -> AppResult:
         cmd = self.command(env)
-        try:
-            done = subprocess.run(
-                cmd,
-                capture_output=True,
-                text=True,
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
-                timeout=DD_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise TrialError(f"dd did not finish within {DD_TIMEOUT:.0f} s") from None
+        # the C locale: dd's closing line in the words parse_dd reads
+        done = run_child(
+            cmd, env.session, DD_TIMEOUT, {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
+        )
         if done.returncode != 0:
             raise TrialError(f"dd failed: {dd_error(done.stderr, done.returncode)}")
         nbytes, seconds = parse_dd(done.stderr)

@@ -16,7 +16,6 @@ import hashlib
 import io
 import os
 import shutil
-import subprocess
 import tarfile
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -33,6 +32,7 @@ from cryptbench.engines.apps.base import (
 )
 from cryptbench.engines.apps.data import lognormal_sizes, rng, text
 from cryptbench.engines.apps.params import Params
+from cryptbench.engines.child import run_child
 from cryptbench.errors import TrialError
 from cryptbench.system import which
 
@@ -43,6 +43,7 @@ FILES_PER_DIR = 24  # on average
 BLOCK = 4096  # bytes a small file occupies at least on the target, for the space check
 EXTENSIONS = (".c", ".h", ".py", ".go", ".rs", ".md", ".txt", ".json")
 TARBALL = "tree.tar"
+CHILD_TIMEOUT = 3600.0  # seconds: a tar that has not finished by then is stuck, not slow
 
 
 @dataclass(frozen=True)
@@ -111,11 +112,10 @@ class SourceTree(AppWorkload):
         sizes = self.sizes(env.size, env.seed)
         total, files = sum(sizes), len(sizes)
         with clock.phase("extract") as c:
-            out = subprocess.run(
+            out = run_child(
                 [tar, "-x", "--no-same-owner", "-f", str(env.inputs / TARBALL), "-C", str(tree)],
-                capture_output=True,
-                text=True,
-                check=False,
+                env.session,
+                CHILD_TIMEOUT,
             )
             if out.returncode != 0:
                 lines = out.stderr.strip().splitlines()
