@@ -34,6 +34,7 @@ CATALOG = {
         MetricInfo("fio_sys_cpu", "%", None, "fio system CPU, percent of one core"),
         MetricInfo("wall_seconds", "s", None, "wall time of the fio invocation"),
         MetricInfo("io_bytes", "bytes", None, "bytes moved"),
+        MetricInfo("device_bytes_written", "bytes", None, "bytes the scratch device wrote (its own counter)"),
     )
 }
 # Application workloads: the whole task, and each phase as <phase>.<metric>.
@@ -64,7 +65,15 @@ def _rate(items: int, seconds: float, unit: str) -> float:
     return items / seconds * (60.0 if unit == "pictures/min" else 1.0)
 
 
-def app_metrics(workload: AppWorkload, result: AppResult, cpu: CpuUsage) -> list[MetricValue]:
+def _device(values: dict[str, float], written: int | None) -> None:
+    # Only where the scratch space has a block device with a counter (not tmpfs).
+    if written is not None:
+        values["device_bytes_written"] = float(written)
+
+
+def app_metrics(
+    workload: AppWorkload, result: AppResult, cpu: CpuUsage, device_written: int | None = None
+) -> list[MetricValue]:
     """The task's time, its bytes/s and its natural rate, whole and per phase, and CPU."""
     seconds = max(result.seconds, 1e-9)
     values: dict[str, float] = {"seconds": result.seconds}
@@ -90,10 +99,11 @@ def app_metrics(workload: AppWorkload, result: AppResult, cpu: CpuUsage) -> list
     )
     if result.bytes:
         values["cpu_seconds_per_gb"] = cpu.busy_seconds / (result.bytes / 1e9)
+    _device(values, device_written)
     return [MetricValue(name, info(name).unit, float(v)) for name, v in values.items()]
 
 
-def trial_metrics(fio: FioMeasurement, cpu: CpuUsage) -> list[MetricValue]:
+def trial_metrics(fio: FioMeasurement, cpu: CpuUsage, device_written: int | None = None) -> list[MetricValue]:
     values = {
         "throughput": fio.throughput,
         "iops": fio.iops,
@@ -109,4 +119,5 @@ def trial_metrics(fio: FioMeasurement, cpu: CpuUsage) -> list[MetricValue]:
         "wall_seconds": cpu.wall_seconds,
         "io_bytes": float(fio.io_bytes),
     }
+    _device(values, device_written)
     return [MetricValue(name, CATALOG[name].unit, float(v)) for name, v in values.items()]

@@ -32,6 +32,7 @@ from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.errors import CryptbenchError, DiskFull, TargetLost, TrialError
 from cryptbench.measure import cpu
 from cryptbench.measure.cache import drop_caches, resident_bytes
+from cryptbench.measure.device import bytes_written
 from cryptbench.metrics import app_metrics, trial_metrics
 from cryptbench.session import Session
 from cryptbench.store import Store, now_iso
@@ -92,6 +93,7 @@ class TrialContext:
     ioengine: str
     zero_data: bool
     write_new_file: bool = False  # write trials write a new file instead of overwriting
+    device: str | None = None  # the block device under the scratch space (vda), for its write counter
 
 
 class Targets(Protocol):
@@ -179,16 +181,29 @@ def _why(e: OSError) -> str:
     return f"{e.strerror}: {e.filename}" if e.filename else (e.strerror or str(e))
 
 
+@dataclass(frozen=True)
+class Meters:
+    cpu: cpu.CpuUsage
+    device_written: int | None  # bytes the scratch device wrote during the work; None: no counter
+
+
 def _measure(
-    target: Target, files: list[Path], row: dict[str, object], what: str, work: Callable[[], T]
-) -> tuple[T, cpu.CpuSnapshot, cpu.CpuSnapshot]:
-    """Drop caches, then do `work` (fio, or an app's task) between CPU snapshots.
+    ctx: TrialContext,
+    target: Target,
+    files: list[Path],
+    row: dict[str, object],
+    what: str,
+    work: Callable[[], T],
+) -> tuple[T, Meters]:
+    """Drop caches, then do `work` (fio, or an app's task) between CPU and
+    device-counter snapshots.
 
     A failure while a helper of the target died is the target's loss, not the trial's.
     """
     row["cache_method"] = str(drop_caches(files))
     # What is still resident now would be served from memory: record it.
     row["cache_resident_bytes"] = resident_bytes(files)
+    written = bytes_written(ctx.device)
     before = cpu.snapshot(target.helpers)
     try:
         out = work()
@@ -198,10 +213,12 @@ def _measure(
             raise TargetLost(f"{lost} ({what}: {_why(e) if isinstance(e, OSError) else e})") from None
         raise
     after = cpu.snapshot(target.helpers)
+    written_after = bytes_written(ctx.device)
     lost = target_lost(target, "during this trial")
     if lost:
         raise TargetLost(lost)
-    return out, before, after
+    device = None if written is None or written_after is None else written_after - written
+    return out, Meters(cpu.usage(before, after), device)
 
 
 def _trial_row(spec: TrialSpec, target: Target, job: str) -> dict[str, object]:
@@ -259,8 +276,8 @@ def run_trial(
             jobfile = ctx.session.path("jobs", f"{spec.seq:05d}-{spec.workload.name}-{target.name}.fio")
             jobfile.parent.mkdir(exist_ok=True)
             jobfile.write_text(job_text)
-            raw, before, after = _measure(
-                target, cache_files(target, opts.filename), row, "fio", lambda: fio(jobfile, ctx.session)
+            raw, meters = _measure(
+                ctx, target, cache_files(target, opts.filename), row, "fio", lambda: fio(jobfile, ctx.session)
             )
         except OSError as e:  # the scratch filesystem full, a FUSE mount gone, …
             raise TrialError(_why(e)) from None
@@ -270,7 +287,7 @@ def run_trial(
         _store_failure(ctx, spec, target, row, e)
         return False
     row["status"] = "ok"
-    ctx.store.insert_trial(ctx.run_id, row, trial_metrics(measurement, cpu.usage(before, after)))
+    ctx.store.insert_trial(ctx.run_id, row, trial_metrics(measurement, meters.cpu, meters.device_written))
     return True
 
 
@@ -308,7 +325,7 @@ def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_s
             env.staging.mkdir(parents=True, exist_ok=True)
             workload.setup(env)
             files = cache_files(target, *iter_files((env.root, env.inputs)))
-            result, before, after = _measure(target, files, row, workload.name, lambda: workload.run(env))
+            result, meters = _measure(ctx, target, files, row, workload.name, lambda: workload.run(env))
             workload.clean(env)
         except OSError as e:  # the target full, a FUSE mount gone, …
             raise TrialError(_why(e)) from None
@@ -323,7 +340,7 @@ def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_s
         return False
     row["status"] = "ok"
     row["raw_output"] = json.dumps(result.to_json(), sort_keys=True)
-    ctx.store.insert_trial(ctx.run_id, row, app_metrics(workload, result, cpu.usage(before, after)))
+    ctx.store.insert_trial(ctx.run_id, row, app_metrics(workload, result, meters.cpu, meters.device_written))
     return True
 
 

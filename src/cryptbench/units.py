@@ -82,6 +82,8 @@ def format_value(value: float, unit: str) -> str:
         return f"{value:,.0f}/s"
     if unit == "fraction":
         return f"{value:.0%}"
+    if unit == "bytes":
+        return format_bytes(int(value))
     if unit == "s/GB":
         return f"{value:.2f} s/GB"
     if "/" in unit:  # pictures/min, files/s, transactions/s

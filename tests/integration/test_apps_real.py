@@ -233,6 +233,16 @@ def test_dd_writes_with_the_studys_summary_and_its_own_commands(target_dir: Path
         middle = sorted(seconds[key])[1:-1]  # float times: no ties
         assert row["used"] == 2 and row["mean_seconds"] == pytest.approx(sum(middle) / 2)
         assert row["throughput"] == pytest.approx((4 << 20) / row["mean_seconds"])
+    # The device under the scratch space saw every durable write (fsync) at least whole.
+    if doc["environment"]["scratch_device"] is not None:
+        written = {
+            (r["workload"], r["target"]): r["samples"]
+            for r in doc["results"]
+            if r["metric"] == "device_bytes_written"
+        }
+        for t in targets:
+            assert min(written[("dd-random", t)]) >= 4 << 20, t
+        assert doc["device_writes"]["trials"] == 4 * len(targets) * 4
     pairs = {(p["workload"], p["durable"], p["target"]) for p in summary["page_cache"]}
     assert pairs == {(f"dd-{d}-as-published", f"dd-{d}", t) for d in ("zero", "random") for t in targets}
     assert not list((target_dir / "cryptbench").glob("run-*"))

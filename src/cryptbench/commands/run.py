@@ -16,6 +16,7 @@ from cryptbench.engines.jobs import render_layout
 from cryptbench.errors import CryptbenchError, DiskFull, Interrupted, ProvisionError, TrialError
 from cryptbench.interrupts import interruptible, signals_blocked, take_pending
 from cryptbench.measure import environment
+from cryptbench.measure.device import device_of
 from cryptbench.plan import Plan, build_plan
 from cryptbench.report import document
 from cryptbench.runner import (
@@ -247,7 +248,14 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         for t in targets.values():
             store.insert_target(run_id, _target_row(t, direct[t.name]))
         ctx = TrialContext(
-            session, store, run_id, plan.size, engine, plan.zero_data, plan.suite.write_new_file
+            session,
+            store,
+            run_id,
+            plan.size,
+            engine,
+            plan.zero_data,
+            plan.suite.write_new_file,
+            device_of(plan.target_dir),
         )
         provisioned.ctx = ctx
         workload_seeds = {w.name: (plan.seed + i) % 2**32 for i, w in enumerate(plan.suite.workloads)}

@@ -14,6 +14,7 @@ from cryptbench import __version__, system
 from cryptbench.backends.gocryptfs import gocryptfs_version
 from cryptbench.engines.fio import fio_version
 from cryptbench.measure.cache import drop_method
+from cryptbench.measure.device import device_of
 from cryptbench.system import is_root
 
 CPU_FLAGS_OF_INTEREST = ("aes", "vaes", "pclmulqdq", "vpclmulqdq", "avx2", "avx512f", "sha_ni")
@@ -131,4 +132,6 @@ def collect(target_dir: Path) -> dict[str, Any]:
         "root": is_root(),
         "cache_drop": str(drop_method()),
         "target_filesystem": filesystem_of(target_dir),
+        # whose write counter each trial's device_bytes_written comes from; None: none (tmpfs)
+        "scratch_device": device_of(target_dir),
     }

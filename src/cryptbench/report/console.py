@@ -230,6 +230,13 @@ def _footer(doc: dict[str, Any], console: Console, metric: str | None, *, by_tar
         f"(for a time, speed is its inverse; red/green: the interval excludes no change){plain}.[/dim]"
     )
     console.print()
+    dw = doc.get("device_writes")
+    if dw:
+        console.print(
+            f"{dw['device']} wrote {format_bytes(int(dw['bytes']))} during the {dw['trials']} trials "
+            "(its own counter: what the layers added, and anything else the machine wrote "
+            "meanwhile, included)"
+        )
     for t in doc["targets"]:
         proof = ""
         if t["encrypted"]:

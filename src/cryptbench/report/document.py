@@ -1,7 +1,8 @@
 """The result document: one model built from the store, rendered by every format.
 
 Its JSON form is a contract (`--json`, `show --json`): schema_version, run_id,
-environment, targets[], results[], comparisons[], warnings[], and for a suite
+environment, targets[], results[], comparisons[], warnings[], device_writes
+(where the scratch space has a block device), and for a suite
 that follows a study with its own summary, study_summary. Throughput is in
 bytes/s and latency in seconds. Later versions add keys; they do not rename.
 """
@@ -145,6 +146,14 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
         },
         "notes": json.loads(run["notes_json"]),
     }
+    written = [v for (_w, _t, m), vs in samples.items() if m == "device_bytes_written" for v in vs]
+    if written:
+        # what wears the device: its own counter over every trial, layers' overhead included
+        doc["device_writes"] = {
+            "device": env.get("scratch_device"),
+            "bytes": sum(written),
+            "trials": len(written),
+        }
     summary = study_summary.build(plan, samples, target_names, lambda *parts: _seed(seed, *parts))
     if summary is not None:
         doc["study_summary"] = summary

@@ -1,0 +1,38 @@
+"""Bytes the storage device under the scratch space wrote, from its own
+counter (/sys/block/DEV/stat, "sectors written", always 512-byte units):
+what wears an SSD, including what the layers added (journals, metadata,
+ciphertext padding) and anything else the machine wrote meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+SYS = Path("/sys")
+SECTOR = 512  # bytes: the unit of /sys/block/*/stat, whatever the device's own sector size
+WRITE_SECTORS = 6  # field of /sys/block/DEV/stat: sectors written
+
+
+def device_of(path: Path, sys: Path = SYS) -> str | None:
+    """The whole block device (vda, nvme0n1, not a partition) holding `path`,
+    or None when the filesystem has none (tmpfs, overlay, NFS)."""
+    st = os.stat(path)
+    node = sys / "dev" / "block" / f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    if os.major(st.st_dev) == 0 or not node.exists():
+        return None
+    real = node.resolve()
+    if (real / "partition").exists():
+        real = real.parent
+    return real.name if (sys / "block" / real.name / "stat").exists() else None
+
+
+def bytes_written(device: str | None, sys: Path = SYS) -> int | None:
+    """The device's bytes written since boot; None without a device or counter."""
+    if device is None:
+        return None
+    try:
+        fields = (sys / "block" / device / "stat").read_text().split()
+        return int(fields[WRITE_SECTORS]) * SECTOR
+    except (OSError, IndexError, ValueError):
+        return None
