@@ -230,13 +230,9 @@ def test_dd_write_durable_writes_the_same_bytes_for_the_same_seed(tmp_path: Path
     w = DdWrite("d", data)
     a, b = env(tmp_path / "a", 3 * MIB + 512), env(tmp_path / "b", 3 * MIB + 512)
     ra, rb = w.run(a), w.run(b)
-    fa, fb = a.root / fb_name(data), b.root / fb_name(data)
+    fa, fb = a.root / w.file_name(1), b.root / w.file_name(1)
     assert fa.read_bytes() == fb.read_bytes() and fa.stat().st_size == 3 * MIB + 512
     assert (fa.read_bytes().count(0) == fa.stat().st_size) == (data == "zero")
     assert ra.bytes == rb.bytes == 3 * MIB + 512 and [p.name for p in ra.phases] == ["write"]
     w.clean(a)
     assert not a.root.exists()
-
-
-def fb_name(data: str) -> str:
-    return f"test_{'zero' if data == 'zero' else 'rand'}1"

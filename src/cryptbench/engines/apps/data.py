@@ -50,6 +50,34 @@ def write_incompressible(path: Path, seed: int, n: int, *labels: object) -> None
         os.fsync(f.fileno())
 
 
+def write_from_pool(path: os.PathLike[str], size: int, pool: bytes, chunk: int, salt: int | None) -> None:
+    """A new file of `size` bytes in `chunk`-sized writes drawn from `pool`, fsynced.
+
+    With a salt, each chunk starts with (salt, chunk number), so no two chunks
+    of any file are alike however small the pool; without one the pool's bytes
+    go as they are (a pool of zeros writes zeros).
+    """
+    span = len(pool) - chunk  # the offsets a whole chunk can start at
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        left, k = size, 0
+        while left:
+            n = min(chunk, left)
+            at = (k * chunk) % span if span else 0
+            if salt is None:
+                data = pool[at : at + n]
+            else:
+                data = (salt * 1_000_003 + k).to_bytes(8, "little") + pool[at + 8 : at + n]
+            view = memoryview(data)
+            while view:  # a short write is legal; finish it
+                view = view[os.write(fd, view) :]
+            left -= n
+            k += 1
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def lognormal_sizes(seed: int, total: int, median: int, sigma: float, low: int, high: int) -> list[int]:
     """File sizes (bytes) with a log-normal spread, as in real trees, summing to about `total`."""
     r = rng(seed, "sizes")

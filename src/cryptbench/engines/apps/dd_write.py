@@ -4,9 +4,10 @@ random data, as study 004 timed with dd; a new file per trial.
 Two styles:
 
 - `durable` (the default): written by cryptbench from a buffer made before
-  the clock starts (random data: a seeded pool, so generating it is not
-  timed), then fsynced inside the clock, as `dd conv=fsync` would: the time
-  is the time to put the data on the target's storage.
+  the clock starts (random data: a seeded 8 MiB pool, each 1 MiB chunk salted
+  so that no two are alike, as write-series writes), then fsynced inside the
+  clock, as `dd conv=fsync` would: the time is the time to put the data on
+  the target's storage.
 - `as-published`: the study's own command, `dd if=/dev/zero|/dev/urandom
   of=DIR/test_zeroN count=N bs=1M`, run as it was: no fsync, so the time dd
   reports ends when the data is in the page cache, and /dev/urandom's cost is
@@ -16,32 +17,25 @@ Two styles:
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from cryptbench.engines.apps.base import AppEnv, AppResult, AppWorkload, Phase, PhaseClock, remove_tree
-from cryptbench.engines.apps.data import incompressible
+from cryptbench.engines.apps.data import incompressible, write_from_pool
 from cryptbench.engines.apps.params import Params
 from cryptbench.engines.child import run_child
 from cryptbench.errors import TrialError
 
 BLOCK = 1 << 20  # bytes per write, as the study's bs=1m
-POOL = 256 << 20  # bytes: the most random data held in memory; larger files repeat it
+POOL = 8 << 20  # bytes of random data the writes draw from (salted per chunk)
 DATA = ("zero", "random")
 STYLES = ("durable", "as-published")
 SOURCES = {"zero": "/dev/zero", "random": "/dev/urandom"}
 DD_TIMEOUT = 3600.0  # seconds: a dd that has not finished by then is stuck, not slow
 # GNU dd, in the C locale: "134217728 bytes (134 MB, 128 MiB) copied, 0.0797 s, 1.7 GB/s"
 _DD_SUMMARY = re.compile(r"^(\d+) bytes .*copied, ([0-9.]+(?:e[-+]?\d+)?) s,", re.MULTILINE)
-
-
-@functools.lru_cache(maxsize=1)
-def random_pool(seed: int, n: int) -> bytes:
-    """n random bytes for the writes; kept between trials, since every target gets the same."""
-    return incompressible(seed, n, "dd-pool")
 
 
 def parse_dd(stderr: str) -> tuple[int, float]:
@@ -115,21 +109,16 @@ class DdWrite(AppWorkload):
         return self._run_durable(env)
 
     def _run_durable(self, env: AppEnv) -> AppResult:
-        pool = memoryview(bytes(BLOCK) if self.data == "zero" else random_pool(env.seed, min(env.size, POOL)))
+        if self.data == "zero":
+            pool, salt = bytes(BLOCK), None
+        else:
+            pool, salt = incompressible(env.seed, POOL, "dd-pool"), env.trial
         path = env.root / self.file_name(env.trial)
         clock = PhaseClock()
         with clock.phase("write") as c:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-            try:
-                while c.bytes < env.size:
-                    at = c.bytes % len(pool)
-                    n = min(BLOCK, env.size - c.bytes, len(pool) - at)
-                    c.bytes += os.write(fd, pool[at : at + n])
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            c.items = 1
-        return AppResult(tuple(clock.phases), 1, {"file": path.name, "bytes": c.bytes, "fsync": True})
+            write_from_pool(path, env.size, pool, BLOCK, salt)
+            c.bytes, c.items = env.size, 1
+        return AppResult(tuple(clock.phases), 1, {"file": path.name, "bytes": env.size, "fsync": True})
 
     def _run_dd(self, env: AppEnv) -> AppResult:
         cmd = self.command(env)

@@ -19,7 +19,9 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -114,29 +116,15 @@ class PhotoImport(AppWorkload):
         if self.variant == "stage-then-move":
             staged = env.staging / "import"
             staged.mkdir(parents=True)
-            with clock.phase("stage") as c:
-                for name in names:
-                    shutil.copyfile(card / name, staged / name)
-                    c.bytes += self.photo_size
-                    c.items += 1
-                durable()
+            _each_photo(clock, "stage", names, shutil.copyfile, card, staged, self.photo_size)
             env.settle()
             # A rename within one filesystem moves no data; across filesystems
             # (into an encrypted layer) shutil.move copies and deletes.
             moved_by_copy = os.stat(staged).st_dev != os.stat(pictures).st_dev
-            with clock.phase("move") as c:
-                for name in names:
-                    shutil.move(staged / name, pictures / name)
-                    c.bytes += self.photo_size if moved_by_copy else 0
-                    c.items += 1
-                durable()
+            moved = self.photo_size if moved_by_copy else 0
+            _each_photo(clock, "move", names, shutil.move, staged, pictures, moved)
         else:
-            with clock.phase("copy") as c:
-                for name in names:
-                    shutil.copyfile(card / name, pictures / name)
-                    c.bytes += self.photo_size
-                    c.items += 1
-                durable()
+            _each_photo(clock, "copy", names, shutil.copyfile, card, pictures, self.photo_size)
         env.settle()
         with clock.phase("catalog") as c:
             catalog = sqlite3.connect(env.root / "catalog.sqlite", isolation_level=None)
@@ -187,3 +175,21 @@ def _preview(data: bytes) -> bytes:
     s = PREVIEW_SCALE
     small = image.reshape(rows // s, s, PREVIEW_WIDTH // s, s).mean(axis=(1, 3))
     return (small / 256).astype(np.uint8).tobytes()
+
+
+def _each_photo(
+    clock: PhaseClock,
+    phase: str,
+    names: list[str],
+    transfer: Callable[[Path, Path], object],
+    source: Path,
+    dest: Path,
+    bytes_each: int,
+) -> None:
+    """One timed phase: each photo from source to dest (a copy or a move), made durable."""
+    with clock.phase(phase) as c:
+        for name in names:
+            transfer(source / name, dest / name)
+            c.bytes += bytes_each
+            c.items += 1
+        durable()

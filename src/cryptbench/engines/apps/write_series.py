@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from cryptbench.engines.apps.base import AppEnv, AppResult, AppWorkload, Phase, remove_tree
-from cryptbench.engines.apps.data import incompressible, rng
+from cryptbench.engines.apps.data import incompressible, rng, write_from_pool
 from cryptbench.engines.apps.params import Params
 
 SMALLEST = 2 << 20  # bytes: Stibium's smallest file
@@ -71,7 +71,7 @@ class WriteSeries(AppWorkload):
         seconds: dict[tuple[str, int], float] = {}
         for i in order:
             start = time.perf_counter()
-            _write(series / f"{i:04d}.dat", files[i], pool, i)
+            write_from_pool(series / f"{i:04d}.dat", files[i], pool, CHUNK, i)
             key = ("write", files[i])
             seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - start
         env.settle()
@@ -95,25 +95,6 @@ class WriteSeries(AppWorkload):
 def _label(size: int) -> str:
     """A size class as a metric name part: 2m, 512k."""
     return f"{size >> 20}m" if size % (1 << 20) == 0 else f"{size >> 10}k"
-
-
-def _write(path: os.PathLike[str], size: int, pool: bytes, salt: int) -> None:
-    """Write `size` bytes from the pool, each chunk salted so no two are alike; fsync."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        left, k = size, 0
-        while left:
-            n = min(CHUNK, left)
-            at = (k * CHUNK) % (POOL - CHUNK)
-            chunk = (salt * 1_000_003 + k).to_bytes(8, "little") + pool[at + 8 : at + n]
-            view = memoryview(chunk)
-            while view:  # a short write is legal; finish it
-                view = view[os.write(fd, view) :]
-            left -= n
-            k += 1
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _read(path: os.PathLike[str]) -> None:
