@@ -58,7 +58,30 @@ def _parser() -> argparse.ArgumentParser:
         "--size", help="data file per target, bytes moved per trial (default: the suite's, else 64M)"
     )
     r.add_argument(
-        "--repeats", type=int, help="trials per workload and target (default: the suite's, else 5)"
+        "--repeats",
+        type=int,
+        help="a fixed number of trials per workload and target (default: the suite's if it fixes one, "
+        "else adaptive, see --precision)",
+    )
+    r.add_argument(
+        "--precision",
+        metavar="P",
+        help="adaptive: repeat until each comparison's 95%% interval is within ±P of its estimate "
+        "(default 5%%; for a suite that fixes its repeats, asking turns adaptive on)",
+    )
+    r.add_argument("--min-repeats", type=int, help="adaptive: trials before precision is judged (default 3)")
+    r.add_argument("--max-repeats", type=int, help="adaptive: trials at most (default 10)")
+    r.add_argument(
+        "--max-bytes",
+        metavar="SIZE",
+        help="stop repeating once the trials wrote this much (adaptive default: a tenth of the free "
+        "space, at most 8G; a fixed count runs in full unless given)",
+    )
+    r.add_argument(
+        "--max-time",
+        metavar="DURATION",
+        help="stop repeating after this long in trials (90s, 10m, 1h; adaptive default: 5m; "
+        "a fixed count runs in full unless given)",
     )
     r.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")
     r.add_argument(
@@ -156,6 +179,11 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             state=args.state,
             fs=args.fs,
             as_published=args.as_published,
+            precision=args.precision,
+            min_repeats=args.min_repeats,
+            max_repeats=args.max_repeats,
+            max_bytes=args.max_bytes,
+            max_time=args.max_time,
             progress=progress,
         )
     for msg in outcome.recovered:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench import keys
+from cryptbench.adaptive import Stopping
 from cryptbench.backends import DEFAULT, REGISTRY
 from cryptbench.backends.base import FILESYSTEMS, STATES, TargetSpec
 from cryptbench.backends.filesystem import probe_fs
@@ -26,10 +27,21 @@ from cryptbench.suite import (
     load_suite,
     primary_metric,
 )
-from cryptbench.units import format_bytes, parse_size
+from cryptbench.units import format_bytes, parse_duration, parse_percent, parse_size
 
 DEFAULT_SIZE = "64M"
-DEFAULT_REPEATS = 5
+DEFAULT_PRECISION = "5%"
+DEFAULT_MIN_REPEATS = 3
+DEFAULT_MAX_REPEATS = 10
+PRECISION_RANGE = (0.1, 50.0)  # percent
+# Adaptive runs' default budgets. Bytes: a tenth of the free space, at most
+# 8 GiB (wear is the user's cost; more only when asked, --max-bytes). Time:
+# five minutes of trials, so that the default run ends in a few minutes on a
+# noisy machine too. A fixed count (--repeats, a study's suite) is run in full
+# unless a budget is given.
+DEFAULT_MAX_BYTES_FRACTION = 0.10
+DEFAULT_MAX_BYTES_CAP = 8 << 30
+DEFAULT_MAX_TIME = 300.0  # seconds
 SIZE_ALIGN = 1 << 20  # data files are whole MiB so that every block size divides them
 SPACE_MARGIN = 256 << 20  # bytes kept free on the target filesystem beyond the plan's need
 IO_MODES = ("auto", "direct", "buffered")
@@ -45,7 +57,7 @@ class Plan:
     skipped: tuple[tuple[str, str], ...]  # (backend, reason): unavailable, not asked for
     target_dir: Path
     size: int  # bytes: the data file on each target, and bytes moved per trial
-    repeats: int  # trials per (workload, target)
+    repeats: int  # trials per (workload, target): exactly, or at most when adaptive
     seed: int  # trial order and fio random offsets
     io_mode: str  # auto, direct or buffered, as asked
     zero_data: bool
@@ -59,6 +71,11 @@ class Plan:
     # application workloads keep and write there; targets are sized for it
     target_bytes: int = 0
     as_published: bool = False  # the suite's as_published workloads are in suite.workloads
+    stopping: Stopping | None = None  # how many rounds: adaptive or fixed, and the budgets
+
+    @property
+    def rule(self) -> Stopping:
+        return self.stopping or Stopping(None, self.repeats, self.repeats, None, None)
 
     def baseline_of(self, spec: TargetSpec) -> str | None:
         """The name of the target `spec` is compared with: its baseline, in the same state."""
@@ -85,6 +102,7 @@ class Plan:
             "target_dir": str(self.target_dir),
             "size": self.size,
             "repeats": self.repeats,
+            "stopping": self.rule.to_json(),
             "seed": self.seed,
             "io_mode": self.io_mode,
             "data": "zero" if self.zero_data else "random",
@@ -95,6 +113,58 @@ class Plan:
             # the study's own commands, faults included, run beside the corrected workloads
             "as_published": [w.name for w in self.suite.as_published] if self.as_published else [],
         }
+
+
+def _stopping(
+    suite: Suite,
+    repeats: int | None,
+    precision: str | None,
+    min_repeats: int | None,
+    max_repeats: int | None,
+    max_bytes: str | None,
+    max_time: str | None,
+    target_dir: Path,
+) -> Stopping:
+    """Adaptive unless the number of rounds is fixed: by --repeats, or by a
+    suite that reproduces a study's count (unless --precision asks otherwise)."""
+    adaptive_flags = [
+        f
+        for f, v in (
+            ("--precision", precision),
+            ("--min-repeats", min_repeats),
+            ("--max-repeats", max_repeats),
+        )
+        if v is not None
+    ]
+    if repeats is not None and adaptive_flags:
+        raise UsageError(
+            f"--repeats fixes the number of trials; {adaptive_flags[0]} is for adaptive repetition: give one"
+        )
+    budget: int | None = None
+    if max_bytes is not None:
+        budget = parse_size(max_bytes, what="--max-bytes")
+        if budget <= 0:
+            raise UsageError("--max-bytes must be more than zero")
+    seconds = parse_duration(max_time, what="--max-time") if max_time is not None else None
+    fixed = repeats if repeats is not None else (None if adaptive_flags else suite.repeats)
+    if fixed is not None:
+        check_repeats_range(fixed, "--repeats")
+        return Stopping(None, fixed, fixed, budget, seconds)
+    if budget is None:
+        budget = min(int(free_bytes(target_dir) * DEFAULT_MAX_BYTES_FRACTION), DEFAULT_MAX_BYTES_CAP)
+    if seconds is None:
+        seconds = DEFAULT_MAX_TIME
+    low, high = PRECISION_RANGE
+    fraction = parse_percent(precision or DEFAULT_PRECISION, what="--precision", low=low, high=high)
+    least = min_repeats if min_repeats is not None else DEFAULT_MIN_REPEATS
+    most = max_repeats if max_repeats is not None else max(DEFAULT_MAX_REPEATS, least)
+    check_repeats_range(least, "--min-repeats")
+    check_repeats_range(most, "--max-repeats")
+    if least < 2:
+        raise UsageError("--min-repeats must be at least 2: one trial has no interval to judge")
+    if most < least:
+        raise UsageError(f"--max-repeats {most} is below --min-repeats {least}")
+    return Stopping(fraction, least, most, budget, seconds)
 
 
 def _with_baselines(names: list[str]) -> tuple[list[str], list[str]]:
@@ -164,6 +234,11 @@ def build_plan(
     state: str | None = None,
     fs: str | None = None,
     as_published: bool = False,
+    precision: str | None = None,
+    min_repeats: int | None = None,
+    max_repeats: int | None = None,
+    max_bytes: str | None = None,
+    max_time: str | None = None,
 ) -> Plan:
     suite_obj = load_suite(suite)
     if as_published:
@@ -181,8 +256,6 @@ def build_plan(
     else:
         size_bytes = suite_obj.size if suite_obj.size is not None else parse_size(DEFAULT_SIZE)
         size = format_bytes(size_bytes)
-    if repeats is None:
-        repeats = suite_obj.repeats if suite_obj.repeats is not None else DEFAULT_REPEATS
     size_bytes = size_bytes // SIZE_ALIGN * SIZE_ALIGN
     fio = [w for w in suite_obj.workloads if isinstance(w, WorkloadSpec)]
     apps = [w for w in suite_obj.workloads if isinstance(w, AppWorkload)]
@@ -199,7 +272,6 @@ def build_plan(
     # so the needs add up rather than taking the largest.
     target_bytes = (size_bytes if fio else 0) + sum(a.target_bytes(size_bytes) for a in apps)
     input_bytes = sum(a.input_bytes(size_bytes) for a in apps)
-    check_repeats_range(repeats, "--repeats")
     if io_mode not in IO_MODES:
         raise UsageError(f"--io-mode must be one of {', '.join(IO_MODES)}")
     if data not in DATA_KINDS:
@@ -207,6 +279,7 @@ def build_plan(
     if seed is not None and not 0 <= seed < 2**32:
         raise UsageError("--seed must be from 0 to 4294967295")
     target_dir = check_target_dir(Path(target))
+    rule = _stopping(suite_obj, repeats, precision, min_repeats, max_repeats, max_bytes, max_time, target_dir)
     passphrase = keys.read_passphrase_file(passphrase_file) if passphrase_file is not None else None
 
     skipped: list[tuple[str, str]] = []
@@ -287,7 +360,7 @@ def build_plan(
         skipped=tuple(skipped),
         target_dir=target_dir,
         size=size_bytes,
-        repeats=repeats,
+        repeats=rule.max_repeats,
         seed=seed if seed is not None else secrets.randbits(32),
         io_mode=io_mode,
         zero_data=data == "zero",
@@ -298,4 +371,5 @@ def build_plan(
         fs=fs_name,
         target_bytes=target_bytes,
         as_published=as_published,
+        stopping=rule,
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -25,6 +26,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from cryptbench.adaptive import Controller, Samples, Stopping, StopReason
 from cryptbench.backends.base import Target, cache_files, iter_files
 from cryptbench.engines.apps import AppEnv, AppWorkload
 from cryptbench.engines.fio import parse_fio_json, run_fio
@@ -51,16 +53,33 @@ class TrialSpec:
     target: str
 
 
+def _round(
+    rng: random.Random,
+    workloads: tuple[Workload, ...],
+    targets: list[str],
+    need: dict[str, set[str]] | None,
+) -> list[tuple[Workload, list[str]]]:
+    """One round: the workloads in a random order, and for each a block of the
+    targets it needs (all with `need` None) in a random order."""
+    order = list(workloads)
+    rng.shuffle(order)
+    blocks = []
+    for w in order:
+        if need is not None and w.name not in need:
+            continue
+        names = [t for t in targets if need is None or t in need[w.name]]
+        rng.shuffle(names)
+        blocks.append((w, names))
+    return blocks
+
+
 def schedule(workloads: tuple[Workload, ...], targets: list[str], repeats: int, seed: int) -> list[TrialSpec]:
+    """A fixed number of rounds, every workload and target in each."""
     rng = random.Random(seed)
     trials: list[TrialSpec] = []
     block = 0
     for repeat in range(repeats):
-        order = list(workloads)
-        rng.shuffle(order)
-        for w in order:
-            names = list(targets)
-            rng.shuffle(names)
+        for w, names in _round(rng, workloads, targets, None):
             for name in names:
                 trials.append(TrialSpec(len(trials), block, repeat, w, name))
             block += 1
@@ -69,7 +88,7 @@ def schedule(workloads: tuple[Workload, ...], targets: list[str], repeats: int, 
 
 class Progress(Protocol):
     def phase(self, text: str) -> None: ...
-    def start_trials(self, total: int) -> None: ...
+    def add_trials(self, count: int) -> None: ...
     def trial_done(self, spec: TrialSpec, ok: bool) -> None: ...
 
 
@@ -77,7 +96,7 @@ class NullProgress:
     def phase(self, text: str) -> None:
         pass
 
-    def start_trials(self, total: int) -> None:
+    def add_trials(self, count: int) -> None:
         pass
 
     def trial_done(self, spec: TrialSpec, ok: bool) -> None:
@@ -344,6 +363,54 @@ def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_s
     return True
 
 
+class Executor:
+    """Runs trials one by one, remembering targets that were lost: their
+    remaining trials are not run (they would fail the same way); the other
+    targets go on."""
+
+    def __init__(
+        self,
+        ctx: TrialContext,
+        targets: Targets,
+        direct: dict[str, bool],
+        workload_seeds: dict[str, int],
+        progress: Progress,
+    ) -> None:
+        self.ctx, self.targets, self.direct = ctx, targets, direct
+        self.workload_seeds, self.progress = workload_seeds, progress
+        self.ok = self.failed = 0  # trials that succeeded; failed or not run
+        self.lost: dict[str, str] = {}  # target -> why
+        self.skipped: dict[str, int] = {}  # target -> trials not run
+
+    def run(self, spec: TrialSpec) -> bool:
+        if spec.target in self.lost:
+            self.skipped[spec.target] = self.skipped.get(spec.target, 0) + 1
+            success = False
+        else:
+            try:
+                target = prepare(self.ctx, spec, self.targets)
+                seed = self.workload_seeds[spec.workload.name]
+                if isinstance(spec.workload, AppWorkload):
+                    success = run_app_trial(self.ctx, spec, target, seed)
+                else:
+                    success = run_trial(self.ctx, spec, target, self.direct[target.name], seed)
+            except TargetLost as e:
+                self.lost[spec.target] = str(e)
+                success = False
+        self.ok += success
+        self.failed += not success
+        self.progress.trial_done(spec, success)
+        return success
+
+    def finish(self) -> tuple[int, int]:
+        """Note the lost targets; return (succeeded, failed or not run)."""
+        for name, why in self.lost.items():
+            self.ctx.store.add_note(
+                self.ctx.run_id, f"{why}: its {self.skipped.get(name, 0)} remaining trial(s) were not run"
+            )
+        return self.ok, self.failed
+
+
 def run_all(
     ctx: TrialContext,
     trials: list[TrialSpec],
@@ -352,33 +419,88 @@ def run_all(
     workload_seeds: dict[str, int],
     progress: Progress,
 ) -> tuple[int, int]:
-    """Run every trial in order; return (succeeded, failed or not run).
-
-    A lost target's remaining trials are not run (they would fail the same
-    way); the other targets go on.
-    """
-    ok = failed = 0
-    lost: dict[str, str] = {}
-    skipped: dict[str, int] = {}
-    progress.start_trials(len(trials))
+    """Run every trial in order; return (succeeded, failed or not run)."""
+    executor = Executor(ctx, targets, direct, workload_seeds, progress)
+    progress.add_trials(len(trials))
     for spec in trials:
-        if spec.target in lost:
-            skipped[spec.target] = skipped.get(spec.target, 0) + 1
-            success = False
-        else:
-            try:
-                target = prepare(ctx, spec, targets)
-                seed = workload_seeds[spec.workload.name]
-                if isinstance(spec.workload, AppWorkload):
-                    success = run_app_trial(ctx, spec, target, seed)
-                else:
-                    success = run_trial(ctx, spec, target, direct[target.name], seed)
-            except TargetLost as e:
-                lost[spec.target] = str(e)
-                success = False
-        ok += success
-        failed += not success
-        progress.trial_done(spec, success)
-    for name, why in lost.items():
-        ctx.store.add_note(ctx.run_id, f"{why}: its {skipped.get(name, 0)} remaining trial(s) were not run")
-    return ok, failed
+        executor.run(spec)
+    return executor.finish()
+
+
+class Spend:
+    """What the trials have cost so far: bytes written (the device's own
+    counter where there is one, else what fio and the tasks wrote) and seconds."""
+
+    def __init__(
+        self, ctx: TrialContext, write_workloads: set[str], clock: Callable[[], float] = time.monotonic
+    ):
+        self.ctx, self.write_workloads, self.clock = ctx, write_workloads, clock
+        self.device_start = bytes_written(ctx.device)
+        self.started = clock()
+
+    def bytes(self) -> int:
+        now = bytes_written(self.ctx.device) if self.device_start is not None else None
+        if now is not None and self.device_start is not None:
+            return now - self.device_start
+        return int(self.ctx.store.metric_sum(self.ctx.run_id, "io_bytes", self.write_workloads))
+
+    def seconds(self) -> float:
+        return self.clock() - self.started
+
+    def over(self, rule: Stopping) -> StopReason | None:
+        if rule.max_bytes is not None and self.bytes() >= rule.max_bytes:
+            return StopReason.MAX_BYTES
+        if rule.max_time is not None and self.seconds() >= rule.max_time:
+            return StopReason.MAX_TIME
+        return None
+
+
+def primary_samples(store: Store, run_id: int, metric_of: dict[str, str]) -> Samples:
+    """Each (workload, target)'s values of the workload's primary metric, in trial order."""
+    trials = {t["id"]: t for t in store.trial_rows(run_id)}
+    out: Samples = {}
+    for trial_id, name, _unit, value in store.metric_rows(run_id):
+        t = trials[trial_id]
+        if metric_of.get(t["workload"]) == name:
+            out.setdefault((t["workload"], t["target"]), []).append(value)
+    return out
+
+
+def run_rounds(
+    executor: Executor,
+    workloads: tuple[Workload, ...],
+    targets: list[str],
+    controller: Controller,
+    spend: Spend,
+    seed: int,
+    on_change: Callable[[], None] = lambda: None,
+) -> tuple[int, int]:
+    """Interleaved rounds until the controller has every answer or a budget is
+    spent; budgets are checked before each block, so a block (a workload on
+    every target it needs) is never split. `on_change` stores the answers.
+
+    Returns (trials that succeeded, failed or not run)."""
+    ctx = executor.ctx
+    metric_of = {a.question.workload: a.question.metric for a in controller.answers}
+    rng = random.Random(seed)
+    seq = block = rounds = 0
+    while True:
+        samples = primary_samples(ctx.store, ctx.run_id, metric_of)
+        controller.review(rounds, samples, set(executor.lost))
+        on_change()
+        if controller.done:
+            break
+        blocks = _round(rng, workloads, targets, controller.needed())
+        executor.progress.add_trials(sum(len(names) for _w, names in blocks))
+        for w, names in blocks:
+            spent = spend.over(controller.rule)
+            if spent is not None:
+                controller.exhaust(spent, rounds, primary_samples(ctx.store, ctx.run_id, metric_of))
+                on_change()
+                return executor.finish()
+            for name in names:
+                executor.run(TrialSpec(seq, block, rounds, w, name))
+                seq += 1
+            block += 1
+        rounds += 1
+    return executor.finish()

@@ -44,6 +44,16 @@ class Ratio:
     ci_high: float | None
 
 
+def figure_seed(run_seed: int, *parts: str) -> int:
+    """A stable seed per figure (run seed, workload, target, …), so that `show`
+    and the stopping rule during `run` get exactly the interval `run` printed."""
+    h = run_seed
+    for p in parts:
+        for ch in p.encode():
+            h = (h * 131 + ch) % (2**32)
+    return h
+
+
 def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
@@ -79,6 +89,26 @@ def ratio(target: list[float], baseline: list[float], seed: int = 0) -> Ratio:
         return Ratio(point, None, None)
     lo, hi = _bootstrap((a, b), lambda x, y, axis: np.median(x, axis=axis) / np.median(y, axis=axis), seed)
     return Ratio(point, lo, hi)
+
+
+def speed_ratio(
+    target: list[float], baseline: list[float], higher_is_better: bool | None, seed: int = 0
+) -> Ratio:
+    """The target's speed over the baseline's: for a time (lower is better)
+    that is the baseline's time over the target's."""
+    if higher_is_better is False:
+        target, baseline = baseline, target
+    return ratio(target, baseline, seed)
+
+
+def halfwidth(r: Ratio) -> float | None:
+    """How far the 95 % interval of a ratio reaches from the estimate, in
+    ratio units (0.05: five percentage points of change either way, the way
+    the report prints "-62% [-66, -58]"); the larger side, since percentile
+    intervals are not symmetric. None without an interval."""
+    if r.ci_low is None or r.ci_high is None:
+        return None
+    return max(r.ratio - r.ci_low, r.ci_high - r.ratio)
 
 
 def _bootstrap(data: tuple[np.ndarray, ...], statistic, seed: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]

@@ -48,6 +48,43 @@ def parse_size(text: str, *, what: str = "size") -> int:
     return int(value)
 
 
+_PERCENT_RE = re.compile(r"[ \t]*([0-9]{1,6}(?:\.[0-9]{1,6})?)[ \t]*%?[ \t]*")
+_DURATION_RE = re.compile(r"[ \t]*([0-9]{1,9}(?:\.[0-9]{1,6})?)[ \t]*([smh]?)[ \t]*")
+_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
+
+
+def parse_percent(text: str, *, what: str, low: float, high: float) -> float:
+    """'5%' or '5' as the fraction 0.05, within [low, high] percent."""
+    m = _PERCENT_RE.fullmatch(text)
+    if not m:
+        raise UsageError(f"{what} {text[:40]!r} is not a percentage (examples: 5%, 2.5)")
+    value = float(m.group(1))
+    if not low <= value <= high:
+        raise UsageError(f"{what} must be from {low:g}% to {high:g}%, not {value:g}%")
+    return value / 100
+
+
+def parse_duration(text: str, *, what: str) -> float:
+    """'90', '90s', '10m' or '1.5h' as seconds, more than zero."""
+    m = _DURATION_RE.fullmatch(text)
+    if not m:
+        raise UsageError(f"{what} {text[:40]!r} is not a duration (examples: 90s, 10m, 1.5h)")
+    seconds = float(m.group(1)) * _SECONDS[m.group(2)]
+    if seconds <= 0:
+        raise UsageError(f"{what} must be longer than zero")
+    return seconds
+
+
+def format_duration(s: float) -> str:
+    """'1 min 31 s', '12.3 s'."""
+    if s < 60:
+        return f"{s:.1f} s"
+    minutes, seconds = divmod(round(s), 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    return f"{minutes // 60} h {minutes % 60} min"
+
+
 def format_bytes(n: float) -> str:
     """Binary units, the way fio prints sizes: 64.0 MiB."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):

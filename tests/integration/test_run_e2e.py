@@ -12,6 +12,7 @@ from cryptbench.store import Store
 from tests.conftest import cli
 
 TINY = "4M"
+SEQ_SUITE = Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml"
 
 
 def test_quick_suite_on_every_available_backend(target_dir: Path, tmp_path: Path) -> None:
@@ -71,3 +72,71 @@ def test_cli_json_document(target_dir: Path, tmp_path: Path) -> None:
     hist = cli("history", "--json", "--db", str(db))
     (row,) = json.loads(hist.stdout)
     assert row["id"] == doc["run_id"] and row["status"] == "complete" and row["ok_trials"] == 6
+
+
+def test_adaptive_repetition_for_real(target_dir: Path, tmp_path: Path) -> None:
+    """fscrypt against ext4-loop against plain, repeated until ±precision or
+    max-repeats; what stopped each comparison is stored and shown."""
+    db = tmp_path / "r.sqlite"
+    outcome = run_cmd.run(
+        backends="fscrypt",
+        suite=str(SEQ_SUITE),
+        size=TINY,
+        precision="40%",
+        min_repeats=2,
+        max_repeats=4,
+        seed=5,
+        target=str(target_dir),
+        db=db,
+    )
+    doc = outcome.document
+    assert outcome.exit_code == 0
+    st = doc["stopping"]
+    assert st["rule"] == {
+        "precision": 0.40,
+        "min_repeats": 2,
+        "max_repeats": 4,
+        "max_bytes": st["rule"]["max_bytes"],
+        "max_time": 300.0,
+    }
+    assert {(a["target"], a["baseline"]) for a in st["answers"]} == {
+        ("ext4-loop", "plain"),
+        ("fscrypt", "ext4-loop"),
+    }
+    ok = Store.open(db)
+    counts = dict(
+        ok.db.execute(
+            "SELECT target, count(*) FROM trials WHERE run_id=? AND status='ok' GROUP BY target",
+            (outcome.run_id,),
+        ).fetchall()
+    )
+    ok.close()
+    for a in st["answers"]:
+        assert a["stopped_by"] in ("precision", "max-repeats")
+        assert 2 <= a["rounds"] <= 4
+        if a["stopped_by"] == "precision":
+            assert a["halfwidth"] <= 0.40
+        else:
+            assert a["rounds"] == 4
+    # the document's comparison carries the same verdict and its own precision
+    for c in doc["comparisons"]:
+        if c["kind"] == "baseline":
+            assert c["stopped_by"] in ("precision", "max-repeats") and c["precision"] is not None
+    assert sum(counts.values()) == doc["trials"]["ok"]
+    assert max(counts.values()) <= 4 * 2
+    assert st["bytes_source"] == "device" and st["bytes_written"] >= 2 * 3 * (4 << 20)
+    assert show.run(ref="latest", db=db) == doc
+
+
+def test_a_byte_budget_ends_the_repetition(target_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "r.sqlite"
+    proc = cli(
+        "run", "--backends", "plain", "--suite", str(SEQ_SUITE), "--size", TINY, "--max-bytes", "1M",
+        "--target", str(target_dir), "--db", str(db),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "stopped by max-bytes" in proc.stdout
+    doc = show.run(ref="latest", db=db)
+    assert doc["stopping"]["stopped_by"] == "max-bytes"
+    # the first write block crossed the budget: nothing ran after it
+    assert doc["trials"]["ok"] <= 2

@@ -171,3 +171,25 @@ def test_as_published_on_a_suite_without_it_is_refused(tmp_path: Path) -> None:
         UsageError, match=r"suite quick has no as-published protocol \(suites with one: study-004\)"
     ):
         _plan(tmp_path, as_published=True)
+
+
+def test_how_many_trials_adaptive_by_default_fixed_when_asked(tmp_path: Path) -> None:
+    from cryptbench.plan import DEFAULT_MAX_BYTES_CAP
+    from cryptbench.session import free_bytes
+
+    default = _plan(tmp_path, repeats=None).rule
+    assert (default.precision, default.min_repeats, default.max_repeats) == (0.05, 3, 10)
+    assert default.max_bytes == min(int(free_bytes(tmp_path) * 0.10), DEFAULT_MAX_BYTES_CAP)
+    assert default.max_time == 300.0
+    fixed = _plan(tmp_path, repeats=4).rule
+    assert (fixed.precision, fixed.min_repeats, fixed.max_repeats) == (None, 4, 4)
+    assert (fixed.max_bytes, fixed.max_time) == (None, None)  # a fixed count runs in full unless asked
+    assert _plan(tmp_path, repeats=4, max_bytes="1G").rule.max_bytes == 1 << 30
+    # a study's suite fixes its count; asking for precision turns adaptive on
+    study = _plan(tmp_path, repeats=None, suite="study-004", size="16M")
+    assert (study.rule.precision, study.repeats) == (None, 10)
+    asked = _plan(tmp_path, repeats=None, suite="study-004", size="16M", precision="2%", max_repeats=30)
+    assert (asked.rule.precision, asked.rule.max_repeats, asked.repeats) == (0.02, 30, 30)
+    budget = _plan(tmp_path, repeats=None, max_bytes="2G", max_time="10m").rule
+    assert (budget.max_bytes, budget.max_time) == (2 << 30, 600.0)
+    assert _plan(tmp_path, repeats=None).to_json()["stopping"]["precision"] == 0.05

@@ -30,3 +30,22 @@ def test_format() -> None:
     assert format_bytes(64 << 20) == "64.0 MiB"
     assert format_rate(350e6) == "350.0 MB/s"
     assert format_rate(2.5e9) == "2.50 GB/s"
+
+
+def test_percent_and_duration() -> None:
+    from cryptbench.units import format_duration, parse_duration, parse_percent
+
+    assert parse_percent("5%", what="p", low=0.1, high=50) == 0.05
+    assert parse_percent(" 2.5 ", what="p", low=0.1, high=50) == 0.025
+    for bad in ("", "5%%", "-5", "five", "1e3"):
+        with pytest.raises(UsageError):
+            parse_percent(bad, what="p", low=0.1, high=50)
+    assert parse_duration("90", what="d") == 90
+    assert parse_duration("10m", what="d") == 600
+    assert parse_duration("1.5h", what="d") == 5400
+    for bad in ("", "0", "10 min", "-1s", "m"):
+        with pytest.raises(UsageError):
+            parse_duration(bad, what="d")
+    assert format_duration(12.34) == "12.3 s"
+    assert format_duration(91) == "1 min 31 s"
+    assert format_duration(7322) == "2 h 2 min"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench import __version__
+from cryptbench.adaptive import Controller, Question, questions
 from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.fio import probe_ioengine, run_fio
@@ -17,22 +18,24 @@ from cryptbench.errors import CryptbenchError, DiskFull, Interrupted, ProvisionE
 from cryptbench.interrupts import interruptible, signals_blocked, take_pending
 from cryptbench.measure import environment
 from cryptbench.measure.device import device_of
+from cryptbench.metrics import info
 from cryptbench.plan import Plan, build_plan
 from cryptbench.report import document
 from cryptbench.runner import (
     ENOSPC_TEXT,
+    Executor,
     NullProgress,
     Progress,
+    Spend,
     TrialContext,
     app_env,
     job_options,
-    run_all,
-    schedule,
+    run_rounds,
     target_lost,
 )
 from cryptbench.session import Session, candidate_run_dirs, recover
 from cryptbench.store import Store, default_db_path
-from cryptbench.suite import WorkloadSpec
+from cryptbench.suite import WorkloadSpec, primary_metric
 from cryptbench.verify import marker_in_backing, probe_direct_io
 
 
@@ -266,8 +269,35 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
             if isinstance(w, AppWorkload):
                 progress.phase(f"making the inputs of {w.name}")
                 w.make_inputs(app_env(ctx, w, next(iter(targets.values())), workload_seeds[w.name]))
-        trials = schedule(plan.suite.workloads, list(targets), plan.repeats, plan.seed)
-        return run_all(ctx, trials, provisioned, direct, workload_seeds, progress)
+        executor = Executor(ctx, provisioned, direct, workload_seeds, progress)
+        writes = {w.name for w in plan.suite.workloads if w.is_write}
+        spend = Spend(ctx, writes)
+        controller = Controller(plan.rule, run_questions(plan), plan.seed)
+
+        def record() -> None:
+            store.set_stopping(run_id, stopping_record(controller, spend))
+
+        return run_rounds(executor, plan.suite.workloads, list(targets), controller, spend, plan.seed, record)
+
+
+def run_questions(plan: Plan) -> list[Question]:
+    """What the run must answer: each workload's primary metric, each target against its baseline."""
+    workloads = []
+    for w in plan.suite.workloads:
+        metric = primary_metric(w)
+        workloads.append((w.name, (metric, info(metric).higher_is_better)))
+    return questions(workloads, {t.name: plan.baseline_of(t) for t in plan.targets})
+
+
+def stopping_record(controller: Controller, spend: Spend) -> dict[str, Any]:
+    return {
+        "rule": controller.rule.to_json(),
+        "answers": controller.to_json(),
+        "stopped_by": None if controller.stopped_by is None else str(controller.stopped_by),
+        "bytes_written": spend.bytes(),
+        "bytes_source": "device" if spend.device_start is not None else "workloads",
+        "seconds": spend.seconds(),
+    }
 
 
 def run(
@@ -285,6 +315,11 @@ def run(
     state: str | None = None,
     fs: str | None = None,
     as_published: bool = False,
+    precision: str | None = None,
+    min_repeats: int | None = None,
+    max_repeats: int | None = None,
+    max_bytes: str | None = None,
+    max_time: str | None = None,
     progress: Progress | None = None,
     registry: Path | None = None,
 ) -> RunOutcome:
@@ -302,6 +337,11 @@ def run(
         state=state,
         fs=fs,
         as_published=as_published,
+        precision=precision,
+        min_repeats=min_repeats,
+        max_repeats=max_repeats,
+        max_bytes=max_bytes,
+        max_time=max_time,
     )
     # A core dump of a run would hold its keys.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from cryptbench.metrics import PRIMARY, info
 from cryptbench.report.document import primary_of
-from cryptbench.units import format_bytes, format_value
+from cryptbench.units import format_bytes, format_duration, format_value
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -116,13 +116,20 @@ def _by_target(doc: dict[str, Any], title: str, metric: str | None) -> Table:
     return table
 
 
+def _repeats(plan: dict[str, Any]) -> str:
+    rule = plan.get("stopping")
+    if rule is None or rule["precision"] is None:
+        return f"{plan['repeats']} repeats"
+    return f"{rule['min_repeats']} to {rule['max_repeats']} repeats to ±{rule['precision'] * 100:g}%"
+
+
 def render(doc: dict[str, Any], console: Console, metric: str | None = None) -> None:
     """The run as a table: each workload's own metric (its primary), or `metric` for all."""
     plan = doc["plan"]
     modes = sorted({t["io_mode"] for t in doc["targets"]})
     title = (
         f"cryptbench run {doc['run_id']} — {doc['suite']} suite, {format_bytes(plan['size'])} per target, "
-        f"{plan['repeats']} repeats, {'/'.join(modes)} I/O, {plan['data']} data"
+        f"{_repeats(plan)}, {'/'.join(modes)} I/O, {plan['data']} data"
     )
     if len(doc["targets"]) > WIDE:
         console.print(_by_target(doc, title, metric))
@@ -237,6 +244,8 @@ def _footer(doc: dict[str, Any], console: Console, metric: str | None, *, by_tar
             "(its own counter: what the layers added, and anything else the machine wrote "
             "meanwhile, included)"
         )
+    for line in stopping_lines(doc):
+        console.print(line)
     for t in doc["targets"]:
         proof = ""
         if t["encrypted"]:
@@ -251,6 +260,54 @@ def _footer(doc: dict[str, Any], console: Console, metric: str | None, *, by_tar
             console.print(f"• {line}")
     if doc["trials"]["failed"]:
         console.print(f"[red]{doc['trials']['failed']} trial(s) failed[/red]; see the warnings above.")
+
+
+def _pm(x: float | None) -> str:
+    return "no interval" if x is None else f"±{x * 100:.1f}%"
+
+
+def _span(values: list[int]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo}" if lo == hi else f"{lo} to {hi}"
+
+
+def stopping_lines(doc: dict[str, Any]) -> list[str]:
+    """How the run decided how many trials to run, and what stopped each comparison short."""
+    st = doc.get("stopping")
+    if not st:
+        return []
+    rule, answers = st["rule"], st["answers"]
+    spent = (
+        f"the trials wrote {format_bytes(st['bytes_written'])} "
+        f"({'the device counter' if st['bytes_source'] == 'device' else 'as the workloads counted'}) "
+        f"in {format_duration(st['seconds'])}"
+    )
+    budgets = []
+    if rule["max_bytes"] is not None:
+        budgets.append(f"{format_bytes(rule['max_bytes'])} written")
+    if rule["max_time"] is not None:
+        budgets.append(format_duration(rule["max_time"]))
+    limit = f" (budget: {', '.join(budgets)})" if budgets else ""
+    if rule["precision"] is None:
+        lines = [f"Repetition: {rule['max_repeats']} trials per workload and target, fixed; {spent}{limit}."]
+    else:
+        precise = [a for a in answers if a["stopped_by"] == "precision"]
+        lines = [
+            f"Repetition: adaptive to ±{rule['precision'] * 100:g}% "
+            f"({rule['min_repeats']} to {rule['max_repeats']} trials): {len(precise)} of {len(answers)} "
+            f"comparisons got there"
+            + (f" in {_span([a['rounds'] for a in precise])} trials" if precise else "")
+            + f"; {spent}{limit}."
+        ]
+    short = [a for a in answers if a["stopped_by"] not in ("precision", "fixed-repeats")]
+    for a in short:
+        against = f" vs {a['baseline']}" if a["baseline"] else ""
+        why = a["stopped_by"] or "the run ended"
+        lines.append(
+            f"  {a['target']}{against}, {a['workload']}: {_pm(a['halfwidth'])} after {a['rounds']} "
+            f"trial(s), stopped by {why}"
+        )
+    return lines
 
 
 def _warnings(warnings: list[dict[str, Any]], console: Console) -> None:

@@ -1,8 +1,11 @@
 """The result document: one model built from the store, rendered by every format.
 
 Its JSON form is a contract (`--json`, `show --json`): schema_version, run_id,
-environment, targets[], results[], comparisons[], warnings[], device_writes
-(where the scratch space has a block device), and for a suite
+environment, targets[], results[], comparisons[] (each with the precision its
+interval reached and, for a target against its baseline, what stopped its
+repetition), stopping (the rule, each question's answer, the bytes and seconds
+the trials spent), warnings[], device_writes (where the scratch space has a
+block device), and for a suite
 that follows a study with its own summary, study_summary. Throughput is in
 bytes/s and latency in seconds. Later versions add keys; they do not rename.
 """
@@ -26,15 +29,6 @@ MIN_SAMPLES = 3  # below this an interval is no more than the samples' range
 HIGH_CV = 0.10  # coefficient of variation above which a result is flagged
 SLOW_FIRST = 0.80  # a first trial below 80 % of the others' median is flagged
 CACHE_TOLERANCE = 0.01  # fraction of the data size allowed to stay resident
-
-
-def _seed(run_seed: int, *parts: str) -> int:
-    # A stable per-figure seed, so show reproduces run's intervals exactly.
-    h = run_seed
-    for p in parts:
-        for ch in p.encode():
-            h = (h * 131 + ch) % (2**32)
-    return h
 
 
 def build(store: Store, run_id: int) -> dict[str, Any]:
@@ -78,7 +72,7 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
                 values = samples.get((w, tn, metric))
                 if not values:
                     continue
-                s = stats.summarize(values, seed=_seed(seed, w, tn, metric))
+                s = stats.summarize(values, seed=stats.figure_seed(seed, w, tn, metric))
                 results.append(
                     {
                         "workload": w,
@@ -108,11 +102,9 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
                 b = samples.get((w, baseline, metric))
                 if not a or not b:
                     continue
-                # ratio is always the target's speed over the baseline's: for a
-                # time (lower is better) that is the baseline's time over the target's.
-                if info(metric).higher_is_better is False:
-                    a, b = b, a
-                r = stats.ratio(a, b, seed=_seed(seed, w, t["name"], baseline))
+                r = stats.speed_ratio(
+                    a, b, info(metric).higher_is_better, stats.figure_seed(seed, w, t["name"], baseline)
+                )
                 comparisons.append(
                     {
                         "workload": w,
@@ -126,6 +118,13 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
                         "overhead_percent": (1 - r.ratio) * 100,
                     }
                 )
+
+    stopping = json.loads(run.get("stopping_json") or "{}")
+    answers = {(a["workload"], a["target"], a["baseline"]): a for a in stopping.get("answers", [])}
+    for c in comparisons:
+        c["precision"] = stats.halfwidth(stats.Ratio(c["ratio"], c["ci_low"], c["ci_high"]))
+        answer = answers.get((c["workload"], c["target"], c["baseline"])) if c["kind"] == "baseline" else None
+        c["stopped_by"] = None if answer is None else answer["stopped_by"]
 
     doc: dict[str, Any] = {
         "schema_version": DOCUMENT_SCHEMA,
@@ -146,6 +145,8 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
         },
         "notes": json.loads(run["notes_json"]),
     }
+    if stopping:
+        doc["stopping"] = stopping
     written = [v for (_w, _t, m), vs in samples.items() if m == "device_bytes_written" for v in vs]
     if written:
         # what wears the device: its own counter over every trial, layers' overhead included
@@ -154,7 +155,7 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
             "bytes": sum(written),
             "trials": len(written),
         }
-    summary = study_summary.build(plan, samples, target_names, lambda *parts: _seed(seed, *parts))
+    summary = study_summary.build(plan, samples, target_names, lambda *parts: stats.figure_seed(seed, *parts))
     if summary is not None:
         doc["study_summary"] = summary
     doc["warnings"] = [w.to_json() for w in find_warnings(doc, trials)]

@@ -23,6 +23,7 @@ class RichProgress:
         )
         self.task: TaskID | None = None
         self.failed = 0
+        self.total = 0  # trials announced so far
         self.started = False
 
     def _start(self) -> None:
@@ -46,9 +47,14 @@ class RichProgress:
         if self.task is None:
             self.console.print(f"[dim]{text}…[/dim]")
 
-    def start_trials(self, total: int) -> None:
+    def add_trials(self, count: int) -> None:
+        """More trials to run: all of them for a fixed count, a round at a time when adaptive."""
         self._start()
-        self.task = self.bar.add_task("trials", total=total)
+        self.total += count
+        if self.task is None:
+            self.task = self.bar.add_task("trials", total=self.total)
+        else:
+            self.bar.update(self.task, total=self.total)
 
     def trial_done(self, spec: TrialSpec, ok: bool) -> None:
         if not ok:

@@ -151,6 +151,10 @@ class Store:
                 "UPDATE runs SET notes_json=? WHERE id=?", (json.dumps([*json.loads(notes), note]), run_id)
             )
 
+    def set_stopping(self, run_id: int, stopping: dict[str, Any]) -> None:
+        with self.transaction():
+            self.db.execute("UPDATE runs SET stopping_json=? WHERE id=?", (json.dumps(stopping), run_id))
+
     def finish_run(self, run_id: int, status: str) -> None:
         with self.transaction():
             self.db.execute("UPDATE runs SET finished_at=?, status=? WHERE id=?", (now_iso(), status, run_id))
@@ -240,6 +244,16 @@ class Store:
             " WHERE t.run_id=? ORDER BY t.seq",
             (run_id,),
         ).fetchall()
+
+    def metric_sum(self, run_id: int, name: str, workloads: set[str]) -> float:
+        """The sum of one metric over a run's trials of the given workloads."""
+        marks = ",".join("?" * len(workloads))
+        (total,) = self.db.execute(
+            "SELECT coalesce(sum(m.value), 0) FROM metrics m JOIN trials t ON t.id=m.trial_id"
+            f" WHERE t.run_id=? AND m.name=? AND t.workload IN ({marks})",
+            (run_id, name, *sorted(workloads)),
+        ).fetchone()
+        return float(total)
 
     def history(self, limit: int) -> list[dict[str, Any]]:
         cur = self.db.execute(

@@ -74,5 +74,11 @@ def _v0_to_v1(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1]
+def _v1_to_v2(db: sqlite3.Connection) -> None:
+    # How the run decided to stop repeating: the rule, each question's answer,
+    # what the trials spent (adaptive.py). Runs before this version have '{}'.
+    db.execute("ALTER TABLE runs ADD COLUMN stopping_json TEXT NOT NULL DEFAULT '{}'")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1, _v1_to_v2]
 SCHEMA_VERSION = len(MIGRATIONS)

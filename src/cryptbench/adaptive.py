@@ -1,0 +1,195 @@
+"""When to stop repeating: as soon as each question is answered precisely
+enough, or a budget says stop.
+
+A question is what the run exists to answer: for each workload, a target
+against its baseline on the workload's primary metric (the 95 % interval of
+their speed ratio), or, for a target that has no baseline and is nobody's
+baseline, its own median (relative to itself). After `min_repeats` rounds, a
+question whose interval reaches no further than ±precision from its estimate
+is closed — in the report's terms, "-62% [-66, -58]" is within ±5 % —; the others get
+another interleaved trial of the target and of its baseline, until they are
+precise, reach `max_repeats`, or the run's byte or time budget is spent.
+With no precision (`--repeats N`, or a study's fixed protocol) every question
+runs exactly N rounds, budgets still applying.
+
+Stopping when an interval first looks narrow enough makes it a little less
+reliable than a fixed-size one (each look is a chance to stop on a lucky
+streak); `benchmarks/calibration.py` measures how often the intervals of two
+identical targets contain 1.00 under this rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from cryptbench import stats
+
+
+class StopReason(StrEnum):
+    PRECISION = "precision"  # the interval reached ±precision
+    FIXED = "fixed-repeats"  # the protocol fixes the number of trials
+    MAX_REPEATS = "max-repeats"  # --max-repeats rounds without reaching the precision
+    MAX_BYTES = "max-bytes"  # the byte budget was spent
+    MAX_TIME = "max-time"  # the time budget was spent
+    TARGET_LOST = "target-lost"  # the target or its baseline can no longer be measured
+
+
+BUDGETS = (StopReason.MAX_BYTES, StopReason.MAX_TIME)
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """The rule a run repeats by."""
+
+    precision: float | None  # ratio units (0.05: ±5 points of change); None: a fixed number of rounds
+    min_repeats: int  # rounds before precision is first judged
+    max_repeats: int  # rounds at most; with precision None, exactly
+    max_bytes: int | None  # bytes written during the trials (device counter, else fio's count)
+    max_time: float | None  # seconds of trials
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "precision": self.precision,
+            "min_repeats": self.min_repeats,
+            "max_repeats": self.max_repeats,
+            "max_bytes": self.max_bytes,
+            "max_time": self.max_time,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Stopping:
+        return cls(d["precision"], d["min_repeats"], d["max_repeats"], d["max_bytes"], d["max_time"])
+
+
+@dataclass(frozen=True)
+class Question:
+    workload: str
+    target: str
+    baseline: str | None  # None: the target's own median is the answer
+    metric: str
+    higher_is_better: bool | None
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return (self.target,) if self.baseline is None else (self.target, self.baseline)
+
+
+@dataclass
+class Answer:
+    question: Question
+    stopped_by: StopReason | None = None  # None: still open
+    rounds: int = 0  # rounds run while the question was open (failed trials included)
+    halfwidth: float | None = None  # ratio units (0.05: 5 points of change) the interval reached
+    samples: int = 0  # the target's successful trials when judged
+
+    def to_json(self) -> dict[str, Any]:
+        q = self.question
+        return {
+            "workload": q.workload,
+            "target": q.target,
+            "baseline": q.baseline,
+            "metric": q.metric,
+            "stopped_by": None if self.stopped_by is None else str(self.stopped_by),
+            "rounds": self.rounds,
+            "samples": self.samples,
+            "halfwidth": self.halfwidth,
+        }
+
+
+Metric = tuple[str, bool | None]  # a workload's primary metric and whether higher is better
+
+
+def questions(workloads: list[tuple[str, Metric]], baselines: dict[str, str | None]) -> list[Question]:
+    """Every question of a run: `baselines` maps each target to its baseline
+    (None for none); a baseline that is not among the targets does not count."""
+    used = {b for b in baselines.values() if b in baselines}
+    out = []
+    for w, (metric, higher) in workloads:
+        for t, b in baselines.items():
+            if b in baselines:
+                out.append(Question(w, t, b, metric, higher))
+            elif t not in used:
+                out.append(Question(w, t, None, metric, higher))
+    return out
+
+
+Samples = dict[tuple[str, str], list[float]]  # (workload, target) -> primary metric, trial order
+
+
+def halfwidth(q: Question, samples: Samples, run_seed: int) -> tuple[float | None, int]:
+    """(half-width of the question's 95 % interval as a fraction of no change
+    (stats.halfwidth), or None; the target's samples).
+
+    Seeded as the result document seeds the same figure, so the precision a
+    question stopped at is the one the report prints."""
+    a = samples.get((q.workload, q.target), [])
+    if q.baseline is None:
+        if len(a) < 2:
+            return None, len(a)
+        s = stats.summarize(a, seed=stats.figure_seed(run_seed, q.workload, q.target, q.metric))
+        assert s.ci_low is not None and s.ci_high is not None
+        # its own median as 1.00: the interval relative to it
+        r = stats.Ratio(1.0, s.ci_low / s.median, s.ci_high / s.median)
+    else:
+        b = samples.get((q.workload, q.baseline), [])
+        if not a or not b:
+            return None, len(a)
+        r = stats.speed_ratio(
+            a, b, q.higher_is_better, stats.figure_seed(run_seed, q.workload, q.target, q.baseline)
+        )
+    return stats.halfwidth(r), len(a)
+
+
+class Controller:
+    """Which targets each workload still needs, round after round."""
+
+    def __init__(self, rule: Stopping, qs: list[Question], run_seed: int) -> None:
+        self.rule = rule
+        self.answers = [Answer(q) for q in qs]
+        self.run_seed = run_seed
+        self.stopped_by: StopReason | None = None  # a budget that ended the run
+
+    @property
+    def open(self) -> list[Answer]:
+        return [a for a in self.answers if a.stopped_by is None]
+
+    @property
+    def done(self) -> bool:
+        return not self.open
+
+    def review(self, rounds: int, samples: Samples, lost: set[str]) -> None:
+        """After `rounds` rounds: close what is answered, lost or out of rounds."""
+        rule = self.rule
+        for a in self.open:
+            a.rounds = rounds
+            if rounds:
+                a.halfwidth, a.samples = halfwidth(a.question, samples, self.run_seed)
+            if any(t in lost for t in a.question.targets):
+                a.stopped_by = StopReason.TARGET_LOST
+            elif rule.precision is None:
+                if rounds >= rule.max_repeats:
+                    a.stopped_by = StopReason.FIXED
+            elif rounds >= rule.min_repeats and a.halfwidth is not None and a.halfwidth <= rule.precision:
+                a.stopped_by = StopReason.PRECISION
+            elif rounds >= rule.max_repeats:
+                a.stopped_by = StopReason.MAX_REPEATS
+
+    def exhaust(self, reason: StopReason, rounds: int, samples: Samples) -> None:
+        """A budget is spent: every open question stops where it is."""
+        self.stopped_by = reason
+        for a in self.open:
+            a.rounds = rounds
+            a.halfwidth, a.samples = halfwidth(a.question, samples, self.run_seed)
+            a.stopped_by = reason
+
+    def needed(self) -> dict[str, set[str]]:
+        """Per workload, the targets the open questions need in the next round."""
+        out: dict[str, set[str]] = {}
+        for a in self.open:
+            out.setdefault(a.question.workload, set()).update(a.question.targets)
+        return out
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [a.to_json() for a in self.answers]

@@ -1,0 +1,214 @@
+"""Adaptive repetition: the stopping rule, and the rounds it drives, over a
+real store with a fake executor (the trials are synthetic, the logic is not)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from cryptbench.adaptive import Controller, Question, Stopping, StopReason, halfwidth, questions
+from cryptbench.runner import NullProgress, Spend, TrialContext, TrialSpec, run_rounds
+from cryptbench.store import MetricValue, Store
+from cryptbench.suite import load_suite
+
+THROUGHPUT = ("throughput", True)
+
+
+def test_questions_pair_each_target_with_its_baseline() -> None:
+    qs = questions(
+        [("w", THROUGHPUT)],
+        {"plain": None, "ext4-loop": "plain", "fscrypt": "ext4-loop", "gocryptfs": "plain"},
+    )
+    assert {(q.target, q.baseline) for q in qs} == {
+        ("ext4-loop", "plain"),
+        ("fscrypt", "ext4-loop"),
+        ("gocryptfs", "plain"),
+    }
+
+
+def test_a_target_that_is_nobodys_baseline_and_has_none_answers_for_itself() -> None:
+    qs = questions([("a", THROUGHPUT), ("b", ("seconds", False))], {"plain": None})
+    assert [(q.workload, q.target, q.baseline, q.metric) for q in qs] == [
+        ("a", "plain", None, "throughput"),
+        ("b", "plain", None, "seconds"),
+    ]
+    # a baseline outside the run (skipped) does not count
+    (q,) = questions([("a", THROUGHPUT)], {"ext4-loop": "plain"})
+    assert q.baseline is None
+
+
+def _q(baseline: str | None = "plain") -> Question:
+    return Question("w", "enc", baseline, "throughput", True)
+
+
+def test_halfwidth_is_in_points_of_change() -> None:
+    samples = {("w", "plain"): [100.0, 100.0, 100.0], ("w", "enc"): [50.0, 50.0, 50.0]}
+    assert halfwidth(_q(), samples, 1) == (0.0, 3)
+    samples[("w", "enc")] = [40.0, 50.0, 60.0]
+    hw, n = halfwidth(_q(), samples, 1)
+    assert n == 3 and hw == pytest.approx(0.10)  # the median ratio 0.50 reaches 0.40 and 0.60
+    assert halfwidth(_q(), {("w", "plain"): [1.0]}, 1) == (None, 0)
+
+
+def test_own_median_is_judged_relative_to_itself() -> None:
+    hw, _ = halfwidth(_q(None), {("w", "enc"): [90.0, 100.0, 110.0]}, 1)
+    assert hw == pytest.approx(0.10)
+
+
+RULE = Stopping(0.05, 3, 8, None, None)
+
+
+def _samples(enc: list[float]) -> dict[tuple[str, str], list[float]]:
+    return {("w", "plain"): [100.0] * len(enc), ("w", "enc"): enc}
+
+
+def test_a_precise_question_closes_at_min_repeats_not_before() -> None:
+    c = Controller(RULE, [_q()], 1)
+    steady = [50.0, 50.5, 49.5]
+    c.review(2, _samples(steady[:2]), set())
+    assert not c.done  # below min_repeats even though already tight
+    c.review(3, _samples(steady), set())
+    (a,) = c.answers
+    assert a.stopped_by is StopReason.PRECISION and a.rounds == 3 and a.halfwidth is not None
+    assert a.halfwidth <= 0.05
+
+
+def test_a_noisy_question_runs_to_max_repeats() -> None:
+    c = Controller(RULE, [_q()], 1)
+    noisy = [30.0, 70.0, 45.0, 60.0, 35.0, 65.0, 40.0, 55.0]
+    for r in range(3, 8):
+        c.review(r, _samples(noisy[:r]), set())
+        assert not c.done
+        assert c.needed() == {"w": {"enc", "plain"}}
+    c.review(8, _samples(noisy), set())
+    assert c.answers[0].stopped_by is StopReason.MAX_REPEATS
+
+
+def test_fixed_rule_runs_exactly_n_rounds_however_precise() -> None:
+    c = Controller(Stopping(None, 4, 4, None, None), [_q()], 1)
+    c.review(3, _samples([50.0] * 3), set())
+    assert not c.done
+    c.review(4, _samples([50.0] * 4), set())
+    assert c.answers[0].stopped_by is StopReason.FIXED
+
+
+def test_a_lost_baseline_stops_its_questions() -> None:
+    c = Controller(RULE, [_q(), Question("w", "other", None, "throughput", True)], 1)
+    c.review(1, _samples([50.0]), {"plain"})
+    assert [a.stopped_by for a in c.answers] == [StopReason.TARGET_LOST, None]
+    assert c.needed() == {"w": {"other"}}
+
+
+def test_a_budget_stops_every_open_question_where_it_is() -> None:
+    c = Controller(RULE, [_q(), Question("v", "enc", "plain", "throughput", True)], 1)
+    c.review(3, {**_samples([50.0, 50.0, 50.0])}, set())
+    c.exhaust(StopReason.MAX_BYTES, 3, _samples([50.0, 50.0, 50.0]))
+    assert c.stopped_by is StopReason.MAX_BYTES
+    assert [a.stopped_by for a in c.answers] == [StopReason.PRECISION, StopReason.MAX_BYTES]
+
+
+# -- the rounds, over a real store ----------------------------------------------------
+
+
+class FakeExecutor:
+    """Stores a synthetic trial per spec: each target's throughput drawn around
+    its own mean with its own spread; 1 MiB written per write trial."""
+
+    def __init__(self, store: Store, run_id: int, spread: dict[str, tuple[float, float]]) -> None:
+        ctx = TrialContext(cast(Any, None), store, run_id, 1 << 20, "psync", False)
+        self.ctx, self.spread, self.rng = ctx, spread, random.Random(7)
+        self.lost: dict[str, str] = {}
+        self.progress = NullProgress()
+        self.specs: list[TrialSpec] = []
+
+    def run(self, spec: TrialSpec) -> bool:
+        self.specs.append(spec)
+        mean, sd = self.spread[spec.target]
+        row = {
+            "seq": spec.seq,
+            "block": spec.block,
+            "repeat": spec.repeat,
+            "workload": spec.workload.name,
+            "target": spec.target,
+            "started_at": "x",
+            "status": "ok",
+        }
+        written = float(1 << 20) if spec.workload.is_write else 0.0
+        self.ctx.store.insert_trial(
+            self.ctx.run_id,
+            row,
+            [
+                MetricValue("throughput", "bytes/s", self.rng.gauss(mean, sd)),
+                MetricValue("io_bytes", "bytes", written or float(1 << 20)),
+            ],
+        )
+        return True
+
+    def finish(self) -> tuple[int, int]:
+        return len(self.specs), 0
+
+
+WORKLOADS = tuple(w for w in load_suite("quick").workloads if w.name in ("seq1m-q8-read", "seq1m-q8-write"))
+
+
+def _rounds(
+    tmp_path: Path, rule: Stopping, spread: dict[str, tuple[float, float]], clock: Any = None
+) -> tuple[FakeExecutor, Controller]:
+    store = Store.open(tmp_path / "r.sqlite")
+    run_id = store.insert_run("quick", {}, {}, "0")
+    ex = FakeExecutor(store, run_id, spread)
+    baselines = {"plain": None, "steady": "plain", "noisy": "plain"}
+    qs = questions([(w.name, THROUGHPUT) for w in WORKLOADS], baselines)
+    controller = Controller(rule, qs, 3)
+    spend = Spend(ex.ctx, {w.name for w in WORKLOADS if w.is_write}, clock or (lambda: 0.0))
+    run_rounds(cast(Any, ex), WORKLOADS, list(baselines), controller, spend, 3)
+    return ex, controller
+
+
+def test_precise_comparisons_stop_and_noisy_ones_go_on_with_their_baseline(tmp_path: Path) -> None:
+    ex, c = _rounds(
+        tmp_path,
+        Stopping(0.05, 3, 8, None, None),
+        {"plain": (100, 0.5), "steady": (50, 0.25), "noisy": (50, 15)},
+    )
+    by = {(a.question.workload, a.question.target): a for a in c.answers}
+    for w in WORKLOADS:
+        assert by[(w.name, "steady")].stopped_by is StopReason.PRECISION
+        assert by[(w.name, "steady")].rounds == 3
+        assert by[(w.name, "noisy")].stopped_by is StopReason.MAX_REPEATS
+    count = {t: sum(s.target == t for s in ex.specs) for t in ("plain", "steady", "noisy")}
+    assert count == {"plain": 16, "steady": 6, "noisy": 16}
+    # every later round still interleaves the noisy target with its baseline, block by block
+    late = [s for s in ex.specs if s.repeat >= 3]
+    blocks: dict[int, set[str]] = {}
+    for s in late:
+        blocks.setdefault(s.block, set()).add(s.target)
+    assert all(b == {"plain", "noisy"} for b in blocks.values())
+
+
+def test_the_byte_budget_stops_the_run_between_blocks(tmp_path: Path) -> None:
+    # one write block (three targets, 1 MiB each) per round: 3 MiB a round
+    ex, c = _rounds(
+        tmp_path,
+        Stopping(0.05, 3, 8, 7 << 20, None),
+        {"plain": (100, 20), "steady": (50, 10), "noisy": (50, 15)},
+    )
+    assert c.stopped_by is StopReason.MAX_BYTES
+    assert {a.stopped_by for a in c.answers} == {StopReason.MAX_BYTES}
+    written = sum(1 for s in ex.specs if s.workload.is_write)
+    assert written == 9  # the third write block crossed 7 MiB; no block after it ran
+
+
+def test_the_time_budget_stops_the_run(tmp_path: Path) -> None:
+    ticks = iter(range(10_000))
+    ex, c = _rounds(
+        tmp_path,
+        Stopping(0.05, 3, 8, None, 5.0),
+        {"plain": (100, 20), "steady": (50, 10), "noisy": (50, 15)},
+        clock=lambda: float(next(ticks)),
+    )
+    assert c.stopped_by is StopReason.MAX_TIME
+    assert 0 < len(ex.specs) < 3 * 2 * 8
