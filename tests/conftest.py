@@ -21,6 +21,7 @@ from hypothesis import settings
 
 from cryptbench.backends import REGISTRY, Target, TargetSpec
 from cryptbench.keys import secret_dirs_of
+from cryptbench.resources import BLKIO, THROTTLE_FILES
 from cryptbench.session import Session
 from cryptbench.system import mounts
 from tests.reliability import FIGURES
@@ -42,6 +43,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 DAEMONS = frozenset({"fio", "gocryptfs", "qemu-storage-daemon", "securefs", "cryfs", "encfs"})
 
 
+def loop_throttles() -> list[str]:
+    """Throttle rules on loop devices (major 7): only known-answer targets set them."""
+    rules = []
+    for name in THROTTLE_FILES:
+        path = BLKIO / name
+        if path.exists():
+            rules += [f"{line} ({name})" for line in path.read_text().splitlines() if line.startswith("7:")]
+    return rules
+
+
 def leftovers(root: Path) -> list[str]:
     root = root.resolve()
     found = [f"mount {m.mountpoint}" for m in mounts() if m.mountpoint.is_relative_to(root)]
@@ -60,6 +71,7 @@ def leftovers(root: Path) -> list[str]:
         ):
             found.append(f"process {p.pid} {cmd}")
     found.extend(f"dm-crypt mapping {m.name}" for m in Path("/dev/mapper").glob("cryptbench-*"))
+    found.extend(f"block I/O throttle {rule}" for rule in loop_throttles())
     found.extend(f"key directory {d}" for d in secret_dirs_of())
     return found
 

@@ -20,6 +20,7 @@ from cryptbench import __version__
 from cryptbench.errors import CryptbenchError, Interrupted, UsageError
 from cryptbench.report import console as console_report
 from cryptbench.report.progress import RichProgress
+from cryptbench.units import format_rate
 
 
 class _Parser(argparse.ArgumentParser):
@@ -129,6 +130,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--db", type=Path)
     s.add_argument("--json", action="store_true")
+
+    st = sub.add_parser(
+        "selftest",
+        help="measure two throttled targets (40 and 20 MB/s) and check that cryptbench reports 0.50",
+    )
+    st.add_argument("--target", default="/var/tmp", help="directory to put scratch space in")
+    st.add_argument("--size", default="32M", help="data file per target (default 32M)")
+    st.add_argument("--precision", metavar="P", help="as for run (default 5%%)")
+    st.add_argument("--seed", type=int)
+    st.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
+    st.add_argument("--json", action="store_true", help="print the result document as JSON")
 
     c = sub.add_parser("cleanup", help="tear down what a crashed run left behind")
     c.add_argument("--target", help="also look in this target directory's scratch space")
@@ -286,6 +298,48 @@ def _show(args: argparse.Namespace, out: Console) -> int:
     return 0
 
 
+def _selftest(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from cryptbench.commands import selftest
+
+    with RichProgress(err) as progress:
+        result = selftest.run(
+            target=args.target,
+            db=args.db,
+            size=args.size,
+            precision=args.precision,
+            seed=args.seed,
+            progress=progress,
+        )
+    if args.json:
+        _print_json(result.run.document)
+    else:
+        console_report.render(result.run.document, out)
+        out.print()
+    for c in result.checks:
+
+        def show(value: float, ratio: bool = "/" in c.what) -> str:
+            return f"{value:.3f}" if ratio else format_rate(value)
+
+        interval = (
+            "no interval"
+            if c.ci_low is None or c.ci_high is None
+            else f"[{show(c.ci_low)}, {show(c.ci_high)}]"
+        )
+        verdict = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]"
+        err.print(
+            f"{verdict} {c.what}: {show(c.measured)} {interval}; known answer {show(c.expected)} "
+            f"(±{c.band:.0%})"
+        )
+    if result.passed:
+        err.print(f"selftest passed: cryptbench found the known answer (run {result.run.run_id})")
+        return 0
+    err.print(
+        "selftest FAILED: a known answer is outside its interval, or trials failed "
+        f"(run {result.run.run_id}; cryptbench show {result.run.run_id})"
+    )
+    return 1
+
+
 def _cleanup(args: argparse.Namespace, out: Console) -> int:
     from cryptbench.commands import cleanup
 
@@ -317,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
             return _suites(args, out)
         if args.command == "show":
             return _show(args, out)
+        if args.command == "selftest":
+            return _selftest(args, out, err)
         return _cleanup(args, out)
     except CryptbenchError as e:
         sys.stderr.write(f"cryptbench: error: {e}\n")

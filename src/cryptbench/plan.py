@@ -203,7 +203,8 @@ def _parse_choices(
         raise UsageError(f"{what} names no {noun}")
     for name in chosen:
         if name not in known:
-            raise UsageError(f"{what}: unknown {noun} {name[:40]!r} (known: {', '.join(known)})")
+            listed = ", ".join(known) if len(known) <= 10 else f"cryptbench {noun}s lists all {len(known)}"
+            raise UsageError(f"{what}: unknown {noun} {name[:40]!r} ({listed})")
     if len(set(chosen)) != len(chosen):
         raise UsageError(f"{what} names a {noun} twice")
     return tuple(chosen)

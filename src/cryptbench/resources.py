@@ -256,8 +256,51 @@ class FscryptKey(Resource):
         return f"removed fscrypt key {self.identifier[:8]}…"
 
 
+BLKIO = Path("/sys/fs/cgroup/blkio")  # cgroup v1's block I/O controller
+THROTTLE_FILES = ("blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device")
+
+
+def throttle_rules(device: str, root: Path = BLKIO) -> dict[str, int]:
+    """The root cgroup's bytes/s limits on `device` (major:minor), by file."""
+    found = {}
+    for name in THROTTLE_FILES:
+        for line in (root / name).read_text().splitlines():
+            dev, _, rate = line.partition(" ")
+            if dev == device:
+                found[name] = int(rate)
+    return found
+
+
+@dataclass
+class Throttle(Resource):
+    """A bytes/s limit, read and write, on a loop device cryptbench attached,
+    set in cgroup v1's root blkio group (so every process's I/O to it, and
+    writeback, is throttled). The device number outlives the attachment (a
+    detached loopN keeps its rule and a later user would inherit it), so it
+    is journaled with the rate, and only a rule still at that rate is lifted."""
+
+    kind: ClassVar[str] = "throttle"
+    device: str  # major:minor
+    rate: int  # bytes/s
+    root: Path = BLKIO
+
+    def set(self) -> None:
+        for name in THROTTLE_FILES:
+            (self.root / name).write_text(f"{self.device} {self.rate}\n")
+
+    def release(self) -> str | None:
+        try:
+            ours = [n for n, r in throttle_rules(self.device, self.root).items() if r == self.rate]
+        except FileNotFoundError:
+            return None
+        for name in ours:
+            (self.root / name).write_text(f"{self.device} 0\n")
+        return f"lifted the {self.rate} bytes/s throttle on block device {self.device}" if ours else None
+
+
 KINDS: dict[str, type[Resource]] = {
-    cls.kind: cls for cls in (Mount, LoopDevice, Process, SecretFile, SecretDir, FscryptKey, DmCrypt)
+    cls.kind: cls
+    for cls in (Mount, LoopDevice, Process, SecretFile, SecretDir, FscryptKey, DmCrypt, Throttle)
 }
 
 # Programs a run starts with paths in its run directory as arguments.
@@ -354,7 +397,7 @@ def sweep(run_dir: Path, secret_dirs: list[Path]) -> list[str]:
 def from_json(data: dict[str, Any]) -> Resource:
     data = dict(data)
     cls = KINDS[data.pop("kind")]
-    for key in ("mountpoint", "image", "path"):
+    for key in ("mountpoint", "image", "path", "root"):
         if key in data:
             data[key] = Path(data[key])
     return cls(**data)

@@ -18,6 +18,9 @@ class WarningKind(StrEnum):
     IO_MODE_MISMATCH = "io-mode-mismatch"  # a comparison crosses direct and buffered I/O
     ENCRYPTION_UNVERIFIED = "encryption-unverified"  # the proof of encryption did not pass
     INTERRUPTED = "interrupted"  # the run stopped early; results are partial
+    DRIFT = "drift"  # a trend across the trials: the machine changed during the run
+    BIMODAL = "bimodal"  # two clusters of samples: the median describes neither
+    IMPRECISE = "imprecise"  # a comparison stopped short of the asked precision
 
 
 @dataclass(frozen=True)

@@ -145,3 +145,60 @@ def outliers(values: list[float]) -> list[int]:
     z = 0.6745 * (x - med) / mad
     far = np.abs(x - med) >= MIN_OUTLIER_DEVIATION * abs(med)
     return [int(i) for i in np.flatnonzero((np.abs(z) > MODIFIED_Z_LIMIT) & far)]
+
+
+DRIFT_P = 0.01  # Spearman's test across trial order
+DRIFT_MIN_SAMPLES = 6
+DRIFT_MIN_CHANGE = 0.10  # fraction of the median, first trial to last along the trend
+BIMODAL_MIN_SAMPLES = 10  # from 8 normal samples, 3 % were split; from 10, under 1 %
+BIMODAL_MIN_GROUP = 3  # values on each side of the gap, and at least a fifth of them
+BIMODAL_MIN_GAP = 0.10  # fraction of the median
+
+
+@dataclass(frozen=True)
+class Drift:
+    change: float  # fraction of the median, first trial to last along the Theil-Sen line
+    rho: float  # Spearman's rank correlation with trial order
+    p: float
+
+
+def drift(values: list[float]) -> Drift | None:
+    """A trend across trials (in their order), or None: Spearman's rho
+    significant at 1 % and a Theil-Sen slope moving at least 10 % of the
+    median from the first trial to the last."""
+    n = len(values)
+    if n < DRIFT_MIN_SAMPLES or np.ptp(values) == 0:
+        return None
+    order = np.arange(n)
+    rho, p = sps.spearmanr(order, values)
+    if not p < DRIFT_P:
+        return None
+    slope = sps.theilslopes(values, order).slope
+    change = float(slope * (n - 1) / np.median(values))
+    if abs(change) < DRIFT_MIN_CHANGE:
+        return None
+    return Drift(change, float(rho), float(p))
+
+
+def modes(values: list[float]) -> tuple[list[float], list[float]] | None:
+    """Two clusters split by a gap, or None: the widest gap between sorted
+    values is wider than either side's own range and than 10 % of the median,
+    with at least 3 values (and a fifth of them) on each side. A median of
+    such a sample describes neither cluster."""
+    n = len(values)
+    if n < BIMODAL_MIN_SAMPLES:
+        return None
+    x = sorted(values)
+    least = max(BIMODAL_MIN_GROUP, -(-n // 5))
+    best = None
+    for i in range(least, n - least + 1):
+        gap = x[i] - x[i - 1]
+        if best is None or gap > best[0]:
+            best = (gap, i)
+    if best is None:
+        return None
+    gap, i = best
+    low, high = x[:i], x[i:]
+    if gap <= max(low[-1] - low[0], high[-1] - high[0]) or gap < BIMODAL_MIN_GAP * float(np.median(x)):
+        return None
+    return low, high

@@ -220,3 +220,33 @@ def test_a_time_is_compared_as_speed(tmp_path: Path) -> None:
     assert {r["metric"] for r in doc["results"]} == {"seconds", "extract.seconds"}
     slow = [w for w in doc["warnings"] if w["kind"] == "slow-first-trial"]
     assert [(w["target"], w["workload"]) for w in slow] == [("plain", "tree")]
+
+
+def test_instability_is_warned_never_averaged_into_a_confident_number(tmp_path: Path) -> None:
+    falling = [100e6 - 4e6 * i for i in range(10)]
+    split = [50e6, 51e6, 49e6, 50.5e6, 49.5e6, 90e6, 91e6, 89e6, 90.5e6, 89.5e6]
+    store, run_id = _store(tmp_path, {("w1", "plain"): falling, ("w1", "gocryptfs"): split})
+    rule = {"precision": 0.05, "min_repeats": 3, "max_repeats": 10, "max_bytes": None, "max_time": None}
+    answer = {"workload": "w1", "target": "gocryptfs", "baseline": "plain", "metric": "throughput"}
+    store.set_stopping(
+        run_id,
+        {
+            "rule": rule,
+            "answers": [
+                {**answer, "stopped_by": "max-repeats", "rounds": 10, "samples": 10, "halfwidth": 0.3}
+            ],
+            "stopped_by": None,
+            "bytes_written": 0,
+            "bytes_source": "device",
+            "seconds": 1.0,
+        },
+    )
+    doc = document.build(store, run_id)
+    kinds = {(w["kind"], w["target"]): w["message"] for w in doc["warnings"]}
+    assert "drifts down by 4" in kinds[("drift", "plain")]
+    assert "two groups, 5 around 50.0 MB/s and 5 around 90.0 MB/s" in kinds[("bimodal", "gocryptfs")]
+    imprecise = kinds[("imprecise", "gocryptfs")]
+    assert "not the asked ±5%" in imprecise and "stopped by max-repeats" in imprecise
+    (c,) = [c for c in doc["comparisons"] if c["workload"] == "w1"]
+    assert c["stopped_by"] == "max-repeats" and c["precision"] > 0.05
+    assert ("drift", "gocryptfs") not in kinds and ("bimodal", "plain") not in kinds

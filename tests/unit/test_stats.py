@@ -56,3 +56,29 @@ def test_outliers_by_modified_z() -> None:
     assert stats.outliers([1.0, 1.1, 9.0]) == []  # too few to call anything an outlier
     # tight samples: a 3 % deviation has a large Z-score but does not matter
     assert stats.outliers([100.0, 100.1, 99.9, 100.0, 103.0]) == []
+
+
+def test_drift_is_a_significant_trend_of_some_size() -> None:
+    from cryptbench.stats import drift
+
+    falling = [100.0 - 4 * i for i in range(10)]  # 100 down to 64
+    d = drift(falling)
+    assert d is not None and d.change == pytest.approx(-36 / 82, rel=0.01) and d.rho == pytest.approx(-1)
+    assert drift([100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1]) is None  # no trend
+    assert drift([100.0 + 0.1 * i for i in range(10)]) is None  # a trend, but 1 %: not worth a warning
+    assert drift(falling[:5]) is None  # too few to say
+
+
+def test_two_clusters_are_found_and_one_spread_is_not() -> None:
+    import random
+
+    from cryptbench.stats import modes
+
+    split = modes([300.0, 310.0, 305.0, 295.0, 600.0, 610.0, 590.0, 605.0, 303.0, 598.0])
+    assert split is not None and split[0] == [295.0, 300.0, 303.0, 305.0, 310.0]
+    one_out = [300.0, 310.0, 305.0, 295.0, 600.0, 302.0, 298.0, 301.0, 299.0, 304.0]
+    assert modes(one_out) is None  # one outlier is not a mode
+    assert modes([300.0, 310.0, 305.0, 600.0, 610.0]) is None  # too few
+    rng = random.Random(1)
+    found = sum(modes([rng.gauss(100, 10) for _ in range(12)]) is not None for _ in range(200))
+    assert found <= 4  # a normal sample is rarely split (1 of 200 here)

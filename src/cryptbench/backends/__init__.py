@@ -9,6 +9,7 @@ from cryptbench.backends.ext4loop import Ext4LoopBackend
 from cryptbench.backends.fscrypt import FscryptBackend
 from cryptbench.backends.gocryptfs import GocryptfsBackend
 from cryptbench.backends.images import image_backends
+from cryptbench.backends.known import known_answer_backends
 from cryptbench.backends.luks import luks_backends
 from cryptbench.backends.plain import PlainBackend
 from cryptbench.backends.securefs import SecurefsBackend
@@ -25,6 +26,7 @@ REGISTRY: dict[str, Backend] = {
         EncfsBackend(),
         *luks_backends(),
         *image_backends(),
+        *known_answer_backends(),
     )
 }
 # What a run measures when neither --backends nor the suite names any: one

@@ -250,6 +250,33 @@ def find_warnings(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[Run
                     tn,
                 )
             )
+        d = stats.drift(values)
+        if d is not None:
+            way = "down" if d.change < 0 else "up"
+            found.append(
+                RunWarning(
+                    WarningKind.DRIFT,
+                    f"{info(r['metric']).label} drifts {way} by {abs(d.change):.0%} from the first trial "
+                    f"to the last (Spearman rho {d.rho:+.2f}, p = {d.p:.1g}): the machine changed during "
+                    "the run (a cache filling, throttling, a neighbour); the median mixes its states",
+                    w,
+                    tn,
+                )
+            )
+        groups = stats.modes(values)
+        if groups is not None:
+            low, high = groups
+            found.append(
+                RunWarning(
+                    WarningKind.BIMODAL,
+                    f"the samples form two groups, {len(low)} around "
+                    f"{format_value(statistics.median(low), r['unit'])} and {len(high)} around "
+                    f"{format_value(statistics.median(high), r['unit'])}: the median describes neither; "
+                    "find what switches between them before trusting the comparison",
+                    w,
+                    tn,
+                )
+            )
         if r["n"] >= MIN_SAMPLES:
             mid = statistics.median(values[1:])
             # The first trial's speed relative to the others' (a time inverted).
@@ -285,6 +312,7 @@ def find_warnings(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[Run
                 tn,
             )
         )
+    found += _imprecise(doc)
     modes = {t["name"]: t["io_mode"] for t in doc["targets"]}
     seen = set()
     for c in doc["comparisons"]:
@@ -299,6 +327,48 @@ def find_warnings(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[Run
                     target=pair[0],
                 )
             )
+    return found
+
+
+SHORT = ("max-repeats", "max-bytes", "max-time")  # stopped before the asked precision
+NOT_NARROWING = 0.80  # the final half-width is still this much of the early one
+
+
+def _imprecise(doc: dict[str, Any]) -> list[RunWarning]:
+    """A comparison that stopped short of the asked precision, and whether
+    more trials would have helped: its interval after the first min_repeats
+    trials against its interval now."""
+    rule = doc.get("stopping", {}).get("rule")
+    if not rule or rule["precision"] is None:
+        return []
+    seed = int(doc["plan"].get("seed", 0))
+    samples = {(r["workload"], r["target"], r["metric"]): r["samples"] for r in doc["results"]}
+    found = []
+    for c in doc["comparisons"]:
+        if c["stopped_by"] not in SHORT or c["precision"] is None:
+            continue
+        message = (
+            f"±{c['precision'] * 100:.1f}% against {c['baseline']}, not the asked "
+            f"±{rule['precision'] * 100:g}% (stopped by {c['stopped_by']})"
+        )
+        a = samples.get((c["workload"], c["target"], c["metric"]), [])
+        b = samples.get((c["workload"], c["baseline"], c["metric"]), [])
+        k = rule["min_repeats"]
+        if len(a) > k and len(b) > k:
+            early = stats.halfwidth(
+                stats.speed_ratio(
+                    a[:k],
+                    b[:k],
+                    info(c["metric"]).higher_is_better,
+                    stats.figure_seed(seed, c["workload"], c["target"], c["baseline"]),
+                )
+            )
+            if early is not None and c["precision"] >= NOT_NARROWING * early:
+                message += (
+                    f"; it is not narrowing (±{early * 100:.1f}% after {k} trials, "
+                    f"±{c['precision'] * 100:.1f}% after {len(a)}): more trials alone will not help"
+                )
+        found.append(RunWarning(WarningKind.IMPRECISE, message, c["workload"], c["target"]))
     return found
 
 

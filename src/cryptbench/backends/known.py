@@ -1,0 +1,104 @@
+"""Known-answer targets: cryptbench checks itself against answers it knows.
+
+`throttle-40` and `throttle-20` are ext4 on a loop device whose block I/O the
+kernel limits to 40 and 20 MB/s (cgroup v1 blkio throttling, on the root
+group, so every process's I/O and writeback obey it). Whatever else is true
+of the machine, the second is half as fast as the first on sequential work:
+a run must report 0.50 with an interval that contains it
+(`cryptbench selftest`). `plain-twin` is a second plain directory beside
+`plain`: two identical targets, whose ratio's interval should contain 1.00
+about 95 % of the time (`benchmarks/calibration.py`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cryptbench.backends.base import Availability, Backend, Target, TargetSpec
+from cryptbench.backends.ext4image import ext4_on_loop, probe_ext4_loop
+from cryptbench.backends.ext4loop import Ext4LoopBackend
+from cryptbench.backends.plain import PlainBackend
+from cryptbench.errors import ProvisionError
+from cryptbench.resources import BLKIO, THROTTLE_FILES, Throttle, throttle_rules
+from cryptbench.session import Session
+
+MB = 1_000_000  # the decimal megabyte disk rates are quoted in
+
+
+def probe_throttling(root: Path = BLKIO) -> Availability:
+    if os.geteuid() != 0:
+        return Availability(False, "throttling a block device needs root")
+    if not all((root / name).exists() for name in THROTTLE_FILES):
+        return Availability(
+            False,
+            f"cgroup v1 block I/O throttling is not mounted here ({root}/{THROTTLE_FILES[0]}); "
+            "cryptbench does not yet throttle through cgroup v2's io.max",
+        )
+    return probe_ext4_loop()
+
+
+class ThrottledBackend(Ext4LoopBackend):
+    """ext4-loop's stack (and its space needs) with a throttled loop device."""
+
+    def __init__(self, rate_mb: int, baseline: str | None) -> None:
+        self.name = f"throttle-{rate_mb}"
+        self.rate = rate_mb * MB  # bytes/s, read and write
+        self.baseline = baseline
+        self.summary = (
+            f"known answer: ext4 on a loop device the kernel throttles to {rate_mb} MB/s "
+            "(cryptbench selftest)"
+        )
+
+    def probe(self) -> Availability:
+        return probe_throttling()
+
+    @contextmanager
+    def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
+        with ext4_on_loop(session, spec, data_bytes) as fs:
+            dev = Path(fs.details["loop_device"]).name
+            number = (Path("/sys/block") / dev / "dev").read_text().strip()
+            if throttle_rules(number):
+                raise ProvisionError(
+                    f"{fs.details['loop_device']} ({number}) already has a block I/O throttle that "
+                    "cryptbench did not set; refusing to change it"
+                )
+            throttle = session.acquire(Throttle(number, self.rate))
+            try:
+                assert isinstance(throttle, Throttle)
+                throttle.set()
+                path = fs.mountpoint / "data"
+                path.mkdir()
+                yield Target(
+                    name=spec.name,
+                    backend=self.name,
+                    encrypted=False,
+                    baseline=self.baseline,
+                    path=path,
+                    backing=(fs.image,),
+                    details={
+                        "filesystem": "ext4",
+                        "throttle": f"{self.rate} bytes/s read and write on {number} (cgroup v1 blkio)",
+                        **fs.details,
+                    },
+                )
+            finally:
+                session.release(throttle)
+
+
+class PlainTwinBackend(PlainBackend):
+    name = "plain-twin"
+    baseline = "plain"
+    summary = "known answer: a second plain directory, identical to plain (its ratio should be 1.00)"
+
+    @contextmanager
+    def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
+        with super().provision(session, spec, data_bytes) as t:
+            t.baseline = self.baseline
+            yield t
+
+
+def known_answer_backends() -> list[Backend]:
+    return [ThrottledBackend(40, None), ThrottledBackend(20, "throttle-40"), PlainTwinBackend()]

@@ -1,0 +1,80 @@
+"""Known answers, for real: throttled loop devices at 40 and 20 MB/s, and the
+throttle rule they need given back after a normal run and after a SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cryptbench.backends import REGISTRY
+from cryptbench.commands import selftest
+from cryptbench.resources import throttle_rules
+from tests.conftest import cli, leftovers, loop_throttles, provisioned
+
+
+def _needs_throttling() -> None:
+    avail = REGISTRY[selftest.SLOW].probe()
+    if not avail.ok:
+        pytest.skip(f"{selftest.SLOW} unavailable here: {avail.reason}")
+
+
+def test_selftest_finds_the_known_answer(target_dir: Path, tmp_path: Path) -> None:
+    _needs_throttling()
+    result = selftest.run(target=str(target_dir), db=tmp_path / "r.sqlite", size="16M", seed=3)
+    ratios = [c for c in result.checks if "/" in c.what]
+    rates = [c for c in result.checks if "/" not in c.what]
+    assert len(ratios) == 2 and len(rates) == 4
+    assert result.passed, [(c.what, c.measured, c.ci_low, c.ci_high) for c in result.checks]
+    for c in ratios:
+        assert c.measured == pytest.approx(0.50, abs=0.01)
+    assert not loop_throttles()
+
+
+def test_the_throttle_is_on_while_provisioned_and_lifted_after(target_dir: Path) -> None:
+    _needs_throttling()
+    with provisioned(target_dir, "throttle-40", 16 << 20) as (_session, t):
+        number = (Path("/sys/block") / Path(t.details["loop_device"]).name / "dev").read_text().strip()
+        assert set(throttle_rules(number).values()) == {40_000_000}
+    assert throttle_rules(number) == {}
+
+
+def test_cleanup_lifts_the_throttle_after_a_sigkill(target_dir: Path, tmp_path: Path) -> None:
+    _needs_throttling()
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "cryptbench", "selftest", "--size", "16M"),
+            *("--target", str(target_dir), "--db", str(tmp_path / "r.sqlite")),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    journal: list[dict[str, object]] = []
+    while not any(e.get("kind") == "throttle" for e in journal):
+        assert proc.poll() is None and time.monotonic() < deadline, (
+            "selftest ended before its throttle was set"
+        )
+        time.sleep(0.05)
+        for f in target_dir.glob("cryptbench/run-*/journal.jsonl"):
+            journal = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    time.sleep(0.5)  # past the write of the rule
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = cli("cleanup", "--target", str(target_dir))
+    assert done.returncode == 0, done.stderr
+    assert not loop_throttles(), done.stdout
+    assert not leftovers(target_dir)
+
+
+def test_selftest_cli(target_dir: Path, tmp_path: Path) -> None:
+    _needs_throttling()
+    proc = cli("selftest", "--size", "8M", "--target", str(target_dir), "--db", str(tmp_path / "r.sqlite"))
+    assert proc.returncode == 0, proc.stderr
+    assert "selftest passed" in proc.stderr
+    assert proc.stderr.count("pass throttle-") == 6
