@@ -101,13 +101,19 @@ class Answer:
 Metric = tuple[str, bool | None]  # a workload's primary metric and whether higher is better
 
 
-def questions(workloads: list[tuple[str, Metric]], baselines: dict[str, str | None]) -> list[Question]:
+def questions(
+    workloads: list[tuple[str, Metric]], baselines: dict[str, str | None], asked: set[str] | None = None
+) -> list[Question]:
     """Every question of a run: `baselines` maps each target to its baseline
-    (None for none); a baseline that is not among the targets does not count."""
+    (None for none; one that is not among the targets does not count).
+    Only targets in `asked` (all when None) ask: a baseline cryptbench added
+    is there to be compared with, not to be measured against its own."""
     used = {b for b in baselines.values() if b in baselines}
     out = []
     for w, (metric, higher) in workloads:
         for t, b in baselines.items():
+            if asked is not None and t not in asked:
+                continue
             if b in baselines:
                 out.append(Question(w, t, b, metric, higher))
             elif t not in used:
@@ -162,6 +168,13 @@ class Controller:
     def review(self, rounds: int, samples: Samples, lost: set[str]) -> None:
         """After `rounds` rounds: close what is answered, lost or out of rounds."""
         rule = self.rule
+        for a in self.answers:
+            # A baseline run on for another question changes a closed answer's
+            # interval: judged again, and reopened if no longer precise.
+            if a.stopped_by is StopReason.PRECISION:
+                a.halfwidth, a.samples = halfwidth(a.question, samples, self.run_seed)
+                if a.halfwidth is None or rule.precision is None or a.halfwidth > rule.precision:
+                    a.stopped_by = None
         for a in self.open:
             a.rounds = rounds
             if rounds:
@@ -177,15 +190,21 @@ class Controller:
                 a.stopped_by = StopReason.MAX_REPEATS
 
     def exhaust(self, reason: StopReason, rounds: int, samples: Samples) -> None:
-        """A budget is spent: every open question stops where it is."""
+        """A budget is spent: every open question stops where it is (and a
+        precise one that more baseline trials made imprecise again)."""
         self.stopped_by = reason
+        self.review(rounds, samples, set())
         for a in self.open:
             a.rounds = rounds
             a.halfwidth, a.samples = halfwidth(a.question, samples, self.run_seed)
             a.stopped_by = reason
 
-    def needed(self) -> dict[str, set[str]]:
-        """Per workload, the targets the open questions need in the next round."""
+    def needed(self, rounds: int) -> dict[str, set[str]] | None:
+        """Per workload, the targets the open questions need in the next round;
+        None (every target) for the first min_repeats rounds, so that every
+        target is measured, asked about or not."""
+        if rounds < self.rule.min_repeats:
+            return None
         out: dict[str, set[str]] = {}
         for a in self.open:
             out.setdefault(a.question.workload, set()).update(a.question.targets)

@@ -490,7 +490,7 @@ def run_rounds(
         on_change()
         if controller.done:
             break
-        blocks = _round(rng, workloads, targets, controller.needed())
+        blocks = _round(rng, workloads, targets, controller.needed(rounds))
         executor.progress.add_trials(sum(len(names) for _w, names in blocks))
         for w, names in blocks:
             spent = spend.over(controller.rule)

@@ -82,7 +82,7 @@ def test_a_noisy_question_runs_to_max_repeats() -> None:
     for r in range(3, 8):
         c.review(r, _samples(noisy[:r]), set())
         assert not c.done
-        assert c.needed() == {"w": {"enc", "plain"}}
+        assert c.needed(r) == {"w": {"enc", "plain"}}
     c.review(8, _samples(noisy), set())
     assert c.answers[0].stopped_by is StopReason.MAX_REPEATS
 
@@ -99,7 +99,24 @@ def test_a_lost_baseline_stops_its_questions() -> None:
     c = Controller(RULE, [_q(), Question("w", "other", None, "throughput", True)], 1)
     c.review(1, _samples([50.0]), {"plain"})
     assert [a.stopped_by for a in c.answers] == [StopReason.TARGET_LOST, None]
-    assert c.needed() == {"w": {"other"}}
+    assert c.needed(1) is None  # the first min_repeats rounds run every target
+    assert c.needed(3) == {"w": {"other"}}
+
+
+def test_a_closed_answer_reopens_when_more_baseline_trials_widen_it() -> None:
+    c = Controller(RULE, [_q()], 1)
+    c.review(3, _samples([50.0, 50.5, 49.5]), set())
+    assert c.done
+    # the baseline ran on for another question and turned out noisy
+    widened = {("w", "plain"): [100.0, 60.0, 140.0, 70.0, 130.0], ("w", "enc"): [50.0, 50.5, 49.5]}
+    c.review(5, widened, set())
+    assert not c.done and c.answers[0].halfwidth is not None and c.answers[0].halfwidth > 0.05
+
+
+def test_only_asked_targets_ask() -> None:
+    baselines = {"plain": None, "ext4-loop": "plain", "fscrypt": "ext4-loop"}
+    qs = questions([("w", THROUGHPUT)], baselines, asked={"fscrypt"})
+    assert [(q.target, q.baseline) for q in qs] == [("fscrypt", "ext4-loop")]
 
 
 def test_a_budget_stops_every_open_question_where_it_is() -> None:

@@ -281,12 +281,14 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
 
 
 def run_questions(plan: Plan) -> list[Question]:
-    """What the run must answer: each workload's primary metric, each target against its baseline."""
+    """What the run must answer: per workload's primary metric, each target asked for (not a
+    baseline cryptbench added) against its baseline."""
     workloads = []
     for w in plan.suite.workloads:
         metric = primary_metric(w)
         workloads.append((w.name, (metric, info(metric).higher_is_better)))
-    return questions(workloads, {t.name: plan.baseline_of(t) for t in plan.targets})
+    asked = {t.name for t in plan.targets if t.backend not in plan.added_baselines}
+    return questions(workloads, {t.name: plan.baseline_of(t) for t in plan.targets}, asked)
 
 
 def stopping_record(controller: Controller, spend: Spend) -> dict[str, Any]:
