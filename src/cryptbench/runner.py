@@ -488,7 +488,9 @@ def run_rounds(
         samples = primary_samples(ctx.store, ctx.run_id, metric_of)
         controller.review(rounds, samples, set(executor.lost))
         on_change()
-        if controller.done:
+        # Every target gets the first min_repeats rounds (all of a fixed
+        # count) even when a lost target closed every question early.
+        if controller.done and rounds >= controller.rule.min_repeats:
             break
         blocks = _round(rng, workloads, targets, controller.needed(rounds))
         executor.progress.add_trials(sum(len(names) for _w, names in blocks))

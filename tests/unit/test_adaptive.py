@@ -229,3 +229,17 @@ def test_the_time_budget_stops_the_run(tmp_path: Path) -> None:
     )
     assert c.stopped_by is StopReason.MAX_TIME
     assert 0 < len(ex.specs) < 3 * 2 * 8
+
+
+def test_the_other_targets_go_on_when_one_is_lost(tmp_path: Path) -> None:
+    """A fixed count: a lost target closes its questions, but the rest still run every round."""
+    store = Store.open(tmp_path / "r.sqlite")
+    run_id = store.insert_run("quick", {}, {}, "0")
+    ex = FakeExecutor(store, run_id, {"plain": (100, 1), "enc": (50, 1)})
+    ex.lost["enc"] = "its daemon died"
+    qs = questions([(w.name, THROUGHPUT) for w in WORKLOADS], {"plain": None, "enc": "plain"})
+    controller = Controller(Stopping(None, 4, 4, None, None), qs, 3)
+    spend = Spend(ex.ctx, set(), lambda: 0.0)
+    run_rounds(cast(Any, ex), WORKLOADS, ["plain", "enc"], controller, spend, 3)
+    assert {a.stopped_by for a in controller.answers} == {StopReason.TARGET_LOST}
+    assert sum(s.target == "plain" for s in ex.specs) == 4 * len(WORKLOADS)
