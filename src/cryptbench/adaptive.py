@@ -169,16 +169,17 @@ class Controller:
         """After `rounds` rounds: close what is answered, lost or out of rounds."""
         rule = self.rule
         for a in self.answers:
+            if a.stopped_by not in (None, StopReason.PRECISION):
+                continue
+            a.halfwidth, a.samples = halfwidth(a.question, samples, self.run_seed)
             # A baseline run on for another question changes a closed answer's
             # interval: judged again, and reopened if no longer precise.
-            if a.stopped_by is StopReason.PRECISION:
-                a.halfwidth, a.samples = halfwidth(a.question, samples, self.run_seed)
-                if a.halfwidth is None or rule.precision is None or a.halfwidth > rule.precision:
-                    a.stopped_by = None
+            if a.stopped_by is StopReason.PRECISION and (
+                a.halfwidth is None or rule.precision is None or a.halfwidth > rule.precision
+            ):
+                a.stopped_by = None
         for a in self.open:
             a.rounds = rounds
-            if rounds:
-                a.halfwidth, a.samples = halfwidth(a.question, samples, self.run_seed)
             if any(t in lost for t in a.question.targets):
                 a.stopped_by = StopReason.TARGET_LOST
             elif rule.precision is None:
@@ -195,8 +196,6 @@ class Controller:
         self.stopped_by = reason
         self.review(rounds, samples, set())
         for a in self.open:
-            a.rounds = rounds
-            a.halfwidth, a.samples = halfwidth(a.question, samples, self.run_seed)
             a.stopped_by = reason
 
     def needed(self, rounds: int) -> dict[str, set[str]] | None:

@@ -20,7 +20,7 @@ from cryptbench import __version__
 from cryptbench.errors import CryptbenchError, Interrupted, UsageError
 from cryptbench.report import console as console_report
 from cryptbench.report.progress import RichProgress
-from cryptbench.units import format_rate
+from cryptbench.units import format_value
 
 
 class _Parser(argparse.ArgumentParser):
@@ -298,6 +298,10 @@ def _show(args: argparse.Namespace, out: Console) -> int:
     return 0
 
 
+def _check_value(value: float, unit: str) -> str:
+    return f"{value:.3f}" if unit == "ratio" else format_value(value, unit)
+
+
 def _selftest(args: argparse.Namespace, out: Console, err: Console) -> int:
     from cryptbench.commands import selftest
 
@@ -316,19 +320,15 @@ def _selftest(args: argparse.Namespace, out: Console, err: Console) -> int:
         console_report.render(result.run.document, out)
         out.print()
     for c in result.checks:
-
-        def show(value: float, ratio: bool = "/" in c.what) -> str:
-            return f"{value:.3f}" if ratio else format_rate(value)
-
         interval = (
             "no interval"
             if c.ci_low is None or c.ci_high is None
-            else f"[{show(c.ci_low)}, {show(c.ci_high)}]"
+            else f"[{_check_value(c.ci_low, c.unit)}, {_check_value(c.ci_high, c.unit)}]"
         )
         verdict = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]"
         err.print(
-            f"{verdict} {c.what}: {show(c.measured)} {interval}; known answer {show(c.expected)} "
-            f"(±{c.band:.0%})"
+            f"{verdict} {c.what}: {_check_value(c.measured, c.unit)} {interval}; known answer "
+            f"{_check_value(c.expected, c.unit)} (±{c.band:.0%})"
         )
     if result.passed:
         err.print(f"selftest passed: cryptbench found the known answer (run {result.run.run_id})")

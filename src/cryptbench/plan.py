@@ -57,7 +57,7 @@ class Plan:
     skipped: tuple[tuple[str, str], ...]  # (backend, reason): unavailable, not asked for
     target_dir: Path
     size: int  # bytes: the data file on each target, and bytes moved per trial
-    repeats: int  # trials per (workload, target): exactly, or at most when adaptive
+    rule: Stopping  # how many rounds: a fixed count or adaptive, and the budgets
     seed: int  # trial order and fio random offsets
     io_mode: str  # auto, direct or buffered, as asked
     zero_data: bool
@@ -71,11 +71,11 @@ class Plan:
     # application workloads keep and write there; targets are sized for it
     target_bytes: int = 0
     as_published: bool = False  # the suite's as_published workloads are in suite.workloads
-    stopping: Stopping | None = None  # how many rounds: adaptive or fixed, and the budgets
 
     @property
-    def rule(self) -> Stopping:
-        return self.stopping or Stopping(None, self.repeats, self.repeats, None, None)
+    def repeats(self) -> int:
+        """Trials per (workload, target): exactly, or at most when adaptive."""
+        return self.rule.max_repeats
 
     def baseline_of(self, spec: TargetSpec) -> str | None:
         """The name of the target `spec` is compared with: its baseline, in the same state."""
@@ -361,7 +361,7 @@ def build_plan(
         skipped=tuple(skipped),
         target_dir=target_dir,
         size=size_bytes,
-        repeats=rule.max_repeats,
+        rule=rule,
         seed=seed if seed is not None else secrets.randbits(32),
         io_mode=io_mode,
         zero_data=data == "zero",
@@ -372,5 +372,4 @@ def build_plan(
         fs=fs_name,
         target_bytes=target_bytes,
         as_published=as_published,
-        stopping=rule,
     )

@@ -411,22 +411,6 @@ class Executor:
         return self.ok, self.failed
 
 
-def run_all(
-    ctx: TrialContext,
-    trials: list[TrialSpec],
-    targets: Targets,
-    direct: dict[str, bool],
-    workload_seeds: dict[str, int],
-    progress: Progress,
-) -> tuple[int, int]:
-    """Run every trial in order; return (succeeded, failed or not run)."""
-    executor = Executor(ctx, targets, direct, workload_seeds, progress)
-    progress.add_trials(len(trials))
-    for spec in trials:
-        executor.run(spec)
-    return executor.finish()
-
-
 class Spend:
     """What the trials have cost so far: bytes written (the device's own
     counter where there is one, else what fio and the tasks wrote) and seconds."""
@@ -439,9 +423,10 @@ class Spend:
         self.started = clock()
 
     def bytes(self) -> int:
-        now = bytes_written(self.ctx.device) if self.device_start is not None else None
-        if now is not None and self.device_start is not None:
-            return now - self.device_start
+        if self.device_start is not None:
+            now = bytes_written(self.ctx.device)
+            if now is not None:
+                return now - self.device_start
         return int(self.ctx.store.metric_sum(self.ctx.run_id, "io_bytes", self.write_workloads))
 
     def seconds(self) -> float:
@@ -457,13 +442,7 @@ class Spend:
 
 def primary_samples(store: Store, run_id: int, metric_of: dict[str, str]) -> Samples:
     """Each (workload, target)'s values of the workload's primary metric, in trial order."""
-    trials = {t["id"]: t for t in store.trial_rows(run_id)}
-    out: Samples = {}
-    for trial_id, name, _unit, value in store.metric_rows(run_id):
-        t = trials[trial_id]
-        if metric_of.get(t["workload"]) == name:
-            out.setdefault((t["workload"], t["target"]), []).append(value)
-    return out
+    return {(w, t): v for (w, t, m), v in store.samples(run_id).items() if metric_of.get(w) == m}
 
 
 def run_rounds(

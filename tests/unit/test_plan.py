@@ -173,9 +173,15 @@ def test_as_published_on_a_suite_without_it_is_refused(tmp_path: Path) -> None:
         _plan(tmp_path, as_published=True)
 
 
-def test_how_many_trials_adaptive_by_default_fixed_when_asked(tmp_path: Path) -> None:
+def test_how_many_trials_adaptive_by_default_fixed_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cryptbench import plan
     from cryptbench.plan import DEFAULT_MAX_BYTES_CAP
-    from cryptbench.session import free_bytes
+
+    # Free space read once, not twice around other writers: the budget must match it exactly.
+    monkeypatch.setattr(plan, "free_bytes", lambda _path: 50 << 30)
+    free_bytes = plan.free_bytes
 
     default = _plan(tmp_path, repeats=None).rule
     assert (default.precision, default.min_repeats, default.max_repeats) == (0.05, 3, 10)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cryptbench.backends.base import Availability, Backend, Target, TargetSpec
-from cryptbench.backends.ext4image import ext4_on_loop, probe_ext4_loop
+from cryptbench.backends.ext4image import probe_ext4_loop
 from cryptbench.backends.ext4loop import Ext4LoopBackend
 from cryptbench.backends.plain import PlainBackend
 from cryptbench.errors import ProvisionError
@@ -57,33 +57,20 @@ class ThrottledBackend(Ext4LoopBackend):
 
     @contextmanager
     def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
-        with ext4_on_loop(session, spec, data_bytes) as fs:
-            dev = Path(fs.details["loop_device"]).name
-            number = (Path("/sys/block") / dev / "dev").read_text().strip()
+        with super().provision(session, spec, data_bytes) as t:
+            loop = t.details["loop_device"]
+            number = (Path("/sys/block") / Path(loop).name / "dev").read_text().strip()
             if throttle_rules(number):
                 raise ProvisionError(
-                    f"{fs.details['loop_device']} ({number}) already has a block I/O throttle that "
-                    "cryptbench did not set; refusing to change it"
+                    f"{loop} ({number}) already has a block I/O throttle that cryptbench did not set; "
+                    "refusing to change it"
                 )
-            throttle = session.acquire(Throttle(number, self.rate))
+            throttle = Throttle(number, self.rate)
+            session.acquire(throttle)
             try:
-                assert isinstance(throttle, Throttle)
                 throttle.set()
-                path = fs.mountpoint / "data"
-                path.mkdir()
-                yield Target(
-                    name=spec.name,
-                    backend=self.name,
-                    encrypted=False,
-                    baseline=self.baseline,
-                    path=path,
-                    backing=(fs.image,),
-                    details={
-                        "filesystem": "ext4",
-                        "throttle": f"{self.rate} bytes/s read and write on {number} (cgroup v1 blkio)",
-                        **fs.details,
-                    },
-                )
+                t.details["throttle"] = f"{self.rate} bytes/s read and write on {number} (cgroup v1 blkio)"
+                yield t
             finally:
                 session.release(throttle)
 

@@ -54,12 +54,7 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
         for t in store.target_rows(run_id)
     ]
     trials = store.trial_rows(run_id)
-    by_id = {t["id"]: t for t in trials}
-    # samples[(workload, target, metric)] in trial order
-    samples: dict[tuple[str, str, str], list[float]] = defaultdict(list)
-    for trial_id, name, _unit, value in store.metric_rows(run_id):
-        t = by_id[trial_id]
-        samples[(t["workload"], t["target"], name)].append(value)
+    samples = store.samples(run_id)
 
     workloads = [w for w in plan["workloads"] if any(t["workload"] == w for t in trials)]
     target_names = [t["name"] for t in targets]

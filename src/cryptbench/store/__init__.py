@@ -238,12 +238,16 @@ class Store:
         )
         return [_row(cur, r) for r in cur.fetchall()]
 
-    def metric_rows(self, run_id: int) -> list[tuple[int, str, str, float]]:
-        return self.db.execute(
-            "SELECT m.trial_id, m.name, m.unit, m.value FROM metrics m JOIN trials t ON t.id=m.trial_id"
+    def samples(self, run_id: int) -> dict[tuple[str, str, str], list[float]]:
+        """Every metric value of a run by (workload, target, metric), in trial order."""
+        out: dict[tuple[str, str, str], list[float]] = {}
+        for workload, target, name, value in self.db.execute(
+            "SELECT t.workload, t.target, m.name, m.value FROM metrics m JOIN trials t ON t.id=m.trial_id"
             " WHERE t.run_id=? ORDER BY t.seq",
             (run_id,),
-        ).fetchall()
+        ):
+            out.setdefault((workload, target, name), []).append(value)
+        return out
 
     def metric_sum(self, run_id: int, name: str, workloads: set[str]) -> float:
         """The sum of one metric over a run's trials of the given workloads."""
