@@ -73,19 +73,6 @@ def _round(
     return blocks
 
 
-def schedule(workloads: tuple[Workload, ...], targets: list[str], repeats: int, seed: int) -> list[TrialSpec]:
-    """A fixed number of rounds, every workload and target in each."""
-    rng = random.Random(seed)
-    trials: list[TrialSpec] = []
-    block = 0
-    for repeat in range(repeats):
-        for w, names in _round(rng, workloads, targets, None):
-            for name in names:
-                trials.append(TrialSpec(len(trials), block, repeat, w, name))
-            block += 1
-    return trials
-
-
 class Progress(Protocol):
     def phase(self, text: str) -> None: ...
     def add_trials(self, count: int) -> None: ...

@@ -3,16 +3,16 @@ real store with a fake executor (the trials are synthetic, the logic is not)."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
 from cryptbench.adaptive import Controller, Question, Stopping, StopReason, halfwidth, questions
-from cryptbench.runner import NullProgress, Spend, TrialContext, TrialSpec, run_rounds
-from cryptbench.store import MetricValue, Store
+from cryptbench.runner import Spend, run_rounds
+from cryptbench.store import Store
 from cryptbench.suite import load_suite
+from tests.unit.fake_executor import FakeExecutor
 
 THROUGHPUT = ("throughput", True)
 
@@ -128,44 +128,6 @@ def test_a_budget_stops_every_open_question_where_it_is() -> None:
 
 
 # -- the rounds, over a real store ----------------------------------------------------
-
-
-class FakeExecutor:
-    """Stores a synthetic trial per spec: each target's throughput drawn around
-    its own mean with its own spread; 1 MiB written per write trial."""
-
-    def __init__(self, store: Store, run_id: int, spread: dict[str, tuple[float, float]]) -> None:
-        ctx = TrialContext(cast(Any, None), store, run_id, 1 << 20, "psync", False)
-        self.ctx, self.spread, self.rng = ctx, spread, random.Random(7)
-        self.lost: dict[str, str] = {}
-        self.progress = NullProgress()
-        self.specs: list[TrialSpec] = []
-
-    def run(self, spec: TrialSpec) -> bool:
-        self.specs.append(spec)
-        mean, sd = self.spread[spec.target]
-        row = {
-            "seq": spec.seq,
-            "block": spec.block,
-            "repeat": spec.repeat,
-            "workload": spec.workload.name,
-            "target": spec.target,
-            "started_at": "x",
-            "status": "ok",
-        }
-        written = float(1 << 20) if spec.workload.is_write else 0.0
-        self.ctx.store.insert_trial(
-            self.ctx.run_id,
-            row,
-            [
-                MetricValue("throughput", "bytes/s", self.rng.gauss(mean, sd)),
-                MetricValue("io_bytes", "bytes", written or float(1 << 20)),
-            ],
-        )
-        return True
-
-    def finish(self) -> tuple[int, int]:
-        return len(self.specs), 0
 
 
 WORKLOADS = tuple(w for w in load_suite("quick").workloads if w.name in ("seq1m-q8-read", "seq1m-q8-write"))
