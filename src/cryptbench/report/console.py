@@ -278,9 +278,16 @@ def stopping_lines(doc: dict[str, Any]) -> list[str]:
         return []
     rule, answers = st["rule"], st["answers"]
     spent = (
-        f"the trials wrote {format_bytes(st['bytes_written'])} "
-        f"({'the device counter' if st['bytes_source'] == 'device' else 'as the workloads counted'}) "
-        f"in {format_duration(st['seconds'])}"
+        # The device counter here spans the whole trial phase, so it also holds
+        # the resets of stateful targets between trials, which the per-trial
+        # counter printed above leaves out.
+        f"the trial phase wrote {format_bytes(st['bytes_written'])} "
+        + (
+            "(the device counter, resets between trials included) "
+            if st["bytes_source"] == "device"
+            else "(as the workloads counted) "
+        )
+        + f"in {format_duration(st['seconds'])}"
     )
     budgets = []
     if rule["max_bytes"] is not None:
