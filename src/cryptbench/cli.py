@@ -136,7 +136,11 @@ def _parser() -> argparse.ArgumentParser:
         help="measure two throttled targets (40 and 20 MB/s) and check that cryptbench reports 0.50",
     )
     st.add_argument("--target", default="/var/tmp", help="directory to put scratch space in")
-    st.add_argument("--size", default="32M", help="data file per target (default 32M)")
+    st.add_argument(
+        "--size",
+        default="32M",
+        help="data file per target (default and least 32M: shorter jobs bias the ratio)",
+    )
     st.add_argument("--precision", metavar="P", help="as for run (default 5%%)")
     st.add_argument("--seed", type=int)
     st.add_argument("--db", type=Path, help="results database (default: XDG data dir)")

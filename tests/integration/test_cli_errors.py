@@ -36,6 +36,7 @@ from tests.conftest import cli, requires_root
         (["run", "--max-time", "0"], "--max-time must be longer than zero"),
         (["run", "--max-time", "soon"], "is not a duration"),
         (["run", "--max-bytes", "0"], "--max-bytes must be more than zero"),
+        (["selftest", "--size", "8M"], "selftest needs --size of at least 32.0 MiB"),
         (["show", "last"], None),
         (["frobnicate"], "invalid choice"),
     ],

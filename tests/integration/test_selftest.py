@@ -16,6 +16,7 @@ from cryptbench.backends import REGISTRY
 from cryptbench.commands import selftest
 from cryptbench.resources import throttle_rules
 from tests.conftest import cli, leftovers, loop_throttles, provisioned
+from tests.reliability import count
 
 
 def _needs_throttling() -> None:
@@ -26,9 +27,9 @@ def _needs_throttling() -> None:
 
 def test_selftest_finds_the_known_answer(target_dir: Path, tmp_path: Path) -> None:
     _needs_throttling()
-    result = selftest.run(target=str(target_dir), db=tmp_path / "r.sqlite", size="16M", seed=3)
-    ratios = [c for c in result.checks if "/" in c.what]
-    rates = [c for c in result.checks if "/" not in c.what]
+    result = selftest.run(target=str(target_dir), db=tmp_path / "r.sqlite", seed=3)
+    ratios = [c for c in result.checks if c.unit == "ratio"]
+    rates = [c for c in result.checks if c.unit == "bytes/s"]
     assert len(ratios) == 2 and len(rates) == 4
     assert result.passed, [(c.what, c.measured, c.ci_low, c.ci_high) for c in result.checks]
     for c in ratios:
@@ -48,7 +49,7 @@ def test_cleanup_lifts_the_throttle_after_a_sigkill(target_dir: Path, tmp_path: 
     _needs_throttling()
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "cryptbench", "selftest", "--size", "16M"),
+            *(sys.executable, "-m", "cryptbench", "selftest"),
             *("--target", str(target_dir), "--db", str(tmp_path / "r.sqlite")),
         ],
         stdout=subprocess.DEVNULL,
@@ -70,11 +71,12 @@ def test_cleanup_lifts_the_throttle_after_a_sigkill(target_dir: Path, tmp_path: 
     assert done.returncode == 0, done.stderr
     assert not loop_throttles(), done.stdout
     assert not leftovers(target_dir)
+    count("SIGKILLs with a loop device throttled, the throttle then lifted by cleanup")
 
 
 def test_selftest_cli(target_dir: Path, tmp_path: Path) -> None:
     _needs_throttling()
-    proc = cli("selftest", "--size", "8M", "--target", str(target_dir), "--db", str(tmp_path / "r.sqlite"))
+    proc = cli("selftest", "--target", str(target_dir), "--db", str(tmp_path / "r.sqlite"))
     assert proc.returncode == 0, proc.stderr
     assert "selftest passed" in proc.stderr
     assert proc.stderr.count("pass throttle-") == 6
