@@ -190,11 +190,12 @@ class Controller:
             elif rounds >= rule.max_repeats:
                 a.stopped_by = StopReason.MAX_REPEATS
 
-    def exhaust(self, reason: StopReason, rounds: int, samples: Samples) -> None:
+    def exhaust(self, reason: StopReason, rounds: int, samples: Samples, lost: set[str]) -> None:
         """A budget is spent: every open question stops where it is (and a
-        precise one that more baseline trials made imprecise again)."""
+        precise one that more baseline trials made imprecise again); one whose
+        target was lost says so rather than blame the budget."""
         self.stopped_by = reason
-        self.review(rounds, samples, set())
+        self.review(rounds, samples, lost)
         for a in self.open:
             a.stopped_by = reason
 

@@ -463,7 +463,9 @@ def run_rounds(
         for w, names in blocks:
             spent = spend.over(controller.rule)
             if spent is not None:
-                controller.exhaust(spent, rounds, primary_samples(ctx.store, ctx.run_id, metric_of))
+                controller.exhaust(
+                    spent, rounds, primary_samples(ctx.store, ctx.run_id, metric_of), set(executor.lost)
+                )
                 on_change()
                 return executor.finish()
             for name in names:

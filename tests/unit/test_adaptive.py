@@ -122,9 +122,16 @@ def test_only_asked_targets_ask() -> None:
 def test_a_budget_stops_every_open_question_where_it_is() -> None:
     c = Controller(RULE, [_q(), Question("v", "enc", "plain", "throughput", True)], 1)
     c.review(3, {**_samples([50.0, 50.0, 50.0])}, set())
-    c.exhaust(StopReason.MAX_BYTES, 3, _samples([50.0, 50.0, 50.0]))
+    c.exhaust(StopReason.MAX_BYTES, 3, _samples([50.0, 50.0, 50.0]), set())
     assert c.stopped_by is StopReason.MAX_BYTES
     assert [a.stopped_by for a in c.answers] == [StopReason.PRECISION, StopReason.MAX_BYTES]
+
+
+def test_a_budget_does_not_take_the_blame_for_a_lost_target() -> None:
+    c = Controller(RULE, [_q(), Question("w", "other", "plain", "throughput", True)], 1)
+    c.review(1, _samples([50.0]), set())
+    c.exhaust(StopReason.MAX_TIME, 1, _samples([50.0]), {"other"})
+    assert [a.stopped_by for a in c.answers] == [StopReason.MAX_TIME, StopReason.TARGET_LOST]
 
 
 # -- the rounds, over a real store ----------------------------------------------------
