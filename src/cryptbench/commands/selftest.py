@@ -25,8 +25,8 @@ SLOW, FAST = "throttle-20", "throttle-40"
 RATES = {name: cast(ThrottledBackend, REGISTRY[name]).rate for name in (SLOW, FAST)}
 EXPECTED = RATES[SLOW] / RATES[FAST]  # 0.50
 # The kernel's throttle is itself exact only to a few percent: its time
-# slices let a little more through at the start of a job (here 41.1 MB/s came
-# through the 40 MB/s limit, and 20.6 through 20), so a precise measurement
+# slices let a little more through at the start of a job (`cryptbench selftest`
+# here: 41.0 MB/s through the 40 MB/s limit, 20.6 through 20), so a precise measurement
 # sees 0.501, not 0.500. A check passes when the 95 % interval reaches into
 # the known answer's band. The rate band is tight enough to catch MiB taken
 # for MB (4.9 %).

@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from cryptbench import stats
+from cryptbench.adaptive import BUDGETS, StopReason
 from cryptbench.metrics import CATALOG, PRIMARY, info
 from cryptbench.report import study_summary
 from cryptbench.run_warnings import RunWarning, WarningKind
@@ -325,7 +326,7 @@ def find_warnings(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[Run
     return found
 
 
-SHORT = ("max-repeats", "max-bytes", "max-time")  # stopped before the asked precision
+SHORT = (StopReason.MAX_REPEATS, *BUDGETS)  # stopped before the asked precision
 NOT_NARROWING = 0.80  # the final half-width is still this much of the early one
 
 
