@@ -107,6 +107,12 @@ def _parser() -> argparse.ArgumentParser:
         help="also run the study's exact commands, faults included (study-004: dd without fsync), "
         "to show what they did to its figures",
     )
+    r.add_argument(
+        "--ram",
+        action="store_true",
+        help="also run each backend's stack on RAM (tmpfs, or a loop device over a tmpfs file), "
+        "to tell the device's cost from the layer's",
+    )
     r.add_argument("--json", action="store_true", help="print the result document as JSON on stdout")
 
     su = sub.add_parser(
@@ -145,6 +151,23 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--seed", type=int)
     st.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
     st.add_argument("--json", action="store_true", help="print the result document as JSON")
+
+    ci = sub.add_parser(
+        "cipher",
+        help="the ciphers' own speed here: OpenSSL per data unit, and the kernel's driver and speed",
+    )
+    ci.add_argument("--seconds", default="0.3s", help="each measurement's length (default 0.3s)")
+    ci.add_argument("--repeats", type=int, default=3, help="measurements of each, interleaved (default 3)")
+    ci.add_argument(
+        "--no-kernel-stack",
+        action="store_true",
+        help="skip the kernel measurement on RAM (fscrypt against ext4-loop), used where AF_ALG is missing",
+    )
+    ci.add_argument("--ram-size", default="64M", help="bytes per kernel RAM-stack trial (default 64M)")
+    ci.add_argument("--target", default="/var/tmp", help="directory to put scratch space in")
+    ci.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
+    ci.add_argument("--no-store", action="store_true", help="do not store the result")
+    ci.add_argument("--json", action="store_true", help="print the result as JSON")
 
     c = sub.add_parser("cleanup", help="tear down what a crashed run left behind")
     c.add_argument("--target", help="also look in this target directory's scratch space")
@@ -200,6 +223,7 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             max_repeats=args.max_repeats,
             max_bytes=args.max_bytes,
             max_time=args.max_time,
+            ram=args.ram,
             progress=progress,
         )
     for msg in outcome.recovered:
@@ -344,6 +368,28 @@ def _selftest(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 1
 
 
+def _cipher(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from cryptbench.commands import cipher
+    from cryptbench.report import cipher_table
+
+    with RichProgress(err) as progress:
+        doc = cipher.run(
+            seconds=args.seconds,
+            repeats=args.repeats,
+            kernel_stack=not args.no_kernel_stack,
+            ram_size=args.ram_size,
+            target=args.target,
+            db=args.db,
+            store=not args.no_store,
+            progress=progress,
+        )
+    if args.json:
+        _print_json(doc)
+    else:
+        cipher_table.render(doc, out)
+    return 0
+
+
 def _cleanup(args: argparse.Namespace, out: Console) -> int:
     from cryptbench.commands import cleanup
 
@@ -377,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
             return _show(args, out)
         if args.command == "selftest":
             return _selftest(args, out, err)
+        if args.command == "cipher":
+            return _cipher(args, out, err)
         return _cleanup(args, out)
     except CryptbenchError as e:
         sys.stderr.write(f"cryptbench: error: {e}\n")

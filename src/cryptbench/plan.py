@@ -27,6 +27,7 @@ from cryptbench.suite import (
     load_suite,
     primary_metric,
 )
+from cryptbench.system import is_root
 from cryptbench.units import format_bytes, parse_duration, parse_percent, parse_size
 
 DEFAULT_SIZE = "64M"
@@ -43,6 +44,11 @@ DEFAULT_MAX_BYTES_FRACTION = 0.10
 DEFAULT_MAX_BYTES_CAP = 8 << 30
 DEFAULT_MAX_TIME = 300.0  # seconds
 SIZE_ALIGN = 1 << 20  # data files are whole MiB so that every block size divides them
+# --ram: the twins may take at most half the memory the kernel calls available,
+# so that the page cache and fio keep room; the tmpfs gets a little slack for
+# markers and probe files.
+RAM_FRACTION = 0.5
+RAM_SLACK = 64 << 20  # bytes
 SPACE_MARGIN = 256 << 20  # bytes kept free on the target filesystem beyond the plan's need
 IO_MODES = ("auto", "direct", "buffered")
 DATA_KINDS = ("random", "zero")
@@ -71,6 +77,8 @@ class Plan:
     # application workloads keep and write there; targets are sized for it
     target_bytes: int = 0
     as_published: bool = False  # the suite's as_published workloads are in suite.workloads
+    # --ram: the size of the tmpfs the RAM twins live on (bytes); 0 without --ram
+    ram_bytes: int = 0
 
     @property
     def repeats(self) -> int:
@@ -82,7 +90,7 @@ class Plan:
         base = REGISTRY[spec.backend].baseline
         if base is None:
             return None
-        return TargetSpec(base, spec.state if REGISTRY[base].stateful else None, spec.fs).name
+        return TargetSpec(base, spec.state if REGISTRY[base].stateful else None, spec.fs, spec.medium).name
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -112,6 +120,8 @@ class Plan:
             "summary": self.suite.summary,
             # the study's own commands, faults included, run beside the corrected workloads
             "as_published": [w.name for w in self.suite.as_published] if self.as_published else [],
+            "ram": self.ram_bytes > 0,
+            "ram_bytes": self.ram_bytes,
         }
 
 
@@ -210,14 +220,27 @@ def _parse_choices(
     return tuple(chosen)
 
 
-def _expand(ordered: list[str], states: tuple[str, ...], fs: str) -> tuple[TargetSpec, ...]:
+def _expand(
+    ordered: list[str], states: tuple[str, ...], fs: str, ram: bool = False
+) -> tuple[TargetSpec, ...]:
+    """Backends x states on the device, then (--ram) the same on RAM where it means something."""
     specs: list[TargetSpec] = []
-    for name in ordered:
-        if REGISTRY[name].stateful:
-            specs += [TargetSpec(name, state, fs) for state in states]
-        else:
-            specs.append(TargetSpec(name, None, fs))
+    for medium in ("device", "ram") if ram else ("device",):
+        for name in ordered:
+            if medium == "ram" and not REGISTRY[name].ram:
+                continue
+            for state in states if REGISTRY[name].stateful else (None,):
+                specs.append(TargetSpec(name, state, fs, medium))
     return tuple(specs)
+
+
+def mem_available() -> int:
+    """Bytes of memory the kernel says can be used without swapping (MemAvailable)."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def build_plan(
@@ -240,6 +263,7 @@ def build_plan(
     max_repeats: int | None = None,
     max_bytes: str | None = None,
     max_time: str | None = None,
+    ram: bool = False,
 ) -> Plan:
     suite_obj = load_suite(suite)
     if as_published:
@@ -343,9 +367,24 @@ def build_plan(
         avail = probe_fs(fs_name)
         if not avail.ok:
             raise UnavailableError(f"--fs {fs_name} cannot be used here: {avail.reason}")
-    targets = _expand(ordered, states, fs_name)
+    targets = _expand(ordered, states, fs_name, ram)
+    ram_bytes = 0
+    if ram:
+        if not is_root():
+            raise UnavailableError("--ram needs root (to mount the tmpfs the RAM twins live on)")
+        twins = [t for t in targets if t.medium == "ram"]
+        ram_space = sum(REGISTRY[t.backend].space_needed(t, target_bytes) for t in twins)
+        ram_bytes = ram_space + RAM_SLACK
+        avail = mem_available()
+        if ram_bytes > avail * RAM_FRACTION:
+            raise UsageError(
+                f"--ram needs {format_bytes(ram_bytes)} of memory for the RAM twins, more than half of the "
+                f"{format_bytes(avail)} available (use a smaller --size or fewer --backends)"
+            )
 
-    space = input_bytes + sum(REGISTRY[t.backend].space_needed(t, target_bytes) for t in targets)
+    space = input_bytes + sum(
+        REGISTRY[t.backend].space_needed(t, target_bytes) for t in targets if t.medium == "device"
+    )
     free = free_bytes(target_dir)
     if space + SPACE_MARGIN > free:
         raise UsageError(
@@ -372,4 +411,5 @@ def build_plan(
         fs=fs_name,
         target_bytes=target_bytes,
         as_published=as_published,
+        ram_bytes=ram_bytes,
     )

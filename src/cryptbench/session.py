@@ -41,8 +41,8 @@ from typing import TextIO
 from cryptbench import keys, resources
 from cryptbench.errors import BusyError, CryptbenchError, SafetyError, UsageError
 from cryptbench.interrupts import signals_blocked
-from cryptbench.resources import Resource, SecretDir, SecretFile
-from cryptbench.system import mounts_under
+from cryptbench.resources import Mount, Resource, SecretDir, SecretFile
+from cryptbench.system import mounts_under, run_cmd
 
 SCRATCH_NAME = "cryptbench"
 MARKER = ".cryptbench-scratch"
@@ -143,6 +143,9 @@ class Session:
     _closed: bool = False
     # The user's own passphrase (--passphrase-file); None: generate keys per run.
     passphrase: bytes | None = field(default=None, repr=False)
+    # Size of the tmpfs the run's RAM twins live on (bytes; --ram); 0: none planned.
+    ram_bytes: int = 0
+    _ram_dir: Path | None = None
 
     # -- creation -----------------------------------------------------------------
 
@@ -213,6 +216,21 @@ class Session:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         return secret
+
+    def ram_dir(self) -> Path:
+        """The run's tmpfs (mounted at <run>/ram on first use, journaled like every mount)."""
+        if self._ram_dir is None:
+            if self.ram_bytes <= 0:
+                raise SafetyError("refusing to mount a RAM filesystem this run did not plan (--ram)")
+            mountpoint = self.path("ram")
+            mountpoint.mkdir(mode=0o700)
+            self.acquire(Mount(mountpoint))
+            # Held, as for every mount: otherwise it could appear after its release.
+            with signals_blocked():
+                options = f"size={self.ram_bytes},mode=0700"
+                run_cmd(["mount", "-t", "tmpfs", "-o", options, "cryptbench-ram", str(mountpoint)])
+            self._ram_dir = mountpoint
+        return self._ram_dir
 
     # -- the journal ----------------------------------------------------------------
 

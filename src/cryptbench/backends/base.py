@@ -41,7 +41,23 @@ class Helper:
         return Process(self.pid, self.create_time, self.name).death()
 
 
+@dataclass(frozen=True)
+class CipherUse:
+    """Which cipher a layer runs, where, and how widely, so that its throughput
+    can be set against what that cipher can do here (cipher/ceilings.py)."""
+
+    where: str  # kernel (the crypto API) or userspace (the layer's own code)
+    algorithm: str  # kernel: a crypto API name (xts(aes)); userspace: a cipher case (aes-256-gcm)
+    unit: int  # bytes per data unit the layer encrypts at a time
+    # True: the layer spreads one stream's units over all cores (a workqueue,
+    # Go routines); False: one core does a stream's cipher work.
+    parallel: bool
+    note: str = ""  # how close the measured case is to what the layer runs, where it differs
+
+
 STATES = ("fresh", "rewrite")
+MEDIA = ("device", "ram")
+RAM_PREFIX = "ram:"
 FILESYSTEMS = ("ext4", "xfs", "btrfs")
 
 
@@ -52,15 +68,19 @@ class TargetSpec:
     backend: str
     state: str | None = None  # fresh or rewrite, for backends whose state is controlled
     fs: str = "ext4"  # filesystem inside images; others ignore it
+    # device: in the scratch space on the target filesystem; ram: the same
+    # stack on a tmpfs of the run's (--ram), to tell device cost from layer cost
+    medium: str = "device"
 
     @property
     def name(self) -> str:
-        return self.backend if self.state is None else f"{self.backend}@{self.state}"
+        name = self.backend if self.state is None else f"{self.backend}@{self.state}"
+        return RAM_PREFIX + name if self.medium == "ram" else name
 
     @property
     def slug(self) -> str:
-        """The name, safe for file names that allow no '@'."""
-        return self.name.replace("@", "-")
+        """The name, safe for file names that allow no '@' or ':'."""
+        return self.name.replace("@", "-").replace(":", "-")
 
 
 @dataclass
@@ -83,6 +103,7 @@ class Target:
     # Files outside `backing` whose page cache the data also passes through
     # (e.g. the file a FUSE export presents to a loop device).
     cached: tuple[Path, ...] = ()
+    medium: str = "device"  # device or ram, as the spec asked
 
 
 class Backend(ABC):
@@ -93,6 +114,10 @@ class Backend(ABC):
     # True: every write trial gets a newly provisioned target in the asked
     # state (fresh, or rewrite), as study 003's state control requires.
     stateful: ClassVar[bool] = False
+    # False where a RAM twin means nothing (a throttle needs a block device).
+    ram: ClassVar[bool] = True
+    # The cipher it runs; None for a layer without one.
+    cipher_use: ClassVar[CipherUse | None] = None
 
     @abstractmethod
     def probe(self) -> Availability:
@@ -132,10 +157,14 @@ def cache_files(target: Target, *extra: Path) -> list[Path]:
 
 
 def target_dir(session: Session, spec: TargetSpec) -> Path:
-    """A new directory for one provisioning of `spec`: targets/<name>/<n>."""
-    parent = session.path("targets", spec.slug)
+    """A new directory for one provisioning of `spec`: targets/<name>/<n>, or
+    ram/targets/<name>/<n> on the run's tmpfs for a RAM twin."""
+    root = ("ram",) if spec.medium == "ram" else ()
+    if root:
+        session.ram_dir()
+    parent = session.path(*root, "targets", spec.slug)
     parent.mkdir(parents=True, exist_ok=True)
     n = sum(1 for _ in parent.iterdir()) + 1
-    d = session.path("targets", spec.slug, str(n))
+    d = session.path(*root, "targets", spec.slug, str(n))
     d.mkdir()
     return d

@@ -8,6 +8,7 @@ users still pick it, and `backends` says what it is.
 
 from __future__ import annotations
 
+from cryptbench.backends.base import CipherUse
 from cryptbench.backends.overlay import FuseOverlayBackend, Layout
 
 
@@ -18,6 +19,7 @@ class EncfsBackend(FuseOverlayBackend):
     overhead = 1.01  # an 8-byte header per file
     cipher_label = "AES-192-CBC on 1 KiB blocks, block-encoded names (EncFS --standard)"
     summary = "EncFS FUSE overlay (AES-192-CBC, --standard) over a directory on the target filesystem"
+    cipher_use = CipherUse("userspace", "aes-192-cbc", 1024, parallel=False)
 
     def mount_argv(self, layout: Layout) -> list[str]:
         return ["encfs", "-f", "--stdinpass", "--standard", str(layout.cipher), str(layout.mountpoint)]

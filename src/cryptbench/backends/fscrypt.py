@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cryptbench import keys
-from cryptbench.backends.base import Availability, Backend, DirectIO, Target, TargetSpec
+from cryptbench.backends.base import Availability, Backend, CipherUse, DirectIO, Target, TargetSpec
 from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_loop
 from cryptbench.errors import ProvisionError
 from cryptbench.resources import FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, FscryptKey
@@ -103,6 +103,9 @@ class FscryptBackend(Backend):
     encrypted = True
     baseline = "ext4-loop"
     summary = "ext4 native encryption (fscrypt v2, AES-256-XTS) in an image on a loop device"
+    # Writes are encrypted by the thread doing writeback, one page at a time;
+    # reads are decrypted in a workqueue that may use every core.
+    cipher_use = CipherUse("kernel", "xts(aes)", 4096, parallel=False, note="reads may use more cores")
 
     def probe(self) -> Availability:
         base = probe_ext4_loop()

@@ -14,7 +14,15 @@ from contextlib import contextmanager
 
 from cryptbench import keys
 from cryptbench.backends import daemon as daemon_mod
-from cryptbench.backends.base import Availability, Backend, DirectIO, Target, TargetSpec, target_dir
+from cryptbench.backends.base import (
+    Availability,
+    Backend,
+    CipherUse,
+    DirectIO,
+    Target,
+    TargetSpec,
+    target_dir,
+)
 from cryptbench.errors import UnavailableError
 from cryptbench.resources import Mount
 from cryptbench.session import Session
@@ -42,6 +50,11 @@ class GocryptfsBackend(Backend):
     encrypted = True
     baseline = "plain"
     summary = "gocryptfs FUSE overlay (AES-256-GCM) over a directory on the target filesystem"
+    # gocryptfs seals a request's 4 KiB blocks in parallel goroutines; it uses
+    # Go's AES-GCM (or OpenSSL's, chosen at mount), measured here with OpenSSL.
+    cipher_use = CipherUse(
+        "userspace", "aes-256-gcm", 4096, parallel=True, note="gocryptfs uses Go's AES-GCM"
+    )
 
     def probe(self) -> Availability:
         if which("gocryptfs") is None:

@@ -30,7 +30,15 @@ from pathlib import Path
 
 from cryptbench import keys
 from cryptbench.backends import daemon as daemon_mod
-from cryptbench.backends.base import Availability, Backend, DirectIO, Target, TargetSpec, target_dir
+from cryptbench.backends.base import (
+    Availability,
+    Backend,
+    CipherUse,
+    DirectIO,
+    Target,
+    TargetSpec,
+    target_dir,
+)
 from cryptbench.backends.filesystem import (
     describe_mount,
     fs_image_size,
@@ -113,6 +121,12 @@ class ImageBackend(Backend):
         self.baseline = f"image-{kind}" if cipher else "plain"
         label = CIPHERS[cipher][1] if cipher else "no encryption"
         self.summary = f"{KINDS[kind]}, {label}, via qemu-storage-daemon and a loop device"
+        if cipher:
+            # qemu's LUKS encrypts 512-byte sectors in its one I/O thread, with
+            # its own crypto library (gnutls or nettle), measured here with OpenSSL.
+            self.cipher_use = CipherUse(
+                "userspace", f"{CIPHERS[cipher][0]}-xts", 512, parallel=False, note="qemu uses gnutls/nettle"
+            )
 
     def probe(self) -> Availability:
         base = probe_loop()

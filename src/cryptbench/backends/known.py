@@ -43,6 +43,8 @@ def probe_throttling(root: Path = BLKIO) -> Availability:
 class ThrottledBackend(Ext4LoopBackend):
     """ext4-loop's stack (and its space needs) with a throttled loop device."""
 
+    ram = False  # a known answer for the device; its RAM twin would only repeat it
+
     def __init__(self, rate_mb: int, baseline: str | None) -> None:
         self.name = f"throttle-{rate_mb}"
         self.rate = rate_mb * MB  # bytes/s, read and write

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cryptbench import keys
-from cryptbench.backends.base import Availability, Backend, Target, TargetSpec, target_dir
+from cryptbench.backends.base import Availability, Backend, CipherUse, Target, TargetSpec, target_dir
 from cryptbench.backends.ext4image import preallocate
 from cryptbench.backends.filesystem import (
     describe_mount,
@@ -116,6 +116,9 @@ class LuksBackend(Backend):
         extra = ", no dm-crypt workqueues" if self.no_workqueue else ""
         self.cipher_label = f"aes-xts-plain64, {self.key_bits}-bit key, {SECTOR_SIZE}-byte sectors"
         self.summary = f"dm-crypt LUKS2 ({label}{extra}) on a loop device, ext4 on top"
+        # dm-crypt's kcryptd workqueue spreads sectors over every core; without
+        # workqueues the submitting thread encrypts.
+        self.cipher_use = CipherUse("kernel", "xts(aes)", SECTOR_SIZE, parallel=not self.no_workqueue)
 
     def probe(self) -> Availability:
         base = probe_loop("cryptsetup")

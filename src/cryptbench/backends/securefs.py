@@ -7,6 +7,7 @@ filesystem is mounted. securefs' own `--pass` would put it on the command line.
 
 from __future__ import annotations
 
+from cryptbench.backends.base import CipherUse
 from cryptbench.backends.overlay import FuseOverlayBackend, Layout
 from cryptbench.session import Session
 from cryptbench.system import run_cmd
@@ -20,6 +21,8 @@ class SecurefsBackend(FuseOverlayBackend):
     overhead = 1.01
     cipher_label = "AES-256-GCM contents, AES-SIV names (securefs lite format)"
     summary = "securefs FUSE overlay (lite format, AES-256-GCM) over a directory on the target filesystem"
+    # One FUSE request's blocks are sealed by the thread serving it (Crypto++).
+    cipher_use = CipherUse("userspace", "aes-256-gcm", 4096, parallel=False, note="securefs uses Crypto++")
 
     def create(self, session: Session, layout: Layout, password: bytes) -> None:
         layout.secret = session.secret_file("securefs-key", password)

@@ -74,7 +74,23 @@ def prove_encryption(session: Session, targets: dict[str, Target]) -> None:
 
 
 def decide_io_modes(requested: str, targets: dict[str, Target]) -> tuple[dict[str, bool], str | None]:
-    """Direct I/O per target, and a note explaining the choice."""
+    """Direct I/O per target, and a note explaining the choice.
+
+    The device targets decide; a RAM twin follows them unless it refuses
+    O_DIRECT. On tmpfs every page is resident by nature, so the probe's "stayed
+    in the page cache" says nothing there, and must not turn the device targets
+    buffered.
+    """
+    ram = {n: t for n, t in targets.items() if t.medium == "ram"}
+    device = {n: t for n, t in targets.items() if n not in ram}
+    modes, note = _decide_device(requested, device)
+    follow = bool(device) and all(modes.values()) if requested == "auto" else requested == "direct"
+    for n, t in ram.items():
+        modes[n] = follow and t.direct_io is not DirectIO.REFUSED
+    return modes, note
+
+
+def _decide_device(requested: str, targets: dict[str, Target]) -> tuple[dict[str, bool], str | None]:
     not_direct = [t for t in targets.values() if t.direct_io is not DirectIO.HONOURED]
     if requested == "buffered":
         return {n: False for n in targets}, "buffered I/O for every target, as asked (--io-mode buffered)"
@@ -103,6 +119,7 @@ def _target_row(t: Target, direct: bool) -> dict[str, Any]:
         "direct_io_reason": t.direct_io_reason,
         "marker_in_backing": t.marker_in_backing,
         "encryption_verified": t.encryption_verified,
+        "medium": t.medium,
         "details": {**t.details, "helpers": ", ".join(f"{h.name} (pid {h.pid})" for h in t.helpers)},
     }
 
@@ -118,6 +135,7 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
         with signals_blocked():
             session = Session.create(plan.target_dir, registry)
             session.passphrase = plan.passphrase
+            session.ram_bytes = plan.ram_bytes
         recovered = recover_stale([plan.target_dir], registry)
         run_id = store.insert_run(
             plan.suite.name, plan.to_json(), environment.collect(plan.target_dir), __version__
@@ -182,7 +200,7 @@ class Provisioned:
         except BaseException:
             stack.close()
             raise
-        t.name, t.baseline = spec.name, self.plan.baseline_of(spec)
+        t.name, t.baseline, t.medium = spec.name, self.plan.baseline_of(spec), spec.medium
         self._stacks[spec.name], self._specs[spec.name], self.targets[spec.name] = stack, spec, t
         return t
 
@@ -322,6 +340,7 @@ def run(
     max_repeats: int | None = None,
     max_bytes: str | None = None,
     max_time: str | None = None,
+    ram: bool = False,
     progress: Progress | None = None,
     registry: Path | None = None,
 ) -> RunOutcome:
@@ -344,6 +363,7 @@ def run(
         max_repeats=max_repeats,
         max_bytes=max_bytes,
         max_time=max_time,
+        ram=ram,
     )
     # A core dump of a run would hold its keys.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

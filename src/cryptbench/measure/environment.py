@@ -12,13 +12,13 @@ from typing import Any
 
 from cryptbench import __version__, system
 from cryptbench.backends.gocryptfs import gocryptfs_version
+from cryptbench.cipher import kernel
 from cryptbench.engines.fio import fio_version
 from cryptbench.measure.cache import drop_method
 from cryptbench.measure.device import device_of
 from cryptbench.system import is_root
 
 CPU_FLAGS_OF_INTEREST = ("aes", "vaes", "pclmulqdq", "vpclmulqdq", "avx2", "avx512f", "sha_ni")
-GENERIC_AES_DRIVERS = ("aes-generic", "aes-fixed-time")
 
 
 def _cpuinfo() -> tuple[str, list[str]]:
@@ -37,36 +37,18 @@ def _cpuinfo() -> tuple[str, list[str]]:
     return model, [f for f in CPU_FLAGS_OF_INTEREST if f in flags]
 
 
-def proc_crypto() -> list[dict[str, str]]:
-    entries: list[dict[str, str]] = []
-    current: dict[str, str] = {}
-    try:
-        with open("/proc/crypto") as f:
-            for line in f:
-                if not line.strip():
-                    if current:
-                        entries.append(current)
-                    current = {}
-                    continue
-                key, _, value = line.partition(":")
-                current[key.strip()] = value.strip()
-    except OSError:
-        return []
-    if current:
-        entries.append(current)
-    return entries
-
-
 def kernel_driver(name: str) -> str | None:
     """The driver the kernel uses for algorithm `name`: the highest priority one."""
-    found = [e for e in proc_crypto() if e.get("name") == name]
-    if not found:
+    try:
+        entries = kernel.parse(kernel.PROC_CRYPTO.read_text())
+    except OSError:
         return None
-    return max(found, key=lambda e: int(e.get("priority", "0"))).get("driver")
+    found = kernel.selected(entries, name)
+    return found.driver if found else None
 
 
 def is_generic_aes(driver: str | None) -> bool:
-    return driver is not None and any(g in driver for g in GENERIC_AES_DRIVERS)
+    return driver is not None and kernel.is_software(kernel.classify(driver))
 
 
 def kernel_crypto() -> dict[str, Any]:

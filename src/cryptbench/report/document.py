@@ -19,6 +19,7 @@ from typing import Any
 
 from cryptbench import stats
 from cryptbench.adaptive import BUDGETS, StopReason
+from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.metrics import CATALOG, PRIMARY, info
 from cryptbench.report import study_summary
 from cryptbench.run_warnings import RunWarning, WarningKind
@@ -51,6 +52,7 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
             if t["encryption_verified"] is None
             else bool(t["encryption_verified"]),
             "details": json.loads(t["details_json"]),
+            "medium": t.get("medium") or "device",
         }
         for t in store.target_rows(run_id)
     ]
@@ -165,12 +167,17 @@ def primary_of(plan: dict[str, Any], workload: str) -> str:
 
 
 def _baselines(t: dict[str, Any], tmap: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
-    """(baseline, kind): the same stack without the cipher, and plain when that differs."""
+    """(baseline, kind): the same stack without the cipher; plain on the same medium when that
+    differs; and for a target with a RAM twin (--ram), the twin: what the device costs it."""
     out = []
+    ram = t.get("medium") == "ram"
+    plain = RAM_PREFIX + "plain" if ram else "plain"
     if t["baseline"] and t["baseline"] in tmap:
         out.append((t["baseline"], "baseline"))
-    if t["name"] != "plain" and t["baseline"] != "plain" and "plain" in tmap:
-        out.append(("plain", "plain"))
+    if t["name"] != plain and t["baseline"] != plain and plain in tmap:
+        out.append((plain, "plain"))
+    if not ram and RAM_PREFIX + t["name"] in tmap:
+        out.append((RAM_PREFIX + t["name"], "ram"))
     return out
 
 
@@ -289,11 +296,13 @@ def find_warnings(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[Run
                 )
     failed: dict[tuple[str, str], list[str]] = defaultdict(list)
     resident: dict[tuple[str, str], int] = defaultdict(int)
+    # On a RAM twin every page is resident by nature: that is its medium, not a cache.
+    on_ram = {t["name"] for t in doc["targets"] if t.get("medium") == "ram"}
     for t in trials:
         key = (t["workload"], t["target"])
         if t["status"] != "ok":
             failed[key].append(t["error"] or "unknown error")
-        if (t["cache_resident_bytes"] or 0) > CACHE_TOLERANCE * size:
+        if t["target"] not in on_ram and (t["cache_resident_bytes"] or 0) > CACHE_TOLERANCE * size:
             resident[key] = max(resident[key], t["cache_resident_bytes"])
     for (w, tn), errors in failed.items():
         found.append(
@@ -394,6 +403,10 @@ def conclusions(doc: dict[str, Any]) -> list[str]:
     for c in doc["comparisons"]:
         pairs[(c["target"], c["baseline"])].append(c)
     for (target, baseline), cs in pairs.items():
+        if cs[0]["kind"] == "ram":
+            # The stack against its own RAM twin: what the device costs it.
+            target = f"{target} on the device"
+            baseline = f"the same stack on RAM ({baseline})"
         slower = [c for c in cs if c["ci_high"] is not None and c["ci_high"] < 1]
         faster = [c for c in cs if c["ci_low"] is not None and c["ci_low"] > 1]
         unclear = len(cs) - len(slower) - len(faster)

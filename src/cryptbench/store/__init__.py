@@ -163,8 +163,8 @@ class Store:
         with self.transaction():
             self.db.execute(
                 "INSERT INTO targets (run_id, name, backend, baseline, encrypted, io_mode, direct_io,"
-                " direct_io_reason, marker_in_backing, encryption_verified, details_json)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                " direct_io_reason, marker_in_backing, encryption_verified, details_json, medium)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run_id,
                     row["name"],
@@ -177,8 +177,32 @@ class Store:
                     _opt_int(row["marker_in_backing"]),
                     _opt_int(row["encryption_verified"]),
                     json.dumps(row["details"]),
+                    row.get("medium", "device"),
                 ),
             )
+
+    def insert_cipher(
+        self, run_id: int | None, result: dict[str, Any], environment: dict[str, Any], tool_version: str
+    ) -> int:
+        with self.transaction():
+            cur = self.db.execute(
+                "INSERT INTO ciphers (run_id, measured_at, tool_version, environment_json, result_json)"
+                " VALUES (?,?,?,?,?)",
+                (run_id, now_iso(), tool_version, json.dumps(environment), json.dumps(result)),
+            )
+            return int(cur.lastrowid or 0)
+
+    def cipher_rows(self, run_id: int | None = None, limit: int = 1) -> list[dict[str, Any]]:
+        """A run's cipher measurement; with run_id None, the newest standalone ones first."""
+        if run_id is None:
+            cur = self.db.execute(
+                "SELECT * FROM ciphers WHERE run_id IS NULL ORDER BY id DESC LIMIT ?", (limit,)
+            )
+        else:
+            cur = self.db.execute(
+                "SELECT * FROM ciphers WHERE run_id=? ORDER BY id DESC LIMIT ?", (run_id, limit)
+            )
+        return [_row(cur, r) for r in cur.fetchall()]
 
     def insert_trial(self, run_id: int, trial: dict[str, Any], metrics: list[MetricValue]) -> int:
         with self.transaction():

@@ -80,5 +80,26 @@ def _v1_to_v2(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN stopping_json TEXT NOT NULL DEFAULT '{}'")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1, _v1_to_v2]
+def _v2_to_v3(db: sqlite3.Connection) -> None:
+    # --ram: a target on the device or its twin on RAM. And the cipher ceilings:
+    # `cryptbench cipher` stores one row with run_id NULL; a run stores the
+    # ceilings it measured for its own backends with its run_id.
+    _execute_all(
+        db,
+        """
+        ALTER TABLE targets ADD COLUMN medium TEXT NOT NULL DEFAULT 'device';
+        CREATE TABLE ciphers (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER REFERENCES runs(id),
+            measured_at TEXT NOT NULL,         -- ISO 8601, UTC
+            tool_version TEXT NOT NULL,
+            environment_json TEXT NOT NULL,
+            result_json TEXT NOT NULL          -- commands/cipher.py's document
+        );
+        CREATE INDEX ciphers_run ON ciphers(run_id)
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1, _v1_to_v2, _v2_to_v3]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,174 @@
+"""The kernel's ciphers: which driver serves each algorithm a backend needs, and how fast.
+
+The kernel picks, for an algorithm name such as `xts(aes)`, the registered
+implementation with the highest priority (/proc/crypto lists them all). Its
+driver name tells generic software from code that uses the CPU's AES
+instructions; `classify` holds the rules, documented in docs/methodology.md.
+
+Throughput is measured through AF_ALG (the kernel's crypto socket) where the
+kernel offers it, one data unit per request, as dm-crypt and fscrypt submit
+them. Where it does not, `cryptbench cipher` measures the encrypted stack on
+RAM instead (commands/cipher.py).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC_CRYPTO = Path("/proc/crypto")
+
+# Algorithms the kernel-side backends need, and who needs them.
+NEEDED: dict[str, str] = {
+    "xts(aes)": "fscrypt file contents, dm-crypt/LUKS aes-xts-plain64",
+    "cts(cbc(aes))": "fscrypt file names",
+}
+
+
+@dataclass(frozen=True)
+class Driver:
+    algorithm: str  # the name asked for, e.g. xts(aes)
+    driver: str  # the implementation the kernel picks, e.g. xts(ecb(aes-fixed-time))
+    module: str  # kernel (built in) or the module's name
+    priority: int  # higher wins
+    kind: str  # skcipher, aead, cipher, ...
+    acceleration: str  # see classify()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "algorithm": self.algorithm,
+            "driver": self.driver,
+            "module": self.module,
+            "priority": self.priority,
+            "type": self.kind,
+            "acceleration": self.acceleration,
+            "used_by": NEEDED.get(self.algorithm, ""),
+        }
+
+
+# Substrings of a driver name and what they say, first match wins. x86:
+# aesni (AES-NI), vaes (VAES, with AVX2 or AVX-512); arm64: -ce (Crypto
+# Extensions); the rest are table- or bit-sliced software.
+_RULES: tuple[tuple[str, str], ...] = (
+    ("vaes", "hardware: VAES instructions"),
+    ("aesni", "hardware: AES-NI instructions"),
+    ("aes-ce", "hardware: ARMv8 Crypto Extensions"),
+    ("-ce)", "hardware: ARMv8 Crypto Extensions"),
+    ("neonbs", "software: bit-sliced NEON"),
+    ("aes-fixed-time", "software: generic constant-time C (no AES instructions used)"),
+    ("aes-generic", "software: generic table-based C (no AES instructions used)"),
+    ("aes-lib", "software: generic C library AES (no AES instructions used)"),
+    ("aes-arm64", "software: scalar arm64 assembly"),
+)
+
+
+def classify(driver: str) -> str:
+    """What a driver name says about how it computes AES, or 'unknown'."""
+    for needle, meaning in _RULES:
+        if needle in driver:
+            return meaning
+    return "unknown: not a driver name cryptbench knows"
+
+
+def is_software(acceleration: str) -> bool:
+    return acceleration.startswith("software")
+
+
+def parse(text: str) -> list[dict[str, str]]:
+    """/proc/crypto as one dict per entry (blank-line separated `key : value` lines)."""
+    entries: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if current:
+                entries.append(current)
+            current = {}
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            current[key.strip()] = value.strip()
+    if current:
+        entries.append(current)
+    return entries
+
+
+def selected(entries: list[dict[str, str]], algorithm: str) -> Driver | None:
+    """The implementation the kernel would pick for `algorithm`: passed its
+    self-test, not internal, highest priority."""
+    usable = [
+        e
+        for e in entries
+        if e.get("name") == algorithm
+        and e.get("internal", "no") == "no"
+        and e.get("selftest", "passed") in ("passed", "unknown")
+    ]
+    if not usable:
+        return None
+    best = max(usable, key=lambda e: int(e.get("priority", "0")))
+    return Driver(
+        algorithm=algorithm,
+        driver=best.get("driver", "?"),
+        module=best.get("module", "?"),
+        priority=int(best.get("priority", "0")),
+        kind=best.get("type", "?"),
+        acceleration=classify(best.get("driver", "")),
+    )
+
+
+def drivers(text: str | None = None) -> tuple[list[Driver], list[str]]:
+    """The drivers for NEEDED, and a note for each algorithm not (yet) registered.
+
+    The kernel registers a template such as xts(aes) on first use; fscrypt
+    instantiates it when a key is added, so a fresh boot may not list it.
+    """
+    entries = parse(PROC_CRYPTO.read_text() if text is None else text)
+    found, missing = [], []
+    for algorithm in NEEDED:
+        d = selected(entries, algorithm)
+        if d is None:
+            missing.append(
+                f"{algorithm} is not in /proc/crypto (not instantiated yet, or the kernel lacks it)"
+            )
+        else:
+            found.append(d)
+    return found, missing
+
+
+def af_alg_unavailable() -> str | None:
+    """Why the kernel's crypto socket cannot measure xts(aes) here, or None."""
+    if not hasattr(socket, "AF_ALG"):
+        return "this Python has no AF_ALG support"
+    try:
+        with socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0) as s:
+            s.bind(("skcipher", "xts(aes)"))
+    except OSError as e:
+        return (
+            f"the kernel offers no AF_ALG skcipher socket ({e.strerror}; "
+            "CONFIG_CRYPTO_USER_API_SKCIPHER is not enabled)"
+        )
+    return None
+
+
+def af_alg_throughput(algorithm: str, key_bytes: int, unit: int, seconds: float) -> float:
+    """Bytes/s of the kernel's `algorithm` through AF_ALG, one request per data unit."""
+    data = os.urandom(unit)
+    with socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0) as alg:
+        alg.bind(("skcipher", algorithm))
+        alg.setsockopt(socket.SOL_ALG, socket.ALG_SET_KEY, os.urandom(key_bytes))
+        op, _ = alg.accept()
+        with op:
+            done, start = 0, time.perf_counter()
+            sector = 0
+            while True:
+                for _ in range(64):
+                    iv = sector.to_bytes(16, "little")  # plain64 IVs: the sector number
+                    op.sendmsg_afalg([data], op=socket.ALG_OP_ENCRYPT, iv=iv)
+                    op.recv(unit)
+                    sector += 1
+                done += 64 * unit
+                elapsed = time.perf_counter() - start
+                if elapsed >= seconds:
+                    return done / elapsed

@@ -1,0 +1,186 @@
+"""Userspace cipher throughput on this CPU, through OpenSSL (the `cryptography` package).
+
+Storage layers encrypt in data units: a 512-byte or 4 KiB sector (dm-crypt,
+fscrypt, qemu's LUKS), a 4 KiB block (gocryptfs, securefs). One call per unit
+is what they pay, so that is what is timed here; one call over a 64 KiB buffer
+would hide the cost per unit and overstate the ceiling.
+
+The loop over units runs in C (`map` drained by a zero-length `deque`), so that
+the interpreter adds one call's overhead per unit and no bytecode. Each XTS or
+CBC unit is one `update_into` on a context keyed once, as `openssl speed -evp`
+does; a storage layer also sets a new tweak per unit, which costs one more AES
+block (1/32 of the work at 512 bytes). Each AEAD unit is one `encrypt` with its
+tag, as gocryptfs and securefs seal each block.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from itertools import repeat
+
+BUFFER = 1 << 20  # bytes encrypted per pass: fits the L2 cache, as openssl speed's buffer fits L1
+
+
+@dataclass(frozen=True)
+class CipherCase:
+    name: str  # e.g. aes-256-xts
+    unit: int  # bytes per call: the data unit
+    key_bytes: int  # bytes of key (XTS: both halves)
+    mode: str  # xts, cbc or aead
+    used_by: str  # which storage layers use it, in words
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} / {self.unit} B"
+
+
+CASES: tuple[CipherCase, ...] = (
+    CipherCase("aes-128-xts", 512, 32, "xts", "dm-crypt/LUKS aes-xts-plain64 256-bit key, 512 B sectors"),
+    CipherCase("aes-128-xts", 4096, 32, "xts", "dm-crypt/LUKS 256-bit key, 4 KiB sectors"),
+    CipherCase("aes-256-xts", 512, 64, "xts", "qemu LUKS images, dm-crypt with 512 B sectors"),
+    CipherCase("aes-256-xts", 4096, 64, "xts", "fscrypt contents, dm-crypt/LUKS 4 KiB sectors"),
+    CipherCase("aes-256-gcm", 4096, 32, "aead", "gocryptfs and securefs blocks"),
+    CipherCase("chacha20-poly1305", 4096, 32, "aead", "CryFS blocks (XChaCha20-Poly1305)"),
+    CipherCase("aes-192-cbc", 1024, 24, "cbc", "EncFS --standard blocks"),
+)
+
+
+def case(name: str, unit: int) -> CipherCase:
+    for c in CASES:
+        if (c.name, c.unit) == (name, unit):
+            return c
+    raise KeyError(f"{name}/{unit}")
+
+
+def library() -> str:
+    """The OpenSSL the measurements go through (cryptography bundles its own)."""
+    import cryptography
+    from cryptography.hazmat.backends.openssl.backend import backend
+
+    return f"{backend.openssl_version_text()} (cryptography {cryptography.__version__})"
+
+
+def unavailable(c: CipherCase) -> str | None:
+    """Why this OpenSSL cannot run `c`, or None."""
+    try:
+        _encrypt_units(c)
+    except Exception as e:  # UnsupportedAlgorithm, or a build without the cipher
+        return f"{c.name} is not available in {library()}: {e}"
+    return None
+
+
+def _encrypt_units(c: CipherCase) -> Callable[[], int]:
+    """A function that encrypts BUFFER bytes, one call per unit, and returns the bytes done."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+
+    key = os.urandom(c.key_bytes)
+    data = memoryview(bytearray(os.urandom(BUFFER)))
+    units = [data[i : i + c.unit] for i in range(0, BUFFER, c.unit)]
+    done = len(units) * c.unit
+    if c.mode in ("xts", "cbc"):
+        mode = modes.XTS(os.urandom(16)) if c.mode == "xts" else modes.CBC(os.urandom(16))
+        update_into = Cipher(algorithms.AES(key), mode).encryptor().update_into
+        out = bytearray(c.unit + 16)
+
+        def run() -> int:
+            deque(map(update_into, units, repeat(out)), maxlen=0)
+            return done
+
+        return run
+    aead = ChaCha20Poly1305(key) if c.name.startswith("chacha20") else AESGCM(key)
+    nonce = os.urandom(12)  # one nonce for all: only the speed is wanted, never the ciphertext
+
+    def run_aead() -> int:
+        deque(map(aead.encrypt, repeat(nonce), units, repeat(None)), maxlen=0)
+        return done
+
+    return run_aead
+
+
+def _timed(c: CipherCase, seconds: float) -> tuple[int, float]:
+    """(bytes encrypted, seconds taken) for about `seconds` of one core's work."""
+    run = _encrypt_units(c)
+    run()  # warm: first-touch page faults and the CPU's clock ramp
+    total, start = 0, time.perf_counter()
+    while True:
+        total += run()
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return total, elapsed
+
+
+def _worker(c: CipherCase, seconds: float, go: object, out: object) -> None:
+    go.wait()  # type: ignore[attr-defined]
+    out.put(_timed(c, seconds))  # type: ignore[attr-defined]
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+def throughput(c: CipherCase, seconds: float, workers: int = 1) -> float:
+    """Bytes/s with `workers` processes encrypting at once (one per core), summed."""
+    if workers == 1:
+        done, took = _timed(c, seconds)
+        return done / took
+    # spawn, not fork: the parent may have threads (Rich's refresh) that fork would copy mid-lock.
+    ctx = mp.get_context("spawn")
+    go, out = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(c, seconds, go, out), daemon=True) for _ in range(workers)]
+    for p in procs:
+        p.start()
+    try:
+        go.set()
+        results = [out.get(timeout=seconds + 60) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    return sum(done / took for done, took in results)
+
+
+@dataclass(frozen=True)
+class Measured:
+    case: CipherCase
+    workers: int  # processes encrypting at once, one per core
+    samples: tuple[float, ...]  # bytes/s, one per repeat
+
+    @property
+    def median(self) -> float:  # bytes/s
+        return statistics.median(self.samples)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "cipher": self.case.name,
+            "unit": self.case.unit,
+            "mode": self.case.mode,
+            "used_by": self.case.used_by,
+            "cores": self.workers,
+            "throughput": self.median,
+            "min": min(self.samples),
+            "max": max(self.samples),
+            "samples": list(self.samples),
+        }
+
+
+def measure(
+    cases: Iterable[CipherCase], seconds: float, repeats: int, workers: Iterable[int]
+) -> list[Measured]:
+    """Each case at each worker count, `repeats` times, interleaved so that a
+    slow spell of a shared machine spreads over all of them."""
+    grid = [(c, w) for c in cases for w in dict.fromkeys(workers)]
+    samples: dict[tuple[CipherCase, int], list[float]] = {k: [] for k in grid}
+    for _ in range(repeats):
+        for c, w in grid:
+            samples[(c, w)].append(throughput(c, seconds, w))
+    return [Measured(c, w, tuple(samples[(c, w)])) for c, w in grid]

@@ -1,0 +1,236 @@
+"""`cryptbench cipher`: what the ciphers alone can do here, the ceilings a stack is held to.
+
+Userspace: OpenSSL (cipher/userspace.py), per data unit, one core and all
+cores. Kernel: the driver each algorithm the backends need resolves to
+(/proc/crypto), and its speed: through AF_ALG where the kernel offers it,
+otherwise as the encrypted stack on RAM (fscrypt against ext4-loop, both in an
+image on a loop device over a tmpfs file), where no disk hides the cipher.
+"""
+
+from __future__ import annotations
+
+import statistics
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from cryptbench import __version__
+from cryptbench.backends import REGISTRY, Target, TargetSpec
+from cryptbench.backends.ext4image import image_size
+from cryptbench.cipher import kernel, userspace
+from cryptbench.engines.fio import parse_fio_json, probe_ioengine, run_fio
+from cryptbench.engines.jobs import JobOptions, render_job
+from cryptbench.errors import UsageError
+from cryptbench.interrupts import interruptible, signals_blocked
+from cryptbench.measure import environment
+from cryptbench.measure.cache import drop_caches
+from cryptbench.plan import SIZE_ALIGN, mem_available
+from cryptbench.runner import NullProgress, Progress
+from cryptbench.session import Session, check_target_dir
+from cryptbench.store import Store, default_db_path
+from cryptbench.suite import WorkloadSpec
+from cryptbench.units import parse_duration, parse_size
+
+SCHEMA = 1
+DEFAULT_SECONDS = 0.3  # per measurement
+DEFAULT_REPEATS = 3
+DEFAULT_RAM_SIZE = "64M"  # bytes written and read per RAM-stack trial
+RAM_BACKENDS = ("ext4-loop", "fscrypt")  # the same image stack without and with the kernel cipher
+RAM_BLOCK = 1 << 20  # bytes per I/O of the RAM-stack jobs
+RAM_DEPTH = 8
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def separate(stack: float, without: float) -> float | None:
+    """The cipher's own rate (bytes/s) from the stack with it and the same stack without it.
+
+    Time per byte adds up: 1/stack = 1/without + 1/cipher. None when the stack
+    with the cipher was not slower: then its cost is lost in the noise.
+    """
+    if stack <= 0 or without <= 0 or stack >= without:
+        return None
+    return 1.0 / (1.0 / stack - 1.0 / without)
+
+
+def ram_stack_unavailable() -> str | None:
+    for name in RAM_BACKENDS:
+        avail = REGISTRY[name].probe()
+        if not avail.ok:
+            return f"{name} cannot run here: {avail.reason}"
+    return None
+
+
+def _ram_trial(session: Session, target: Target, rw: str, size: int, engine: str, seed: int) -> float:
+    job = session.path("jobs", f"cipher-{target.backend}-{rw}.fio")
+    job.parent.mkdir(exist_ok=True)
+    spec = WorkloadSpec(f"ram-{rw}", rw, RAM_BLOCK, RAM_DEPTH)
+    # Buffered: fscrypt does not honour O_DIRECT. Writes end with fsync (the
+    # cipher runs at writeback); reads start from a dropped cache (the cipher
+    # runs as the pages come in). The tmpfs under the loop device stays.
+    opts = JobOptions(target.path / "cipher-data", size, False, engine, False, seed)
+    job.write_text(render_job(spec, opts))
+    drop_caches([])
+    return parse_fio_json(run_fio(job, session)).throughput
+
+
+def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progress) -> dict[str, Any]:
+    """fscrypt and ext4-loop on RAM, write then read, `repeats` times in alternating order."""
+    session: Session | None = None
+    samples: dict[tuple[str, str], list[float]] = {
+        (b, rw): [] for b in RAM_BACKENDS for rw in ("write", "read")
+    }
+    try:
+        with signals_blocked():
+            session = Session.create(target_dir)
+        session.ram_bytes = sum(image_size(size) for _ in RAM_BACKENDS) + (64 << 20)
+        with ExitStack() as stack:
+            targets: dict[str, Target] = {}
+            for name in RAM_BACKENDS:
+                progress.phase(f"provisioning ram:{name}")
+                spec = TargetSpec(name, medium="ram")
+                targets[name] = stack.enter_context(REGISTRY[name].provision(session, spec, size))
+            engine = probe_ioengine(session.path("ioengine-probe"))
+            for i in range(repeats):
+                order = RAM_BACKENDS if i % 2 == 0 else tuple(reversed(RAM_BACKENDS))
+                for name in order:
+                    for rw in ("write", "read"):
+                        progress.phase(f"ram:{name} {rw}, round {i + 1} of {repeats}")
+                        samples[(name, rw)].append(_ram_trial(session, targets[name], rw, size, engine, i))
+    finally:
+        with signals_blocked():
+            if session is not None:
+                session.close()
+    rows, ciphers = [], []
+    for (name, rw), xs in samples.items():
+        rows.append({"target": f"ram:{name}", "direction": rw, "throughput": _median(xs), "samples": xs})
+    for rw in ("write", "read"):
+        enc, plain = _median(samples[("fscrypt", rw)]), _median(samples[("ext4-loop", rw)])
+        est = separate(enc, plain)
+        ciphers.append(
+            {
+                "algorithm": "xts(aes)",
+                "direction": rw,
+                "stack": enc,
+                "without_cipher": plain,
+                "throughput": est,
+                "explanation": (
+                    "1/cipher = 1/(fscrypt on RAM) - 1/(ext4-loop on RAM)"
+                    if est is not None
+                    else "fscrypt on RAM was not slower than ext4-loop on RAM: the cipher's cost is noise"
+                ),
+            }
+        )
+    return {"size": size, "block": RAM_BLOCK, "iodepth": RAM_DEPTH, "results": rows, "cipher": ciphers}
+
+
+def measure_af_alg(seconds: float, repeats: int) -> list[dict[str, Any]]:
+    rows = []
+    for unit in (512, 4096):
+        xs = [kernel.af_alg_throughput("xts(aes)", 64, unit, seconds) for _ in range(repeats)]
+        rows.append(
+            {"algorithm": "xts(aes)", "key_bits": 512, "unit": unit, "cores": 1, "throughput": _median(xs)}
+        )
+        rows[-1]["samples"] = xs
+    return rows
+
+
+def measure(
+    *,
+    seconds: float = DEFAULT_SECONDS,
+    repeats: int = DEFAULT_REPEATS,
+    kernel_stack: bool = True,
+    ram_size: int = 64 << 20,
+    target_dir: Path = Path("/var/tmp"),
+    cases: tuple[userspace.CipherCase, ...] = userspace.CASES,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The cipher document: userspace figures, kernel drivers and kernel figures."""
+    progress = progress or NullProgress()
+    ok = []
+    skipped = []
+    for c in cases:
+        why = userspace.unavailable(c)
+        if why is None:
+            ok.append(c)
+        else:
+            skipped.append({"cipher": c.name, "unit": c.unit, "reason": why})
+    progress.phase(f"userspace ciphers: {len(ok)} cases x 1 and {userspace.cores()} cores x {repeats}")
+    measured = userspace.measure(ok, seconds, repeats, (1, userspace.cores()))
+    drivers, missing = kernel.drivers()
+    af_alg_why = kernel.af_alg_unavailable()
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "library": userspace.library(),
+        "cores": userspace.cores(),
+        "seconds": seconds,
+        "repeats": repeats,
+        "userspace": [m.to_json() for m in measured],
+        "unavailable": skipped,
+        "kernel": {
+            "drivers": [d.to_json() for d in drivers],
+            "missing": missing,
+            "af_alg": {"available": af_alg_why is None, "reason": af_alg_why or "", "results": []},
+            "ram_stack": {"measured": False, "reason": ""},
+        },
+    }
+    if af_alg_why is None:
+        progress.phase("kernel xts(aes) through AF_ALG")
+        doc["kernel"]["af_alg"]["results"] = measure_af_alg(seconds, repeats)
+    ram = doc["kernel"]["ram_stack"]
+    why = ram_stack_unavailable()
+    if not kernel_stack:
+        ram["reason"] = "not asked (--no-kernel-stack)"
+    elif why is not None:
+        ram["reason"] = why
+    else:
+        ram.update(measure_ram_stack(target_dir, ram_size, repeats, progress), measured=True)
+        # fscrypt instantiated xts(aes): the drivers can be named now if they could not before.
+        if missing:
+            drivers, missing = kernel.drivers()
+            doc["kernel"]["drivers"], doc["kernel"]["missing"] = [d.to_json() for d in drivers], missing
+    return doc
+
+
+def run(
+    *,
+    seconds: str = f"{DEFAULT_SECONDS}s",
+    repeats: int = DEFAULT_REPEATS,
+    kernel_stack: bool = True,
+    ram_size: str = DEFAULT_RAM_SIZE,
+    target: str = "/var/tmp",
+    db: Path | None = None,
+    store: bool = True,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    secs = parse_duration(seconds, what="--seconds")
+    if not 0.05 <= secs <= 60:
+        raise UsageError(f"--seconds must be from 0.05s to 60s, not {seconds}")
+    if not 1 <= repeats <= 50:
+        raise UsageError(f"--repeats must be from 1 to 50, not {repeats}")
+    size = parse_size(ram_size, what="--ram-size") // SIZE_ALIGN * SIZE_ALIGN
+    if size < 8 * SIZE_ALIGN:
+        raise UsageError(f"--ram-size must be at least 8M, not {ram_size}")
+    if kernel_stack and 3 * size > mem_available() // 2:
+        raise UsageError(f"--ram-size {ram_size} needs more than half of the memory available")
+    target_dir = check_target_dir(Path(target))
+    with interruptible():
+        doc = measure(
+            seconds=secs,
+            repeats=repeats,
+            kernel_stack=kernel_stack,
+            ram_size=size,
+            target_dir=target_dir,
+            progress=progress,
+        )
+    env = environment.collect(target_dir)
+    doc["environment"] = env
+    if store:
+        s = Store.open(db or default_db_path())
+        try:
+            doc["id"] = s.insert_cipher(None, doc, env, __version__)
+        finally:
+            s.close()
+    return doc

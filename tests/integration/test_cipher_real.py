@@ -1,0 +1,108 @@
+"""`cryptbench cipher` for real, and a tiny --ram run: real OpenSSL, the real
+/proc/crypto, fscrypt and ext4-loop on a real tmpfs, nothing left behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cryptbench.backends import REGISTRY
+from cryptbench.cipher import userspace
+from cryptbench.commands import cipher
+from cryptbench.commands import run as run_cmd
+from cryptbench.store import Store
+from tests.conftest import cli, requires_root
+
+SEQ_SUITE = Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml"
+
+
+@requires_root
+def test_cipher_measures_userspace_kernel_and_the_ram_stack(target_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    doc = cipher.run(seconds="0.05s", repeats=2, ram_size="16M", target=str(target_dir), db=db)
+    cores = userspace.cores()
+    assert len(doc["userspace"]) == len(userspace.CASES) * (1 if cores == 1 else 2)
+    assert all(r["throughput"] > 0 and len(r["samples"]) == 2 for r in doc["userspace"])
+    assert {d["algorithm"] for d in doc["kernel"]["drivers"]} == {"xts(aes)", "cts(cbc(aes))"}
+    af = doc["kernel"]["af_alg"]
+    assert af["available"] or "AF_ALG" in af["reason"]
+    ram = doc["kernel"]["ram_stack"]
+    if not ram["measured"]:
+        pytest.skip(f"the RAM stack could not run here: {ram['reason']}")
+    assert {(r["target"], r["direction"]) for r in ram["results"]} == {
+        (t, d) for t in ("ram:ext4-loop", "ram:fscrypt") for d in ("write", "read")
+    }
+    assert all(len(r["samples"]) == 2 and r["throughput"] > 0 for r in ram["results"])
+    for c in ram["cipher"]:
+        assert c["throughput"] is None or c["throughput"] > c["stack"]  # the cipher alone is faster
+    store = Store.open(db)
+    (row,) = store.cipher_rows()
+    store.close()
+    assert row["run_id"] is None
+    assert json.loads(row["result_json"])["library"] == doc["library"]
+    assert json.loads(row["environment_json"])["kernel_crypto"]["xts(aes)"]
+
+
+def test_cipher_cli_without_the_kernel_stack(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    done = cli(
+        "cipher", "--seconds", "0.05s", "--repeats", "1", "--no-kernel-stack", "--db", str(db), "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["kernel"]["ram_stack"] == {"measured": False, "reason": "not asked (--no-kernel-stack)"}
+    table = cli("cipher", "--seconds", "0.05s", "--repeats", "1", "--no-kernel-stack", "--no-store")
+    assert table.returncode == 0, table.stderr
+    assert "aes-256-xts" in table.stdout and "kernel xts(aes)" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--seconds", "5m"], "--seconds must be from"),
+        (["--repeats", "0"], "--repeats must be from"),
+        (["--ram-size", "1M"], "--ram-size must be at least 8M"),
+        (["--ram-size", "lots"], "--ram-size"),
+    ],
+)
+def test_cipher_bad_input(args: list[str], message: str, tmp_path: Path) -> None:
+    done = cli("cipher", *args, "--db", str(tmp_path / "c.sqlite"))
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+@requires_root
+def test_a_tiny_ram_run(target_dir: Path, tmp_path: Path) -> None:
+    if not REGISTRY["fscrypt"].probe().ok:
+        pytest.skip(f"fscrypt unavailable here: {REGISTRY['fscrypt'].probe().reason}")
+    outcome = run_cmd.run(
+        backends="fscrypt",
+        suite=str(SEQ_SUITE),
+        size="8M",
+        repeats=2,
+        seed=5,
+        target=str(target_dir),
+        db=tmp_path / "r.sqlite",
+        ram=True,
+    )
+    doc = outcome.document
+    assert outcome.status == "complete" and outcome.exit_code == 0
+    names = [t["name"] for t in doc["targets"]]
+    assert names == ["plain", "ext4-loop", "fscrypt", "ram:plain", "ram:ext4-loop", "ram:fscrypt"]
+    media = {t["name"]: t["medium"] for t in doc["targets"]}
+    assert media["fscrypt"] == "device" and media["ram:fscrypt"] == "ram"
+    ram_fscrypt = next(t for t in doc["targets"] if t["name"] == "ram:fscrypt")
+    assert ram_fscrypt["encryption_verified"] is True  # proven against ram:ext4-loop
+    pairs = {(c["target"], c["baseline"], c["kind"]) for c in doc["comparisons"]}
+    assert ("ram:fscrypt", "ram:ext4-loop", "baseline") in pairs
+    assert ("ram:fscrypt", "ram:plain", "plain") in pairs
+    assert ("fscrypt", "ram:fscrypt", "ram") in pairs
+    assert not any(b == "plain" and t.startswith("ram:") for t, b, _ in pairs)
+    # tmpfs pages are the medium, not a cache the run failed to drop
+    assert not [
+        w for w in doc["warnings"] if w["kind"] == "cache-not-dropped" and w["target"].startswith("ram:")
+    ]
+    assert any("on the device" in line for line in doc["conclusions"])

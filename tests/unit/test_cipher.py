@@ -1,0 +1,104 @@
+"""The cipher module's logic: /proc/crypto as this machine printed it, driver
+classification, the RAM-stack arithmetic, and OpenSSL measured for real."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cryptbench.cipher import kernel, userspace
+from cryptbench.commands.cipher import separate
+
+PROC_CRYPTO = (Path(__file__).parent.parent / "fixtures" / "proc" / "crypto-6.18-generic-aes.txt").read_text()
+
+
+def test_drivers_from_this_machines_proc_crypto() -> None:
+    found, missing = kernel.drivers(PROC_CRYPTO)
+    by_name = {d.algorithm: d for d in found}
+    assert missing == []
+    xts = by_name["xts(aes)"]
+    assert xts.driver == "xts(ecb(aes-fixed-time))"
+    assert xts.priority == 101
+    assert kernel.is_software(xts.acceleration)
+    assert by_name["cts(cbc(aes))"].driver == "cts(cbc(ecb(aes-fixed-time)))"
+
+
+def test_the_highest_priority_usable_driver_wins() -> None:
+    text = "\n".join(
+        [
+            "name : xts(aes)\ndriver : xts(ecb(aes-generic))\nmodule : kernel\npriority : 100\n"
+            "type : skcipher\n",
+            "name : xts(aes)\ndriver : __xts-aes-aesni\nmodule : aesni_intel\npriority : 401\n"
+            "internal : yes\ntype : skcipher\n",
+            "name : xts(aes)\ndriver : xts-aes-vaes-avx2\nmodule : aesni_intel\npriority : 600\n"
+            "selftest : passed\ntype : skcipher\n",
+            "name : xts(aes)\ndriver : xts-aes-broken\nmodule : x\npriority : 900\nselftest : failed\n",
+        ]
+    )
+    d = kernel.selected(kernel.parse(text), "xts(aes)")
+    assert d is not None
+    assert d.driver == "xts-aes-vaes-avx2"  # not the internal one, not the one that failed its self-test
+    assert d.acceleration == "hardware: VAES instructions"
+    assert kernel.selected(kernel.parse(text), "cbc(aes)") is None
+
+
+@pytest.mark.parametrize(
+    ("driver", "software"),
+    [
+        ("xts(ecb(aes-fixed-time))", True),
+        ("xts(ecb(aes-generic))", True),
+        ("xts-aes-aesni", False),
+        ("xts-aes-vaes-avx10_512", False),
+        ("xts-aes-ce", False),
+        ("xts-aes-neonbs", True),
+    ],
+)
+def test_classify(driver: str, software: bool) -> None:
+    assert kernel.is_software(kernel.classify(driver)) is software
+
+
+def test_an_unknown_driver_is_said_to_be_unknown() -> None:
+    assert kernel.classify("xts-aes-someaccel").startswith("unknown")
+
+
+def test_missing_algorithms_are_named() -> None:
+    found, missing = kernel.drivers("name : aes\ndriver : aes-generic\npriority : 100\n")
+    assert found == []
+    assert any("xts(aes) is not in /proc/crypto" in m for m in missing)
+
+
+def test_separate_the_cipher_from_its_stack() -> None:
+    # Figures from `cryptbench cipher` here: fscrypt 69.0 MB/s, ext4-loop 335.5 MB/s on RAM, writes.
+    est = separate(69.0e6, 335.5e6)
+    assert est == pytest.approx(86.9e6, rel=1e-3)
+    # time per byte adds up: the stack is exactly as slow as its parts together
+    assert pytest.approx(1 / 335.5e6 + 1 / est) == 1 / 69.0e6
+    assert separate(300e6, 300e6) is None  # not slower: the cipher cannot be told from noise
+    assert separate(310e6, 300e6) is None
+    assert separate(0.0, 300e6) is None
+
+
+def test_every_case_runs_in_this_openssl() -> None:
+    for c in userspace.CASES:
+        assert userspace.unavailable(c) is None, c
+
+
+def test_openssl_measured_for_real() -> None:
+    c = userspace.case("aes-256-xts", 4096)
+    (one,) = userspace.measure([c], 0.05, 2, [1])
+    assert one.workers == 1 and len(one.samples) == 2
+    assert all(s > 1e6 for s in one.samples)  # any CPU of this century does more than 1 MB/s
+    row = one.to_json()
+    assert row["min"] <= row["throughput"] <= row["max"]
+
+
+def test_all_cores_run_at_once() -> None:
+    c = userspace.case("aes-256-gcm", 4096)
+    rate = userspace.throughput(c, 0.05, workers=2)
+    assert rate > 1e6
+
+
+def test_unknown_case() -> None:
+    with pytest.raises(KeyError):
+        userspace.case("aes-256-xts", 1234)
