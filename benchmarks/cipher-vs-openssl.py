@@ -6,11 +6,12 @@ cipher/userspace.py) beside `openssl speed -evp aes-256-xts` at the same
 block size, alternating in each round, and the ratio of the medians with a 95 %
 bootstrap interval. Target: 1.00 ± 0.10.
 
-Two things can move the ratio that are not cryptbench's doing, and the script
-prints both: the `cryptography` wheel bundles its own OpenSSL, which may be
-newer than the system's `openssl` (new releases added AVX-512/VAES XTS code);
-and at 512 bytes each call from Python carries an interpreter overhead of the
-order of a hundred nanoseconds, a large share of a call that encrypts 512 bytes.
+Two things can move the ratio that are not the cipher's doing: the
+`cryptography` wheel bundles its own OpenSSL, which may be a different (newer,
+faster) release than the system's `openssl` (the script prints both versions);
+and at 512 bytes each call from Python carries the interpreter's per-call
+overhead, a large share of a call that encrypts 512 bytes (compare the time
+per call the two figures imply).
 
     .venv/bin/python benchmarks/cipher-vs-openssl.py [--rounds 5] [--seconds 1]
 """

@@ -6,7 +6,8 @@ is what they pay, so that is what is timed here; one call over a 64 KiB buffer
 would hide the cost per unit and overstate the ceiling.
 
 The loop over units runs in C (`map` drained by a zero-length `deque`), so that
-the interpreter adds one call's overhead per unit and no bytecode. Each XTS or
+the interpreter adds one call's overhead per unit and no bytecode (at 512 B
+still a large share: benchmarks/cipher-vs-openssl.py). Each XTS or
 CBC unit is one `update_into` on a context keyed once, as `openssl speed -evp`
 does; a storage layer also sets a new tweak per unit, which costs one more AES
 block (1/32 of the work at 512 bytes). Each AEAD unit is one `encrypt` with its
@@ -34,10 +35,6 @@ class CipherCase:
     key_bytes: int  # bytes of key (XTS: both halves)
     mode: str  # xts, cbc or aead
     used_by: str  # which storage layers use it, in words
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} / {self.unit} B"
 
 
 CASES: tuple[CipherCase, ...] = (

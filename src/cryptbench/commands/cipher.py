@@ -24,7 +24,7 @@ from cryptbench.errors import UsageError
 from cryptbench.interrupts import interruptible, signals_blocked
 from cryptbench.measure import environment
 from cryptbench.measure.cache import drop_caches
-from cryptbench.plan import SIZE_ALIGN, mem_available
+from cryptbench.plan import RAM_FRACTION, RAM_SLACK, SIZE_ALIGN, mem_available
 from cryptbench.runner import NullProgress, Progress
 from cryptbench.session import Session, check_target_dir
 from cryptbench.store import Store, default_db_path
@@ -40,8 +40,9 @@ RAM_BLOCK = 1 << 20  # bytes per I/O of the RAM-stack jobs
 RAM_DEPTH = 8
 
 
-def _median(xs: list[float]) -> float:
-    return statistics.median(xs)
+def ram_stack_bytes(size: int) -> int:
+    """The tmpfs the RAM stack needs for `size`-byte trials: both images, and a run's slack."""
+    return sum(image_size(size) for _ in RAM_BACKENDS) + RAM_SLACK
 
 
 def separate(stack: float, without: float) -> float | None:
@@ -85,7 +86,7 @@ def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progr
     try:
         with signals_blocked():
             session = Session.create(target_dir)
-        session.ram_bytes = sum(image_size(size) for _ in RAM_BACKENDS) + (64 << 20)
+        session.ram_bytes = ram_stack_bytes(size)
         with ExitStack() as stack:
             targets: dict[str, Target] = {}
             for name in RAM_BACKENDS:
@@ -103,11 +104,14 @@ def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progr
         with signals_blocked():
             if session is not None:
                 session.close()
-    rows, ciphers = [], []
-    for (name, rw), xs in samples.items():
-        rows.append({"target": f"ram:{name}", "direction": rw, "throughput": _median(xs), "samples": xs})
+    ciphers = []
+    median = {k: statistics.median(xs) for k, xs in samples.items()}
+    rows = [
+        {"target": f"ram:{name}", "direction": rw, "throughput": median[(name, rw)], "samples": xs}
+        for (name, rw), xs in samples.items()
+    ]
     for rw in ("write", "read"):
-        enc, plain = _median(samples[("fscrypt", rw)]), _median(samples[("ext4-loop", rw)])
+        enc, plain = median[("fscrypt", rw)], median[("ext4-loop", rw)]
         est = separate(enc, plain)
         ciphers.append(
             {
@@ -130,10 +134,8 @@ def measure_af_alg(seconds: float, repeats: int) -> list[dict[str, Any]]:
     rows = []
     for unit in (512, 4096):
         xs = [kernel.af_alg_throughput("xts(aes)", 64, unit, seconds) for _ in range(repeats)]
-        rows.append(
-            {"algorithm": "xts(aes)", "key_bits": 512, "unit": unit, "cores": 1, "throughput": _median(xs)}
-        )
-        rows[-1]["samples"] = xs
+        row = {"algorithm": "xts(aes)", "key_bits": 512, "unit": unit, "cores": 1}
+        rows.append(row | {"throughput": statistics.median(xs), "samples": xs})
     return rows
 
 
@@ -213,7 +215,7 @@ def run(
     size = parse_size(ram_size, what="--ram-size") // SIZE_ALIGN * SIZE_ALIGN
     if size < 8 * SIZE_ALIGN:
         raise UsageError(f"--ram-size must be at least 8M, not {ram_size}")
-    if kernel_stack and 3 * size > mem_available() // 2:
+    if kernel_stack and ram_stack_bytes(size) > mem_available() * RAM_FRACTION:
         raise UsageError(f"--ram-size {ram_size} needs more than half of the memory available")
     target_dir = check_target_dir(Path(target))
     with interruptible():

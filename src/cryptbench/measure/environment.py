@@ -37,13 +37,16 @@ def _cpuinfo() -> tuple[str, list[str]]:
     return model, [f for f in CPU_FLAGS_OF_INTEREST if f in flags]
 
 
-def kernel_driver(name: str) -> str | None:
-    """The driver the kernel uses for algorithm `name`: the highest priority one."""
+def _proc_crypto() -> list[dict[str, str]]:
     try:
-        entries = kernel.parse(kernel.PROC_CRYPTO.read_text())
+        return kernel.parse(kernel.PROC_CRYPTO.read_text())
     except OSError:
-        return None
-    found = kernel.selected(entries, name)
+        return []
+
+
+def kernel_driver(name: str, entries: list[dict[str, str]] | None = None) -> str | None:
+    """The driver the kernel uses for algorithm `name` (read from /proc/crypto unless given)."""
+    found = kernel.selected(_proc_crypto() if entries is None else entries, name)
     return found.driver if found else None
 
 
@@ -52,8 +55,9 @@ def is_generic_aes(driver: str | None) -> bool:
 
 
 def kernel_crypto() -> dict[str, Any]:
-    xts = kernel_driver("xts(aes)")
-    aes = kernel_driver("aes")
+    entries = _proc_crypto()
+    xts = kernel_driver("xts(aes)", entries)
+    aes = kernel_driver("aes", entries)
     return {
         # xts(aes) appears in /proc/crypto only once something (fscrypt,
         # dm-crypt) has instantiated it; the bare aes driver is always there.
