@@ -97,6 +97,11 @@ class Plan:
             "suite": self.suite.name,
             "workloads": [w.name for w in self.suite.workloads],
             "primary_metrics": {w.name: primary_metric(w) for w in self.suite.workloads},
+            "workload_specs": {
+                w.name: {"rw": w.rw, "bs": w.bs, "iodepth": w.iodepth, "view": w.view}
+                for w in self.suite.workloads
+                if isinstance(w, WorkloadSpec)
+            },
             "apps": {
                 w.name: w.describe(self.size) for w in self.suite.workloads if isinstance(w, AppWorkload)
             },

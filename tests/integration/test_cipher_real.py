@@ -10,6 +10,7 @@ import pytest
 
 from cryptbench.backends import REGISTRY
 from cryptbench.cipher import userspace
+from cryptbench.cipher.ceilings import separate
 from cryptbench.commands import cipher
 from cryptbench.commands import run as run_cmd
 from cryptbench.store import Store
@@ -106,3 +107,33 @@ def test_a_tiny_ram_run(target_dir: Path, tmp_path: Path) -> None:
         w for w in doc["warnings"] if w["kind"] == "cache-not-dropped" and w["target"].startswith("ram:")
     ]
     assert any("on the device" in line for line in doc["conclusions"])
+    # The run timed OpenSSL's equivalent of fscrypt's cipher and stored it with itself.
+    stored = Store.open(tmp_path / "r.sqlite")
+    try:
+        rows = stored.cipher_rows(doc["run_id"])
+    finally:
+        stored.close()
+    assert len(rows) == 1
+    timed = json.loads(rows[0]["result_json"])["userspace"]
+    assert {(r["cipher"], r["unit"]) for r in timed} == {("aes-256-xts", 4096)}
+    # Efficiency for every encrypted target (twin included) and workload, held to
+    # plain on its own medium and to a kernel ceiling taken from this run's twins.
+    eff = {(e["target"], e["workload"]): e for e in doc["efficiency"]}
+    workloads = ("seq1m-q8-read", "seq1m-q8-write")
+    assert set(eff) == {(t, w) for t in ("fscrypt", "ram:fscrypt") for w in workloads}
+    medians = {(r["workload"], r["target"], r["metric"]): r["median"] for r in doc["results"]}
+    for (target, w), e in eff.items():
+        plain = "ram:plain" if target.startswith("ram:") else "plain"
+        assert e["plain_target"] == plain and e["plain"] == medians[(w, plain, "throughput")]
+        assert e["achieved"] == medians[(w, target, "throughput")]
+        expected = separate(
+            medians[(w, "ram:fscrypt", "throughput")], medians[(w, "ram:ext4-loop", "throughput")]
+        )
+        assert e["ceiling"] == expected
+        if expected is not None:
+            assert e["ceiling_source"].startswith(f"this run's RAM twins at {w}")
+        assert e["openssl"] == next(r["throughput"] for r in timed if r["cores"] == 1)
+    # Every encrypted target is diagnosed, in sentences that carry a figure.
+    assert {d["target"] for d in doc["diagnosis"]} == {"fscrypt", "ram:fscrypt"}
+    for d in doc["diagnosis"]:
+        assert d["sentences"] and all("MB/s" in s or "GB/s" in s for s in d["sentences"])

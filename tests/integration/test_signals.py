@@ -21,7 +21,9 @@ from tests.reliability import count
 BACKENDS = ",".join(n for n in ("plain", "ext4-loop", "fscrypt", "gocryptfs") if REGISTRY[n].probe().ok)
 
 
-def _start(target: Path, db: Path, size: str = "16M", repeats: str = "3") -> subprocess.Popen[str]:
+def _start(
+    target: Path, db: Path, size: str = "16M", repeats: str = "3", extra: tuple[str, ...] = ()
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -38,6 +40,7 @@ def _start(target: Path, db: Path, size: str = "16M", repeats: str = "3") -> sub
             str(target),
             "--db",
             str(db),
+            *extra,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -54,11 +57,12 @@ def _wait_for(cond, proc: subprocess.Popen[str], timeout: float = 60) -> None:  
         time.sleep(0.02)
 
 
-def _trials(db: Path) -> int:
+def _trials(db: Path, condition: str = "") -> int:
+    """Trials stored as ok (and meeting `condition`, an SQL AND clause)."""
     try:
         con = sqlite3.connect(db)
         try:
-            return con.execute("SELECT count(*) FROM trials WHERE status='ok'").fetchone()[0]
+            return con.execute(f"SELECT count(*) FROM trials WHERE status='ok' {condition}").fetchone()[0]
         finally:
             con.close()
     except sqlite3.Error:
@@ -113,16 +117,8 @@ def test_sigkill_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
     proc.kill()
     proc.communicate()
     assert leftovers(target_dir) or list((target_dir / "cryptbench").glob("run-*"))  # a real mess
-    clean = subprocess.run(
-        [sys.executable, "-m", "cryptbench", "cleanup", "--target", str(target_dir)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert clean.returncode == 0, clean.stderr
+    clean = _cleanup(target_dir)
     assert "removed" in clean.stdout
-    assert leftovers(target_dir) == []
-    assert not list((target_dir / "cryptbench").glob("run-*"))
     again = subprocess.run(
         [sys.executable, "-m", "cryptbench", "cleanup", "--target", str(target_dir)],
         capture_output=True,
@@ -130,6 +126,34 @@ def test_sigkill_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
         check=True,
     )
     assert "nothing to clean up" in again.stdout
+
+
+def _cleanup(target: Path) -> subprocess.CompletedProcess[str]:
+    """`cryptbench cleanup`, which must succeed and leave nothing."""
+    clean = subprocess.run(
+        [sys.executable, "-m", "cryptbench", "cleanup", "--target", str(target)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert clean.returncode == 0, clean.stderr
+    assert leftovers(target) == []
+    assert not list((target / "cryptbench").glob("run-*"))
+    return clean
+
+
+def test_sigkill_of_a_ram_run_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
+    """Killed while its twins run: the tmpfs, the loop devices over files on it
+    and the mounts over those are all found and undone, the tmpfs last."""
+    db = tmp_path / "r.sqlite"
+    proc = _start(target_dir, db, size="8M", extra=("--ram",))
+    _wait_for(lambda: _trials(db, "AND target LIKE 'ram:%'") >= 1, proc, timeout=120)
+    proc.kill()
+    proc.communicate()
+    mess = leftovers(target_dir)
+    assert any(m.startswith("mount") and m.endswith("/ram") for m in mess), mess  # the tmpfs was up
+    assert any(m.startswith("loop") and "/ram/" in m for m in mess), mess  # with loop devices over it
+    _cleanup(target_dir)
 
 
 def _mess(target: Path) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.cipher import kernel, userspace
-from cryptbench.commands.cipher import separate
+from cryptbench.cipher.ceilings import separate
 
 PROC_CRYPTO = (Path(__file__).parent.parent / "fixtures" / "proc" / "crypto-6.18-generic-aes.txt").read_text()
 

@@ -18,6 +18,7 @@ from cryptbench import __version__
 from cryptbench.backends import REGISTRY, Target, TargetSpec
 from cryptbench.backends.ext4image import image_size
 from cryptbench.cipher import kernel, userspace
+from cryptbench.cipher.ceilings import separate
 from cryptbench.engines.fio import parse_fio_json, probe_ioengine, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.errors import UsageError
@@ -43,17 +44,6 @@ RAM_DEPTH = 8
 def ram_stack_bytes(size: int) -> int:
     """The tmpfs the RAM stack needs for `size`-byte trials: both images, and a run's slack."""
     return sum(image_size(size) for _ in RAM_BACKENDS) + RAM_SLACK
-
-
-def separate(stack: float, without: float) -> float | None:
-    """The cipher's own rate (bytes/s) from the stack with it and the same stack without it.
-
-    Time per byte adds up: 1/stack = 1/without + 1/cipher. None when the stack
-    with the cipher was not slower: then its cost is lost in the noise.
-    """
-    if stack <= 0 or without <= 0 or stack >= without:
-        return None
-    return 1.0 / (1.0 / stack - 1.0 / without)
 
 
 def ram_stack_unavailable() -> str | None:

@@ -11,6 +11,8 @@ from typing import Any
 from cryptbench import __version__
 from cryptbench.adaptive import Controller, Question, questions
 from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec
+from cryptbench.cipher import ceilings, userspace
+from cryptbench.commands import cipher as cipher_cmd
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.fio import probe_ioengine, run_fio
 from cryptbench.engines.jobs import render_layout
@@ -268,6 +270,7 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         store.update_environment(run_id, env)
         for t in targets.values():
             store.insert_target(run_id, _target_row(t, direct[t.name]))
+        time_ciphers(plan, store, run_id, env, progress)
         ctx = TrialContext(
             session,
             store,
@@ -296,6 +299,24 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
             store.set_stopping(run_id, stopping_record(controller, spend))
 
         return run_rounds(executor, plan.suite.workloads, list(targets), controller, spend, plan.seed, record)
+
+
+CIPHER_SECONDS = 0.2  # per cipher figure the run takes: enough for a ceiling, not a study
+CIPHER_REPEATS = 3
+
+
+def time_ciphers(plan: Plan, store: Store, run_id: int, env: dict[str, Any], progress: Progress) -> None:
+    """OpenSSL on the ciphers the run's layers use (and AF_ALG where the kernel
+    has it), before any trial, stored with the run: the ceilings its
+    efficiency figures are held to (cipher/ceilings.py)."""
+    wanted = set(ceilings.openssl_cases({t.backend for t in plan.targets}))
+    cases = tuple(c for c in userspace.CASES if (c.name, c.unit) in wanted)
+    if not cases:
+        return
+    doc = cipher_cmd.measure(
+        seconds=CIPHER_SECONDS, repeats=CIPHER_REPEATS, kernel_stack=False, cases=cases, progress=progress
+    )
+    store.insert_cipher(run_id, doc, env, __version__)
 
 
 def run_questions(plan: Plan) -> list[Question]:

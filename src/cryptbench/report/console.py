@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.metrics import PRIMARY, info
+from cryptbench.report import cost_console
 from cryptbench.report.document import primary_of
 from cryptbench.units import format_bytes, format_duration, format_value
 
@@ -254,6 +255,7 @@ def _footer(doc: dict[str, Any], console: Console, metric: str | None, *, by_tar
     if doc["warnings"]:
         console.print()
         _warnings(doc["warnings"], console)
+    cost_console.render(doc, console)
     if doc["conclusions"]:
         console.print()
         for line in doc["conclusions"]:

@@ -5,7 +5,12 @@ environment, targets[], results[], comparisons[] (each with the precision its
 interval reached and, for a target against its baseline, what stopped its
 repetition), stopping (the rule, each question's answer, the bytes and seconds
 the trials spent), warnings[], device_writes (where the scratch space has a
-block device), and for a suite
+block device), efficiency[] (each encrypted target's throughput against the
+lower of plain's on its medium and its cipher's ceiling, with where that
+ceiling came from, and CPU-seconds per GB), qd_curves[] (the change against
+the baseline by queue depth, per pattern that ran at several depths),
+diagnosis[] (per encrypted target, sentences naming its limit, and each
+workload's finding), and for a suite
 that follows a study with its own summary, study_summary. Throughput is in
 bytes/s and latency in seconds. Later versions add keys; they do not rename.
 """
@@ -20,8 +25,9 @@ from typing import Any
 from cryptbench import stats
 from cryptbench.adaptive import BUDGETS, StopReason
 from cryptbench.backends.base import RAM_PREFIX
+from cryptbench.cipher import ceilings
 from cryptbench.metrics import CATALOG, PRIMARY, info
-from cryptbench.report import study_summary
+from cryptbench.report import diagnosis, study_summary
 from cryptbench.run_warnings import RunWarning, WarningKind
 from cryptbench.store import Store
 from cryptbench.units import format_value
@@ -31,6 +37,7 @@ MIN_SAMPLES = 3  # below this an interval is no more than the samples' range
 HIGH_CV = 0.10  # coefficient of variation above which a result is flagged
 SLOW_FIRST = 0.80  # a first trial below 80 % of the others' median is flagged
 CACHE_TOLERANCE = 0.01  # fraction of the data size allowed to stay resident
+STORED_CIPHERS = 20  # newest standalone cipher measurements searched for this machine's
 
 
 def build(store: Store, run_id: int) -> dict[str, Any]:
@@ -156,9 +163,111 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
     summary = study_summary.build(plan, samples, target_names, lambda *parts: stats.figure_seed(seed, *parts))
     if summary is not None:
         doc["study_summary"] = summary
+    doc["efficiency"] = [e.to_json() for e in efficiency(store, run_id, doc)]
+    doc["qd_curves"] = qd_curves(doc)
     doc["warnings"] = [w.to_json() for w in find_warnings(doc, trials)]
     doc["conclusions"] = conclusions(doc)
+    doc["diagnosis"] = [d.to_json() for d in diagnosis.diagnose(doc)]
     return doc
+
+
+def efficiency(store: Store, run_id: int, doc: dict[str, Any]) -> list[ceilings.Efficiency]:
+    """Each encrypted target's throughput against the lower of plain's on its
+    medium and its cipher's (cipher/ceilings.py), per workload."""
+    run_rows = store.cipher_rows(run_id)
+    stored = [
+        ceilings.StoredCipher(
+            r["id"], r["measured_at"], json.loads(r["environment_json"]), json.loads(r["result_json"])
+        )
+        for r in store.cipher_rows(None, limit=STORED_CIPHERS)
+    ]
+    medians = {
+        (r["workload"], r["target"], r["metric"]): r["median"]
+        for r in doc["results"]
+        if r["metric"] in (PRIMARY, "cpu_seconds_per_gb")
+    }
+    specs = doc["plan"].get("workload_specs", {})
+    resolver = ceilings.Resolver(
+        doc["environment"],
+        json.loads(run_rows[0]["result_json"]) if run_rows else None,
+        stored,
+        {(w, t): v for (w, t, m), v in medians.items() if m == PRIMARY},
+        {
+            t["name"].removeprefix(RAM_PREFIX): (t["baseline"] or "").removeprefix(RAM_PREFIX) or None
+            for t in doc["targets"]
+        },
+        {w: ceilings.direction(specs.get(w, {}).get("rw")) for w in doc["plan"]["workloads"]},
+        ceilings.bulk_workloads(specs),
+    )
+    names = {t["name"] for t in doc["targets"]}
+    out = []
+    for w in doc["plan"]["workloads"]:
+        for t in doc["targets"]:
+            achieved = medians.get((w, t["name"], PRIMARY))
+            if not t["encrypted"] or achieved is None:
+                continue
+            plain = RAM_PREFIX + "plain" if t["medium"] == "ram" else "plain"
+            plain = plain if plain in names and (w, plain, PRIMARY) in medians else None
+            ceiling, cores = resolver.resolve(t["name"], t["backend"], w)
+            out.append(
+                ceilings.Efficiency(
+                    w,
+                    t["name"],
+                    achieved,
+                    None if plain is None else medians[(w, plain, PRIMARY)],
+                    plain,
+                    ceilings.cipher_use(t["backend"]),
+                    ceiling,
+                    cores,
+                    resolver.openssl(t["backend"]),
+                    medians.get((w, t["name"], "cpu_seconds_per_gb")),
+                    None if plain is None else medians.get((w, plain, "cpu_seconds_per_gb")),
+                )
+            )
+    return out
+
+
+def qd_curves(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each target's change against its baseline as queue depth grows, per
+    pattern (rw and block size) that ran at two or more depths."""
+    specs = doc["plan"].get("workload_specs", {})
+    families: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)
+    for w in doc["plan"]["workloads"]:
+        s = specs.get(w)
+        if s is not None and s.get("view", "decrypted") == "decrypted":
+            families[(s["rw"], s["bs"])].append((s["iodepth"], w))
+    curves = []
+    for (rw, bs), members in families.items():
+        if len({d for d, _w in members}) < 2:
+            continue
+        members.sort()
+        for t in doc["targets"]:
+            points = []
+            for depth, w in members:
+                c = next(
+                    (
+                        c
+                        for c in doc["comparisons"]
+                        if c["workload"] == w and c["target"] == t["name"] and c["kind"] == "baseline"
+                    ),
+                    None,
+                )
+                if c is not None:
+                    points.append(
+                        {
+                            "iodepth": depth,
+                            "workload": w,
+                            "overhead_percent": c["overhead_percent"],
+                            # the overhead's interval: the ratio's, turned around
+                            "overhead_low": None if c["ci_high"] is None else (1 - c["ci_high"]) * 100,
+                            "overhead_high": None if c["ci_low"] is None else (1 - c["ci_low"]) * 100,
+                        }
+                    )
+            if len(points) >= 2:
+                curves.append(
+                    {"rw": rw, "bs": bs, "target": t["name"], "baseline": t["baseline"], "points": points}
+                )
+    return curves
 
 
 def primary_of(plan: dict[str, Any], workload: str) -> str:

@@ -1,0 +1,366 @@
+"""Which limit dominates each encrypted target, in a sentence or two with the numbers that show it.
+
+Each rule below is a test on one (target, workload) of the result document:
+its efficiency row (cipher/ceilings.py), its CPU figures and, with --ram, its
+RAM twin. The rules are tried in the order of RULES and the first that holds
+names the limit; when none holds, the cause is said to be unknown. A target's
+diagnosis is the rule that holds at the most of its workloads (ties: the one
+where the target lost most), told at the workload where it lost most, then the
+next rule likewise; a queue-depth sweep adds how its cost moves with depth.
+docs/methodology.md, "Diagnosis", states the same rules for readers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from cryptbench.backends.base import RAM_PREFIX
+from cryptbench.cipher.ceilings import UNKNOWN_HINT
+from cryptbench.cipher.kernel import classify, is_software
+from cryptbench.units import format_value
+
+DEVICE_NEAR = 0.90  # at least this share of plain's speed: the device sets it
+CIPHER_NEAR = 0.70  # at least this share of a cipher ceiling below plain's: the cipher sets it
+DAEMON_BUSY = 0.80  # cores' worth of helper CPU that counts as a saturated daemon
+DAEMON_LOW = 0.50  # below this efficiency a busy daemon, not the cipher, is the limit
+CPU_SATURATED = 0.90  # system-wide busy fraction of all cores
+LAYER_SHARE = 0.50  # on RAM, below this share of plain on RAM and of the cipher, the layer limits
+LAYER_MARGIN = 1.10  # a RAM twin under this many times plain-on-device is held by the layer
+QD_SHIFT = 10.0  # points of overhead between the lowest and highest depth worth a sentence
+
+
+class Rule(StrEnum):
+    DEVICE_BOUND = "device-bound"
+    KERNEL_CIPHER_BOUND = "kernel-cipher-bound"
+    USERSPACE_CIPHER_BOUND = "userspace-cipher-bound"
+    DAEMON_BOUND = "daemon-bound"
+    CPU_SATURATED = "cpu-saturated"
+    LAYER_BOUND = "layer-bound"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Finding:
+    workload: str
+    target: str
+    rule: Rule
+    sentence: str  # the limit, in words, with its numbers
+    efficiency: float | None  # achieved over the bound, a fraction
+    loss: float  # 1 - achieved / plain on the same medium (0 when plain is unknown), a fraction
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "target": self.target,
+            "rule": self.rule.value,
+            "sentence": self.sentence,
+            "efficiency": self.efficiency,
+        }
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    target: str
+    sentences: list[str]  # what the reader is told, in order
+    findings: list[Finding] = field(default_factory=list)  # every workload's, for the record
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "sentences": self.sentences,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def _mb(x: float) -> str:
+    return format_value(x, "bytes/s")
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f}%"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the rules read about one (target, workload), gathered from the document."""
+
+    e: dict[str, Any]  # the efficiency row
+    target: dict[str, Any]  # the target row
+    where: str  # on the device, on RAM
+    helper_cores: float | None  # helper CPU-seconds per wall second: cores' worth
+    helper: str  # the helper's name, or ""
+    cpu_utilization: float | None  # busy fraction of all cores
+    cpu_count: int
+    driver: str | None  # the kernel's driver for the layer's kernel algorithm
+    acceleration: str  # its classification
+    cpu_has_aes: bool
+    twin: float | None  # bytes/s: this stack on RAM at the same workload
+    twin_plain: float | None  # bytes/s: plain on RAM at the same workload
+
+    @property
+    def name(self) -> str:
+        return self.e["target"]
+
+    @property
+    def head(self) -> str:
+        return f"{self.name}: {_mb(self.e['achieved'])} at {self.e['workload']}"
+
+
+def _device_bound(f: Facts) -> str | None:
+    plain = f.e["plain"]
+    if plain is None or f.e["achieved"] < DEVICE_NEAR * plain:
+        return None
+    return (
+        f"{f.head}, {_pct(f.e['achieved'] / plain)} of plain {f.where} ({_mb(plain)}): "
+        "the medium, not the encryption, sets the speed."
+    )
+
+
+def _cipher_bound(f: Facts, where: str) -> bool:
+    e = f.e
+    cipher = e["cipher"]
+    if cipher is None or cipher["where"] != where or e["ceiling"] is None:
+        return False
+    below_plain = e["plain"] is None or e["ceiling"] < e["plain"]
+    return below_plain and e["achieved"] >= CIPHER_NEAR * e["ceiling"]
+
+
+def _kernel_cipher_bound(f: Facts) -> str | None:
+    if not _cipher_bound(f, "kernel"):
+        return None
+    e = f.e
+    algorithm = e["cipher"]["algorithm"]
+    driver = f"{f.driver}, {f.acceleration}" if f.driver else "a driver /proc/crypto did not name"
+    text = (
+        f"{f.head}. The kernel's {algorithm} here is {driver}. Measured at {_mb(e['ceiling'])} "
+        f"({e['ceiling_source']}), the kernel cipher is the bottleneck."
+    )
+    if f.driver and is_software(f.acceleration) and e["openssl"]:
+        hw = "the CPU has AES instructions, so " if f.cpu_has_aes else ""
+        text += (
+            f" OpenSSL on this CPU does {_mb(e['openssl'])} with the same cipher and unit on "
+            f"{'one core' if e['cores'] == 1 else str(e['cores']) + ' cores'}; "
+            f"{hw}a kernel with an AES-NI or VAES driver would remove this limit."
+        )
+    return text
+
+
+def _userspace_cipher_bound(f: Facts) -> str | None:
+    if not _cipher_bound(f, "userspace"):
+        return None
+    e = f.e
+    return (
+        f"{f.head}, {_pct(e['achieved'] / e['ceiling'])} of what its cipher does here "
+        f"({_mb(e['ceiling'])}: {e['ceiling_source']}): the layer's cipher is the bottleneck."
+    )
+
+
+def _daemon_bound(f: Facts) -> str | None:
+    e = f.e
+    if not f.helper or f.helper_cores is None or f.helper_cores < DAEMON_BUSY:
+        return None
+    if e["efficiency"] is None or e["efficiency"] >= DAEMON_LOW:
+        return None
+    of = "the cipher's speed" if e["limit"] == "cipher" else f"plain's speed {f.where}"
+    return (
+        f"{f.name} reaches {_pct(e['efficiency'])} of {of} ({_mb(e['achieved'])} of {_mb(e['bound'])}) "
+        f"at {e['workload']} with {_pct(f.helper_cores)} of a core in its daemon ({f.helper}): "
+        "the daemon's FUSE round trips dominate, not the cipher."
+    )
+
+
+def _cpu_saturated(f: Facts) -> str | None:
+    if f.cpu_utilization is None or f.cpu_utilization < CPU_SATURATED:
+        return None
+    e = f.e
+    cost = ""
+    if e["cpu_seconds_per_gb"] is not None and e["plain_cpu_seconds_per_gb"]:
+        cost = (
+            f", {e['cpu_seconds_per_gb']:.2f} CPU-seconds per GB against plain's "
+            f"{e['plain_cpu_seconds_per_gb']:.2f}"
+        )
+    return (
+        f"{f.head}: the CPU was {_pct(f.cpu_utilization)} busy across all {f.cpu_count} cores{cost}. "
+        "The stack is CPU-bound (cipher, layer and fio together): a faster medium would not help."
+    )
+
+
+def _daemon_share(f: Facts) -> str:
+    if not f.helper or f.helper_cores is None:
+        return ""
+    return f", with its daemon ({f.helper}) at {_pct(f.helper_cores)} of a core"
+
+
+def _layer_bound(f: Facts) -> str | None:
+    """Without a device in the way (on RAM, or its RAM twin) the stack stays far
+    below plain on that medium and below its cipher's ceiling: the layer's own work limits it."""
+    e = f.e
+    on_ram = f.target.get("medium") == "ram"
+    rate = e["achieved"] if on_ram else f.twin
+    ram_plain = e["plain"] if on_ram else f.twin_plain
+    if rate is None or ram_plain is None or rate >= LAYER_SHARE * ram_plain:
+        return None
+    if e["ceiling"] is not None and rate >= LAYER_SHARE * e["ceiling"]:
+        return None  # the cipher has a share in the loss
+    if not on_ram and (e["plain"] is None or rate >= LAYER_MARGIN * e["plain"]):
+        return None  # on RAM it could outrun the device: the device has a share in the loss
+    ceiling = "" if e["ceiling"] is None else f" and its cipher's {_mb(e['ceiling'])}"
+    if on_ram:
+        text = f"{f.head}, {_pct(rate / ram_plain)} of plain on RAM ({_mb(ram_plain)}){ceiling}"
+    else:
+        text = (
+            f"{f.head}; the same stack on RAM does only {_mb(rate)}, "
+            f"{'below' if rate < e['plain'] else 'about'} plain on the device ({_mb(e['plain'])}){ceiling}"
+        )
+    return text + f"{_daemon_share(f)}: the layer itself, not the medium or the cipher, limits it."
+
+
+RULES: tuple[tuple[Rule, Callable[[Facts], str | None]], ...] = (
+    (Rule.DEVICE_BOUND, _device_bound),
+    (Rule.KERNEL_CIPHER_BOUND, _kernel_cipher_bound),
+    (Rule.USERSPACE_CIPHER_BOUND, _userspace_cipher_bound),
+    (Rule.DAEMON_BOUND, _daemon_bound),
+    (Rule.CPU_SATURATED, _cpu_saturated),
+    (Rule.LAYER_BOUND, _layer_bound),
+)
+
+
+def _unknown(f: Facts) -> str:
+    e = f.e
+    share = (
+        f"{_pct(e['efficiency'])} of its bound ({_mb(e['bound'])}, {e['limit']})"
+        if e["efficiency"] is not None
+        else "no bound known"
+    )
+    missing = f" Its cipher's ceiling is not known: {UNKNOWN_HINT}." if e["ceiling"] is None else ""
+    return (
+        f"{f.head}, {share}; no rule applies (docs/methodology.md, Diagnosis): the cause is unknown.{missing}"
+    )
+
+
+def _medians(doc: dict[str, Any]) -> dict[tuple[str, str, str], float]:
+    return {(r["workload"], r["target"], r["metric"]): r["median"] for r in doc["results"]}
+
+
+def facts(doc: dict[str, Any], e: dict[str, Any]) -> Facts:
+    targets = {t["name"]: t for t in doc["targets"]}
+    t = targets[e["target"]]
+    m = _medians(doc)
+    w, name = e["workload"], e["target"]
+    helper_s, wall = m.get((w, name, "helper_cpu_seconds")), m.get((w, name, "wall_seconds"))
+    helper = str(t["details"].get("helpers", "")).split(" (pid")[0]
+    env = doc["environment"]
+    driver = None
+    acceleration = ""
+    if e["cipher"] is not None and e["cipher"]["where"] == "kernel":
+        driver = env.get("kernel_crypto", {}).get(e["cipher"]["algorithm"])
+        acceleration = classify(driver) if driver else ""
+    twin = twin_plain = None
+    if t.get("medium", "device") == "device":
+        twin = m.get((w, RAM_PREFIX + name, "throughput"))
+        twin_plain = m.get((w, RAM_PREFIX + "plain", "throughput"))
+    return Facts(
+        e=e,
+        target=t,
+        where="on RAM" if t.get("medium") == "ram" else "on the device",
+        helper_cores=helper_s / wall if helper_s is not None and wall else None,
+        helper=helper,
+        cpu_utilization=m.get((w, name, "cpu_utilization")),
+        cpu_count=int(env.get("cpu_count") or 1),
+        driver=driver,
+        acceleration=acceleration,
+        cpu_has_aes="aes" in env.get("cpu_flags", []),
+        twin=twin,
+        twin_plain=twin_plain,
+    )
+
+
+def judge(f: Facts) -> Finding:
+    """The first rule that holds for one (target, workload), or UNKNOWN."""
+    plain = f.e["plain"]
+    loss = 1 - f.e["achieved"] / plain if plain else 0.0
+    for rule, test in RULES:
+        sentence = test(f)
+        if sentence is not None:
+            return Finding(f.e["workload"], f.name, rule, sentence, f.e["efficiency"], loss)
+    return Finding(f.e["workload"], f.name, Rule.UNKNOWN, _unknown(f), f.e["efficiency"], loss)
+
+
+def _qd_shift(curve: dict[str, Any]) -> float | None:
+    """Points of overhead lost from the lowest depth to the highest (negative:
+    gained), when the move is QD_SHIFT points or more and the two intervals do
+    not overlap; else None."""
+    first, last = curve["points"][0], curve["points"][-1]
+    shift = first["overhead_percent"] - last["overhead_percent"]
+    if abs(shift) < QD_SHIFT:
+        return None
+    lo, hi = (last, first) if shift > 0 else (first, last)
+    if (
+        lo["overhead_high"] is not None
+        and hi["overhead_low"] is not None
+        and lo["overhead_high"] >= hi["overhead_low"]
+    ):
+        return None
+    return float(shift)
+
+
+def _qd_sentences(target: str, curves: list[dict[str, Any]]) -> list[str]:
+    """One sentence per direction of move: the patterns whose cost shrinks, then those where it grows."""
+    moves: dict[str, list[str]] = defaultdict(list)
+    baseline = ""
+    for c in curves:
+        shift = _qd_shift(c)
+        if shift is None:
+            continue
+        baseline = c["baseline"]
+        steps = ", ".join(f"{p['overhead_percent']:.0f}% at QD{p['iodepth']}" for p in c["points"])
+        moves["shrinks" if shift > 0 else "grows"].append(f"{c['rw']} {c['bs'] // 1024} KiB: {steps}")
+    out = []
+    for way, why in (
+        ("shrinks", "deeper queues hide a cost per request"),
+        ("grows", f"the layer keeps up with parallel requests less well than {baseline}"),
+    ):
+        if moves[way]:
+            out.append(
+                f"{target}'s cost against {baseline} {way} with queue depth ({'; '.join(moves[way])}): {why}."
+            )
+    return out
+
+
+MAX_SENTENCES = 2  # rules told per target, besides the queue-depth sentence
+
+
+def diagnose(doc: dict[str, Any]) -> list[Diagnosis]:
+    by_target: dict[str, list[Finding]] = defaultdict(list)
+    for e in doc.get("efficiency", []):
+        by_target[e["target"]].append(judge(facts(doc, e)))
+    out = []
+    for target, findings in by_target.items():
+        groups: dict[Rule, list[Finding]] = defaultdict(list)
+        for f in findings:
+            groups[f.rule].append(f)
+        ranked = sorted(groups.values(), key=lambda g: (-len(g), -max(x.loss for x in g)))
+        sentences = []
+        for group in ranked[:MAX_SENTENCES]:
+            worst = max(group, key=lambda x: x.loss)
+            text = worst.sentence
+            others = [x.workload for x in group if x is not worst]
+            if others:
+                text += f" The same at {_listed(others)}."
+            sentences.append(text)
+        if len(ranked) > MAX_SENTENCES:
+            rest = sorted({x.workload for g in ranked[MAX_SENTENCES:] for x in g})
+            sentences.append(f"Other limits hold at {_listed(rest)} (the --json document's findings).")
+        sentences += _qd_sentences(target, [c for c in doc.get("qd_curves", []) if c["target"] == target])
+        out.append(Diagnosis(target, sentences, findings))
+    return out
+
+
+def _listed(names: list[str]) -> str:
+    if len(names) > 4:
+        return f"{', '.join(names[:3])} and {len(names) - 3} more"
+    return ", ".join(names)

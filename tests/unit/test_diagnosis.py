@@ -1,0 +1,202 @@
+"""The diagnosis rules (report/diagnosis.py) on result documents recorded here.
+
+quick-fscrypt-gocryptfs-ram.json is `cryptbench run --backends fscrypt,gocryptfs
+--ram --size 32M --repeats 3` on this machine, printed by `cryptbench show
+--json`; qd-sweep-fscrypt.json is `cryptbench run --suite qd-sweep --backends
+fscrypt --size 16M --repeats 3`. Where no recorded run triggers a rule, the
+test changes the one figure that rule reads, and says so.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cryptbench.report import diagnosis
+from cryptbench.report.diagnosis import Rule
+
+DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, Any]:
+    return json.loads((DOCS / "quick-fscrypt-gocryptfs-ram.json").read_text())
+
+
+@pytest.fixture
+def quick(recorded: dict[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(recorded)
+
+
+def _row(doc: dict[str, Any], target: str, workload: str) -> dict[str, Any]:
+    return next(e for e in doc["efficiency"] if (e["target"], e["workload"]) == (target, workload))
+
+
+def _judge(doc: dict[str, Any], target: str, workload: str) -> diagnosis.Finding:
+    return diagnosis.judge(diagnosis.facts(doc, _row(doc, target, workload)))
+
+
+def _set_median(doc: dict[str, Any], target: str, workload: str, metric: str, value: float) -> None:
+    for r in doc["results"]:
+        if (r["target"], r["workload"], r["metric"]) == (target, workload, metric):
+            r["median"] = value
+            return
+    raise AssertionError(f"no {metric} for {target} at {workload}")
+
+
+def test_fscrypt_is_held_by_the_generic_software_aes(quick: dict[str, Any]) -> None:
+    f = _judge(quick, "fscrypt", "seq1m-q8-read")
+    assert f.rule is Rule.KERNEL_CIPHER_BOUND
+    # 51.3 MB/s against a kernel cipher of 55.3 MB/s separated from this run's twins
+    assert "fscrypt: 51.3 MB/s at seq1m-q8-read" in f.sentence
+    assert "xts(ecb(aes-fixed-time)), software" in f.sentence
+    assert "Measured at 55.3 MB/s (this run's RAM twins at seq1m-q8-read" in f.sentence
+    assert "OpenSSL on this CPU does 6.38 GB/s" in f.sentence and "on one core" in f.sentence
+    assert "AES-NI or VAES driver would remove this limit" in f.sentence
+
+
+def test_a_hardware_driver_is_not_told_to_be_replaced(quick: dict[str, Any]) -> None:
+    # Changed: the run's kernel driver, to the name a VAES kernel registers.
+    quick["environment"]["kernel_crypto"]["xts(aes)"] = "xts-aes-vaes-avx512"
+    f = _judge(quick, "fscrypt", "seq1m-q8-read")
+    assert f.rule is Rule.KERNEL_CIPHER_BOUND
+    assert "hardware: VAES instructions" in f.sentence and "would remove" not in f.sentence
+
+
+def test_device_bound_where_the_layer_keeps_up_with_plain(quick: dict[str, Any]) -> None:
+    f = _judge(quick, "gocryptfs", "rnd4k-q1-read")
+    assert f.rule is Rule.DEVICE_BOUND
+    assert "105% of plain on the device (52.5 MB/s)" in f.sentence
+
+
+def test_layer_bound_on_ram_names_the_daemon(quick: dict[str, Any]) -> None:
+    f = _judge(quick, "ram:gocryptfs", "rnd4k-q32-write")
+    assert f.rule is Rule.LAYER_BOUND
+    assert (
+        "3% of plain on RAM (1.60 GB/s)" in f.sentence and "daemon (gocryptfs) at 44% of a core" in f.sentence
+    )
+
+
+def test_layer_bound_on_the_device_through_its_twin(quick: dict[str, Any]) -> None:
+    f = _judge(quick, "fscrypt", "rnd4k-q1-read")
+    assert f.rule is Rule.LAYER_BOUND
+    assert "the same stack on RAM does only 17.6 MB/s, below plain on the device (52.5 MB/s)" in f.sentence
+
+
+def test_no_rule_means_the_cause_is_unknown(quick: dict[str, Any]) -> None:
+    # gocryptfs at rnd4k-q32-read: 45% of plain, its daemon at 0.54 of a core,
+    # its twin at 25% of plain on RAM but faster than plain on the device.
+    f = _judge(quick, "gocryptfs", "rnd4k-q32-read")
+    assert f.rule is Rule.UNKNOWN
+    assert "the cause is unknown" in f.sentence and "45% of its bound" in f.sentence
+
+
+def test_daemon_bound_when_the_daemon_fills_a_core(quick: dict[str, Any]) -> None:
+    # Changed: the daemon's CPU-seconds, to 95% of the trial's wall time (recorded: 41%).
+    wall = next(
+        r["median"]
+        for r in quick["results"]
+        if (r["target"], r["workload"], r["metric"]) == ("gocryptfs", "rnd4k-q32-write", "wall_seconds")
+    )
+    _set_median(quick, "gocryptfs", "rnd4k-q32-write", "helper_cpu_seconds", 0.95 * wall)
+    f = _judge(quick, "gocryptfs", "rnd4k-q32-write")
+    assert f.rule is Rule.DAEMON_BOUND
+    assert "reaches 5% of plain's speed on the device" in f.sentence
+    assert "95% of a core in its daemon (gocryptfs)" in f.sentence and "FUSE round trips" in f.sentence
+
+
+def test_cpu_saturated_when_every_core_is_busy(quick: dict[str, Any]) -> None:
+    # Changed: system-wide CPU busy at rnd4k-q32-read, to 95% (recorded: 51%).
+    _set_median(quick, "gocryptfs", "rnd4k-q32-read", "cpu_utilization", 0.95)
+    f = _judge(quick, "gocryptfs", "rnd4k-q32-read")
+    assert f.rule is Rule.CPU_SATURATED
+    assert "95% busy across all 2 cores" in f.sentence and "CPU-seconds per GB" in f.sentence
+
+
+def test_userspace_cipher_bound_when_the_cipher_is_the_lower_bound(quick: dict[str, Any]) -> None:
+    # Changed: gocryptfs' OpenSSL ceiling at seq1m-q8-write, to 180 MB/s (recorded: 5.80 GB/s).
+    row = _row(quick, "gocryptfs", "seq1m-q8-write")
+    row["ceiling"], row["bound"], row["limit"] = 180e6, 180e6, "cipher"
+    row["efficiency"] = row["achieved"] / 180e6
+    f = _judge(quick, "gocryptfs", "seq1m-q8-write")
+    assert f.rule is Rule.USERSPACE_CIPHER_BOUND
+    assert "96% of what its cipher does here (180.0 MB/s" in f.sentence
+
+
+def test_a_targets_diagnosis_leads_with_its_commonest_limit(quick: dict[str, Any]) -> None:
+    found = {d.target: d for d in diagnosis.diagnose(quick)}
+    assert set(found) == {"fscrypt", "gocryptfs", "ram:fscrypt", "ram:gocryptfs"}
+    fscrypt = found["fscrypt"]
+    # kernel cipher at 4 workloads, told at the one where fscrypt lost most against plain
+    assert fscrypt.sentences[0].startswith("fscrypt: 51.3 MB/s at seq1m-q8-read. The kernel's")
+    assert fscrypt.sentences[0].endswith("The same at seq1m-q8-write, rnd4k-q32-read, rnd4k-q32-write.")
+    assert fscrypt.sentences[1].startswith("fscrypt: 12.6 MB/s at rnd4k-q1-read; the same stack on RAM")
+    assert len(fscrypt.findings) == 6
+    # three rules for gocryptfs: two are told, the third is pointed to
+    assert (
+        found["gocryptfs"].sentences[2]
+        == "Other limits hold at rnd4k-q32-read (the --json document's findings)."
+    )
+
+
+def test_the_quick_suites_depths_give_a_queue_depth_sentence(quick: dict[str, Any]) -> None:
+    sentences = {d.target: d.sentences for d in diagnosis.diagnose(quick)}
+    assert (
+        "fscrypt's cost against ext4-loop grows with queue depth (randwrite 4 KiB: 61% at QD1, 80% at QD32)"
+        in sentences["fscrypt"][-1]
+    )
+    # randread: 71% [68, 75] at QD1 against 76% [75, 83] at QD32: the intervals overlap, so nothing is said
+    assert "randread" not in sentences["fscrypt"][-1]
+
+
+def _curve(points: list[tuple[int, float, float, float]]) -> dict[str, Any]:
+    return {
+        "rw": "randread",
+        "bs": 4096,
+        "target": "x",
+        "baseline": "y",
+        "points": [
+            {"iodepth": d, "overhead_percent": o, "overhead_low": lo, "overhead_high": hi}
+            for d, o, lo, hi in points
+        ],
+    }
+
+
+def test_queue_depth_moves_need_ten_points_and_separate_intervals() -> None:
+    shrink = _curve([(1, 45, 40, 50), (32, 12, 8, 16)])
+    assert diagnosis._qd_sentences("x", [shrink]) == [
+        "x's cost against y shrinks with queue depth (randread 4 KiB: 45% at QD1, 12% at QD32): "
+        "deeper queues hide a cost per request."
+    ]
+    assert diagnosis._qd_sentences("x", [_curve([(1, 45, 40, 50), (32, 37, 30, 44)])]) == []  # 8 points
+    assert diagnosis._qd_sentences("x", [_curve([(1, 45, 20, 60), (32, 30, 10, 50)])]) == []  # overlap
+
+
+def test_qd_sweep_run_has_a_curve_per_pattern() -> None:
+    doc = json.loads((DOCS / "qd-sweep-fscrypt.json").read_text())
+    curves = {(c["target"], c["rw"], c["bs"]): c for c in doc["qd_curves"]}
+    patterns = {("randread", 4096), ("randwrite", 4096), ("read", 1 << 20), ("write", 1 << 20)}
+    assert {(rw, bs) for (t, rw, bs) in curves if t == "fscrypt"} == patterns
+    for c in curves.values():
+        assert [p["iodepth"] for p in c["points"]] == [1, 4, 16, 32]
+        for p in c["points"]:
+            assert p["overhead_low"] <= p["overhead_percent"] <= p["overhead_high"]
+
+
+def test_a_run_without_encrypted_targets_has_no_diagnosis(quick: dict[str, Any]) -> None:
+    quick["efficiency"] = []
+    assert diagnosis.diagnose(quick) == []
+
+
+def test_an_unknown_ceiling_is_said_with_how_to_measure_it() -> None:
+    # qd-sweep without --ram: no AF_ALG here, no twins, no stored cryptbench cipher in its database
+    doc = json.loads((DOCS / "qd-sweep-fscrypt.json").read_text())
+    row = _row(doc, "fscrypt", "seq1m-q1-write")
+    assert row["ceiling"] is None and row["limit"] == "plain"
+    f = _judge(doc, "fscrypt", "seq1m-q1-write")
+    assert f.rule is Rule.UNKNOWN
+    assert "Its cipher's ceiling is not known: run `cryptbench cipher`, or this run with --ram" in f.sentence
