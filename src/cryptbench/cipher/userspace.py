@@ -125,9 +125,14 @@ def cores() -> int:
 
 def throughput(c: CipherCase, seconds: float, workers: int = 1) -> float:
     """Bytes/s with `workers` processes encrypting at once (one per core), summed."""
+    return sum(rates(c, seconds, workers))
+
+
+def rates(c: CipherCase, seconds: float, workers: int = 1) -> list[float]:
+    """Each worker's bytes/s, the workers encrypting at once."""
     if workers == 1:
         done, took = _timed(c, seconds)
-        return done / took
+        return [done / took]
     # spawn, not fork: the parent may have threads (Rich's refresh) that fork would copy mid-lock.
     ctx = mp.get_context("spawn")
     go, out = ctx.Event(), ctx.Queue()
@@ -143,7 +148,7 @@ def throughput(c: CipherCase, seconds: float, workers: int = 1) -> float:
             if p.is_alive():
                 p.kill()
                 p.join()
-    return sum(done / took for done, took in results)
+    return [done / took for done, took in results]
 
 
 @dataclass(frozen=True)
