@@ -3,7 +3,9 @@
 quick-fscrypt-gocryptfs-ram.json is `cryptbench run --backends fscrypt,gocryptfs
 --ram --size 32M --repeats 3` on this machine, printed by `cryptbench show
 --json`; qd-sweep-fscrypt.json is `cryptbench run --suite qd-sweep --backends
-fscrypt --size 16M --repeats 3`. Where no recorded run triggers a rule, the
+fscrypt --size 16M --repeats 3`; default-run.json is `make run` (the quick
+suite on plain, ext4-loop, fscrypt, gocryptfs, securefs, cryfs and encfs, no
+--ram). Where no recorded run triggers a rule, the
 test changes the one figure that rule reads, and says so.
 """
 
@@ -136,10 +138,9 @@ def test_a_targets_diagnosis_leads_with_its_commonest_limit(quick: dict[str, Any
     assert fscrypt.sentences[0].endswith("The same at seq1m-q8-write, rnd4k-q32-read, rnd4k-q32-write.")
     assert fscrypt.sentences[1].startswith("fscrypt: 12.6 MB/s at rnd4k-q1-read; the same stack on RAM")
     assert len(fscrypt.findings) == 6
-    # three rules for gocryptfs: two are told, the third is pointed to
+    # three rules for gocryptfs: two are told, the third (no rule holds) is pointed to
     assert (
-        found["gocryptfs"].sentences[2]
-        == "Other limits hold at rnd4k-q32-read (the --json document's findings)."
+        found["gocryptfs"].sentences[2] == "No rule explains rnd4k-q32-read (the --json document's findings)."
     )
 
 
@@ -200,3 +201,16 @@ def test_an_unknown_ceiling_is_said_with_how_to_measure_it() -> None:
     f = _judge(doc, "fscrypt", "seq1m-q1-write")
     assert f.rule is Rule.UNKNOWN
     assert "Its cipher's ceiling is not known: run `cryptbench cipher`, or this run with --ram" in f.sentence
+
+
+def test_without_twins_a_layer_is_blamed_only_in_weaker_words() -> None:
+    doc = json.loads((DOCS / "default-run.json").read_text())
+    # cryfs at rnd4k-q32-write: 8.9 MB/s against plain's 435.8 and ChaCha20-Poly1305 at 1.66 GB/s
+    f = _judge(doc, "cryfs", "rnd4k-q32-write")
+    assert f.rule is Rule.LAYER_BOUND
+    assert "2% of plain on the device (435.8 MB/s) with a cipher that does 1.66 GB/s" in f.sentence
+    assert "daemon (cryfs) at 60% of a core" in f.sentence and "--ram would tell the two apart" in f.sentence
+    # fscrypt's kernel ceiling is unknown without --ram, AF_ALG or a stored cryptbench cipher:
+    # the cipher cannot be ruled out, so no rule holds
+    f = _judge(doc, "fscrypt", "seq1m-q8-read")
+    assert f.rule is Rule.UNKNOWN and "Its cipher's ceiling is not known" in f.sentence

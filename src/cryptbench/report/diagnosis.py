@@ -5,8 +5,9 @@ its efficiency row (cipher/ceilings.py), its CPU figures and, with --ram, its
 RAM twin. The rules are tried in the order of RULES and the first that holds
 names the limit; when none holds, the cause is said to be unknown. A target's
 diagnosis is the rule that holds at the most of its workloads (ties: the one
-where the target lost most), told at the workload where it lost most, then the
-next rule likewise; a queue-depth sweep adds how its cost moves with depth.
+where the target lost most; "unknown" after every known limit), told at the
+workload where it lost most, then the next rule likewise; a queue-depth
+sweep adds how its cost moves with depth.
 docs/methodology.md, "Diagnosis", states the same rules for readers.
 """
 
@@ -196,10 +197,18 @@ def _daemon_share(f: Facts) -> str:
 
 
 def _layer_bound(f: Facts) -> str | None:
-    """Without a device in the way (on RAM, or its RAM twin) the stack stays far
-    below plain on that medium and below its cipher's ceiling: the layer's own work limits it."""
+    """Neither the medium nor the cipher explains the loss, so the layer's own work does.
+
+    On RAM (the target itself, or its RAM twin) the stack stays below half of
+    plain on RAM and below half of its cipher's ceiling, and the twin is not
+    much faster than plain on the device. Without a twin, the device target
+    itself is below half of plain on the device and half of its known cipher
+    ceiling: then the layer's work and any extra I/O it sends the device
+    cannot be told apart, and the sentence says so."""
     e = f.e
     on_ram = f.target.get("medium") == "ram"
+    if not on_ram and f.twin is None:
+        return _layer_bound_without_twin(f)
     rate = e["achieved"] if on_ram else f.twin
     ram_plain = e["plain"] if on_ram else f.twin_plain
     if rate is None or ram_plain is None or rate >= LAYER_SHARE * ram_plain:
@@ -217,6 +226,20 @@ def _layer_bound(f: Facts) -> str | None:
             f"{'below' if rate < e['plain'] else 'about'} plain on the device ({_mb(e['plain'])}){ceiling}"
         )
     return text + f"{_daemon_share(f)}: the layer itself, not the medium or the cipher, limits it."
+
+
+def _layer_bound_without_twin(f: Facts) -> str | None:
+    e = f.e
+    if e["plain"] is None or e["ceiling"] is None:
+        return None  # an unknown ceiling cannot be ruled out
+    if e["achieved"] >= LAYER_SHARE * e["plain"] or e["achieved"] >= LAYER_SHARE * e["ceiling"]:
+        return None
+    return (
+        f"{f.head}, {_pct(e['achieved'] / e['plain'])} of plain on the device ({_mb(e['plain'])}) with a "
+        f"cipher that does {_mb(e['ceiling'])}{_daemon_share(f)}: neither the device nor the cipher "
+        "explains it; the layer's own work (or extra I/O it sends the device) limits it, "
+        "and --ram would tell the two apart."
+    )
 
 
 RULES: tuple[tuple[Rule, Callable[[Facts], str | None]], ...] = (
@@ -343,7 +366,10 @@ def diagnose(doc: dict[str, Any]) -> list[Diagnosis]:
         groups: dict[Rule, list[Finding]] = defaultdict(list)
         for f in findings:
             groups[f.rule].append(f)
-        ranked = sorted(groups.values(), key=lambda g: (-len(g), -max(x.loss for x in g)))
+        # Known limits first; among them the commonest, then where the target lost most.
+        ranked = sorted(
+            groups.values(), key=lambda g: (g[0].rule is Rule.UNKNOWN, -len(g), -max(x.loss for x in g))
+        )
         sentences = []
         for group in ranked[:MAX_SENTENCES]:
             worst = max(group, key=lambda x: x.loss)
@@ -352,9 +378,13 @@ def diagnose(doc: dict[str, Any]) -> list[Diagnosis]:
             if others:
                 text += f" The same at {_listed(others)}."
             sentences.append(text)
-        if len(ranked) > MAX_SENTENCES:
-            rest = sorted({x.workload for g in ranked[MAX_SENTENCES:] for x in g})
-            sentences.append(f"Other limits hold at {_listed(rest)} (the --json document's findings).")
+        rest = [x for g in ranked[MAX_SENTENCES:] for x in g]
+        if rest:
+            where = _listed(sorted({x.workload for x in rest}))
+            if all(x.rule is Rule.UNKNOWN for x in rest):
+                sentences.append(f"No rule explains {where} (the --json document's findings).")
+            else:
+                sentences.append(f"Other limits hold at {where} (the --json document's findings).")
         sentences += _qd_sentences(target, [c for c in doc.get("qd_curves", []) if c["target"] == target])
         out.append(Diagnosis(target, sentences, findings))
     return out
