@@ -86,7 +86,7 @@ def test_every_case_runs_in_this_openssl() -> None:
 
 def test_openssl_measured_for_real() -> None:
     c = userspace.case("aes-256-xts", 4096)
-    (one,) = userspace.measure([c], 0.05, 2, [1])
+    (one,) = userspace.measure([(c, 1)], 0.05, 2)
     assert one.workers == 1 and len(one.samples) == 2
     assert all(s > 1e6 for s in one.samples)  # any CPU of this century does more than 1 MB/s
     row = one.to_json()
@@ -102,3 +102,28 @@ def test_all_cores_run_at_once() -> None:
 def test_unknown_case() -> None:
     with pytest.raises(KeyError):
         userspace.case("aes-256-xts", 1234)
+
+
+def test_a_worker_that_dies_is_an_error_at_once() -> None:
+    """Killed mid-measurement: a one-line error within a second or so, not a
+    minute's wait for a result that will never come."""
+    import threading
+    import time
+
+    import psutil
+
+    from cryptbench.errors import CryptbenchError
+
+    def kill_a_worker() -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for child in psutil.Process().children():
+                cmd = " ".join(child.cmdline())
+                if "spawn_main" in cmd and "resource_tracker" not in cmd:
+                    child.kill()
+                    return
+            time.sleep(0.05)
+
+    threading.Thread(target=kill_a_worker, daemon=True).start()
+    with pytest.raises(CryptbenchError, match=r"an OpenSSL timing process died \(exit status -9\)"):
+        userspace.rates(userspace.case("aes-256-gcm", 4096), 20.0, 2)

@@ -110,14 +110,15 @@ def openssl_case(use: CipherUse) -> tuple[str, int] | None:
     return None if name is None else (name, use.unit)
 
 
-def openssl_cases(backends: Iterable[str]) -> list[tuple[str, int]]:
-    """(cipher, unit) of every encrypted layer among `backends`, once each."""
+def openssl_cells(backends: Iterable[str], cores: int) -> list[tuple[tuple[str, int], int]]:
+    """((cipher, unit), workers) OpenSSL must be timed on for `backends`' layers:
+    all cores for a layer that spreads its work, else one."""
     out = []
     for name in backends:
         use = cipher_use(name)
         found = None if use is None else openssl_case(use)
-        if found is not None:
-            out.append(found)
+        if use is not None and found is not None:
+            out.append((found, cores if use.parallel else 1))
     return list(dict.fromkeys(out))
 
 

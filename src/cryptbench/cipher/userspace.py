@@ -18,13 +18,18 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import queue
 import statistics
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import repeat
+from typing import Any
 
+from cryptbench.errors import CryptbenchError
+
+WORKER_GRACE = 60.0  # seconds a worker may take beyond its measurement (start-up, imports)
 BUFFER = 1 << 20  # bytes encrypted per pass: fits the L2 cache, as openssl speed's buffer fits L1
 
 
@@ -118,6 +123,20 @@ def _worker(c: CipherCase, seconds: float, go: object, out: object) -> None:
     out.put(_timed(c, seconds))  # type: ignore[attr-defined]
 
 
+def _result(out: Any, procs: list[Any], seconds: float) -> tuple[int, float]:
+    """The next worker's (bytes, seconds); a clear error as soon as a worker
+    dies without one, rather than a wait for a result that will not come."""
+    deadline = time.monotonic() + seconds + WORKER_GRACE
+    while time.monotonic() < deadline:
+        try:
+            return out.get(timeout=0.1)  # type: ignore[no-any-return]
+        except queue.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                raise CryptbenchError(f"an OpenSSL timing process died (exit status {dead[0]})") from None
+    raise CryptbenchError(f"an OpenSSL timing process gave no result within {seconds + WORKER_GRACE:.0f} s")
+
+
 def cores() -> int:
     """The cores this process may run on."""
     return len(os.sched_getaffinity(0))
@@ -141,7 +160,11 @@ def rates(c: CipherCase, seconds: float, workers: int = 1) -> list[float]:
         p.start()
     try:
         go.set()
-        results = [out.get(timeout=seconds + 60) for _ in procs]
+        results = [_result(out, procs, seconds) for _ in procs]
+    except BaseException:
+        for p in procs:  # the others' figures are useless now: do not wait for them
+            p.kill()
+        raise
     finally:
         for p in procs:
             p.join(timeout=5)
@@ -175,14 +198,17 @@ class Measured:
         }
 
 
-def measure(
-    cases: Iterable[CipherCase], seconds: float, repeats: int, workers: Iterable[int]
-) -> list[Measured]:
-    """Each case at each worker count, `repeats` times, interleaved so that a
-    slow spell of a shared machine spreads over all of them."""
-    grid = [(c, w) for c in cases for w in dict.fromkeys(workers)]
-    samples: dict[tuple[CipherCase, int], list[float]] = {k: [] for k in grid}
+def grid(cases: Iterable[CipherCase], workers: Iterable[int]) -> list[tuple[CipherCase, int]]:
+    """Every case at every worker count."""
+    return [(c, w) for c in cases for w in dict.fromkeys(workers)]
+
+
+def measure(cells: Iterable[tuple[CipherCase, int]], seconds: float, repeats: int) -> list[Measured]:
+    """Each (case, workers), `repeats` times, interleaved so that a slow spell
+    of a shared machine spreads over all of them."""
+    order = list(dict.fromkeys(cells))
+    samples: dict[tuple[CipherCase, int], list[float]] = {k: [] for k in order}
     for _ in range(repeats):
-        for c, w in grid:
+        for c, w in order:
             samples[(c, w)].append(throughput(c, seconds, w))
-    return [Measured(c, w, tuple(samples[(c, w)])) for c, w in grid]
+    return [Measured(c, w, tuple(samples[(c, w)])) for c, w in order]

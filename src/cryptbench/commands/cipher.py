@@ -136,21 +136,25 @@ def measure(
     kernel_stack: bool = True,
     ram_size: int = 64 << 20,
     target_dir: Path = Path("/var/tmp"),
-    cases: tuple[userspace.CipherCase, ...] = userspace.CASES,
+    cells: list[tuple[userspace.CipherCase, int]] | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """The cipher document: userspace figures, kernel drivers and kernel figures."""
+    """The cipher document: userspace figures (each case on one core and on
+    all, or the (case, workers) `cells` given), kernel drivers and kernel figures."""
     progress = progress or NullProgress()
+    if cells is None:
+        cells = userspace.grid(userspace.CASES, (1, userspace.cores()))
     ok = []
     skipped = []
-    for c in cases:
+    for c in dict.fromkeys(c for c, _w in cells):
         why = userspace.unavailable(c)
         if why is None:
             ok.append(c)
         else:
             skipped.append({"cipher": c.name, "unit": c.unit, "reason": why})
-    progress.phase(f"userspace ciphers: {len(ok)} cases x 1 and {userspace.cores()} cores x {repeats}")
-    measured = userspace.measure(ok, seconds, repeats, (1, userspace.cores()))
+    cells = [(c, w) for c, w in cells if c in ok]
+    progress.phase(f"userspace ciphers: {len(cells)} figures x {repeats}")
+    measured = userspace.measure(cells, seconds, repeats)
     drivers, missing = kernel.drivers()
     af_alg_why = kernel.af_alg_unavailable()
     doc: dict[str, Any] = {

@@ -309,12 +309,13 @@ def time_ciphers(plan: Plan, store: Store, run_id: int, env: dict[str, Any], pro
     """OpenSSL on the ciphers the run's layers use (and AF_ALG where the kernel
     has it), before any trial, stored with the run: the ceilings its
     efficiency figures are held to (cipher/ceilings.py)."""
-    wanted = set(ceilings.openssl_cases({t.backend for t in plan.targets}))
-    cases = tuple(c for c in userspace.CASES if (c.name, c.unit) in wanted)
-    if not cases:
+    wanted = ceilings.openssl_cells({t.backend for t in plan.targets}, userspace.cores())
+    cases = {(c.name, c.unit): c for c in userspace.CASES}
+    cells = [(cases[key], workers) for key, workers in wanted if key in cases]
+    if not cells:
         return
     doc = cipher_cmd.measure(
-        seconds=CIPHER_SECONDS, repeats=CIPHER_REPEATS, kernel_stack=False, cases=cases, progress=progress
+        seconds=CIPHER_SECONDS, repeats=CIPHER_REPEATS, kernel_stack=False, cells=cells, progress=progress
     )
     store.insert_cipher(run_id, doc, env, __version__)
 

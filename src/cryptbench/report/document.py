@@ -202,6 +202,8 @@ def efficiency(store: Store, run_id: int, doc: dict[str, Any]) -> list[ceilings.
     names = {t["name"] for t in doc["targets"]}
     out = []
     for w in doc["plan"]["workloads"]:
+        if specs.get(w, {}).get("view", "decrypted") != "decrypted":
+            continue  # reading the ciphertext runs no cipher: no ceiling applies
         for t in doc["targets"]:
             achieved = medians.get((w, t["name"], PRIMARY))
             if not t["encrypted"] or achieved is None:
@@ -234,7 +236,9 @@ def qd_curves(doc: dict[str, Any]) -> list[dict[str, Any]]:
     families: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)
     for w in doc["plan"]["workloads"]:
         s = specs.get(w)
-        if s is not None and s.get("view", "decrypted") == "decrypted":
+        depths = {d for d, _w in families[(s["rw"], s["bs"])]} if s is not None else set()
+        # the first workload at each depth (a study's as-published twin repeats a pattern)
+        if s is not None and s.get("view", "decrypted") == "decrypted" and s["iodepth"] not in depths:
             families[(s["rw"], s["bs"])].append((s["iodepth"], w))
     curves = []
     for (rw, bs), members in families.items():
