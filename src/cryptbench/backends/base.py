@@ -52,11 +52,9 @@ class CipherUse:
     # True: the layer spreads one stream's units over all cores (a workqueue,
     # Go routines); False: one core does a stream's cipher work.
     parallel: bool
-    note: str = ""  # how close the measured case is to what the layer runs, where it differs
 
 
 STATES = ("fresh", "rewrite")
-MEDIA = ("device", "ram")
 RAM_PREFIX = "ram:"
 FILESYSTEMS = ("ext4", "xfs", "btrfs")
 

@@ -23,9 +23,7 @@ class CryfsBackend(FuseOverlayBackend):
     summary = "CryFS FUSE overlay (XChaCha20-Poly1305 blocks) over a directory on the target filesystem"
     # XChaCha20-Poly1305 over 16 KiB blocks by default; the nearest case measured
     # is ChaCha20-Poly1305 on 4 KiB.
-    cipher_use = CipherUse(
-        "userspace", "chacha20-poly1305", 4096, parallel=False, note="CryFS runs XChaCha20 on larger blocks"
-    )
+    cipher_use = CipherUse("userspace", "chacha20-poly1305", 4096, parallel=False)
 
     def mount_env(self, layout: Layout) -> dict[str, str]:
         return {

@@ -105,7 +105,7 @@ class FscryptBackend(Backend):
     summary = "ext4 native encryption (fscrypt v2, AES-256-XTS) in an image on a loop device"
     # Writes are encrypted by the thread doing writeback, one page at a time;
     # reads are decrypted in a workqueue that may use every core.
-    cipher_use = CipherUse("kernel", "xts(aes)", 4096, parallel=False, note="reads may use more cores")
+    cipher_use = CipherUse("kernel", "xts(aes)", 4096, parallel=False)
 
     def probe(self) -> Availability:
         base = probe_ext4_loop()

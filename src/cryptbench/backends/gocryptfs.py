@@ -52,9 +52,7 @@ class GocryptfsBackend(Backend):
     summary = "gocryptfs FUSE overlay (AES-256-GCM) over a directory on the target filesystem"
     # gocryptfs seals a request's 4 KiB blocks in parallel goroutines; it uses
     # Go's AES-GCM (or OpenSSL's, chosen at mount), measured here with OpenSSL.
-    cipher_use = CipherUse(
-        "userspace", "aes-256-gcm", 4096, parallel=True, note="gocryptfs uses Go's AES-GCM"
-    )
+    cipher_use = CipherUse("userspace", "aes-256-gcm", 4096, parallel=True)
 
     def probe(self) -> Availability:
         if which("gocryptfs") is None:

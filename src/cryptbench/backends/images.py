@@ -124,9 +124,7 @@ class ImageBackend(Backend):
         if cipher:
             # qemu's LUKS encrypts 512-byte sectors in its one I/O thread, with
             # its own crypto library (gnutls or nettle), measured here with OpenSSL.
-            self.cipher_use = CipherUse(
-                "userspace", f"{CIPHERS[cipher][0]}-xts", 512, parallel=False, note="qemu uses gnutls/nettle"
-            )
+            self.cipher_use = CipherUse("userspace", f"{CIPHERS[cipher][0]}-xts", 512, parallel=False)
 
     def probe(self) -> Availability:
         base = probe_loop()

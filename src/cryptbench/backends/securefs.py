@@ -22,7 +22,7 @@ class SecurefsBackend(FuseOverlayBackend):
     cipher_label = "AES-256-GCM contents, AES-SIV names (securefs lite format)"
     summary = "securefs FUSE overlay (lite format, AES-256-GCM) over a directory on the target filesystem"
     # One FUSE request's blocks are sealed by the thread serving it (Crypto++).
-    cipher_use = CipherUse("userspace", "aes-256-gcm", 4096, parallel=False, note="securefs uses Crypto++")
+    cipher_use = CipherUse("userspace", "aes-256-gcm", 4096, parallel=False)
 
     def create(self, session: Session, layout: Layout, password: bytes) -> None:
         layout.secret = session.secret_file("securefs-key", password)

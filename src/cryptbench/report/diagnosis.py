@@ -265,14 +265,25 @@ def _unknown(f: Facts) -> str:
     )
 
 
-def _medians(doc: dict[str, Any]) -> dict[tuple[str, str, str], float]:
-    return {(r["workload"], r["target"], r["metric"]): r["median"] for r in doc["results"]}
+@dataclass(frozen=True)
+class Index:
+    """The document's targets by name and medians by (workload, target, metric), built once per document."""
+
+    targets: dict[str, dict[str, Any]]
+    medians: dict[tuple[str, str, str], float]
+
+    @classmethod
+    def of(cls, doc: dict[str, Any]) -> Index:
+        return cls(
+            {t["name"]: t for t in doc["targets"]},
+            {(r["workload"], r["target"], r["metric"]): r["median"] for r in doc["results"]},
+        )
 
 
-def facts(doc: dict[str, Any], e: dict[str, Any]) -> Facts:
-    targets = {t["name"]: t for t in doc["targets"]}
-    t = targets[e["target"]]
-    m = _medians(doc)
+def facts(doc: dict[str, Any], e: dict[str, Any], index: Index | None = None) -> Facts:
+    index = index or Index.of(doc)
+    t = index.targets[e["target"]]
+    m = index.medians
     w, name = e["workload"], e["target"]
     helper_s, wall = m.get((w, name, "helper_cpu_seconds")), m.get((w, name, "wall_seconds"))
     helper = str(t["details"].get("helpers", "")).split(" (pid")[0]
@@ -359,8 +370,9 @@ MAX_SENTENCES = 2  # rules told per target, besides the queue-depth sentence
 
 def diagnose(doc: dict[str, Any]) -> list[Diagnosis]:
     by_target: dict[str, list[Finding]] = defaultdict(list)
+    index = Index.of(doc)
     for e in doc.get("efficiency", []):
-        by_target[e["target"]].append(judge(facts(doc, e)))
+        by_target[e["target"]].append(judge(facts(doc, e, index)))
     out = []
     for target, findings in by_target.items():
         groups: dict[Rule, list[Finding]] = defaultdict(list)

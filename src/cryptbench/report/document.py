@@ -240,22 +240,18 @@ def qd_curves(doc: dict[str, Any]) -> list[dict[str, Any]]:
         # the first workload at each depth (a study's as-published twin repeats a pattern)
         if s is not None and s.get("view", "decrypted") == "decrypted" and s["iodepth"] not in depths:
             families[(s["rw"], s["bs"])].append((s["iodepth"], w))
+    against_baseline = {
+        (c["workload"], c["target"]): c for c in doc["comparisons"] if c["kind"] == "baseline"
+    }
     curves = []
     for (rw, bs), members in families.items():
-        if len({d for d, _w in members}) < 2:
+        if len(members) < 2:
             continue
         members.sort()
         for t in doc["targets"]:
             points = []
             for depth, w in members:
-                c = next(
-                    (
-                        c
-                        for c in doc["comparisons"]
-                        if c["workload"] == w and c["target"] == t["name"] and c["kind"] == "baseline"
-                    ),
-                    None,
-                )
+                c = against_baseline.get((w, t["name"]))
                 if c is not None:
                     points.append(
                         {
