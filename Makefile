@@ -1,6 +1,8 @@
 # Two commands: `make run` and `make test`. Both set up what they need first.
 VENV   := .venv
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# The C timing loop is built by pip install: a change to it, or to how it is built, reinstalls.
+BUILT  := pyproject.toml setup.py src/cryptbench/cipher/_units.c
+STAMP  := $(VENV)/.installed-$(shell cat $(BUILT) | cksum | cut -d' ' -f1)
 ARGS   ?=
 PYTEST_ARGS ?=
 
@@ -11,7 +13,7 @@ setup: system-deps $(STAMP)
 system-deps:
 	@scripts/install-system-deps.sh
 
-$(STAMP): pyproject.toml
+$(STAMP): $(BUILT)
 	rm -f $(VENV)/.installed-*
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'

@@ -60,6 +60,8 @@ def test_cipher_cli_without_the_kernel_stack(tmp_path: Path) -> None:
     table = cli("cipher", "--seconds", "0.05s", "--repeats", "1", "--no-kernel-stack", "--no-store")
     assert table.returncode == 0, table.stderr
     assert "aes-256-xts" in table.stdout and "kernel xts(aes)" in table.stdout
+    assert (doc["engine"], doc["lower_bounds"]) == ("libcrypto", False)
+    assert "system libcrypto, timed in C" in table.stdout
 
 
 @pytest.mark.parametrize(

@@ -86,6 +86,20 @@ def test_userspace_ceilings_use_the_cores_the_layer_can_use() -> None:
     assert (ceiling.throughput, cores) == (3.1e9, 1)
 
 
+def test_figures_timed_from_python_are_called_lower_bounds() -> None:
+    """Only the Python engine's figures understate the cipher; a schema 1
+    document (no "lower_bounds" key) was always timed from Python."""
+    timed_in_c = {**_openssl("aes-256-gcm", 4096, 3.1e9, 5.8e9), "engine": "libcrypto", "lower_bounds": False}
+    ceiling, _ = _resolver(timed_in_c).resolve("gocryptfs", "gocryptfs", "seq1m-q8-read")
+    assert "lower bound" not in ceiling.source
+    from_python = {**timed_in_c, "engine": "cryptography", "lower_bounds": True}
+    ceiling, _ = _resolver(from_python).resolve("gocryptfs", "gocryptfs", "seq1m-q8-read")
+    assert ceiling.source.endswith("(timed from Python: a lower bound)")
+    schema_1 = StoredCipher(8, "2026-11-21", HERE, _openssl("aes-256-gcm", 4096, 1.5e9, 2.5e9))
+    ceiling, _ = _resolver(stored=[schema_1]).resolve("gocryptfs", "gocryptfs", "seq1m-q8-read")
+    assert "cryptbench cipher #8" in ceiling.source and ceiling.source.endswith("a lower bound)")
+
+
 def test_a_stored_cipher_counts_only_from_the_same_machine() -> None:
     other = StoredCipher(7, "2026-11-20", ELSEWHERE, _openssl("aes-256-gcm", 4096, 1.0e9, 2.0e9))
     ceiling, _ = _resolver(stored=[other]).resolve("gocryptfs", "gocryptfs", "seq1m-q8-read")

@@ -79,24 +79,61 @@ def test_separate_the_cipher_from_its_stack() -> None:
     assert separate(0.0, 300e6) is None
 
 
-def test_every_case_runs_in_this_openssl() -> None:
+def test_the_c_loop_was_built() -> None:
+    """`make` installs gcc, the Python headers and libssl-dev, so the C loop
+    must have been built; without it every figure would be a Python-timed
+    lower bound and this says why."""
+    assert userspace.engine() == "libcrypto"
+    assert userspace.library().startswith("OpenSSL 3.")  # Debian 12's libcrypto, not the bundled one
+
+
+@pytest.mark.parametrize("engine", userspace.ENGINES)
+def test_every_case_runs_in_this_openssl(engine: str) -> None:
     for c in userspace.CASES:
-        assert userspace.unavailable(c) is None, c
+        assert userspace.unavailable(c, engine) is None, c
 
 
-def test_openssl_measured_for_real() -> None:
+@pytest.mark.parametrize("engine", userspace.ENGINES)
+def test_openssl_measured_for_real(engine: str) -> None:
     c = userspace.case("aes-256-xts", 4096)
-    (one,) = userspace.measure([(c, 1)], 0.05, 2)
+    (one,) = userspace.measure([(c, 1)], 0.05, 2, engine)
     assert one.workers == 1 and len(one.samples) == 2
     assert all(s > 1e6 for s in one.samples)  # any CPU of this century does more than 1 MB/s
     row = one.to_json()
     assert row["min"] <= row["throughput"] <= row["max"]
 
 
-def test_all_cores_run_at_once() -> None:
+@pytest.mark.parametrize("engine", userspace.ENGINES)
+def test_all_cores_run_at_once(engine: str) -> None:
     c = userspace.case("aes-256-gcm", 4096)
-    each = userspace.rates(c, 0.05, workers=2)
+    each = userspace.rates(c, 0.05, 2, engine)
     assert len(each) == 2 and all(r > 1e6 for r in each)  # both workers ran and reported
+
+
+def test_only_python_timed_figures_are_lower_bounds() -> None:
+    assert userspace.lower_bounds("cryptography")
+    assert not userspace.lower_bounds("libcrypto")
+    assert "timed in C" in userspace.library("libcrypto")
+    assert "timed from Python" in userspace.library("cryptography")
+
+
+def test_openssl_refusing_is_a_one_line_error() -> None:
+    from cryptbench.errors import CryptbenchError
+
+    bogus = userspace.CipherCase("aes-256-nonsense", 4096, 32, "xts", "nothing")
+    why = userspace.unavailable(bogus, "libcrypto")
+    assert why is not None and "aes-256-nonsense" in why and "\n" not in why
+    with pytest.raises(CryptbenchError, match="OpenSSL timing failed: this libcrypto has no such cipher"):
+        userspace.rates(bogus, 0.01, 2, "libcrypto")
+
+
+def test_the_c_loop_checks_its_arguments() -> None:
+    from cryptbench.cipher import _units  # type: ignore[attr-defined]
+
+    with pytest.raises(ValueError, match="multiple of 16"):
+        _units.encrypt_for("aes-256-xts", 100, 0.01, 1 << 20)
+    with pytest.raises(ValueError, match="buffer must hold a unit"):
+        _units.encrypt_for("aes-256-xts", 4096, 0.01, 512)
 
 
 def test_unknown_case() -> None:
@@ -105,7 +142,7 @@ def test_unknown_case() -> None:
 
 
 def test_a_worker_that_dies_is_an_error_at_once() -> None:
-    """Killed mid-measurement: a one-line error within a second or so, not a
+    """A Python-timed worker process killed mid-measurement: a one-line error within a second or so, not a
     minute's wait for a result that will never come."""
     import threading
     import time
@@ -126,4 +163,4 @@ def test_a_worker_that_dies_is_an_error_at_once() -> None:
 
     threading.Thread(target=kill_a_worker, daemon=True).start()
     with pytest.raises(CryptbenchError, match=r"an OpenSSL timing process died \(exit status -9\)"):
-        userspace.rates(userspace.case("aes-256-gcm", 4096), 20.0, 2)
+        userspace.rates(userspace.case("aes-256-gcm", 4096), 20.0, 2, "cryptography")

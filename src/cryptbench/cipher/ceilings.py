@@ -136,6 +136,13 @@ class StoredCipher:
     result: dict[str, Any]  # the cipher document
 
 
+def _timed_from_python(doc: dict[str, Any]) -> str:
+    """A note for figures that understate the cipher, as their document says (schema 1: all did)."""
+    if doc.get("lower_bounds", True):
+        return " (timed from Python: a lower bound)"
+    return ""
+
+
 def _userspace(doc: dict[str, Any], use: CipherUse) -> tuple[float, int] | None:
     """OpenSSL's rate (bytes/s) for the layer's case, and the cores it ran on."""
     wanted = openssl_case(use)
@@ -212,12 +219,14 @@ class Resolver:
         label = f"OpenSSL {use.algorithm} on {use.unit}-byte units"
         if found is not None:
             rate, cores = found
-            return Ceiling(rate, f"{label}, {_cores(cores)}, measured by this run"), cores
+            note = _timed_from_python(self.run_cipher)
+            return Ceiling(rate, f"{label}, {_cores(cores)}, measured by this run{note}"), cores
         for s in self.stored:
             found = _userspace(s.result, use)
             if found is not None:
                 rate, cores = found
-                source = f"{label}, {_cores(cores)}, cryptbench cipher #{s.id} ({s.measured_at})"
+                note = _timed_from_python(s.result)
+                source = f"{label}, {_cores(cores)}, cryptbench cipher #{s.id} ({s.measured_at}){note}"
                 return Ceiling(rate, source), cores
         return Ceiling(None, f"{label}: not measured ({UNKNOWN_HINT})"), 1
 

@@ -1,17 +1,26 @@
-"""Userspace cipher throughput on this CPU, through OpenSSL (the `cryptography` package).
+"""Userspace cipher throughput on this CPU, through OpenSSL.
 
 Storage layers encrypt in data units: a 512-byte or 4 KiB sector (dm-crypt,
 fscrypt, qemu's LUKS), a 4 KiB block (gocryptfs, securefs). One call per unit
 is what they pay, so that is what is timed here; one call over a 64 KiB buffer
 would hide the cost per unit and overstate the ceiling.
 
-The loop over units runs in C (`map` drained by a zero-length `deque`), so that
-the interpreter adds one call's overhead per unit and no bytecode (at 512 B
-still a large share: benchmarks/cipher-vs-openssl.py). Each XTS or
-CBC unit is one `update_into` on a context keyed once, as `openssl speed -evp`
-does; a storage layer also sets a new tweak per unit, which costs one more AES
-block (1/32 of the work at 512 bytes). Each AEAD unit is one `encrypt` with its
-tag, as gocryptfs and securefs seal each block.
+Two engines time the same calls:
+
+- `libcrypto` (preferred): a loop in C (`_units.c`, built at install time)
+  against the system's libcrypto, the library `openssl speed` uses. It runs
+  without the GIL, so all cores are timed by threads of this process.
+- `cryptography` (fallback, when the C loop was not built): the same calls from
+  Python through the `cryptography` package, which bundles its own OpenSSL
+  release. The loop over units runs in C (`map` drained by a zero-length
+  `deque`), but each call still carries the interpreter's call overhead, a
+  large share of a 512-byte call: those figures are lower bounds, and every
+  place that prints them says so. All cores: one spawned process per core.
+
+XTS and CBC: one update per unit on a context keyed once, as `openssl speed
+-evp` does (a layer also sets a new tweak per unit: one more AES block, 1/32 of
+the work at 512 bytes). AEAD: a fresh nonce, the update and the tag per unit, as
+gocryptfs and securefs seal each block.
 """
 
 from __future__ import annotations
@@ -20,14 +29,23 @@ import multiprocessing as mp
 import os
 import queue
 import statistics
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
 from cryptbench.errors import CryptbenchError
+
+try:
+    from cryptbench.cipher import _units  # type: ignore[attr-defined]
+except ImportError:  # not built: no compiler, Python headers or libssl-dev at install time
+    _units = None
+
+ENGINES = ("libcrypto", "cryptography")
 
 WORKER_GRACE = 60.0  # seconds a worker may take beyond its measurement (start-up, imports)
 BUFFER = 1 << 20  # bytes encrypted per pass: fits the L2 cache, as openssl speed's buffer fits L1
@@ -60,20 +78,35 @@ def case(name: str, unit: int) -> CipherCase:
     raise KeyError(f"{name}/{unit}")
 
 
-def library() -> str:
-    """The OpenSSL the measurements go through (cryptography bundles its own)."""
+def engine() -> str:
+    """The engine figures are timed with unless one is asked for: libcrypto when built."""
+    return "libcrypto" if _units is not None else "cryptography"
+
+
+def lower_bounds(name: str) -> bool:
+    """Whether an engine's figures understate the cipher (Python's per-call cost)."""
+    return name == "cryptography"
+
+
+def library(name: str | None = None) -> str:
+    """The OpenSSL an engine's measurements go through, and how they are taken."""
+    name = name or engine()
+    if name == "libcrypto":
+        if _units is None:
+            raise CryptbenchError("the libcrypto timing loop was not built (see README: set-up)")
+        return f"{_units.version()} (system libcrypto, timed in C)"
     import cryptography
     from cryptography.hazmat.backends.openssl.backend import backend
 
-    return f"{backend.openssl_version_text()} (cryptography {cryptography.__version__})"
+    return f"{backend.openssl_version_text()} (cryptography {cryptography.__version__}, timed from Python)"
 
 
-def unavailable(c: CipherCase) -> str | None:
+def unavailable(c: CipherCase, name: str | None = None) -> str | None:
     """Why this OpenSSL cannot run `c`, or None."""
     try:
-        _encrypt_units(c)
+        _timed(c, 0.0, name)
     except Exception as e:  # UnsupportedAlgorithm, or a build without the cipher
-        return f"{c.name} is not available in {library()}: {e}"
+        return f"{c.name} is not available in {library(name)}: {e}"
     return None
 
 
@@ -106,8 +139,16 @@ def _encrypt_units(c: CipherCase) -> Callable[[], int]:
     return run_aead
 
 
-def _timed(c: CipherCase, seconds: float) -> tuple[int, float]:
+def _timed(c: CipherCase, seconds: float, name: str | None = None) -> tuple[int, float]:
     """(bytes encrypted, seconds taken) for about `seconds` of one core's work."""
+    if (name or engine()) == "libcrypto":
+        if _units is None:
+            raise CryptbenchError("the libcrypto timing loop was not built (see README: set-up)")
+        try:
+            done, took = _units.encrypt_for(c.name, c.unit, seconds, BUFFER)
+        except RuntimeError as e:  # OpenSSL refused: its reason, on one line
+            raise CryptbenchError(f"OpenSSL timing failed: {e}") from None
+        return int(done), float(took)
     run = _encrypt_units(c)
     run()  # warm: first-touch page faults and the CPU's clock ramp
     total, start = 0, time.perf_counter()
@@ -120,7 +161,7 @@ def _timed(c: CipherCase, seconds: float) -> tuple[int, float]:
 
 def _worker(c: CipherCase, seconds: float, go: object, out: object) -> None:
     go.wait()  # type: ignore[attr-defined]
-    out.put(_timed(c, seconds))  # type: ignore[attr-defined]
+    out.put(_timed(c, seconds, "cryptography"))  # type: ignore[attr-defined]
 
 
 def _result(out: Any, procs: list[Any], seconds: float) -> tuple[int, float]:
@@ -142,16 +183,39 @@ def cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def throughput(c: CipherCase, seconds: float, workers: int = 1) -> float:
-    """Bytes/s with `workers` processes encrypting at once (one per core), summed."""
-    return sum(rates(c, seconds, workers))
+def throughput(c: CipherCase, seconds: float, workers: int = 1, name: str | None = None) -> float:
+    """Bytes/s with `workers` encrypting at once (one per core), summed."""
+    return sum(rates(c, seconds, workers, name))
 
 
-def rates(c: CipherCase, seconds: float, workers: int = 1) -> list[float]:
+def rates(c: CipherCase, seconds: float, workers: int = 1, name: str | None = None) -> list[float]:
     """Each worker's bytes/s, the workers encrypting at once."""
+    name = name or engine()
     if workers == 1:
-        done, took = _timed(c, seconds)
-        return [done / took]
+        done, took = _timed(c, seconds, name)
+        results = [(done, took)]
+    elif name == "libcrypto":
+        results = _threads(c, seconds, workers)
+    else:
+        results = _processes(c, seconds, workers)
+    return [done / took for done, took in results]
+
+
+def _threads(c: CipherCase, seconds: float, workers: int) -> list[tuple[int, float]]:
+    """The C loop in `workers` threads: it releases the GIL, so each has a core."""
+    start = threading.Barrier(workers)
+
+    def one() -> tuple[int, float]:
+        start.wait()
+        return _timed(c, seconds, "libcrypto")
+
+    with ThreadPoolExecutor(workers) as pool:
+        futures = [pool.submit(one) for _ in range(workers)]
+        return [f.result() for f in futures]
+
+
+def _processes(c: CipherCase, seconds: float, workers: int) -> list[tuple[int, float]]:
+    """The Python loop in `workers` processes: one interpreter cannot run two at once."""
     # spawn, not fork: the parent may have threads (Rich's refresh) that fork would copy mid-lock.
     ctx = mp.get_context("spawn")
     go, out = ctx.Event(), ctx.Queue()
@@ -160,7 +224,7 @@ def rates(c: CipherCase, seconds: float, workers: int = 1) -> list[float]:
         p.start()
     try:
         go.set()
-        results = [_result(out, procs, seconds) for _ in procs]
+        return [_result(out, procs, seconds) for _ in procs]
     except BaseException:
         for p in procs:  # the others' figures are useless now: do not wait for them
             p.kill()
@@ -171,7 +235,6 @@ def rates(c: CipherCase, seconds: float, workers: int = 1) -> list[float]:
             if p.is_alive():
                 p.kill()
                 p.join()
-    return [done / took for done, took in results]
 
 
 @dataclass(frozen=True)
@@ -203,12 +266,14 @@ def grid(cases: Iterable[CipherCase], workers: Iterable[int]) -> list[tuple[Ciph
     return [(c, w) for c in cases for w in dict.fromkeys(workers)]
 
 
-def measure(cells: Iterable[tuple[CipherCase, int]], seconds: float, repeats: int) -> list[Measured]:
+def measure(
+    cells: Iterable[tuple[CipherCase, int]], seconds: float, repeats: int, name: str | None = None
+) -> list[Measured]:
     """Each (case, workers), `repeats` times, interleaved so that a slow spell
     of a shared machine spreads over all of them."""
     order = list(dict.fromkeys(cells))
     samples: dict[tuple[CipherCase, int], list[float]] = {k: [] for k in order}
     for _ in range(repeats):
         for c, w in order:
-            samples[(c, w)].append(throughput(c, seconds, w))
+            samples[(c, w)].append(throughput(c, seconds, w, name))
     return [Measured(c, w, tuple(samples[(c, w)])) for c, w in order]

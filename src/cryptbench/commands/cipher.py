@@ -32,7 +32,7 @@ from cryptbench.store import Store, default_db_path
 from cryptbench.suite import WorkloadSpec
 from cryptbench.units import parse_duration, parse_size
 
-SCHEMA = 1
+SCHEMA = 2  # 2: "engine" and "lower_bounds" (the C loop against the system libcrypto)
 DEFAULT_SECONDS = 0.3  # per measurement
 DEFAULT_REPEATS = 3
 DEFAULT_RAM_SIZE = "64M"  # bytes written and read per RAM-stack trial
@@ -154,12 +154,15 @@ def measure(
             skipped.append({"cipher": c.name, "unit": c.unit, "reason": why})
     cells = [(c, w) for c, w in cells if c in ok]
     progress.phase(f"userspace ciphers: {len(cells)} figures x {repeats}")
-    measured = userspace.measure(cells, seconds, repeats)
+    engine = userspace.engine()
+    measured = userspace.measure(cells, seconds, repeats, engine)
     drivers, missing = kernel.drivers()
     af_alg_why = kernel.af_alg_unavailable()
     doc: dict[str, Any] = {
         "schema": SCHEMA,
-        "library": userspace.library(),
+        "library": userspace.library(engine),
+        "engine": engine,  # schema 1 had none: all its figures were timed from Python
+        "lower_bounds": userspace.lower_bounds(engine),
         "cores": userspace.cores(),
         "seconds": seconds,
         "repeats": repeats,
