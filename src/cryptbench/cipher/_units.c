@@ -116,6 +116,7 @@ static int job_pass(job *j)
 {
     unsigned char nonce[16] = {0};
     unsigned char tag[16];
+    unsigned char tail[32]; /* an AEAD's final output (none for GCM or Poly1305): not into the next unit */
     int len;
     for (size_t off = 0; off < j->buffer; off += j->unit) {
         unsigned char *unit = j->data + off;
@@ -132,7 +133,7 @@ static int job_pass(job *j)
             return 0;
         }
         if (j->aead) {
-            if (EVP_EncryptFinal_ex(j->ctx, unit + len, &len) != 1
+            if (EVP_EncryptFinal_ex(j->ctx, tail, &len) != 1
                 || EVP_CIPHER_CTX_ctrl(j->ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag) != 1) {
                 openssl_error(j, "EVP_EncryptFinal_ex");
                 return 0;
@@ -202,7 +203,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_units",
-    "Data units encrypted through the system's libcrypto, timed in C.", -1, methods,
+    "Data units encrypted through the system's libcrypto, timed in C.", -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__units(void)
