@@ -46,6 +46,7 @@ except ImportError:  # not built: no compiler, Python headers or libssl-dev at i
     _units = None
 
 ENGINES = ("libcrypto", "cryptography")
+NOT_BUILT = "the libcrypto timing loop was not built (see README: the two commands)"
 
 WORKER_GRACE = 60.0  # seconds a worker may take beyond its measurement (start-up, imports)
 BUFFER = 1 << 20  # bytes encrypted per pass: fits the L2 cache, as openssl speed's buffer fits L1
@@ -83,17 +84,16 @@ def engine() -> str:
     return "libcrypto" if _units is not None else "cryptography"
 
 
-def lower_bounds(name: str) -> bool:
+def lower_bounds(using: str) -> bool:
     """Whether an engine's figures understate the cipher (Python's per-call cost)."""
-    return name == "cryptography"
+    return using == "cryptography"
 
 
-def library(name: str | None = None) -> str:
+def library(using: str | None = None) -> str:
     """The OpenSSL an engine's measurements go through, and how they are taken."""
-    name = name or engine()
-    if name == "libcrypto":
+    if (using or engine()) == "libcrypto":
         if _units is None:
-            raise CryptbenchError("the libcrypto timing loop was not built (see README: set-up)")
+            raise CryptbenchError(NOT_BUILT)
         return f"{_units.version()} (system libcrypto, timed in C)"
     import cryptography
     from cryptography.hazmat.backends.openssl.backend import backend
@@ -101,12 +101,12 @@ def library(name: str | None = None) -> str:
     return f"{backend.openssl_version_text()} (cryptography {cryptography.__version__}, timed from Python)"
 
 
-def unavailable(c: CipherCase, name: str | None = None) -> str | None:
+def unavailable(c: CipherCase, using: str | None = None) -> str | None:
     """Why this OpenSSL cannot run `c`, or None."""
     try:
-        _timed(c, 0.0, name)
+        _timed(c, 0.0, using)
     except Exception as e:  # UnsupportedAlgorithm, or a build without the cipher
-        return f"{c.name} is not available in {library(name)}: {e}"
+        return f"{c.name} is not available in {library(using)}: {e}"
     return None
 
 
@@ -139,11 +139,11 @@ def _encrypt_units(c: CipherCase) -> Callable[[], int]:
     return run_aead
 
 
-def _timed(c: CipherCase, seconds: float, name: str | None = None) -> tuple[int, float]:
+def _timed(c: CipherCase, seconds: float, using: str | None = None) -> tuple[int, float]:
     """(bytes encrypted, seconds taken) for about `seconds` of one core's work."""
-    if (name or engine()) == "libcrypto":
+    if (using or engine()) == "libcrypto":
         if _units is None:
-            raise CryptbenchError("the libcrypto timing loop was not built (see README: set-up)")
+            raise CryptbenchError(NOT_BUILT)
         try:
             done, took = _units.encrypt_for(c.name, c.unit, seconds, BUFFER)
         except RuntimeError as e:  # OpenSSL refused: its reason, on one line
@@ -183,18 +183,18 @@ def cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def throughput(c: CipherCase, seconds: float, workers: int = 1, name: str | None = None) -> float:
-    """Bytes/s with `workers` encrypting at once (one per core), summed."""
-    return sum(rates(c, seconds, workers, name))
+def throughput(c: CipherCase, seconds: float, workers: int = 1, using: str | None = None) -> float:
+    """Bytes/s with `workers` encrypting at once (one per core), summed; `using`
+    an engine (default: `engine()`)."""
+    return sum(rates(c, seconds, workers, using))
 
 
-def rates(c: CipherCase, seconds: float, workers: int = 1, name: str | None = None) -> list[float]:
+def rates(c: CipherCase, seconds: float, workers: int = 1, using: str | None = None) -> list[float]:
     """Each worker's bytes/s, the workers encrypting at once."""
-    name = name or engine()
+    using = using or engine()
     if workers == 1:
-        done, took = _timed(c, seconds, name)
-        results = [(done, took)]
-    elif name == "libcrypto":
+        results = [_timed(c, seconds, using)]
+    elif using == "libcrypto":
         results = _threads(c, seconds, workers)
     else:
         results = _processes(c, seconds, workers)
@@ -267,7 +267,7 @@ def grid(cases: Iterable[CipherCase], workers: Iterable[int]) -> list[tuple[Ciph
 
 
 def measure(
-    cells: Iterable[tuple[CipherCase, int]], seconds: float, repeats: int, name: str | None = None
+    cells: Iterable[tuple[CipherCase, int]], seconds: float, repeats: int, using: str | None = None
 ) -> list[Measured]:
     """Each (case, workers), `repeats` times, interleaved so that a slow spell
     of a shared machine spreads over all of them."""
@@ -275,5 +275,5 @@ def measure(
     samples: dict[tuple[CipherCase, int], list[float]] = {k: [] for k in order}
     for _ in range(repeats):
         for c, w in order:
-            samples[(c, w)].append(throughput(c, seconds, w, name))
+            samples[(c, w)].append(throughput(c, seconds, w, using))
     return [Measured(c, w, tuple(samples[(c, w)])) for c, w in order]

@@ -38,7 +38,7 @@ def render(doc: dict[str, Any], out: Console) -> None:
     if doc.get("lower_bounds", True):  # schema 1 documents were all timed from Python
         note += (
             "; timed from Python, whose per-call overhead is a large part of each call at 512 B, "
-            "so those figures are lower bounds (the C loop was not built: see README, set-up)"
+            "so those figures are lower bounds (the C loop was not built: see README, the two commands)"
         )
     out.print(f"[dim]{note}[/dim]")
     for u in doc["unavailable"]:
