@@ -137,6 +137,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--db", type=Path)
     s.add_argument("--json", action="store_true")
 
+    rp = sub.add_parser("report", help="export a stored run: CSV (one row per trial), Markdown, JSON")
+    rp.add_argument("ref", nargs="?", default="latest", help="run id, or latest (default)")
+    rp.add_argument("--csv", metavar="FILE", help="one row per trial, to a new FILE (- for stdout)")
+    rp.add_argument("--markdown", action="store_true", help="print the summary table as Markdown")
+    rp.add_argument("--json", action="store_true", help="print the run's document (as show --json)")
+    rp.add_argument("--db", type=Path)
+
     st = sub.add_parser(
         "selftest",
         help="measure two throttled targets (40 and 20 MB/s) and check that cryptbench reports 0.50",
@@ -326,6 +333,22 @@ def _show(args: argparse.Namespace, out: Console) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from cryptbench.commands import report
+
+    done = report.run(ref=args.ref, db=args.db, csv=args.csv, markdown=args.markdown, json=args.json)
+    csv = done.get("csv")
+    if csv is not None and "text" in csv:
+        sys.stdout.write(csv["text"])
+    elif csv is not None:
+        err.print(f"wrote {csv['path']}: {csv['rows']} trials of run {done['run_id']}")
+    if "markdown" in done:
+        sys.stdout.write(done["markdown"])
+    if "json" in done:
+        _print_json(done["json"])
+    return 0
+
+
 def _check_value(value: float, unit: str) -> str:
     return f"{value:.3f}" if unit == "ratio" else format_value(value, unit)
 
@@ -421,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
             return _suites(args, out)
         if args.command == "show":
             return _show(args, out)
+        if args.command == "report":
+            return _report(args, out, err)
         if args.command == "selftest":
             return _selftest(args, out, err)
         if args.command == "cipher":

@@ -273,6 +273,17 @@ class Store:
             out.setdefault((workload, target, name), []).append(value)
         return out
 
+    def trial_metrics(self, run_id: int) -> dict[int, dict[str, tuple[float, str]]]:
+        """Each trial's metrics by trial id: name -> (value, unit)."""
+        out: dict[int, dict[str, tuple[float, str]]] = {}
+        for trial_id, name, value, unit in self.db.execute(
+            "SELECT m.trial_id, m.name, m.value, m.unit FROM metrics m JOIN trials t ON t.id=m.trial_id"
+            " WHERE t.run_id=? ORDER BY t.seq",
+            (run_id,),
+        ):
+            out.setdefault(trial_id, {})[name] = (value, unit)
+        return out
+
     def metric_sum(self, run_id: int, name: str, workloads: set[str]) -> float:
         """The sum of one metric over a run's trials of the given workloads."""
         marks = ",".join("?" * len(workloads))

@@ -1,0 +1,120 @@
+"""`cryptbench report --csv`: tidy data, one row per trial.
+
+Every row carries the run's identifying columns (run, host, kernel, CPU,
+tool version, suite) and the trial's (workload, target, its backend, medium
+and baseline, position in the interleaved order), then one column per metric
+the run recorded, its unit in its name (`throughput_bytes_per_s`), so the file
+reads as it is into pandas' `read_csv` or R's `read.csv`. A metric a trial did
+not record (a failed trial, an app's phase on a fio workload) is empty: NA to
+both. Numbers are written as Python's repr of the stored float: nothing is
+rounded.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from typing import Any, TextIO
+
+from cryptbench.metrics import CATALOG
+from cryptbench.store import Store
+
+RUN_COLUMNS = ("run_id", "run_started_at", "hostname", "kernel", "cpu_model", "tool_version", "suite")
+TRIAL_COLUMNS = (
+    "trial_seq",
+    "block",
+    "repeat",
+    "workload",
+    "target",
+    "backend",
+    "medium",
+    "baseline",
+    "encrypted",
+    "io_mode",
+    "trial_started_at",
+    "status",
+    "error",
+)
+
+
+# Names that already say their unit keep it once: wall_seconds, io_bytes, cpu_seconds_per_gb.
+SAID_BY_NAME = {"s": ("seconds",), "bytes": ("bytes",), "threads": ("threads",), "s/GB": ("per_gb",)}
+
+
+def column(metric: str, unit: str) -> str:
+    """A metric's column name with its unit: throughput_bytes_per_s, lat_p99_s, iops_per_s."""
+    if metric.replace(".", "_").endswith(SAID_BY_NAME.get(unit, ())):
+        return metric
+    if unit.startswith("1/"):  # a count per unit of time: iops_per_s
+        suffix = "per_" + unit[2:]
+    else:
+        suffix = unit.replace("%", "percent").replace(" ", "_").replace("/", "_per_")
+    return f"{metric}_{suffix}" if suffix else metric
+
+
+def rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
+    """The header and one dict per trial, in trial order."""
+    run = store.run_row(run_id)
+    env = json.loads(run["environment_json"])
+    targets = {t["name"]: t for t in store.target_rows(run_id)}
+    metrics = store.trial_metrics(run_id)
+    units: dict[str, str] = {}
+    for by_name in metrics.values():
+        for name, (_value, unit) in by_name.items():
+            units.setdefault(name, unit)
+    # The catalog's order first (throughput, iops, latencies, CPU, …), then app phases as recorded.
+    order = [m for m in CATALOG if m in units] + [m for m in units if m not in CATALOG]
+    names = {m: column(m, units[m]) for m in order}
+    ident = {
+        "run_id": run_id,
+        "run_started_at": run["started_at"],
+        "hostname": env.get("hostname"),
+        "kernel": env.get("kernel"),
+        "cpu_model": env.get("cpu_model"),
+        "tool_version": run["tool_version"],
+        "suite": run["suite"],
+    }
+    out = []
+    for t in store.trial_rows(run_id):
+        target = targets.get(t["target"], {})
+        row: dict[str, Any] = {
+            **ident,
+            "trial_seq": t["seq"],
+            "block": t["block"],
+            "repeat": t["repeat"],
+            "workload": t["workload"],
+            "target": t["target"],
+            "backend": target.get("backend"),
+            "medium": target.get("medium") or "device",
+            "baseline": target.get("baseline"),
+            "encrypted": bool(target.get("encrypted")),
+            "io_mode": target.get("io_mode"),
+            "trial_started_at": t["started_at"],
+            "status": t["status"],
+            "error": t["error"],
+        }
+        recorded = metrics.get(t["id"], {})
+        for m in order:
+            row[names[m]] = recorded[m][0] if m in recorded else None
+        out.append(row)
+    return [*RUN_COLUMNS, *TRIAL_COLUMNS, *names.values()], out
+
+
+def write(store: Store, run_id: int, out: TextIO) -> int:
+    """Write the CSV; returns the number of trial rows."""
+    header, data = rows(store, run_id)
+    w = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
+    w.writeheader()
+    for r in data:
+        w.writerow({k: _cell(v) for k, v in r.items()})
+    return len(data)
+
+
+def _cell(v: Any) -> Any:
+    if v is None:
+        return ""  # NA to pandas and to R
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"  # R's logicals; pandas reads them as booleans too
+    if isinstance(v, float):
+        return repr(v)
+    return v

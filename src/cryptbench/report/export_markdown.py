@@ -1,0 +1,77 @@
+"""`cryptbench report --markdown`: the summary table as Markdown, for an issue or a post.
+
+One row per (workload, target): the median of the workload's own metric with
+its 95 % interval, and the change against the target's baseline with its
+interval, from the same document `show --json` prints. Long rather than wide:
+it stays readable with twenty targets, where a column per target would not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cryptbench.metrics import info
+from cryptbench.report.document import primary_of
+from cryptbench.units import format_value
+
+
+def _value(v: float, unit: str) -> str:
+    return format_value(v, unit) if unit else f"{v:.3g}"
+
+
+def _median(r: dict[str, Any]) -> str:
+    unit = r["unit"]
+    text = _value(r["median"], unit)
+    if r["ci_low"] is None:
+        return f"{text} (no interval)"
+    return f"{text} [{_value(r['ci_low'], unit)}, {_value(r['ci_high'], unit)}]"
+
+
+def _change(c: dict[str, Any]) -> str:
+    """Speed against the baseline: +12 % is faster, -40 % slower (for any metric's direction)."""
+    pct = (c["ratio"] - 1) * 100
+    if c["ci_low"] is None:
+        return f"{pct:+.0f} % (no interval)"
+    lo, hi = (c["ci_low"] - 1) * 100, (c["ci_high"] - 1) * 100
+    differs = c["ci_high"] < 1 or c["ci_low"] > 1
+    return f"{pct:+.0f} % [{lo:+.0f}, {hi:+.0f}]" + ("" if differs else " (no clear difference)")
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render(doc: dict[str, Any]) -> str:
+    plan = doc["plan"]
+    results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
+    comps = {(c["workload"], c["target"], c["baseline"]): c for c in doc["comparisons"]}
+    env = doc["environment"]
+    lines = [
+        f"**cryptbench run {doc['run_id']}** ({doc['suite']} suite, {doc['started_at']}) on "
+        f"{env.get('hostname')}: {env.get('cpu_model')}, {env.get('cpu_count')} cores, "
+        f"kernel {env.get('kernel')}; cryptbench {doc['tool_version']}.",
+        "",
+        "| workload | target | median [95 % CI] | against | change [95 % CI] |",
+        "|---|---|---:|---|---:|",
+    ]
+    workloads = [w for w in plan["workloads"] if any(r["workload"] == w for r in doc["results"])]
+    for w in workloads:
+        metric = primary_of(plan, w)
+        label = w if metric == "throughput" else f"{w} ({info(metric).label})"
+        for t in doc["targets"]:
+            r = results.get((w, t["name"], metric))
+            if r is None:
+                lines.append(f"| {_escape(label)} | {_escape(t['name'])} | failed | | |")
+                continue
+            c = comps.get((w, t["name"], t["baseline"])) if t["baseline"] else None
+            against, change = (t["baseline"], _change(c)) if c is not None else ("", "")
+            lines.append(
+                f"| {_escape(label)} | {_escape(t['name'])} | {_median(r)} | {_escape(against or '')} | "
+                f"{change} |"
+            )
+    lines += [
+        "",
+        "Change is speed against the baseline: negative is slower (for latency and time, a higher "
+        "figure). Intervals: 95 % bootstrap over the trials.",
+    ]
+    return "\n".join(lines) + "\n"

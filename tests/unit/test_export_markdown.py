@@ -1,0 +1,52 @@
+"""`report --markdown` on recorded runs: every (workload, target) once, figures
+as the document has them, and a table Markdown renders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cryptbench.report import export_markdown
+
+DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+
+
+@pytest.mark.parametrize("name", ["default-run.json", "quick-fscrypt-gocryptfs-ram.json"])
+def test_one_row_per_workload_and_target(name: str) -> None:
+    doc = json.loads((DOCS / name).read_text())
+    text = export_markdown.render(doc)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| workload")]
+    workloads = {r["workload"] for r in doc["results"]}
+    assert len(rows) == len(workloads) * len(doc["targets"])
+    assert all(line.count("|") == 6 for line in rows)  # five cells: no stray pipe splits one
+
+
+def test_the_figures_are_the_documents() -> None:
+    doc = json.loads((DOCS / "default-run.json").read_text())
+    text = export_markdown.render(doc)
+    # fscrypt at seq1m-q8-read, as `cryptbench show` printed this run: 47.5 MB/s, 94 % slower than ext4-loop
+    (row,) = [line for line in text.splitlines() if line.startswith("| seq1m-q8-read | fscrypt |")]
+    (c,) = [
+        c
+        for c in doc["comparisons"]
+        if (c["workload"], c["target"], c["baseline"]) == ("seq1m-q8-read", "fscrypt", "ext4-loop")
+    ]
+    assert "47.5 MB/s" in row and "| ext4-loop |" in row
+    assert f"{(c['ratio'] - 1) * 100:+.0f} %" in row and "no clear difference" not in row
+    plain = next(line for line in text.splitlines() if line.startswith("| seq1m-q8-read | plain |"))
+    assert plain.endswith("|  |  |")  # plain has no baseline
+
+
+def test_an_interval_that_spans_no_change_says_so() -> None:
+    doc = json.loads((DOCS / "default-run.json").read_text())
+    text = export_markdown.render(doc)
+    (row,) = [line for line in text.splitlines() if line.startswith("| seq1m-q8-read | ext4-loop |")]
+    assert row.endswith("(no clear difference) |")
+
+
+def test_a_target_without_a_result_is_marked_failed() -> None:
+    doc = json.loads((DOCS / "default-run.json").read_text())
+    doc["results"] = [r for r in doc["results"] if (r["workload"], r["target"]) != ("seq1m-q8-read", "cryfs")]
+    assert "| seq1m-q8-read | cryfs | failed | | |" in export_markdown.render(doc)
