@@ -10,7 +10,7 @@ from rich.text import Text
 
 from cryptbench.metrics import PRIMARY, info
 from cryptbench.report import cost_console
-from cryptbench.report.document import primary_of
+from cryptbench.report.document import primary_of, speed_change
 from cryptbench.units import format_bytes, format_duration, format_value
 
 
@@ -44,11 +44,10 @@ def _median_cell(r: dict[str, Any], unit: str) -> Text:
 
 def _change(c: dict[str, Any]) -> Text:
     """The change against the baseline, in percent, with its interval."""
-    pct = -c["overhead_percent"]
-    if c["ci_low"] is None:
+    pct, interval, differs = speed_change(c)
+    if interval is None:
         return Text(f"{pct:+.0f}%", style="yellow")
-    lo, hi = (c["ci_low"] - 1) * 100, (c["ci_high"] - 1) * 100
-    differs = c["ci_high"] < 1 or c["ci_low"] > 1
+    lo, hi = interval
     style = ("red" if pct < 0 else "green") if differs else "dim"
     return Text(f"{pct:+.0f}% [{lo:+.0f}, {hi:+.0f}]", style=style)
 

@@ -486,6 +486,16 @@ def _imprecise(doc: dict[str, Any]) -> list[RunWarning]:
     return found
 
 
+def speed_change(c: dict[str, Any]) -> tuple[float, tuple[float, float] | None, bool]:
+    """A comparison as a change in speed, in percent (+12 faster, -40 slower, whatever
+    the metric's direction), its interval (None without one), and whether that
+    interval excludes no change."""
+    pct = (c["ratio"] - 1) * 100
+    if c["ci_low"] is None or c["ci_high"] is None:
+        return pct, None, False
+    return pct, ((c["ci_low"] - 1) * 100, (c["ci_high"] - 1) * 100), c["ci_high"] < 1 or c["ci_low"] > 1
+
+
 def _pct(x: float) -> str:
     return f"{x:.0f}"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from cryptbench.metrics import info
-from cryptbench.report.document import primary_of
+from cryptbench.report.document import primary_of, speed_change
 from cryptbench.units import format_value
 
 
@@ -29,11 +29,10 @@ def _median(r: dict[str, Any]) -> str:
 
 def _change(c: dict[str, Any]) -> str:
     """Speed against the baseline: +12 % is faster, -40 % slower (for any metric's direction)."""
-    pct = (c["ratio"] - 1) * 100
-    if c["ci_low"] is None:
+    pct, interval, differs = speed_change(c)
+    if interval is None:
         return f"{pct:+.0f} % (no interval)"
-    lo, hi = (c["ci_low"] - 1) * 100, (c["ci_high"] - 1) * 100
-    differs = c["ci_high"] < 1 or c["ci_low"] > 1
+    lo, hi = interval
     return f"{pct:+.0f} % [{lo:+.0f}, {hi:+.0f}]" + ("" if differs else " (no clear difference)")
 
 
