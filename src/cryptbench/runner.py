@@ -32,7 +32,7 @@ from cryptbench.engines.apps import AppEnv, AppWorkload
 from cryptbench.engines.fio import parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.errors import CryptbenchError, DiskFull, TargetLost, TrialError
-from cryptbench.measure import cpu
+from cryptbench.measure import cpu, cpu_timeline
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.measure.device import bytes_written
 from cryptbench.metrics import app_metrics, trial_metrics
@@ -211,6 +211,7 @@ def _measure(
     row["cache_resident_bytes"] = resident_bytes(files)
     written = bytes_written(ctx.device)
     before = cpu.snapshot(target.helpers)
+    sampler = cpu_timeline.Sampler(target.helpers).start()
     try:
         out = work()
     except (TrialError, OSError) as e:
@@ -218,6 +219,8 @@ def _measure(
         if lost:
             raise TargetLost(f"{lost} ({what}: {_why(e) if isinstance(e, OSError) else e})") from None
         raise
+    finally:
+        row["cpu_timeline"] = sampler.stop().to_json()
     after = cpu.snapshot(target.helpers)
     written_after = bytes_written(ctx.device)
     lost = target_lost(target, "during this trial")

@@ -231,6 +231,11 @@ class Store:
                 "INSERT INTO metrics (trial_id, name, unit, value) VALUES (?,?,?,?)",
                 [(trial_id, m.name, m.unit, m.value) for m in metrics],
             )
+            if trial.get("cpu_timeline") is not None:
+                self.db.execute(
+                    "INSERT INTO cpu_timelines (trial_id, timeline_json) VALUES (?,?)",
+                    (trial_id, json.dumps(trial["cpu_timeline"], separators=(",", ":"))),
+                )
             return trial_id
 
     # -- reading --------------------------------------------------------------------
@@ -283,6 +288,17 @@ class Store:
         ):
             out.setdefault(trial_id, {})[name] = (value, unit)
         return out
+
+    def cpu_timelines(self, run_id: int) -> dict[int, dict[str, Any]]:
+        """Each trial's CPU timeline by trial id (trials stored before schema 4 have none)."""
+        return {
+            trial_id: json.loads(text)
+            for trial_id, text in self.db.execute(
+                "SELECT c.trial_id, c.timeline_json FROM cpu_timelines c JOIN trials t ON t.id=c.trial_id"
+                " WHERE t.run_id=? ORDER BY t.seq",
+                (run_id,),
+            )
+        }
 
     def metric_sum(self, run_id: int, name: str, workloads: set[str]) -> float:
         """The sum of one metric over a run's trials of the given workloads."""

@@ -101,5 +101,18 @@ def _v2_to_v3(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1, _v1_to_v2, _v2_to_v3]
+def _v3_to_v4(db: sqlite3.Connection) -> None:
+    # CPU over time during each trial (measure/cpu_timeline.py), for the report's
+    # chart; trials stored before this version have none.
+    db.execute(
+        """
+        CREATE TABLE cpu_timelines (
+            trial_id INTEGER PRIMARY KEY REFERENCES trials(id),
+            timeline_json TEXT NOT NULL        -- started_at (epoch s), ends (s), system and helpers (cores)
+        )
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1, _v1_to_v2, _v2_to_v3, _v3_to_v4]
 SCHEMA_VERSION = len(MIGRATIONS)
