@@ -6,12 +6,15 @@ STAMP  := $(VENV)/.installed-$(shell cat $(BUILT) | cksum | cut -d' ' -f1)
 ARGS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test setup system-deps lint clean
+.PHONY: run test setup system-deps test-deps lint clean
 
 setup: system-deps $(STAMP)
 
 system-deps:
 	@scripts/install-system-deps.sh
+
+test-deps:
+	@scripts/install-system-deps.sh --test
 
 $(STAMP): $(BUILT)
 	rm -f $(VENV)/.installed-*
@@ -26,7 +29,7 @@ lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 
-test: setup lint
+test: setup test-deps lint
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 clean:

@@ -8,6 +8,11 @@ set -euo pipefail
 packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra mount python3 python3-venv python3-pip
           qemu-utils qemu-system-common cryptsetup-bin securefs cryfs encfs xfsprogs btrfs-progs
           gcc libc6-dev libssl-dev python3-dev)  # the last four build the C cipher-timing loop
+# `make test` only: the browser test opens the HTML report in headless Chromium;
+# a font so its screenshot shows text, not boxes.
+if [ "${1:-}" = "--test" ]; then
+    packages+=(chromium fonts-dejavu-core)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do

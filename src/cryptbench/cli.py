@@ -137,8 +137,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--db", type=Path)
     s.add_argument("--json", action="store_true")
 
-    rp = sub.add_parser("report", help="export a stored run: CSV (one row per trial), Markdown, JSON")
+    rp = sub.add_parser(
+        "report", help="export a stored run: an HTML page with charts, chart images, CSV, Markdown, JSON"
+    )
     rp.add_argument("ref", nargs="?", default="latest", help="run id, or latest (default)")
+    rp.add_argument("--html", metavar="FILE", help="one self-contained page with every chart, to a new FILE")
+    rp.add_argument("--png", metavar="DIR", help="each chart as DIR/<chart>.png (DIR is made if missing)")
+    rp.add_argument("--svg", metavar="DIR", help="each chart as DIR/<chart>.svg (DIR is made if missing)")
     rp.add_argument("--csv", metavar="FILE", help="one row per trial, to a new FILE (- for stdout)")
     rp.add_argument("--markdown", action="store_true", help="print the summary table as Markdown")
     rp.add_argument("--json", action="store_true", help="print the run's document (as show --json)")
@@ -336,7 +341,21 @@ def _show(args: argparse.Namespace, out: Console) -> int:
 def _report(args: argparse.Namespace, out: Console, err: Console) -> int:
     from cryptbench.commands import report
 
-    done = report.run(ref=args.ref, db=args.db, csv=args.csv, markdown=args.markdown, json=args.json)
+    done = report.run(
+        ref=args.ref,
+        db=args.db,
+        csv=args.csv,
+        markdown=args.markdown,
+        json=args.json,
+        html=args.html,
+        png=args.png,
+        svg=args.svg,
+    )
+    if "html" in done:
+        err.print(f"wrote {done['html']['path']}: run {done['run_id']}, {len(done['html']['charts'])} charts")
+    for fmt in ("png", "svg"):
+        if fmt in done:
+            err.print(f"wrote {len(done[fmt])} {fmt.upper()} charts: {', '.join(done[fmt])}")
     csv = done.get("csv")
     if csv is not None and "text" in csv:
         sys.stdout.write(csv["text"])

@@ -1,22 +1,32 @@
 """`cryptbench report` on a real tiny run: the CSV read back by pandas agrees
-with the run's own document; Markdown and JSON from the same store; files
-are never overwritten."""
+with the run's own document; Markdown and JSON from the same store; the HTML
+page opened in headless Chromium has every section and chart, and its
+screenshots (phone and desktop width) are kept for a person to look at; chart
+images; files are never overwritten."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import statistics
+import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from PIL import Image
 
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import run as run_cmd
 from cryptbench.store import Store
 from tests.conftest import cli, requires_root
+from tests.unit.test_export_html import Page
 
 SEQ_SUITE = Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml"
+# Where the browser's screenshots stay after the test, for a person to look at (git ignores it).
+SHOTS = Path(os.environ.get("CRYPTBENCH_TEST_OUTPUT", Path(__file__).parent.parent.parent / "test-output"))
 
 
 @requires_root
@@ -25,7 +35,13 @@ def test_report_exports_a_real_run(target_dir: Path, tmp_path: Path) -> None:
         pytest.skip(f"fscrypt unavailable here: {REGISTRY['fscrypt'].probe().reason}")
     db = tmp_path / "r.sqlite"
     outcome = run_cmd.run(
-        backends="fscrypt", suite=str(SEQ_SUITE), size="8M", repeats=2, seed=3, target=str(target_dir), db=db
+        backends="fscrypt,gocryptfs",
+        suite=str(SEQ_SUITE),
+        size="8M",
+        repeats=2,
+        seed=3,
+        target=str(target_dir),
+        db=db,
     )
     assert outcome.status == "complete"
     doc = outcome.document
@@ -34,6 +50,8 @@ def test_report_exports_a_real_run(target_dir: Path, tmp_path: Path) -> None:
     _the_csv_reads_back_as_the_runs_own_figures(db, doc, exports)
     _an_existing_file_is_never_overwritten(db, exports)
     _markdown_and_json_come_from_the_same_store(db, doc)
+    _chart_images_for_posts_and_slides(db, exports)
+    _the_html_page_in_a_browser(db, doc, exports)
 
 
 def _the_csv_reads_back_as_the_runs_own_figures(db: Path, doc: dict, exports: Path) -> None:
@@ -43,7 +61,10 @@ def _the_csv_reads_back_as_the_runs_own_figures(db: Path, doc: dict, exports: Pa
     df = pd.read_csv(out)
     assert len(df) == doc["trials"]["ok"] + doc["trials"]["failed"]
     assert set(df["run_id"]) == {doc["run_id"]} and set(df["hostname"]) == {doc["environment"]["hostname"]}
-    assert df["encrypted"].dtype == bool and set(df.loc[df["encrypted"], "target"]) == {"fscrypt"}
+    assert df["encrypted"].dtype == bool and set(df.loc[df["encrypted"], "target"]) == {
+        "fscrypt",
+        "gocryptfs",
+    }
     assert pd.api.types.is_float_dtype(df["throughput_bytes_per_s"])
     assert list(df["trial_seq"]) == sorted(df["trial_seq"])
     checked = 0
@@ -78,12 +99,82 @@ def _markdown_and_json_come_from_the_same_store(db: Path, doc: dict) -> None:
     assert json.loads(js.stdout) == json.loads(shown.stdout)
 
 
+def _chart_images_for_posts_and_slides(db: Path, exports: Path) -> None:
+    done = cli("report", "--db", str(db), "--png", str(exports / "png"), "--svg", str(exports / "svg"))
+    assert done.returncode == 0, done.stderr
+    pngs = sorted(p.stem for p in (exports / "png").iterdir())
+    svgs = sorted(p.stem for p in (exports / "svg").iterdir())
+    assert pngs == svgs and {"bars-sequential-1m", "overhead", "latency", "cpu"} <= set(pngs)
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in (exports / "png").iterdir())
+    assert all(ET.parse(p).getroot().tag.endswith("svg") for p in (exports / "svg").iterdir())
+    again = cli("report", "--db", str(db), "--png", str(exports / "png"))  # never over its own files either
+    assert again.returncode == 2 and "does not overwrite" in again.stderr
+
+
+def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
+    """Headless Chromium with no profile, network service or first-run work of its own."""
+    exe = shutil.which("chromium")
+    assert exe, "chromium is not installed: `make test` installs it (scripts/install-system-deps.sh --test)"
+    profile = SHOTS / "chromium-profile"
+    shutil.rmtree(profile, ignore_errors=True)
+    flags = [
+        "--headless",
+        "--no-sandbox",  # root in a VM: the sandbox needs a user namespace setup we do not make
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+    ]
+    try:
+        return subprocess.run([exe, *flags, *args], capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _the_html_page_in_a_browser(db: Path, doc: dict, exports: Path) -> None:
+    page_file = exports / "report.html"
+    done = cli("report", "--db", str(db), "--html", str(page_file))
+    assert done.returncode == 0, done.stderr
+    dom = _chromium("--dump-dom", page_file.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    page = Page()
+    page.feed(dom.stdout)  # the DOM as the browser built it, not the file's text
+    assert page.sections == [
+        "verdict", "environment", "bars", "overhead", "latency", "cpu", "efficiency", "warnings", "numbers",
+    ]  # fmt: skip
+    assert page.charts == [
+        "bars-sequential-1m", "overhead", "latency", "cpu",
+    ]  # fmt: skip
+    assert page.svgs == len(page.charts) and page.external == []
+    assert len(page.rows["summary-table"]) == 2 * len(doc["targets"])  # two workloads
+    text = " ".join(page.text)
+    assert all(s in text for d in doc["diagnosis"] for s in d["sentences"])
+    assert "helper gocryptfs" in text  # the daemon's own CPU line, from the sampled timeline
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(page_file, SHOTS / "report.html")
+    for name, width in (("phone", 390), ("desktop", 1280)):
+        shot = SHOTS / f"report-{name}.png"
+        shot.unlink(missing_ok=True)
+        taken = _chromium(f"--screenshot={shot}", f"--window-size={width},6000", page_file.as_uri())
+        assert taken.returncode == 0 and shot.exists(), taken.stderr[-2000:]
+        with Image.open(shot) as im:
+            assert im.size == (width, 6000)
+            # the page is drawn: more than a blank sheet (text, bars) in the top half
+            assert len(im.convert("L").crop((0, 0, width, 3000)).getcolors(1 << 16) or []) > 16
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         ([], "say what to write"),
         (["--markdown", "12345"], "no run 12345"),
         (["--csv", "/nonexistent-dir/x.csv"], "no directory"),
+        (["--html", "-"], "--html needs a file name"),
+        (["--png", "/nonexistent-dir/charts"], "no directory"),
+        (["--svg", "/etc/hostname"], "not a directory"),
     ],
 )
 def test_report_bad_input(args: list[str], message: str, tmp_path: Path) -> None:

@@ -88,3 +88,12 @@ def test_store_keeps_a_trials_timeline(tmp_path: Path) -> None:
     store.insert_trial(run_id, {**row, "seq": 1}, [])
     assert store.cpu_timelines(run_id) == {trial_id: timeline}
     store.close()
+
+
+def test_a_short_tail_is_folded_into_the_last_sample() -> None:
+    t = CpuTimeline(0.0)
+    t.add(_snap(0.0, 0.0, d=0.0), _snap(0.25, 0.25, d=0.0), origin=0.0)  # 1 core, helper idle
+    t.extend_last(_snap(0.25, 0.25, d=0.0), _snap(0.26, 0.27, d=0.01), origin=0.0)  # 10 ms: 2 cores
+    assert t.ends == [0.26]
+    assert t.system == pytest.approx([0.27 / 0.26])  # not a sample of 2 cores on its own
+    assert t.helpers["d"] == pytest.approx([0.01 / 0.26])

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench.errors import UsageError
-from cryptbench.report import document, export_csv, export_markdown
+from cryptbench.report import charts, document, export_csv, export_html, export_markdown
 from cryptbench.store import Store, default_db_path
 
 
@@ -30,17 +30,60 @@ def output_file(text: str, what: str) -> Path | None:
     return path
 
 
-def _write_new(path: Path, text: str) -> None:
+def output_dir(text: str, what: str) -> Path:
+    """Where chart files go: an existing directory, or a new one in an existing directory."""
+    path = Path(text)
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise UsageError(f"{what} {text[:200]}: not a directory")
+    if not path.exists() and not path.parent.is_dir():
+        raise UsageError(f"{what} {text[:200]}: no directory {str(path.parent)[:200]}")
+    return path
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_new(path: Path, content: str | bytes) -> None:
     """All of it or nothing: a temporary file beside it, then a link that fails if the name was taken."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        os.fchmod(fd, 0o666 & ~_umask())  # a report is for sharing: the mode any new file gets, not 0600
+        if isinstance(content, bytes):
+            with os.fdopen(fd, "wb") as fb:
+                fb.write(content)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+                f.write(content)
         os.link(tmp, path)  # unlike rename, refuses to replace a file that appeared meanwhile
     except FileExistsError:
         raise UsageError(f"{path} exists: cryptbench does not overwrite files it did not create") from None
     finally:
         os.unlink(tmp)
+
+
+def timelines(store: Store, run_id: int) -> list[charts.TrialTimeline]:
+    """The run's sampled CPU, trial by trial (none for runs stored before schema 4)."""
+    stored = store.cpu_timelines(run_id)
+    return [
+        charts.TrialTimeline(t["target"], t["workload"], stored[t["id"]])
+        for t in store.trial_rows(run_id)
+        if t["id"] in stored
+    ]
+
+
+def write_images(made: list[charts.Chart], directory: Path, fmt: str) -> list[str]:
+    """Each chart as DIR/<name>.<fmt>; refuses before writing any if one of the names exists."""
+    paths = [directory / f"{c.name}.{fmt}" for c in made]
+    taken = [p for p in paths if p.exists() or p.is_symlink()]
+    if taken:
+        raise UsageError(f"{taken[0]} exists: cryptbench does not overwrite files it did not create")
+    directory.mkdir(exist_ok=True)
+    for c, p in zip(made, paths, strict=True):
+        _write_new(p, c.image(fmt))
+    return [str(p) for p in paths]
 
 
 def run(
@@ -50,12 +93,22 @@ def run(
     csv: str | None = None,
     markdown: bool = False,
     json: bool = False,
+    html: str | None = None,
+    png: str | None = None,
+    svg: str | None = None,
 ) -> dict[str, Any]:
     """What was asked for: "csv" ({"path", "rows"}, or "text" for stdout), "markdown" (text),
-    "json" (the document)."""
-    if csv is None and not markdown and not json:
-        raise UsageError("say what to write: --csv FILE (or - for stdout), --markdown or --json")
+    "json" (the document), "html" ({"path", "charts"}), "png" and "svg" (the files written)."""
+    if csv is None and html is None and png is None and svg is None and not markdown and not json:
+        raise UsageError(
+            "say what to write: --html FILE, --csv FILE (or - for stdout), --png DIR, --svg DIR, "
+            "--markdown or --json"
+        )
     csv_path = output_file(csv, "--csv") if csv is not None else None
+    html_path = output_file(html, "--html") if html is not None else None
+    if html_path is None and html is not None:
+        raise UsageError("--html needs a file name (an HTML page is not for a terminal)")
+    dirs = {fmt: output_dir(d, f"--{fmt}") for fmt, d in (("png", png), ("svg", svg)) if d is not None}
     store = Store.open(db or default_db_path(), create=False)
     try:
         run_id = store.resolve_run(ref)
@@ -68,12 +121,19 @@ def run(
             else:
                 _write_new(csv_path, buf.getvalue())
                 out["csv"] = {"path": str(csv_path), "rows": rows}
-        if markdown or json:
+        if markdown or json or html_path or dirs:
             doc = document.build(store, run_id)
             if markdown:
                 out["markdown"] = export_markdown.render(doc)
             if json:
                 out["json"] = doc
+            if html_path or dirs:
+                made = charts.build(doc, timelines(store, run_id))
+                if html_path:
+                    _write_new(html_path, export_html.render(doc, made))
+                    out["html"] = {"path": str(html_path), "charts": [c.name for c in made]}
+                for fmt, directory in dirs.items():
+                    out[fmt] = write_images(made, directory, fmt)
     finally:
         store.close()
     return out

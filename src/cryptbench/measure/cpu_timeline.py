@@ -58,6 +58,25 @@ class CpuTimeline:
         if len(self.ends) > MAX_SAMPLES:
             self._halve()
 
+    def extend_last(self, previous: cpu.CpuSnapshot, now: cpu.CpuSnapshot, origin: float) -> None:
+        """Fold the interval (previous, now] into the last sample, weighted by the two spans."""
+        start = self.ends[-2] if len(self.ends) > 1 else 0.0
+        old = self.ends[-1] - start
+        new = now.wall - previous.wall
+        if new <= 0:
+            return
+        total = old + new
+
+        def fold(value: float, used: float) -> float:
+            return (value * old + used) / total
+
+        self.system[-1] = fold(self.system[-1], now.busy - previous.busy)
+        for name in now.helpers.keys() | previous.helpers.keys():
+            used = max(0.0, now.helpers.get(name, 0.0) - previous.helpers.get(name, 0.0))
+            values = self.helpers.setdefault(name, [0.0] * len(self.ends))
+            values[-1] = fold(values[-1], used)
+        self.ends[-1] = now.wall - origin
+
     def _halve(self) -> None:
         """Merge neighbouring samples (weighted by their lengths) so a long trial stays small."""
         starts = [0.0, *self.ends[:-1]]
@@ -103,10 +122,15 @@ class Sampler:
         while not self._stop.wait(self._interval):
             self._sample()
 
-    def _sample(self) -> None:
+    def _sample(self, *, last: bool = False) -> None:
         assert self._last is not None
         now = cpu.snapshot(self._helpers)
-        self.timeline.add(self._last, now, self._origin)
+        if last and self.timeline.ends and now.wall - self._last.wall < self._interval / 2:
+            # /proc/stat counts in 10 ms ticks: a few ms alone would read as several cores or none.
+            # The short tail is folded into the sample before it, weighted by time.
+            self.timeline.extend_last(self._last, now, self._origin)
+        else:
+            self.timeline.add(self._last, now, self._origin)
         self._last = now
 
     def stop(self) -> CpuTimeline:
@@ -114,7 +138,7 @@ class Sampler:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-            self._sample()
+            self._sample(last=True)
         return self.timeline
 
     def __enter__(self) -> Sampler:

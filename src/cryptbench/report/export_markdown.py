@@ -19,7 +19,7 @@ def _value(v: float, unit: str) -> str:
     return format_value(v, unit) if unit else f"{v:.3g}"
 
 
-def _median(r: dict[str, Any]) -> str:
+def median_text(r: dict[str, Any]) -> str:
     unit = r["unit"]
     text = _value(r["median"], unit)
     if r["ci_low"] is None:
@@ -27,7 +27,7 @@ def _median(r: dict[str, Any]) -> str:
     return f"{text} [{_value(r['ci_low'], unit)}, {_value(r['ci_high'], unit)}]"
 
 
-def _change(c: dict[str, Any]) -> str:
+def change_text(c: dict[str, Any]) -> str:
     """Speed against the baseline: +12 % is faster, -40 % slower (for any metric's direction)."""
     pct, interval, differs = speed_change(c)
     if interval is None:
@@ -63,9 +63,9 @@ def render(doc: dict[str, Any]) -> str:
                 lines.append(f"| {_escape(label)} | {_escape(t['name'])} | failed | | |")
                 continue
             c = comps.get((w, t["name"], t["baseline"])) if t["baseline"] else None
-            against, change = (t["baseline"], _change(c)) if c is not None else ("", "")
+            against, change = (t["baseline"], change_text(c)) if c is not None else ("", "")
             lines.append(
-                f"| {_escape(label)} | {_escape(t['name'])} | {_median(r)} | {_escape(against or '')} | "
+                f"| {_escape(label)} | {_escape(t['name'])} | {median_text(r)} | {_escape(against or '')} | "
                 f"{change} |"
             )
     lines += [

@@ -1,0 +1,167 @@
+"""`cryptbench report --html`: one self-contained page (styles and charts inline,
+nothing fetched), readable on a phone and on a desktop.
+
+The page is the document (report/document.py) and the charts
+(report/charts.py) put through one Jinja2 template; the figures in its
+tables are formatted by the same functions as the terminal and Markdown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+
+from cryptbench.metrics import info
+from cryptbench.report import charts as charts_mod
+from cryptbench.report.console import stopping_lines
+from cryptbench.report.cost_console import sources
+from cryptbench.report.document import primary_of
+from cryptbench.report.export_markdown import change_text, median_text
+from cryptbench.units import format_bytes, format_rate, format_value
+
+# The chart sections, in the page's order: (Chart.kind, heading, a sentence under it).
+CHART_SECTIONS = (
+    (
+        "bars",
+        "Results by workload family",
+        "Plain and each target side by side, in the unit each workload uses.",
+    ),
+    ("overhead", "Overhead", ""),
+    ("latency", "Latency percentiles", ""),
+    ("cpu", "CPU over time", ""),
+    ("file-size", "Throughput against file size", ""),
+)
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("cryptbench", "report/templates"),
+    autoescape=True,  # names and messages come from suites and the system: text, never markup
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def environment_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a reader needs to judge whether these figures apply to them, as label and value."""
+    env, plan = doc["environment"], doc["plan"]
+    fs = env.get("target_filesystem") or {}
+    crypto = env.get("kernel_crypto") or {}
+    rows = [
+        ("host", env.get("hostname")),
+        (
+            "CPU",
+            f"{env.get('cpu_model')}, {env.get('cpu_count')} cores; "
+            f"flags: {', '.join(env.get('cpu_flags', []))}",
+        ),
+        ("memory", format_bytes(env["memory_bytes"]) if env.get("memory_bytes") else None),
+        ("OS, kernel", f"{env.get('os')}, {env.get('kernel')}"),
+        ("kernel's xts(aes)", crypto.get("xts(aes)")),
+        (
+            "scratch space",
+            f"{plan.get('target_dir')} on {fs.get('source')} ({fs.get('fstype')}, "
+            f"{'rotational' if fs.get('rotational') == '1' else 'non-rotational'})"
+            if fs
+            else plan.get("target_dir"),
+        ),
+        ("fio", f"{env.get('fio')}, ioengine {env.get('ioengine')}"),
+        ("gocryptfs", env.get("gocryptfs")),
+        ("cache drop", env.get("cache_drop")),
+        ("data per trial", format_bytes(plan["size"]) if plan.get("size") else None),
+        ("seed", plan.get("seed")),
+        ("Python, cryptbench", f"{env.get('python')}, {doc['tool_version']}"),
+    ]
+    return [(k, str(v)) for k, v in rows if v not in (None, "", "None")]
+
+
+def summary_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
+    """The Markdown export's table: per workload and target, the median and the change."""
+    plan = doc["plan"]
+    results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
+    comps = {(c["workload"], c["target"], c["baseline"]): c for c in doc["comparisons"]}
+    rows = []
+    for w in plan["workloads"]:
+        if not any(r["workload"] == w for r in doc["results"]):
+            continue
+        metric = primary_of(plan, w)
+        label = w if metric == "throughput" else f"{w} ({info(metric).label})"
+        for t in doc["targets"]:
+            r = results.get((w, t["name"], metric))
+            c = comps.get((w, t["name"], t["baseline"])) if t["baseline"] else None
+            rows.append(
+                {
+                    "workload": label,
+                    "target": t["name"],
+                    "median": median_text(r) if r else "",
+                    "against": (t["baseline"] or "") if c else "",
+                    "change": change_text(c) if c else "",
+                }
+            )
+    return rows
+
+
+def full_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
+    def fmt(v: float | None, unit: str) -> str:
+        return "" if v is None else format_value(v, unit)
+
+    return [
+        {
+            "workload": r["workload"],
+            "target": r["target"],
+            "metric": r["metric"],
+            "n": str(r["n"]),
+            "median": fmt(r["median"], r["unit"]),
+            "ci": ""
+            if r["ci_low"] is None
+            else f"{fmt(r['ci_low'], r['unit'])} to {fmt(r['ci_high'], r['unit'])}",
+            "cv": "" if r["cv"] is None else f"{r['cv']:.1%}",
+            "min": fmt(r["min"], r["unit"]),
+            "max": fmt(r["max"], r["unit"]),
+        }
+        for r in doc["results"]
+    ]
+
+
+def efficiency_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
+    def rate(v: float | None) -> str:
+        return "?" if v is None else format_rate(v)
+
+    out = []
+    for e in doc.get("efficiency", []):
+        own, plain = e["cpu_seconds_per_gb"], e["plain_cpu_seconds_per_gb"]
+        out.append(
+            {
+                "target": e["target"],
+                "workload": e["workload"],
+                "achieved": rate(e["achieved"]),
+                "plain": rate(e["plain"]),
+                "ceiling": rate(e["ceiling"]),
+                "efficiency": "?" if e["efficiency"] is None else f"{e['efficiency']:.0%}",
+                "limit": e["limit"] or "?",
+                "cpu": "-" if own is None else f"{own:.1f}" + ("" if plain is None else f" ({plain:.1f})"),
+            }
+        )
+    return out
+
+
+def render(doc: dict[str, Any], charts: list[charts_mod.Chart]) -> str:
+    by_kind: dict[str, list[dict[str, str]]] = {kind: [] for kind, _, _ in CHART_SECTIONS}
+    for c in charts:
+        by_kind[c.kind].append({"name": c.name, "title": c.title, "caption": c.caption, "svg": c.svg()})
+    efficiency = efficiency_rows(doc)
+    sections = [("verdict", "Verdict"), ("environment", "Environment")]
+    sections += [(kind, title) for kind, title, _ in CHART_SECTIONS if by_kind[kind]]
+    sections += [("efficiency", "Where the cost goes")] if efficiency else []
+    sections += [("warnings", "Warnings"), ("numbers", "Numbers")]
+    return _ENV.get_template("report.html.j2").render(
+        doc=doc,
+        env=doc["environment"],
+        sections=sections,
+        environment=environment_rows(doc),
+        chart_sections=CHART_SECTIONS,
+        charts_by_kind=by_kind,
+        efficiency=efficiency,
+        ceiling_sources=sources(doc),
+        stopping=stopping_lines(doc),
+        summary=summary_rows(doc),
+        full=full_rows(doc),
+    )

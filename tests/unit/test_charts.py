@@ -1,0 +1,163 @@
+"""The report's charts draw the document's own figures (recorded runs, see
+tests/fixtures/documents/ and tests/fixtures/timelines/)."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from matplotlib.container import BarContainer
+
+from cryptbench.report import charts
+from cryptbench.report.document import speed_change
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def _doc(name: str) -> dict:
+    return json.loads((FIXTURES / "documents" / f"{name}.json").read_text())
+
+
+def _timelines(name: str) -> list[charts.TrialTimeline]:
+    return [
+        charts.TrialTimeline(**t) for t in json.loads((FIXTURES / "timelines" / f"{name}.json").read_text())
+    ]
+
+
+@pytest.fixture(scope="module")
+def ram_doc() -> dict:
+    return _doc("quick-fscrypt-gocryptfs-ram")
+
+
+def _bars(chart: charts.Chart) -> dict[str, list[float]]:
+    ax = chart.figure.axes[0]
+    return {
+        c.get_label(): [p.get_height() for p in c.patches]
+        for c in ax.containers
+        if isinstance(c, BarContainer)
+    }
+
+
+def test_one_bar_chart_per_family_and_medium(ram_doc: dict) -> None:
+    made = charts.bar_charts(ram_doc)
+    assert [c.name for c in made] == [
+        "bars-sequential-1m-device",
+        "bars-sequential-1m-ram",
+        "bars-random-4k-device",
+        "bars-random-4k-ram",
+    ]
+    assert made[0].title == "Sequential 1 MiB requests, on the device"
+
+
+def test_bars_are_the_documents_medians_in_mb_per_s(ram_doc: dict) -> None:
+    chart = charts.bar_charts(ram_doc)[2]  # random 4 KiB on the device
+    medians = {
+        (r["workload"], r["target"]): r["median"] for r in ram_doc["results"] if r["metric"] == "throughput"
+    }
+    workloads = ["rnd4k-q32-read", "rnd4k-q32-write", "rnd4k-q1-read", "rnd4k-q1-write"]
+    bars = _bars(chart)
+    assert list(bars) == ["plain", "ext4-loop", "fscrypt", "gocryptfs"]
+    for target, heights in bars.items():
+        assert heights == pytest.approx([medians[(w, target)] / 1e6 for w in workloads])
+    assert "MB/s" in chart.figure.axes[0].get_ylabel()
+
+
+def test_the_overhead_chart_draws_each_change_and_says_where_it_clips(ram_doc: dict) -> None:
+    chart = charts.overhead_chart(ram_doc)
+    assert chart is not None
+    comps = [c for c in ram_doc["comparisons"] if c["kind"] == "baseline"]
+    targets = list(dict.fromkeys(c["target"] for c in comps))
+    assert [ax.get_title(loc="left").split(" against ")[0] for ax in chart.figure.axes] == targets
+    for ax, target in zip(chart.figure.axes, targets, strict=True):
+        widths = [p.get_width() for p in ax.patches]
+        mine = [c for c in comps if c["target"] == target]
+        assert widths == pytest.approx([min(speed_change(c)[0], charts.CLIP) for c in mine])
+    clipped = [c for c in comps if speed_change(c)[1] and speed_change(c)[1][1] > charts.CLIP]
+    labels = [t.get_text() for ax in chart.figure.axes for t in ax.texts]
+    assert len(labels) == len(clipped) > 0  # this run has wide intervals: each is labelled, none silently cut
+    assert f"→ {speed_change(clipped[0])[1][1]:+.0f} %" in labels
+
+
+def test_latency_panels_per_workload_on_a_log_axis(ram_doc: dict) -> None:
+    chart = charts.latency_chart(ram_doc)
+    assert chart is not None
+    panels = [ax for ax in chart.figure.axes if ax.get_visible()]
+    assert [ax.get_title(loc="left") for ax in panels] == ram_doc["plan"]["workloads"]
+    assert all(ax.get_xscale() == "log" for ax in panels)
+    p99 = {(r["workload"], r["target"]): r["median"] for r in ram_doc["results"] if r["metric"] == "lat_p99"}
+    xs = {x for line in panels[2].lines for x in line.get_xdata()}
+    assert p99[("rnd4k-q32-read", "fscrypt")] * 1e3 in xs  # drawn in ms
+
+
+def test_no_cpu_chart_without_timelines_and_no_file_size_chart_without_a_series(ram_doc: dict) -> None:
+    made = charts.build(ram_doc, [])
+    kinds = [c.kind for c in made]
+    assert "cpu" not in kinds and "file-size" not in kinds
+    assert kinds.count("overhead") == 1 and kinds.count("latency") == 1
+
+
+def test_inline_svg_is_one_element_with_text_as_text(ram_doc: dict) -> None:
+    chart = charts.overhead_chart(ram_doc)
+    assert chart is not None
+    svg = chart.svg()
+    assert svg.startswith("<svg") and "<?xml" not in svg
+    root = ET.fromstring(svg)
+    texts = "".join(root.itertext())
+    assert "fscrypt against ext4-loop" in texts  # searchable, not glyph paths
+    assert chart.image("png").startswith(b"\x89PNG")
+
+
+def test_charts_inlined_on_one_page_share_no_element_ids(ram_doc: dict) -> None:
+    # clip paths and glyphs are referenced by id: a clash would draw one chart with another's
+    ids: list[str] = []
+    for chart in charts.build(ram_doc, []):
+        svg = chart.svg()
+        mine = [e.attrib["id"] for e in ET.fromstring(svg).iter() if "id" in e.attrib]
+        refs = set(re.findall(r'(?:href="#|url\(#)([^")]+)', svg))
+        assert refs and refs <= set(mine)  # every reference renamed with its target
+        ids += mine
+    assert len(ids) == len(set(ids)) > 0
+
+
+@pytest.fixture(scope="module")
+def series_doc() -> dict:
+    return _doc("write-series-images")
+
+
+def test_file_size_chart_draws_each_size_class(series_doc: dict) -> None:
+    chart = charts.file_size_chart(series_doc)
+    assert chart is not None
+    writes, reads = chart.figure.axes
+    assert (writes.get_title(loc="left"), reads.get_title(loc="left")) == ("writes", "reads")
+    medians = {(r["target"], r["metric"]): r["median"] for r in series_doc["results"]}
+    bars = next(c for c in writes.containers if c.get_label() == "image-qcow2-aes256@fresh")
+    line = bars.lines[0]  # an errorbar container: the data line, then caps and whiskers
+    assert list(line.get_xdata()) == [2 << 20, 4 << 20, 8 << 20]  # bytes, on a log2 axis
+    assert list(line.get_ydata()) == pytest.approx(
+        [medians[("image-qcow2-aes256@fresh", f"write-{m}m.throughput")] / 1e6 for m in (2, 4, 8)]
+    )
+
+
+def test_cpu_chart_puts_trials_back_to_back_with_their_helpers(series_doc: dict) -> None:
+    timelines = _timelines("write-series-images")
+    chart = charts.cpu_chart(series_doc, timelines)
+    assert chart is not None
+    ax, strip = chart.figure.axes
+    lines = {ln.get_label(): ln for ln in ax.lines}
+    assert set(lines) == {"system-wide", "helper qemu-storage-daemon", "all 2 cores"}
+    total = sum(t.timeline["ends"][-1] for t in timelines)
+    xs = [x for x in lines["system-wide"].get_xdata() if x == x]  # without the NaN breaks
+    assert max(xs) == pytest.approx(total)
+    # the helper is drawn only during trials of the targets that run it
+    helper_trials = [t for t in timelines if t.timeline["helpers"]]
+    assert {t.target for t in helper_trials} == {
+        "image-raw@fresh",
+        "image-qcow2@fresh",
+        "image-qcow2-aes256@fresh",
+    }
+    ys = [y for y in lines["helper qemu-storage-daemon"].get_ydata() if y == y]
+    assert len(ys) == sum(len(t.timeline["ends"]) + 1 for t in helper_trials)
+    assert len(strip.collections) == len(timelines)  # one block per trial in the strip

@@ -1,0 +1,134 @@
+"""The HTML report from a recorded document: every section, each chart inline,
+nothing fetched from anywhere, the document's figures in its tables."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from cryptbench.report import charts, export_html
+from cryptbench.report.export_markdown import change_text, median_text
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "documents"
+
+
+class Page(HTMLParser):
+    """What a reader's browser would see: section ids, charts, table rows, external references."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: list[str] = []
+        self.charts: list[str] = []
+        self.svgs = 0
+        self.external: list[str] = []
+        self.tags: set[str] = set()
+        self.rows: dict[str, list[list[str]]] = {}
+        self._table: str | None = None
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.tags.add(tag)
+        if tag == "section":
+            self.sections.append(a["id"] or "")
+        if tag == "figure" and a.get("data-chart"):
+            self.charts.append(a["data-chart"] or "")
+        if tag == "svg":
+            self.svgs += 1
+        for key in ("src", "href"):
+            v = a.get(key) or ""
+            if key in a and not v.startswith("#"):
+                self.external.append(v)
+        if tag == "table":
+            self._table = a.get("id") or ""
+        if tag == "tr" and self._table is not None:
+            self._row = []
+        if tag == "td" and self._row is not None:
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self._row is not None and self._cell is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        if tag == "tr" and self._table is not None and self._row:
+            self.rows.setdefault(self._table, []).append(self._row)
+            self._row = None
+        if tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+@pytest.fixture(scope="module")
+def page_and_doc() -> tuple[Page, dict, list[charts.Chart]]:
+    doc = json.loads((FIXTURES / "quick-fscrypt-gocryptfs-ram.json").read_text())
+    made = charts.build(doc, [])
+    page = Page()
+    page.feed(export_html.render(doc, made))
+    return page, doc, made
+
+
+def test_every_section_and_each_chart_inline(page_and_doc: tuple[Page, dict, list[charts.Chart]]) -> None:
+    page, _doc, made = page_and_doc
+    assert page.sections == [
+        "verdict", "environment", "bars", "overhead", "latency", "efficiency", "warnings", "numbers",
+    ]  # fmt: skip
+    assert page.charts == [c.name for c in made]
+    assert page.svgs == len(made)
+
+
+def test_nothing_is_fetched_from_anywhere(page_and_doc: tuple[Page, dict, list[charts.Chart]]) -> None:
+    page, _doc, _made = page_and_doc
+    assert page.external == []  # no link, image or script outside the file (SVG xmlns is not a fetch)
+    assert not page.tags & {"script", "link", "img", "iframe"}
+
+
+def test_the_verdict_is_the_diagnosis(page_and_doc: tuple[Page, dict, list[charts.Chart]]) -> None:
+    page, doc, _made = page_and_doc
+    text = " ".join(page.text)
+    for d in doc["diagnosis"]:
+        for sentence in d["sentences"]:
+            assert sentence in text
+
+
+def test_the_tables_hold_the_documents_figures(page_and_doc: tuple[Page, dict, list[charts.Chart]]) -> None:
+    page, doc, _made = page_and_doc
+    summary = page.rows["summary-table"]
+    assert len(summary) == len(doc["plan"]["workloads"]) * len(doc["targets"])
+    r = next(
+        r
+        for r in doc["results"]
+        if (r["workload"], r["target"], r["metric"]) == ("rnd4k-q32-write", "gocryptfs", "throughput")
+    )
+    c = next(
+        c
+        for c in doc["comparisons"]
+        if (c["workload"], c["target"], c["baseline"]) == ("rnd4k-q32-write", "gocryptfs", "plain")
+    )
+    assert ["rnd4k-q32-write", "gocryptfs", median_text(r), "plain", change_text(c)] in summary
+    assert len(page.rows["full-table"]) == len(doc["results"])
+
+
+def test_names_from_a_suite_are_text_not_markup() -> None:
+    doc = json.loads((FIXTURES / "quick-fscrypt-gocryptfs-ram.json").read_text())
+    doc["suite"] = "<script>alert(1)</script>"
+    html = export_html.render(doc, [])
+    assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_phone_width_layout_rules_are_there(page_and_doc: tuple[Page, dict, list[charts.Chart]]) -> None:
+    doc = page_and_doc[1]
+    html = export_html.render(doc, [])
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
+    assert re.search(r"@media \(max-width: \d+px\)", html)
+    # charts scale to the screen, down to a size whose text stays readable, then scroll
+    assert ".plot svg { width: 100%; min-width: 34rem; height: auto;" in html
