@@ -149,6 +149,20 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--json", action="store_true", help="print the run's document (as show --json)")
     rp.add_argument("--db", type=Path)
 
+    ck = sub.add_parser(
+        "check",
+        help="exit 1 when an encrypted target's overhead against its baseline exceeds a bound (for CI gates)",
+    )
+    ck.add_argument("ref", nargs="?", default="latest", help="run id, or latest (default)")
+    ck.add_argument(
+        "--max-overhead",
+        required=True,
+        metavar="P",
+        help="the most speed a target may lose against its baseline on any workload, e.g. 30%%",
+    )
+    ck.add_argument("--db", type=Path)
+    ck.add_argument("--json", action="store_true", help="the findings as JSON on stdout")
+
     st = sub.add_parser(
         "selftest",
         help="measure two throttled targets (40 and 20 MB/s) and check that cryptbench reports 0.50",
@@ -368,6 +382,27 @@ def _report(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 0
 
 
+def _check(args: argparse.Namespace, out: Console) -> int:
+    from cryptbench.commands import check
+
+    result = check.run(ref=args.ref, max_overhead=args.max_overhead, db=args.db)
+    if args.json:
+        _print_json(result.to_json())
+    else:
+        for target, f in result.worst().items():
+            verdict = "[green]pass[/green]" if f.passed else "[red]FAIL[/red]"
+            out.print(f"{verdict} {f.words(result.bound)}", highlight=False)
+            for other in result.findings:
+                if other.target == target and not other.passed and other is not f:
+                    out.print(f"     also {other.words(result.bound)}", highlight=False)
+        out.print(
+            f"run {result.run_id}: "
+            + ("every target within" if result.passed else "over")
+            + f" {result.bound:g} % overhead (the share of the baseline's speed lost; worst workload shown)"
+        )
+    return 0 if result.passed else 1
+
+
 def _check_value(value: float, unit: str) -> str:
     return f"{value:.3f}" if unit == "ratio" else format_value(value, unit)
 
@@ -467,6 +502,8 @@ def main(argv: list[str] | None = None) -> int:
             return _report(args, out, err)
         if args.command == "selftest":
             return _selftest(args, out, err)
+        if args.command == "check":
+            return _check(args, out)
         if args.command == "cipher":
             return _cipher(args, out, err)
         return _cleanup(args, out)

@@ -52,6 +52,7 @@ def test_report_exports_a_real_run(target_dir: Path, tmp_path: Path) -> None:
     _markdown_and_json_come_from_the_same_store(db, doc)
     _chart_images_for_posts_and_slides(db, exports)
     _the_html_page_in_a_browser(db, doc, exports)
+    _check_gates_on_the_worst_overhead(db, doc)
 
 
 def _the_csv_reads_back_as_the_runs_own_figures(db: Path, doc: dict, exports: Path) -> None:
@@ -109,6 +110,22 @@ def _chart_images_for_posts_and_slides(db: Path, exports: Path) -> None:
     assert all(ET.parse(p).getroot().tag.endswith("svg") for p in (exports / "svg").iterdir())
     again = cli("report", "--db", str(db), "--png", str(exports / "png"))  # never over its own files either
     assert again.returncode == 2 and "does not overwrite" in again.stderr
+
+
+def _check_gates_on_the_worst_overhead(db: Path, doc: dict) -> None:
+    overheads = [
+        (1 - c["ratio"]) * 100
+        for c in doc["comparisons"]
+        if c["kind"] == "baseline" and c["target"] in ("fscrypt", "gocryptfs")
+    ]
+    worst = max(overheads)
+    above = cli("check", "--db", str(db), "--max-overhead", f"{worst + 1:.2f}%")
+    assert above.returncode == 0, above.stdout + above.stderr
+    below = cli("check", "--db", str(db), "--max-overhead", f"{max(worst - 1, 0):.2f}%", "--json")
+    assert below.returncode == 1
+    found = json.loads(below.stdout)
+    assert found["passed"] is False and len(found["findings"]) == len(overheads)
+    assert max(f["overhead"] for f in found["findings"]) == pytest.approx(worst)
 
 
 def _chromium(*args: str) -> subprocess.CompletedProcess[str]:

@@ -133,8 +133,7 @@ def test_file_size_chart_draws_each_size_class(series_doc: dict) -> None:
     writes, reads = chart.figure.axes
     assert (writes.get_title(loc="left"), reads.get_title(loc="left")) == ("writes", "reads")
     medians = {(r["target"], r["metric"]): r["median"] for r in series_doc["results"]}
-    bars = next(c for c in writes.containers if c.get_label() == "image-qcow2-aes256@fresh")
-    line = bars.lines[0]  # an errorbar container: the data line, then caps and whiskers
+    line = next(ln for ln in writes.lines if ln.get_label() == "image-qcow2-aes256@fresh")
     assert list(line.get_xdata()) == [2 << 20, 4 << 20, 8 << 20]  # bytes, on a log2 axis
     assert list(line.get_ydata()) == pytest.approx(
         [medians[("image-qcow2-aes256@fresh", f"write-{m}m.throughput")] / 1e6 for m in (2, 4, 8)]
@@ -161,3 +160,35 @@ def test_cpu_chart_puts_trials_back_to_back_with_their_helpers(series_doc: dict)
     ys = [y for y in lines["helper qemu-storage-daemon"].get_ydata() if y == y]
     assert len(ys) == sum(len(t.timeline["ends"]) + 1 for t in helper_trials)
     assert len(strip.collections) == len(timelines)  # one block per trial in the strip
+
+
+def test_an_interval_that_misses_the_median_is_drawn_as_it_is(ram_doc: dict) -> None:
+    # With two or three trials a percentile bootstrap interval can lie wholly above the median
+    # (seen in a real run): the whisker spans the interval, it is not an offset from the median.
+    doc = json.loads(json.dumps(ram_doc))
+    r = next(
+        r
+        for r in doc["results"]
+        if (r["workload"], r["target"], r["metric"]) == ("rnd4k-q1-read", "plain", "throughput")
+    )
+    r["ci_low"], r["ci_high"] = r["median"] * 1.1, r["median"] * 1.3
+    c = next(
+        c
+        for c in doc["comparisons"]
+        if (c["workload"], c["target"], c["kind"]) == ("rnd4k-q1-read", "fscrypt", "baseline")
+    )
+    c["ci_low"], c["ci_high"] = c["ratio"] * 1.05, c["ratio"] * 1.2
+    bars = charts.bar_charts(doc)[2].figure.axes[0]
+    segments = [seg for coll in bars.collections for seg in coll.get_segments()]
+    assert any(
+        seg[0][1] == pytest.approx(r["ci_low"] / 1e6) and seg[1][1] == pytest.approx(r["ci_high"] / 1e6)
+        for seg in segments
+    )
+    overhead = charts.overhead_chart(doc)
+    assert overhead is not None
+    fscrypt = next(ax for ax in overhead.figure.axes if ax.get_title(loc="left").startswith("fscrypt "))
+    ends = {
+        tuple(sorted((seg[0][0], seg[1][0]))) for coll in fscrypt.collections for seg in coll.get_segments()
+    }
+    want = ((c["ci_low"] - 1) * 100, (c["ci_high"] - 1) * 100)
+    assert any(lo == pytest.approx(want[0]) and hi == pytest.approx(want[1]) for lo, hi in ends)

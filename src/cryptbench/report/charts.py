@@ -128,6 +128,35 @@ def _scale(unit: str, values: Iterable[float]) -> tuple[float, str]:
     return 1.0, unit
 
 
+def _span(r: dict[str, Any], div: float) -> tuple[float, float] | None:
+    """A result's 95 % interval in the chart's unit (None without one)."""
+    if r["ci_low"] is None or r["ci_high"] is None:
+        return None
+    return r["ci_low"] / div, r["ci_high"] / div
+
+
+def _whiskers(
+    ax: Any,
+    positions: list[float],
+    spans: list[tuple[float, float] | None],
+    *,
+    horizontal: bool = False,
+    colour: str = "black",
+) -> None:
+    """Each interval as a whisker from its low to its high end. Drawn about the interval's own
+    middle, not the median: a bootstrap interval of a few trials need not contain the median,
+    and then offsets from it would be negative."""
+    at = [p for p, s in zip(positions, spans, strict=True) if s is not None]
+    mid = [(s[0] + s[1]) / 2 for s in spans if s is not None]
+    half = [(s[1] - s[0]) / 2 for s in spans if s is not None]
+    if not at:
+        return
+    if horizontal:
+        ax.errorbar(mid, at, xerr=half, fmt="none", ecolor=colour, capsize=2, elinewidth=1, zorder=3)
+    else:
+        ax.errorbar(at, mid, yerr=half, fmt="none", ecolor=colour, capsize=2, elinewidth=1, zorder=3)
+
+
 def _family(doc: dict[str, Any], workload: str) -> tuple[str, str]:
     """(file stem part, title) of a workload's family: fio patterns by access and block size,
     application workloads by the unit they are measured in."""
@@ -177,18 +206,16 @@ def bar_charts(doc: dict[str, Any]) -> list[Chart]:
             ax = fig.add_subplot()
             width = 0.8 / len(targets)
             for i, tn in enumerate(targets):
-                xs, ys, lo, hi = [], [], [], []
+                xs, ys, spans = [], [], []
                 for j, w in enumerate(workloads):
                     r = rows.get((w, tn))
                     if r is None:
                         continue
                     xs.append(j - 0.4 + width * (i + 0.5))
                     ys.append(r["median"] / div)
-                    low = r["ci_low"] if r["ci_low"] is not None else r["median"]
-                    high = r["ci_high"] if r["ci_high"] is not None else r["median"]
-                    lo.append((r["median"] - low) / div)
-                    hi.append((high - r["median"]) / div)
-                ax.bar(xs, ys, width * 0.92, yerr=[lo, hi], capsize=2, color=palette[tn], label=tn)
+                    spans.append(_span(r, div))
+                ax.bar(xs, ys, width * 0.92, color=palette[tn], label=tn)
+                _whiskers(ax, xs, spans)
             ax.set_xticks(range(len(workloads)), workloads)
             metric = primary_of(doc["plan"], workloads[0])
             better = info(metric).higher_is_better
@@ -231,9 +258,8 @@ def overhead_chart(doc: dict[str, Any]) -> Chart | None:
         rows = [w for w in workloads if w in mine]
         for y, w in enumerate(rows):
             pct, interval, differs = speed_change(mine[w])
-            err = None
             if interval is not None:
-                err = [[pct - interval[0]], [min(interval[1], CLIP) - pct]]
+                _whiskers(ax, [y], [(interval[0], min(interval[1], CLIP))], horizontal=True)
                 if interval[1] > CLIP:
                     ax.annotate(
                         f"→ {interval[1]:+.0f} %",
@@ -247,10 +273,9 @@ def overhead_chart(doc: dict[str, Any]) -> Chart | None:
                 y,
                 min(pct, CLIP),
                 0.7,
-                xerr=err,
-                capsize=2,
                 color=palette[tn] if differs else "#d9d9d9",
                 edgecolor=palette[tn],
+                zorder=1,
             )
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_xlim(-105, right)
@@ -437,23 +462,9 @@ def file_size_chart(doc: dict[str, Any]) -> Chart | None:
                 continue
             xs = [s for s, _ in ps]
             ys = [r["median"] / div for _, r in ps]
-            lo = [
-                (r["median"] - (r["ci_low"] if r["ci_low"] is not None else r["median"])) / div for _, r in ps
-            ]
-            hi = [
-                ((r["ci_high"] if r["ci_high"] is not None else r["median"]) - r["median"]) / div
-                for _, r in ps
-            ]
-            ax.errorbar(
-                xs,
-                ys,
-                yerr=[lo, hi],
-                marker="o",
-                markersize=3,
-                capsize=2,
-                color=palette[t["name"]],
-                label=t["name"],
-            )
+            colour = palette[t["name"]]
+            ax.plot(xs, ys, marker="o", markersize=3, color=colour, label=t["name"])
+            _whiskers(ax, xs, [_span(r, div) for _, r in ps], colour=colour)
         ax.set_xscale("log", base=2)
         sizes = sorted({s for (dd, _), ps in points.items() if dd == d for s, _ in ps})
         ax.set_xticks(sizes, [format_bytes(s).replace(".0 ", " ") for s in sizes])

@@ -1,0 +1,122 @@
+"""`cryptbench check --max-overhead 30%`: a gate for CI or a fleet image.
+
+Each encrypted target of a stored run (on the device; RAM twins are there to
+explain, not to ship) against its baseline, on every workload: the overhead is
+the share of the baseline's speed it loses, (1 - speed ratio) x 100. A target
+fails when its estimated overhead on some workload exceeds the bound, or when a
+workload it should have run has no figure (a lost target cannot pass). Each
+finding says whether its whole 95 % interval lies beyond the bound ("clearly")
+or only the estimate does, so a failure near the bound reads as what it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptbench.errors import UsageError
+from cryptbench.report import document
+from cryptbench.store import Store, default_db_path
+from cryptbench.units import parse_percent
+
+
+@dataclass(frozen=True)
+class Finding:
+    target: str
+    baseline: str
+    workload: str
+    overhead: float | None  # percent of the baseline's speed lost; None: no figure (failed trials)
+    low: float | None  # percent: the overhead's 95 % interval
+    high: float | None  # percent
+    passed: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+    def words(self, bound: float) -> str:
+        if self.overhead is None:
+            return (
+                f"{self.target} at {self.workload}: no comparison (its trials or {self.baseline}'s failed), "
+                "so it cannot pass"
+            )
+        interval = "" if self.low is None else f" [{self.low:.0f}, {self.high:.0f}]"
+        text = f"{self.target} at {self.workload}: {self.overhead:.0f} %{interval} against {self.baseline}"
+        if self.passed:
+            return text
+        beyond = self.low is not None and self.low > bound
+        return (
+            text
+            + (" — clearly above" if beyond else " — above, though its interval reaches")
+            + f" {bound:g} %"
+        )
+
+
+@dataclass(frozen=True)
+class Result:
+    run_id: int
+    bound: float  # percent
+    findings: list[Finding]
+
+    @property
+    def passed(self) -> bool:
+        return all(f.passed for f in self.findings)
+
+    def worst(self) -> dict[str, Finding]:
+        """Per target, the finding that decides it: a missing figure, else the largest overhead."""
+        out: dict[str, Finding] = {}
+        for f in self.findings:
+            best = out.get(f.target)
+            if best is None or _rank(f) > _rank(best):
+                out[f.target] = f
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "max_overhead_percent": self.bound,
+            "passed": self.passed,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def _rank(f: Finding) -> float:
+    return float("inf") if f.overhead is None else f.overhead
+
+
+def evaluate(doc: dict[str, Any], bound: float) -> Result:
+    """Pure: the findings of one result document against a bound in percent."""
+    comps = {(c["workload"], c["target"]): c for c in doc["comparisons"] if c["kind"] == "baseline"}
+    ran = {r["workload"] for r in doc["results"]} or set(doc["plan"]["workloads"])
+    findings = []
+    for t in doc["targets"]:
+        if not t["encrypted"] or not t["baseline"] or t.get("medium") == "ram":
+            continue
+        for w in doc["plan"]["workloads"]:
+            if w not in ran:
+                continue
+            c = comps.get((w, t["name"]))
+            if c is None:
+                findings.append(Finding(t["name"], t["baseline"], w, None, None, None, False))
+                continue
+            pct, interval, _ = document.speed_change(c)
+            overhead = -pct
+            low, high = (None, None) if interval is None else (-interval[1], -interval[0])
+            findings.append(Finding(t["name"], t["baseline"], w, overhead, low, high, overhead <= bound))
+    if not findings:
+        raise UsageError(
+            f"run {doc['run_id']} has no encrypted target measured against a baseline on the device: "
+            "nothing to check"
+        )
+    return Result(doc["run_id"], bound, findings)
+
+
+def run(*, ref: str = "latest", max_overhead: str, db: Path | None = None) -> Result:
+    bound = parse_percent(max_overhead, what="--max-overhead", low=0, high=100) * 100
+    store = Store.open(db or default_db_path(), create=False)
+    try:
+        run_id = store.resolve_run(ref)
+        doc = document.build(store, run_id)
+    finally:
+        store.close()
+    return evaluate(doc, bound)

@@ -1,0 +1,77 @@
+"""`cryptbench check`: the gate's arithmetic on a recorded run."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from cryptbench.commands import check
+from cryptbench.errors import UsageError
+
+DOC = json.loads(
+    (Path(__file__).parent.parent / "fixtures" / "documents" / "quick-fscrypt-gocryptfs-ram.json").read_text()
+)
+
+
+def _overhead(target: str, workload: str) -> float:
+    c = next(
+        c
+        for c in DOC["comparisons"]
+        if (c["target"], c["workload"], c["kind"]) == (target, workload, "baseline")
+    )
+    return (1 - c["ratio"]) * 100
+
+
+def test_each_encrypted_target_on_the_device_at_each_workload() -> None:
+    result = check.evaluate(DOC, 100)
+    assert {(f.target, f.baseline) for f in result.findings} == {
+        ("fscrypt", "ext4-loop"),
+        ("gocryptfs", "plain"),
+    }
+    assert len(result.findings) == 2 * len(DOC["plan"]["workloads"])  # RAM twins explain; they are not gated
+    assert result.passed
+
+
+def test_a_target_fails_on_its_worst_workload_and_only_then() -> None:
+    worst = max(_overhead("gocryptfs", w) for w in DOC["plan"]["workloads"])
+    assert worst == pytest.approx(check.evaluate(DOC, 0).worst()["gocryptfs"].overhead)
+    just_below = check.evaluate(DOC, worst - 0.5)
+    assert not just_below.passed and not just_below.worst()["gocryptfs"].passed
+    assert [f.workload for f in just_below.findings if f.target == "gocryptfs" and not f.passed] == [
+        max(DOC["plan"]["workloads"], key=lambda w: _overhead("gocryptfs", w))
+    ]
+    assert check.evaluate(DOC, worst + 0.5).worst()["gocryptfs"].passed
+
+
+def test_interval_wording_tells_clear_from_borderline() -> None:
+    f = check.Finding("t", "b", "w", 40.0, 35.0, 45.0, False)
+    assert "clearly above 30 %" in f.words(30)
+    assert "interval reaches" in check.Finding("t", "b", "w", 40.0, 25.0, 45.0, False).words(30)
+
+
+def test_a_missing_comparison_cannot_pass() -> None:
+    doc = copy.deepcopy(DOC)
+    doc["comparisons"] = [
+        c for c in doc["comparisons"] if not (c["target"] == "fscrypt" and c["workload"] == "rnd4k-q1-read")
+    ]
+    result = check.evaluate(doc, 100)
+    assert not result.passed
+    f = result.worst()["fscrypt"]
+    assert (f.workload, f.overhead) == ("rnd4k-q1-read", None) and "cannot pass" in f.words(100)
+
+
+def test_a_run_without_encrypted_targets_is_an_error() -> None:
+    doc = copy.deepcopy(DOC)
+    for t in doc["targets"]:
+        t["encrypted"] = False
+    with pytest.raises(UsageError, match="nothing to check"):
+        check.evaluate(doc, 30)
+
+
+@pytest.mark.parametrize("bound", ["-5%", "101%", "30 percent"])
+def test_bad_bounds_are_refused(bound: str, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--max-overhead"):
+        check.run(max_overhead=bound, db=tmp_path / "none.sqlite")
