@@ -108,8 +108,12 @@ def _chart_images_for_posts_and_slides(db: Path, exports: Path) -> None:
     assert pngs == svgs and {"bars-sequential-1m", "overhead", "latency", "cpu"} <= set(pngs)
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in (exports / "png").iterdir())
     assert all(ET.parse(p).getroot().tag.endswith("svg") for p in (exports / "svg").iterdir())
-    again = cli("report", "--db", str(db), "--png", str(exports / "png"))  # never over its own files either
+    # never over its own files either, and a refusal writes nothing else asked for in the same command
+    again = cli(
+        "report", "--db", str(db), "--html", str(exports / "late.html"), "--png", str(exports / "png")
+    )
     assert again.returncode == 2 and "does not overwrite" in again.stderr
+    assert not (exports / "late.html").exists()
 
 
 def _check_gates_on_the_worst_overhead(db: Path, doc: dict) -> None:

@@ -74,13 +74,18 @@ def timelines(store: Store, run_id: int) -> list[charts.TrialTimeline]:
     ]
 
 
-def write_images(made: list[charts.Chart], directory: Path, fmt: str) -> list[str]:
-    """Each chart as DIR/<name>.<fmt>; refuses before writing any if one of the names exists."""
+def image_paths(made: list[charts.Chart], directory: Path, fmt: str) -> list[Path]:
+    """DIR/<chart>.<fmt> for each chart; refused if one of the names exists."""
     paths = [directory / f"{c.name}.{fmt}" for c in made]
     taken = [p for p in paths if p.exists() or p.is_symlink()]
     if taken:
         raise UsageError(f"{taken[0]} exists: cryptbench does not overwrite files it did not create")
-    directory.mkdir(exist_ok=True)
+    return paths
+
+
+def write_images(made: list[charts.Chart], paths: list[Path], fmt: str) -> list[str]:
+    if paths:
+        paths[0].parent.mkdir(exist_ok=True)
     for c, p in zip(made, paths, strict=True):
         _write_new(p, c.image(fmt))
     return [str(p) for p in paths]
@@ -129,11 +134,13 @@ def run(
                 out["json"] = doc
             if html_path or dirs:
                 made = charts.build(doc, timelines(store, run_id))
+                # every name checked before anything is written: a refusal leaves no half-done export
+                images = {fmt: image_paths(made, directory, fmt) for fmt, directory in dirs.items()}
                 if html_path:
                     _write_new(html_path, export_html.render(doc, made))
                     out["html"] = {"path": str(html_path), "charts": [c.name for c in made]}
-                for fmt, directory in dirs.items():
-                    out[fmt] = write_images(made, directory, fmt)
+                for fmt, paths in images.items():
+                    out[fmt] = write_images(made, paths, fmt)
     finally:
         store.close()
     return out
