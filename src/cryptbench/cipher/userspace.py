@@ -84,6 +84,13 @@ def engine() -> str:
     return "libcrypto" if _units is not None else "cryptography"
 
 
+def _loop() -> Any:
+    """The C timing loop, or the one-line reason it is missing."""
+    if _units is None:
+        raise CryptbenchError(NOT_BUILT)
+    return _units
+
+
 def lower_bounds(using: str) -> bool:
     """Whether an engine's figures understate the cipher (Python's per-call cost)."""
     return using == "cryptography"
@@ -92,9 +99,7 @@ def lower_bounds(using: str) -> bool:
 def library(using: str | None = None) -> str:
     """The OpenSSL an engine's measurements go through, and how they are taken."""
     if (using or engine()) == "libcrypto":
-        if _units is None:
-            raise CryptbenchError(NOT_BUILT)
-        return f"{_units.version()} (system libcrypto, timed in C)"
+        return f"{_loop().version()} (system libcrypto, timed in C)"
     import cryptography
     from cryptography.hazmat.backends.openssl.backend import backend
 
@@ -142,10 +147,8 @@ def _encrypt_units(c: CipherCase) -> Callable[[], int]:
 def _timed(c: CipherCase, seconds: float, using: str | None = None) -> tuple[int, float]:
     """(bytes encrypted, seconds taken) for about `seconds` of one core's work."""
     if (using or engine()) == "libcrypto":
-        if _units is None:
-            raise CryptbenchError(NOT_BUILT)
         try:
-            done, took = _units.encrypt_for(c.name, c.unit, seconds, BUFFER)
+            done, took = _loop().encrypt_for(c.name, c.unit, seconds, BUFFER)
         except RuntimeError as e:  # OpenSSL refused: its reason, on one line
             raise CryptbenchError(f"OpenSSL timing failed: {e}") from None
         return int(done), float(took)

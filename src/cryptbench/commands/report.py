@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -40,17 +40,12 @@ def output_dir(text: str, what: str) -> Path:
     return path
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def _write_new(path: Path, content: str | bytes) -> None:
     """All of it or nothing: a temporary file beside it, then a link that fails if the name was taken."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}"
+    # 0666 less the umask, the mode any new file gets (a report is for sharing; mkstemp gives 0600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # a report is for sharing: the mode any new file gets, not 0600
         if isinstance(content, bytes):
             with os.fdopen(fd, "wb") as fb:
                 fb.write(content)

@@ -17,7 +17,7 @@ from typing import Any
 from cryptbench.backends.base import Helper
 from cryptbench.measure import cpu
 
-INTERVAL = 0.25  # seconds between samples: fine enough for a 2 s trial, ~5 KB per minute stored
+INTERVAL = 0.25  # seconds between samples: several in a 2 s trial, few enough to store
 MAX_SAMPLES = 4800  # per trial (20 minutes at 0.25 s); later samples are merged pairwise
 
 
@@ -48,9 +48,7 @@ class CpuTimeline:
             return
         self.ends.append(now.wall - origin)
         self.system.append((now.busy - previous.busy) / seconds)
-        for name in now.helpers.keys() | previous.helpers.keys():
-            # A helper that vanished between snapshots reads as 0 CPU-seconds: clamp, not negative.
-            used = max(0.0, now.helpers.get(name, 0.0) - previous.helpers.get(name, 0.0))
+        for name, used in _helper_use(previous, now).items():
             self.helpers.setdefault(name, [0.0] * (len(self.ends) - 1)).append(used / seconds)
         for values in self.helpers.values():
             if len(values) < len(self.ends):
@@ -71,8 +69,7 @@ class CpuTimeline:
             return (value * old + used) / total
 
         self.system[-1] = fold(self.system[-1], now.busy - previous.busy)
-        for name in now.helpers.keys() | previous.helpers.keys():
-            used = max(0.0, now.helpers.get(name, 0.0) - previous.helpers.get(name, 0.0))
+        for name, used in _helper_use(previous, now).items():
             values = self.helpers.setdefault(name, [0.0] * len(self.ends))
             values[-1] = fold(values[-1], used)
         self.ends[-1] = now.wall - origin
@@ -95,6 +92,15 @@ class CpuTimeline:
         self.system = merge(self.system)
         self.helpers = {k: merge(v) for k, v in self.helpers.items()}
         self.ends = ends
+
+
+def _helper_use(previous: cpu.CpuSnapshot, now: cpu.CpuSnapshot) -> dict[str, float]:
+    """CPU-seconds per helper between two snapshots. A helper that vanished (or restarted)
+    between them reads as 0, not negative."""
+    return {
+        name: max(0.0, now.helpers.get(name, 0.0) - previous.helpers.get(name, 0.0))
+        for name in now.helpers.keys() | previous.helpers.keys()
+    }
 
 
 class Sampler:

@@ -54,10 +54,7 @@ class Chart:
 
     def svg(self) -> str:
         """The chart as an <svg> element to inline in HTML (no XML prolog, no date)."""
-        buf = io.StringIO()
-        with matplotlib.rc_context(STYLE):
-            self.figure.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
-        text = buf.getvalue()
+        text = self.image("svg").decode("utf-8")
         return _own_ids(text[text.index("<svg") :], self.name)
 
     def image(self, fmt: str) -> bytes:
@@ -181,23 +178,24 @@ def bar_charts(doc: dict[str, Any]) -> list[Chart]:
     metric for every target, whiskers at its 95 % interval."""
     results = _results(doc)
     palette = colours(doc)
+    metric_of = {w: primary_of(doc["plan"], w) for w in doc["plan"]["workloads"]}
     families: dict[tuple[str, str], list[str]] = {}
     titles: dict[str, str] = {}
     for w in doc["plan"]["workloads"]:
         if any(r["workload"] == w for r in doc["results"]):
             slug, title = _family(doc, w)
             titles[slug] = title
-            families.setdefault((slug, info(primary_of(doc["plan"], w)).unit), []).append(w)
+            families.setdefault((slug, info(metric_of[w]).unit), []).append(w)
     charts = []
     media = list(dict.fromkeys(t.get("medium", "device") for t in doc["targets"]))
     for (slug, unit), workloads in families.items():
         for medium in media:
             targets = [t["name"] for t in doc["targets"] if t.get("medium", "device") == medium]
             rows = {
-                (w, tn): results[(w, tn, primary_of(doc["plan"], w))]
+                (w, tn): results[(w, tn, metric_of[w])]
                 for w in workloads
                 for tn in targets
-                if (w, tn, primary_of(doc["plan"], w)) in results
+                if (w, tn, metric_of[w]) in results
             }
             if not rows:
                 continue
@@ -217,7 +215,7 @@ def bar_charts(doc: dict[str, Any]) -> list[Chart]:
                 ax.bar(xs, ys, width * 0.92, color=palette[tn], label=tn)
                 _whiskers(ax, xs, spans)
             ax.set_xticks(range(len(workloads)), workloads)
-            metric = primary_of(doc["plan"], workloads[0])
+            metric = metric_of[workloads[0]]
             better = info(metric).higher_is_better
             direction = "" if better is None else (" (higher is better)" if better else " (lower is better)")
             ax.set_ylabel(f"{info(metric).label}, {axis_unit}{direction}")

@@ -12,12 +12,10 @@ from typing import Any
 
 import jinja2
 
-from cryptbench.metrics import info
 from cryptbench.report import charts as charts_mod
 from cryptbench.report.console import stopping_lines
 from cryptbench.report.cost_console import sources
-from cryptbench.report.document import primary_of
-from cryptbench.report.export_markdown import change_text, median_text
+from cryptbench.report.export_markdown import summary_rows
 from cryptbench.units import format_bytes, format_rate, format_value
 
 # The chart sections, in the page's order: (Chart.kind, heading, a sentence under it).
@@ -71,32 +69,6 @@ def environment_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         ("Python, cryptbench", f"{env.get('python')}, {doc['tool_version']}"),
     ]
     return [(k, str(v)) for k, v in rows if v not in (None, "", "None")]
-
-
-def summary_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
-    """The Markdown export's table: per workload and target, the median and the change."""
-    plan = doc["plan"]
-    results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
-    comps = {(c["workload"], c["target"], c["baseline"]): c for c in doc["comparisons"]}
-    rows = []
-    for w in plan["workloads"]:
-        if not any(r["workload"] == w for r in doc["results"]):
-            continue
-        metric = primary_of(plan, w)
-        label = w if metric == "throughput" else f"{w} ({info(metric).label})"
-        for t in doc["targets"]:
-            r = results.get((w, t["name"], metric))
-            c = comps.get((w, t["name"], t["baseline"])) if t["baseline"] else None
-            rows.append(
-                {
-                    "workload": label,
-                    "target": t["name"],
-                    "median": median_text(r) if r else "",
-                    "against": (t["baseline"] or "") if c else "",
-                    "change": change_text(c) if c else "",
-                }
-            )
-    return rows
 
 
 def full_rows(doc: dict[str, Any]) -> list[dict[str, str]]:

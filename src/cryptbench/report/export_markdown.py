@@ -40,10 +40,35 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def render(doc: dict[str, Any]) -> str:
+def summary_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
+    """The summary table as text cells, per workload and target: the workload (with its metric
+    when not throughput), the median and its interval ("" when the target failed), the
+    baseline and the change against it ("" without a comparison). The HTML page shows it too."""
     plan = doc["plan"]
     results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
     comps = {(c["workload"], c["target"], c["baseline"]): c for c in doc["comparisons"]}
+    rows = []
+    for w in plan["workloads"]:
+        if not any(r["workload"] == w for r in doc["results"]):
+            continue
+        metric = primary_of(plan, w)
+        label = w if metric == "throughput" else f"{w} ({info(metric).label})"
+        for t in doc["targets"]:
+            r = results.get((w, t["name"], metric))
+            c = comps.get((w, t["name"], t["baseline"])) if t["baseline"] and r else None
+            rows.append(
+                {
+                    "workload": label,
+                    "target": t["name"],
+                    "median": median_text(r) if r else "",
+                    "against": t["baseline"] if c else "",
+                    "change": change_text(c) if c else "",
+                }
+            )
+    return rows
+
+
+def render(doc: dict[str, Any]) -> str:
     env = doc["environment"]
     lines = [
         f"**cryptbench run {doc['run_id']}** ({doc['suite']} suite, {doc['started_at']}) on "
@@ -53,21 +78,13 @@ def render(doc: dict[str, Any]) -> str:
         "| workload | target | median [95 % CI] | against | change [95 % CI] |",
         "|---|---|---:|---|---:|",
     ]
-    workloads = [w for w in plan["workloads"] if any(r["workload"] == w for r in doc["results"])]
-    for w in workloads:
-        metric = primary_of(plan, w)
-        label = w if metric == "throughput" else f"{w} ({info(metric).label})"
-        for t in doc["targets"]:
-            r = results.get((w, t["name"], metric))
-            if r is None:
-                lines.append(f"| {_escape(label)} | {_escape(t['name'])} | failed | | |")
-                continue
-            c = comps.get((w, t["name"], t["baseline"])) if t["baseline"] else None
-            against, change = (t["baseline"], change_text(c)) if c is not None else ("", "")
-            lines.append(
-                f"| {_escape(label)} | {_escape(t['name'])} | {median_text(r)} | {_escape(against or '')} | "
-                f"{change} |"
-            )
+    for row in summary_rows(doc):
+        rest = (
+            f"{row['median']} | {_escape(row['against'])} | {row['change']}"
+            if row["median"]
+            else "failed | |"
+        )
+        lines.append(f"| {_escape(row['workload'])} | {_escape(row['target'])} | {rest} |")
     lines += [
         "",
         "Change is speed against the baseline: negative is slower (for latency and time, a higher "
