@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cryptbench import __version__
-from cryptbench.errors import CryptbenchError, Interrupted, UsageError
+from cryptbench.errors import CryptbenchError, Interrupted
 from cryptbench.report import console as console_report
 from cryptbench.report.progress import RichProgress
 from cryptbench.units import format_value
@@ -148,6 +148,25 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--markdown", action="store_true", help="print the summary table as Markdown")
     rp.add_argument("--json", action="store_true", help="print the run's document (as show --json)")
     rp.add_argument("--db", type=Path)
+
+    cp = sub.add_parser(
+        "compare",
+        help="run B against run A: per workload and target, B's speed over A's, and whether it differs",
+    )
+    cp.add_argument("a", metavar="A", help="run id, or latest")
+    cp.add_argument("b", metavar="B", help="run id, or latest")
+    cp.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
+    cp.add_argument("--db-b", type=Path, help="B's database, when it is another (e.g. another machine's)")
+    cp.add_argument(
+        "--metric", help="compare on this metric instead of each workload's own (as for show --metric)"
+    )
+    cp.add_argument(
+        "--force",
+        action="store_true",
+        help="compare even when the runs did not measure the same things (size, workloads, stacks)",
+    )
+    cp.add_argument("--html", metavar="FILE", help="the comparison as one self-contained page, to a new FILE")
+    cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
     ck = sub.add_parser(
         "check",
@@ -338,13 +357,11 @@ def _history(args: argparse.Namespace, out: Console) -> int:
 
 def _show(args: argparse.Namespace, out: Console) -> int:
     from cryptbench.commands import show
+    from cryptbench.report import document
 
     doc = show.run(ref=args.ref, db=args.db)
-    if args.metric is not None and not any(r["metric"] == args.metric for r in doc["results"]):
-        known = sorted({r["metric"] for r in doc["results"]})
-        raise UsageError(
-            f"run {doc['run_id']} has no metric {args.metric[:40]!r} (it has: {', '.join(known)})"
-        )
+    if args.metric is not None:
+        document.require_metric(doc, args.metric)
     if args.json:
         _print_json(doc)
     else:
@@ -379,6 +396,29 @@ def _report(args: argparse.Namespace, out: Console, err: Console) -> int:
         sys.stdout.write(done["markdown"])
     if "json" in done:
         _print_json(done["json"])
+    return 0
+
+
+def _compare(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from cryptbench.commands import compare
+    from cryptbench.report import compare_console
+
+    done = compare.run(
+        a=args.a,
+        b=args.b,
+        db=args.db,
+        db_b=args.db_b,
+        metric=args.metric,
+        force=args.force,
+        html=args.html,
+    )
+    comp = done["comparison"]
+    if args.json:
+        _print_json(comp.to_json())
+    else:
+        compare_console.render(comp, out)
+    if done["html"]:
+        err.print(f"wrote {done['html']}: B (run {comp.b.run_id}) against A (run {comp.a.run_id})")
     return 0
 
 
@@ -504,6 +544,8 @@ def main(argv: list[str] | None = None) -> int:
             return _selftest(args, out, err)
         if args.command == "check":
             return _check(args, out)
+        if args.command == "compare":
+            return _compare(args, out, err)
         if args.command == "cipher":
             return _cipher(args, out, err)
         return _cleanup(args, out)

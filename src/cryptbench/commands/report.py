@@ -7,56 +7,13 @@ run, checks where the files go, and writes each one whole or not at all.
 from __future__ import annotations
 
 import io
-import os
-import secrets
 from pathlib import Path
 from typing import Any
 
 from cryptbench.errors import UsageError
 from cryptbench.report import charts, document, export_csv, export_html, export_markdown
+from cryptbench.report.output_files import output_dir, output_file, write_new
 from cryptbench.store import Store, default_db_path
-
-
-def output_file(text: str, what: str) -> Path | None:
-    """Where an export goes: a new file in an existing directory, or None for stdout ("-").
-    An existing file is never overwritten: cryptbench writes only what it created."""
-    if text == "-":
-        return None
-    path = Path(text)
-    if path.exists() or path.is_symlink():
-        raise UsageError(f"{what} {text[:200]} exists: cryptbench does not overwrite files it did not create")
-    if not path.parent.is_dir():
-        raise UsageError(f"{what} {text[:200]}: no directory {str(path.parent)[:200]}")
-    return path
-
-
-def output_dir(text: str, what: str) -> Path:
-    """Where chart files go: an existing directory, or a new one in an existing directory."""
-    path = Path(text)
-    if path.is_symlink() or (path.exists() and not path.is_dir()):
-        raise UsageError(f"{what} {text[:200]}: not a directory")
-    if not path.exists() and not path.parent.is_dir():
-        raise UsageError(f"{what} {text[:200]}: no directory {str(path.parent)[:200]}")
-    return path
-
-
-def _write_new(path: Path, content: str | bytes) -> None:
-    """All of it or nothing: a temporary file beside it, then a link that fails if the name was taken."""
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}"
-    # 0666 less the umask, the mode any new file gets (a report is for sharing; mkstemp gives 0600)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        if isinstance(content, bytes):
-            with os.fdopen(fd, "wb") as fb:
-                fb.write(content)
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-                f.write(content)
-        os.link(tmp, path)  # unlike rename, refuses to replace a file that appeared meanwhile
-    except FileExistsError:
-        raise UsageError(f"{path} exists: cryptbench does not overwrite files it did not create") from None
-    finally:
-        os.unlink(tmp)
 
 
 def timelines(store: Store, run_id: int) -> list[charts.TrialTimeline]:
@@ -82,7 +39,7 @@ def write_images(made: list[charts.Chart], paths: list[Path], fmt: str) -> list[
     if paths:
         paths[0].parent.mkdir(exist_ok=True)
     for c, p in zip(made, paths, strict=True):
-        _write_new(p, c.image(fmt))
+        write_new(p, c.image(fmt))
     return [str(p) for p in paths]
 
 
@@ -119,7 +76,7 @@ def run(
             if csv_path is None:
                 out["csv"] = {"text": buf.getvalue(), "rows": rows}
             else:
-                _write_new(csv_path, buf.getvalue())
+                write_new(csv_path, buf.getvalue())
                 out["csv"] = {"path": str(csv_path), "rows": rows}
         if markdown or json or html_path or dirs:
             doc = document.build(store, run_id)
@@ -132,7 +89,7 @@ def run(
                 # every name checked before anything is written: a refusal leaves no half-done export
                 images = {fmt: image_paths(made, directory, fmt) for fmt, directory in dirs.items()}
                 if html_path:
-                    _write_new(html_path, export_html.render(doc, made))
+                    write_new(html_path, export_html.render(doc, made))
                     out["html"] = {"path": str(html_path), "charts": [c.name for c in made]}
                 for fmt, paths in images.items():
                     out[fmt] = write_images(made, paths, fmt)

@@ -47,7 +47,7 @@ _SERIES = re.compile(r"^(write|read)-(\d+)([mk])\.throughput$")
 @dataclass(frozen=True)
 class Chart:
     name: str  # file stem: bars-sequential-1m, overhead, latency, cpu, file-size
-    kind: str  # bars, overhead, latency, cpu or file-size: the report section it belongs to
+    kind: str  # bars, overhead, latency, cpu, file-size (report sections) or comparison (compare)
     title: str
     caption: str  # what is drawn, in words, under the chart
     figure: Figure
@@ -236,28 +236,24 @@ def bar_charts(doc: dict[str, Any]) -> list[Chart]:
     return charts
 
 
-def overhead_chart(doc: dict[str, Any]) -> Chart | None:
-    """Each target's change in speed against its baseline, per workload, with its interval."""
-    comps = [c for c in doc["comparisons"] if c["kind"] == "baseline"]
-    if not comps:
-        return None
-    palette = colours(doc)
-    targets = list(dict.fromkeys(c["target"] for c in comps))
-    workloads = [w for w in doc["plan"]["workloads"] if any(c["workload"] == w for c in comps)]
-    fig = Figure(figsize=(WIDTH, 0.9 + 0.22 * len(comps) + 0.35 * len(targets)), layout="constrained")
-    axes = fig.subplots(len(targets), 1, sharex=True, squeeze=False)[:, 0]
+Bar = tuple[str, float, tuple[float, float] | None, bool]  # label, change %, its interval, clear
+
+
+def _change_figure(panels: list[tuple[str, str, list[Bar]]], xlabel: str) -> Figure:
+    """Horizontal bars of a change in percent, one panel per (title, colour, bars), with whiskers.
+    A clear change (its interval excludes none) is filled; the rest are grey."""
+    count = sum(len(bars) for _, _, bars in panels)
+    fig = Figure(figsize=(WIDTH, 0.9 + 0.22 * count + 0.35 * len(panels)), layout="constrained")
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     # A wide interval (three trials of a noisy target) would squeeze every bar into a corner:
     # the axis stops at +100 % and a whisker beyond says where it ends in words.
-    changes = [speed_change(c) for c in comps]
-    right = max(5.0, *(p for p, _, _ in changes), *(i[1] for _, i, _ in changes if i is not None))
+    every = [bar for _, _, bars in panels for bar in bars]
+    right = max(5.0, *(p for _, p, _, _ in every), *(i[1] for _, _, i, _ in every if i is not None))
     right = min(right, CLIP) + 8
-    for ax, tn in zip(axes, targets, strict=True):
-        mine = {c["workload"]: c for c in comps if c["target"] == tn}
-        rows = [w for w in workloads if w in mine]
-        for y, w in enumerate(rows):
-            pct, interval, differs = speed_change(mine[w])
+    for ax, (title, colour, bars) in zip(axes, panels, strict=True):
+        for y, (_, pct, interval, clear) in enumerate(bars):
             if interval is not None:
-                _whiskers(ax, [y], [(interval[0], min(interval[1], CLIP))], horizontal=True)
+                _whiskers(ax, [y], [(max(interval[0], -100), min(interval[1], CLIP))], horizontal=True)
                 if interval[1] > CLIP:
                     ax.annotate(
                         f"→ {interval[1]:+.0f} %",
@@ -267,36 +263,71 @@ def overhead_chart(doc: dict[str, Any]) -> Chart | None:
                         va="center",
                         fontsize=7,
                     )
-            ax.barh(
-                y,
-                min(pct, CLIP),
-                0.7,
-                color=palette[tn] if differs else "#d9d9d9",
-                edgecolor=palette[tn],
-                zorder=1,
-            )
+            ax.barh(y, min(pct, CLIP), 0.7, color=colour if clear else "#d9d9d9", edgecolor=colour, zorder=1)
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_xlim(-105, right)
-        ax.set_yticks(range(len(rows)), rows)
+        ax.set_yticks(range(len(bars)), [label for label, _, _, _ in bars])
         ax.invert_yaxis()
-        ax.set_title(f"{tn} against {mine[rows[0]]['baseline']}", loc="left", fontsize=9)
-    axes[-1].set_xlabel("change in speed against the baseline, % (negative: slower)")
+        ax.set_title(title, loc="left", fontsize=9)
+    axes[-1].set_xlabel(xlabel)
     fig.legend(
         handles=[
-            Patch(color="#555555", label="interval excludes no change"),
+            Patch(color="#555555", label="a clear difference"),
             Patch(facecolor="#d9d9d9", edgecolor="#555555", label="no clear difference"),
         ],
         loc="outside lower center",
         ncols=2,
     )
+    return fig
+
+
+def overhead_chart(doc: dict[str, Any]) -> Chart | None:
+    """Each target's change in speed against its baseline, per workload, with its interval."""
+    comps = [c for c in doc["comparisons"] if c["kind"] == "baseline"]
+    if not comps:
+        return None
+    palette = colours(doc)
+    targets = list(dict.fromkeys(c["target"] for c in comps))
+    workloads = [w for w in doc["plan"]["workloads"] if any(c["workload"] == w for c in comps)]
+    panels = []
+    for tn in targets:
+        mine = {c["workload"]: c for c in comps if c["target"] == tn}
+        rows = [w for w in workloads if w in mine]
+        bars = [(w, *speed_change(mine[w])) for w in rows]
+        panels.append((f"{tn} against {mine[rows[0]]['baseline']}", palette[tn], bars))
     return Chart(
         "overhead",
         "overhead",
         "What encryption costs, per target",
         "Change in speed of each target against the same stack without its cipher (or plain), per "
-        "workload; whiskers: the 95 % bootstrap interval of the ratio of medians. For latency and "
-        "time, slower means a higher figure.",
-        fig,
+        "workload; whiskers: the 95 % bootstrap interval of the ratio of medians, filled where it "
+        "excludes no change. For latency and time, slower means a higher figure.",
+        _change_figure(panels, "change in speed against the baseline, % (negative: slower)"),
+    )
+
+
+def comparison_chart(rows: list[Any], palette: dict[str, str], a: int, b: int) -> Chart:
+    """Run B's change in speed against run A, per target and workload (`compare --html`); `rows`
+    are run_comparison.Row, filled where the difference is significant."""
+    panels = []
+    for tn in dict.fromkeys(r.target for r in rows):
+        bars: list[Bar] = []
+        for r in rows:
+            if r.target != tn:
+                continue
+            interval = None if r.ratio_low is None else ((r.ratio_low - 1) * 100, (r.ratio_high - 1) * 100)
+            bars.append((r.workload, (r.ratio - 1) * 100, interval, bool(r.significant)))
+        panels.append((tn, palette.get(tn, GREYS[0]), bars))
+    with matplotlib.rc_context(STYLE):
+        figure = _change_figure(panels, "change in speed, B against A, % (negative: B is slower)")
+    return Chart(
+        "comparison",
+        "comparison",
+        "B against A",
+        f"Change in speed of B (run {b}) against A (run {a}), per target and workload; whiskers: the 95 % "
+        "bootstrap interval of the ratio of medians; filled where the difference is significant "
+        "(Mann-Whitney U at 5 %, or disjoint intervals where too few trials allow the test).",
+        figure,
     )
 
 

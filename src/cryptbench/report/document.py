@@ -26,6 +26,7 @@ from cryptbench import stats
 from cryptbench.adaptive import BUDGETS, StopReason
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher import ceilings
+from cryptbench.errors import UsageError
 from cryptbench.metrics import CATALOG, PRIMARY, info
 from cryptbench.report import diagnosis, study_summary
 from cryptbench.run_warnings import RunWarning, WarningKind
@@ -268,6 +269,13 @@ def qd_curves(doc: dict[str, Any]) -> list[dict[str, Any]]:
                     {"rw": rw, "bs": bs, "target": t["name"], "baseline": t["baseline"], "points": points}
                 )
     return curves
+
+
+def require_metric(doc: dict[str, Any], metric: str) -> None:
+    """A metric asked for by name (`show --metric`, `compare --metric`) must be one the run has."""
+    if not any(r["metric"] == metric for r in doc["results"]):
+        known = sorted({r["metric"] for r in doc["results"]})
+        raise UsageError(f"run {doc['run_id']} has no metric {metric[:40]!r} (it has: {', '.join(known)})")
 
 
 def primary_of(plan: dict[str, Any], workload: str) -> str:

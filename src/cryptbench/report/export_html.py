@@ -12,6 +12,7 @@ from typing import Any
 
 import jinja2
 
+from cryptbench import __version__
 from cryptbench.report import charts as charts_mod
 from cryptbench.report.console import stopping_lines
 from cryptbench.report.cost_console import sources
@@ -30,7 +31,7 @@ CHART_SECTIONS = (
     ("cpu", "CPU over time", ""),
     ("file-size", "Throughput against file size", ""),
 )
-_ENV = jinja2.Environment(
+ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("cryptbench", "report/templates"),
     autoescape=True,  # names and messages come from suites and the system: text, never markup
     undefined=jinja2.StrictUndefined,
@@ -124,7 +125,8 @@ def render(doc: dict[str, Any], charts: list[charts_mod.Chart]) -> str:
     sections += [(kind, title) for kind, title, _ in CHART_SECTIONS if by_kind[kind]]
     sections += [("efficiency", "Where the cost goes")] if efficiency else []
     sections += [("warnings", "Warnings"), ("numbers", "Numbers")]
-    return _ENV.get_template("report.html.j2").render(
+    return ENV.get_template("report.html.j2").render(
+        tool_version=__version__,
         doc=doc,
         env=doc["environment"],
         sections=sections,

@@ -1,0 +1,58 @@
+"""`cryptbench compare A B`: run B against run A, from the store, without re-running.
+
+A and B may live in different databases (`--db-b`, e.g. a copy from another
+machine). The comparison itself is report/run_comparison.py; this module reads
+the two runs, checks the request, and writes the HTML page when asked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cryptbench.errors import UsageError
+from cryptbench.report import charts, document, export_compare_html, run_comparison
+from cryptbench.report.output_files import output_file, write_new
+from cryptbench.store import Store, default_db_path
+
+
+def _document(path: Path, ref: str) -> dict[str, Any]:
+    store = Store.open(path, create=False)
+    try:
+        return document.build(store, store.resolve_run(ref))
+    finally:
+        store.close()
+
+
+def run(
+    *,
+    a: str,
+    b: str,
+    db: Path | None = None,
+    db_b: Path | None = None,
+    metric: str | None = None,
+    force: bool = False,
+    html: str | None = None,
+) -> dict[str, Any]:
+    """{"comparison": run_comparison.Comparison, "html": path written or None}."""
+    html_path = output_file(html, "--html") if html is not None else None
+    if html is not None and html_path is None:
+        raise UsageError("--html needs a file name (an HTML page is not for a terminal)")
+    path_a = db or default_db_path()
+    path_b = db_b or path_a
+    doc_a = _document(path_a, a)
+    doc_b = _document(path_b, b)
+    if doc_a["run_id"] == doc_b["run_id"] and path_a.resolve() == path_b.resolve():
+        raise UsageError(f"A and B are the same run ({doc_a['run_id']}): give two runs to compare")
+    if metric is not None:
+        for doc in (doc_a, doc_b):
+            document.require_metric(doc, metric)
+    comp = run_comparison.compare(
+        doc_a, doc_b, db_a=str(path_a), db_b=str(path_b), metric=metric, force=force
+    )
+    written = None
+    if html_path is not None:
+        chart = charts.comparison_chart(comp.rows, charts.colours(doc_a), comp.a.run_id, comp.b.run_id)
+        write_new(html_path, export_compare_html.render(comp, doc_a, doc_b, chart))
+        written = str(html_path)
+    return {"comparison": comp, "html": written}

@@ -1,0 +1,439 @@
+"""Two stored runs side by side (`cryptbench compare A B`): what changed, and whether
+the runs measured the same things so that the change means something.
+
+Per workload and target both runs measured, the ratio of B's speed to A's (for a
+time or a latency, A's figure over B's, so above 1 always means B is faster) with
+its 95 % bootstrap interval, and whether the difference is significant: a two-sided
+Mann-Whitney U test at 5 % where the two sample sizes let its p-value get below
+5 % at all (3 against 3 trials cannot: the smallest exact p is 0.10), otherwise
+whether the two medians' 95 % intervals are disjoint (the cruder, stricter
+check). Each encrypted target's overhead against its baseline is set beside the
+same overhead in the other run.
+
+Differences between the runs are of two kinds. Some make the figures measure
+different things (bytes per trial, write buffer contents, a workload's fio
+parameters, a target's stack or I/O mode, how caches were dropped, the I/O
+engine): `compare` refuses those unless forced. The rest (host, kernel, CPU,
+versions, repetition) are what one usually compares across, and are listed.
+Pure: everything comes from the two result documents.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy import stats as sps
+
+from cryptbench import stats
+from cryptbench.errors import UsageError
+from cryptbench.metrics import info
+from cryptbench.report.document import primary_of, speed_change
+from cryptbench.units import format_bytes
+
+ALPHA = 0.05  # significance level of the Mann-Whitney U test
+METHOD = (
+    "Significant: a two-sided Mann-Whitney U test at 5 % (p) where the trial counts let p get below "
+    "5 % at all (4 against 4 can, 3 against 3 cannot), else whether the two medians' 95 % intervals "
+    "are disjoint; cannot tell with a single trial on a side."
+)
+# Target details that change every run (a loop device's number, a helper's pid) or name
+# a version (the environment lists versions): they do not make two targets different stacks.
+_VOLATILE_DETAILS = {"loop_device", "helpers", "key", "password", "gocryptfs", "qemu", "version", "image"}
+
+
+@dataclass(frozen=True)
+class Difference:
+    what: str  # e.g. "data per trial", "target fscrypt: I/O mode", "kernel"
+    a: str  # run A's value, as text
+    b: str  # run B's value, as text
+    blocking: bool  # True: the figures measure different things; compare refuses without --force
+
+    def words(self) -> str:
+        return f"{self.what}: {self.a} vs {self.b}"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One workload and target in both runs, on one metric."""
+
+    workload: str
+    target: str
+    metric: str
+    unit: str  # of the medians: bytes/s, s, ops/s, …
+    higher_is_better: bool | None  # the metric's direction; None: neither (context, not a score)
+    a_n: int  # trials
+    a_median: float  # in `unit`
+    a_low: float | None  # 95 % interval of the median, in `unit`; None below 2 trials
+    a_high: float | None
+    b_n: int
+    b_median: float
+    b_low: float | None
+    b_high: float | None
+    ratio: float  # B's speed over A's: above 1, B is faster (for a time: A's over B's); for a
+    # metric with no direction, B's figure over A's
+    ratio_low: float | None  # 95 % bootstrap interval of the ratio; None below 2 trials a side
+    ratio_high: float | None
+    test: str  # mann-whitney, intervals, or none (a side has fewer than 2 trials)
+    p_value: float | None  # Mann-Whitney U, two-sided; None for the other tests
+    significant: bool | None  # None: cannot be told
+
+    def times(self) -> str:
+        """The change as "x ± y times faster/slower" (y: the interval's farther end from x)."""
+        if self.ratio <= 0:
+            return "no speed in B"
+        faster = self.ratio >= 1
+        x = self.ratio if faster else 1 / self.ratio
+        up, down, same = (
+            ("higher", "lower", "the same")
+            if self.higher_is_better is None
+            else ("faster", "slower", "as fast")
+        )
+        word = same if round(x, 2) == 1.0 else (up if faster else down)
+        if self.ratio_low is None or self.ratio_high is None or self.ratio_low <= 0:
+            return f"{x:.2f} times {word}"
+        ends = (self.ratio_low, self.ratio_high) if faster else (1 / self.ratio_high, 1 / self.ratio_low)
+        y = max(x - ends[0], ends[1] - x)
+        return f"{x:.2f} ± {y:.2f} times {word}"
+
+    def evidence(self) -> str:
+        """How significance was decided, briefly (`METHOD` says how in full)."""
+        if self.test == "mann-whitney":
+            return f"p = {self.p_value:.3f}"
+        if self.test == "intervals":
+            return "intervals disjoint" if self.significant else "intervals overlap"
+        return "cannot tell"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "words": self.times(), "evidence": self.evidence()}
+
+
+@dataclass(frozen=True)
+class OverheadRow:
+    """An encrypted target's overhead against its baseline in each run (percent of speed lost)."""
+
+    workload: str
+    target: str
+    baseline: str
+    a: float  # percent
+    a_interval: tuple[float, float] | None  # percent, low to high
+    b: float
+    b_interval: tuple[float, float] | None
+    changed: bool  # the two intervals are disjoint
+
+    def to_json(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: int
+    db: str  # the database it was read from
+    started_at: str  # ISO 8601, UTC
+    suite: str
+    host: str
+    kernel: str
+    status: str  # complete, interrupted, failed
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: RunInfo
+    b: RunInfo
+    rows: list[Row]
+    overheads: list[OverheadRow]
+    differences: list[Difference]
+    only_in_a: list[str] = field(default_factory=list)  # "workload W", "target T", "W on T: no figures"
+    only_in_b: list[str] = field(default_factory=list)
+    forced: bool = False  # blocking differences were overridden with --force
+
+    @property
+    def blocking(self) -> list[Difference]:
+        return [d for d in self.differences if d.blocking]
+
+    def counts(self) -> dict[str, int]:
+        """How many rows B is clearly faster, clearly slower, or not clearly different on."""
+        out = {"faster": 0, "slower": 0, "unclear": 0}
+        for r in self.rows:
+            key = "unclear" if not r.significant else ("faster" if r.ratio > 1 else "slower")
+            out[key] += 1
+        return out
+
+    def summary(self) -> str:
+        c = self.counts()
+        tests = sum(r.test == "mann-whitney" for r in self.rows)
+        up, down = (
+            ("faster", "slower")
+            if any(r.higher_is_better is not None for r in self.rows)
+            else (
+                "higher",
+                "lower",
+            )
+        )
+        text = (
+            f"B against A, {len(self.rows)} workload-target pairs: "
+            f"{up} on {c['faster']}, {down} on {c['slower']}, no clear difference on {c['unclear']}."
+        )
+        if tests:
+            text += (
+                f" {tests} Mann-Whitney tests at 5 %: about {tests / 20:.1f} could differ by chance alone."
+            )
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a.__dict__,
+            "b": self.b.__dict__,
+            "forced": self.forced,
+            "summary": self.summary(),
+            "counts": self.counts(),
+            "differences": [d.__dict__ for d in self.differences],
+            "only_in_a": self.only_in_a,
+            "only_in_b": self.only_in_b,
+            "rows": [r.to_json() for r in self.rows],
+            "overheads": [o.to_json() for o in self.overheads],
+        }
+
+
+def run_info(doc: dict[str, Any], db: str) -> RunInfo:
+    env = doc["environment"]
+    return RunInfo(
+        doc["run_id"],
+        db,
+        doc["started_at"],
+        doc["suite"],
+        str(env.get("hostname")),
+        str(env.get("kernel")),
+        doc["status"],
+    )
+
+
+def mann_whitney_possible(n_a: int, n_b: int, alpha: float = ALPHA) -> bool:
+    """Whether an exact two-sided Mann-Whitney U test of these sample sizes can reach p < alpha:
+    its smallest p-value is 2 / C(n_a + n_b, n_a) (every B above every A)."""
+    return n_a >= 1 and n_b >= 1 and 2 / math.comb(n_a + n_b, n_a) < alpha
+
+
+def _text(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
+def differences(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
+    """Everything that differs between two runs' conditions, blocking first."""
+    out: list[Difference] = []
+    pa, pb = a["plan"], b["plan"]
+    ea, eb = a["environment"], b["environment"]
+
+    def blocking(what: str, va: Any, vb: Any) -> None:
+        if va != vb:
+            out.append(Difference(what, _text(va), _text(vb), True))
+
+    if pa.get("size") != pb.get("size"):
+        out.append(Difference("data per trial", _text(_size(pa)), _text(_size(pb)), True))
+    blocking("write buffers", pa.get("data"), pb.get("data"))
+    blocking("writes to a new file", pa.get("write_new_file"), pb.get("write_new_file"))
+    blocking("cache drop", ea.get("cache_drop"), eb.get("cache_drop"))
+    blocking("fio ioengine", ea.get("ioengine"), eb.get("ioengine"))
+    for w in _common(pa["workloads"], pb["workloads"]):
+        blocking(f"workload {w}: metric", primary_of(pa, w), primary_of(pb, w))
+        spec_a = pa.get("workload_specs", {}).get(w) or pa.get("apps", {}).get(w)
+        spec_b = pb.get("workload_specs", {}).get(w) or pb.get("apps", {}).get(w)
+        if spec_a != spec_b:
+            out.append(Difference(f"workload {w}: definition", _spec(spec_a), _spec(spec_b), True))
+    ta = {t["name"]: t for t in a["targets"]}
+    tb = {t["name"]: t for t in b["targets"]}
+    for name in _common(list(ta), list(tb)):
+        x, y = ta[name], tb[name]
+        for key, label in (
+            ("backend", "backend"),
+            ("encrypted", "encrypted"),
+            ("baseline", "baseline"),
+            ("medium", "medium"),
+            ("io_mode", "I/O mode"),
+        ):
+            blocking(f"target {name}: {label}", x.get(key), y.get(key))
+        dx, dy = x.get("details", {}), y.get("details", {})
+        for key in sorted((set(dx) | set(dy)) - _VOLATILE_DETAILS):
+            blocking(f"target {name}: {key}", dx.get(key), dy.get(key))
+
+    def listed(what: str, va: Any, vb: Any) -> None:
+        if va != vb:
+            out.append(Difference(what, _text(va), _text(vb), False))
+
+    listed("host", ea.get("hostname"), eb.get("hostname"))
+    listed("CPU", _cpu(ea), _cpu(eb))
+    listed("memory", _mem(ea), _mem(eb))
+    listed("OS", ea.get("os"), eb.get("os"))
+    listed("kernel", ea.get("kernel"), eb.get("kernel"))
+    listed("kernel's xts(aes)", _xts(ea), _xts(eb))
+    listed("scratch filesystem", _scratch(ea), _scratch(eb))
+    for key in ("fio", "gocryptfs", "python"):
+        listed(key, ea.get(key), eb.get(key))
+    listed("cryptbench", a["tool_version"], b["tool_version"])
+    listed("suite", a["suite"], b["suite"])
+    listed("repeats", _repeats(pa), _repeats(pb))
+    listed("status", a["status"], b["status"])
+    return out
+
+
+def _common(xs: list[str], ys: list[str]) -> list[str]:
+    return [x for x in xs if x in set(ys)]
+
+
+def _size(plan: dict[str, Any]) -> str | None:
+    return None if plan.get("size") is None else format_bytes(plan["size"])
+
+
+def _spec(spec: Any) -> str:
+    if not isinstance(spec, dict):
+        return _text(spec)
+    return ", ".join(f"{k}={v}" for k, v in spec.items())
+
+
+def _cpu(env: dict[str, Any]) -> str:
+    return f"{env.get('cpu_model')}, {env.get('cpu_count')} cores"
+
+
+def _mem(env: dict[str, Any]) -> str | None:
+    return format_bytes(env["memory_bytes"]) if env.get("memory_bytes") else None
+
+
+def _xts(env: dict[str, Any]) -> str | None:
+    return (env.get("kernel_crypto") or {}).get("xts(aes)")
+
+
+def _scratch(env: dict[str, Any]) -> str | None:
+    fs = env.get("target_filesystem")
+    return None if not fs else f"{fs.get('fstype')} on {fs.get('source')}"
+
+
+def _repeats(plan: dict[str, Any]) -> str:
+    return "adaptive" if plan.get("repeats") is None else str(plan["repeats"])
+
+
+def _results(doc: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    return {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
+
+
+def _significance(ra: dict[str, Any], rb: dict[str, Any]) -> tuple[str, float | None, bool | None]:
+    a, b = ra["samples"], rb["samples"]
+    if mann_whitney_possible(len(a), len(b)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # identical samples: SciPy warns, p is 1
+            p = float(sps.mannwhitneyu(b, a, alternative="two-sided").pvalue)
+        p = 1.0 if math.isnan(p) else p
+        return "mann-whitney", p, p < ALPHA
+    if None in (ra["ci_low"], ra["ci_high"], rb["ci_low"], rb["ci_high"]):
+        return "none", None, None
+    disjoint = ra["ci_high"] < rb["ci_low"] or rb["ci_high"] < ra["ci_low"]
+    return "intervals", None, disjoint
+
+
+def compare(
+    a: dict[str, Any],
+    b: dict[str, Any],
+    *,
+    db_a: str,
+    db_b: str,
+    metric: str | None = None,
+    force: bool = False,
+) -> Comparison:
+    """The comparison of run B against run A. Raises UsageError when their conditions differ
+    in a way that makes the figures measure different things, unless `force`."""
+    pair = f"A (run {a['run_id']}) and B (run {b['run_id']})"
+    workloads = _common(a["plan"]["workloads"], b["plan"]["workloads"])
+    names_a = [t["name"] for t in a["targets"]]
+    names_b = [t["name"] for t in b["targets"]]
+    targets = _common(names_a, names_b)
+    if not workloads or not targets:
+        missing = "workload" if not workloads else "target"
+        raise UsageError(f"{pair} have no {missing} in common: nothing to compare")
+    diffs = differences(a, b)
+    hard = [d for d in diffs if d.blocking]
+    if hard and not force:
+        shown = "; ".join(d.words() for d in hard[:3])
+        more = f" (and {len(hard) - 3} more)" if len(hard) > 3 else ""
+        raise UsageError(
+            f"{pair} did not measure the same things: {shown}{more}; --force compares them anyway"
+        )
+    res_a, res_b = _results(a), _results(b)
+    only_a = [f"workload {w}" for w in a["plan"]["workloads"] if w not in workloads]
+    only_a += [f"target {t}" for t in names_a if t not in targets]
+    only_b = [f"workload {w}" for w in b["plan"]["workloads"] if w not in workloads]
+    only_b += [f"target {t}" for t in names_b if t not in targets]
+    rows = []
+    for w in workloads:
+        m = metric or primary_of(a["plan"], w)
+        for t in targets:
+            ra, rb = res_a.get((w, t, m)), res_b.get((w, t, m))
+            if ra is None or rb is None:
+                if ra is not None:
+                    only_a.append(f"{w} on {t}")
+                elif rb is not None:
+                    only_b.append(f"{w} on {t}")
+                continue
+            r = stats.speed_ratio(
+                rb["samples"],
+                ra["samples"],
+                info(m).higher_is_better,
+                stats.figure_seed(0, "compare", str(a["run_id"]), str(b["run_id"]), w, t, m),
+            )
+            test, p, significant = _significance(ra, rb)
+            rows.append(
+                Row(
+                    w,
+                    t,
+                    m,
+                    ra["unit"],
+                    info(m).higher_is_better,
+                    ra["n"],
+                    ra["median"],
+                    ra["ci_low"],
+                    ra["ci_high"],
+                    rb["n"],
+                    rb["median"],
+                    rb["ci_low"],
+                    rb["ci_high"],
+                    r.ratio,
+                    r.ci_low,
+                    r.ci_high,
+                    test,
+                    p,
+                    significant,
+                )
+            )
+    if not rows:
+        what = f" on {metric}" if metric else ""
+        raise UsageError(f"{pair} have no workload and target measured in both{what}: nothing to compare")
+    return Comparison(
+        run_info(a, db_a),
+        run_info(b, db_b),
+        rows,
+        overheads(a, b),
+        diffs,
+        only_a,
+        only_b,
+        forced=bool(hard),
+    )
+
+
+def overheads(a: dict[str, Any], b: dict[str, Any]) -> list[OverheadRow]:
+    """Each encrypted target's overhead against its baseline in both runs, where both have it."""
+    comps_b = {
+        (c["workload"], c["target"], c["baseline"]): c for c in b["comparisons"] if c["kind"] == "baseline"
+    }
+    encrypted = {t["name"] for t in a["targets"] if t["encrypted"]}
+    out = []
+    for c in a["comparisons"]:
+        other = comps_b.get((c["workload"], c["target"], c["baseline"]))
+        if c["kind"] != "baseline" or other is None or c["target"] not in encrypted:
+            continue
+        pa, ia, _ = speed_change(c)
+        pb, ib, _ = speed_change(other)
+        ia = None if ia is None else (-ia[1], -ia[0])
+        ib = None if ib is None else (-ib[1], -ib[0])
+        changed = ia is not None and ib is not None and (ia[1] < ib[0] or ib[1] < ia[0])
+        out.append(OverheadRow(c["workload"], c["target"], c["baseline"], -pa, ia, -pb, ib, changed))
+    return out

@@ -1,0 +1,89 @@
+"""`cryptbench compare` on real runs: two tiny gocryptfs runs in two databases (as if
+from two machines), compared through the command line; a run of another size is
+refused without --force; the HTML page has every section."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from cryptbench.backends import REGISTRY
+from cryptbench.commands import run as run_cmd
+from tests.conftest import cli, requires_root
+from tests.unit.test_export_html import Page
+
+SEQ_SUITE = Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml"
+
+
+def _run(target_dir: Path, db: Path, size: str, repeats: int, seed: int) -> dict:
+    outcome = run_cmd.run(
+        backends="gocryptfs",
+        suite=str(SEQ_SUITE),
+        size=size,
+        repeats=repeats,
+        seed=seed,
+        target=str(target_dir),
+        db=db,
+    )
+    assert outcome.status == "complete" and outcome.document["trials"]["failed"] == 0
+    return outcome.document
+
+
+@requires_root
+def test_compare_two_real_runs(target_dir: Path, tmp_path: Path) -> None:
+    if not REGISTRY["gocryptfs"].probe().ok:
+        pytest.skip(f"gocryptfs unavailable here: {REGISTRY['gocryptfs'].probe().reason}")
+    db_a, db_b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    a = _run(target_dir, db_a, "8M", 4, 1)
+    b = _run(target_dir, db_b, "8M", 4, 2)
+
+    done = cli("compare", "latest", "latest", "--db", str(db_a), "--db-b", str(db_b), "--json")
+    assert done.returncode == 0, done.stderr
+    comp = json.loads(done.stdout)
+    assert (comp["a"]["run_id"], comp["b"]["run_id"]) == (a["run_id"], b["run_id"])
+    assert not comp["forced"] and not [d for d in comp["differences"] if d["blocking"]]
+    assert {(r["workload"], r["target"]) for r in comp["rows"]} == {
+        (w, t) for w in ("seq1m-q8-read", "seq1m-q8-write") for t in ("plain", "gocryptfs")
+    }
+    median = {
+        (side, r["workload"], r["target"]): statistics.median(r["samples"])
+        for side, doc in (("a", a), ("b", b))  # both are run 1 of their own database
+        for r in doc["results"]
+        if r["metric"] == "throughput"
+    }
+    for r in comp["rows"]:
+        assert r["test"] == "mann-whitney" and 0 < r["p_value"] <= 1  # 4 against 4 trials allow it
+        assert r["significant"] == (r["p_value"] < 0.05)
+        want = median[("b", r["workload"], r["target"])] / median[("a", r["workload"], r["target"])]
+        assert r["ratio"] == pytest.approx(want)
+        assert r["ratio_low"] <= r["ratio_high"]
+        assert r["words"].endswith(("faster", "slower", "as fast"))
+
+    # The terminal table and the page, from the same two stores.
+    page_path = tmp_path / "compare.html"
+    shown = cli(
+        "compare", "latest", "latest", "--db", str(db_a), "--db-b", str(db_b), "--html", str(page_path)
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "B against A, 4 workload-target pairs" in " ".join(shown.stdout.split())
+    page = Page()
+    page.feed(page_path.read_text())
+    assert page.sections == ["summary", "runs", "comparison", "changes", "overheads"]
+    assert len(page.rows["comparison-table"]) == 4 and page.charts == ["comparison"]
+    again = cli(
+        "compare", "latest", "latest", "--db", str(db_a), "--db-b", str(db_b), "--html", str(page_path)
+    )
+    assert again.returncode == 2 and "exists" in again.stderr  # never overwritten
+
+    # Another size measures something else: refused in one line, compared with --force.
+    c = _run(target_dir, db_a, "4M", 2, 3)
+    refused = cli("compare", str(a["run_id"]), str(c["run_id"]), "--db", str(db_a))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.count("\n") == 1 and "data per trial: 8.0 MiB vs 4.0 MiB" in refused.stderr
+    forced = cli("compare", str(a["run_id"]), str(c["run_id"]), "--db", str(db_a), "--force", "--json")
+    assert forced.returncode == 0, forced.stderr
+    data = json.loads(forced.stdout)
+    assert data["forced"] and {r["test"] for r in data["rows"]} == {"intervals"}  # 4 against 2 trials
