@@ -121,8 +121,16 @@ def _parser() -> argparse.ArgumentParser:
     su.add_argument("name", nargs="?", help="one suite, in full")
     su.add_argument("--json", action="store_true", help="print JSON")
 
-    h = sub.add_parser("history", help="runs stored so far")
-    h.add_argument("--limit", type=int, default=20)
+    h = sub.add_parser(
+        "history", help="runs stored so far; with --workload or --metric, each target's figure over time"
+    )
+    h.add_argument("--limit", type=int, default=20, help="the newest N runs that match (default 20)")
+    h.add_argument("--backend", help="only runs with a target of this backend (and only its targets' series)")
+    h.add_argument("--workload", help="only runs of this workload; draws its metric over time per target")
+    h.add_argument("--host", help="only runs on this host name")
+    h.add_argument(
+        "--metric", help="the metric drawn over time (default: the workload's own; throughput, lat_p99, …)"
+    )
     h.add_argument("--db", type=Path)
     h.add_argument("--json", action="store_true")
 
@@ -329,29 +337,24 @@ def _suites(args: argparse.Namespace, out: Console) -> int:
 
 def _history(args: argparse.Namespace, out: Console) -> int:
     from cryptbench.commands import history
+    from cryptbench.report import history_table
 
-    rows = history.run(limit=args.limit, db=args.db)
+    found = history.run(
+        limit=args.limit,
+        db=args.db,
+        backend=args.backend,
+        workload=args.workload,
+        host=args.host,
+        metric=args.metric,
+    )
     if args.json:
-        _print_json(rows)
+        _print_json(found.to_json())
         return 0
-    if not rows:
-        out.print("no runs stored yet (cryptbench run)")
+    if not found.runs:
+        filtered = any(v is not None for v in (args.backend, args.workload, args.host))
+        out.print("no stored run matches" if filtered else "no runs stored yet (cryptbench run)")
         return 0
-    table = Table()
-    for col in ("run", "started (UTC)", "status", "suite", "size", "repeats", "targets", "trials ok/failed"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(
-            str(r["id"]),
-            r["started_at"][:19].replace("T", " "),
-            r["status"],
-            r["suite"],
-            f"{(r['size'] or 0) >> 20} MiB",
-            str(r["repeats"]),
-            ", ".join(r["targets"]),
-            f"{r['ok_trials']}/{r['failed_trials']}",
-        )
-    out.print(table)
+    history_table.render(found, out)
     return 0
 
 

@@ -1,6 +1,7 @@
 """`cryptbench compare` on real runs: two tiny gocryptfs runs in two databases (as if
 from two machines), compared through the command line; a run of another size is
-refused without --force; the HTML page has every section."""
+refused without --force; the HTML page has every section; `history` draws the
+same runs' medians over time."""
 
 from __future__ import annotations
 
@@ -87,3 +88,24 @@ def test_compare_two_real_runs(target_dir: Path, tmp_path: Path) -> None:
     assert forced.returncode == 0, forced.stderr
     data = json.loads(forced.stdout)
     assert data["forced"] and {r["test"] for r in data["rows"]} == {"intervals"}  # 4 against 2 trials
+
+    # history over the same store: both runs, each target's median as the documents have it.
+    hist = cli(
+        "history", "--db", str(db_a), "--workload", "seq1m-q8-read", "--backend", "gocryptfs", "--json"
+    )
+    assert hist.returncode == 0, hist.stderr
+    found = json.loads(hist.stdout)
+    assert [r["id"] for r in found["runs"]] == [c["run_id"], a["run_id"]] and found["metric"] == "throughput"
+    (series,) = found["series"]  # only gocryptfs's targets with --backend
+    assert (
+        series["target"] == "gocryptfs" and "bytes per trial differ between these runs" in series["caveats"]
+    )
+    for point, doc in zip(series["points"], (a, c), strict=True):
+        result = next(
+            r
+            for r in doc["results"]
+            if (r["workload"], r["target"], r["metric"]) == ("seq1m-q8-read", "gocryptfs", "throughput")
+        )
+        assert point["run_id"] == doc["run_id"] and point["median"] == pytest.approx(result["median"])
+    shown = cli("history", "--db", str(db_a), "--workload", "seq1m-q8-read")
+    assert shown.returncode == 0 and "median per run, oldest left" in shown.stdout

@@ -70,7 +70,7 @@ def test_cli_json_document(target_dir: Path, tmp_path: Path) -> None:
     again = cli("show", "latest", "--json", "--db", str(db))
     assert json.loads(again.stdout) == doc
     hist = cli("history", "--json", "--db", str(db))
-    (row,) = json.loads(hist.stdout)
+    (row,) = json.loads(hist.stdout)["runs"]
     assert row["id"] == doc["run_id"] and row["status"] == "complete" and row["ok_trials"] == 6
 
 

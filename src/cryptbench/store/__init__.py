@@ -310,14 +310,48 @@ class Store:
         ).fetchone()
         return float(total)
 
-    def history(self, limit: int) -> list[dict[str, Any]]:
+    def history(
+        self,
+        limit: int,
+        *,
+        backend: str | None = None,
+        workload: str | None = None,
+        host: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The newest runs first, at most `limit`, each only if it had a target of `backend`,
+        trials of `workload` and ran on `host` (where given)."""
+        where, args = _given(
+            ("EXISTS (SELECT 1 FROM targets g WHERE g.run_id=r.id AND g.backend=?)", backend),
+            ("EXISTS (SELECT 1 FROM trials t WHERE t.run_id=r.id AND t.workload=?)", workload),
+            ("json_extract(r.environment_json, '$.hostname')=?", host),
+        )
         cur = self.db.execute(
             "SELECT r.id, r.started_at, r.finished_at, r.status, r.suite, r.plan_json,"
+            " json_extract(r.environment_json, '$.hostname') AS host,"
             " (SELECT count(*) FROM trials t WHERE t.run_id=r.id AND t.status='ok') AS ok_trials,"
             " (SELECT count(*) FROM trials t WHERE t.run_id=r.id AND t.status!='ok') AS failed_trials,"
             " (SELECT group_concat(name, ',') FROM targets g WHERE g.run_id=r.id) AS targets"
-            " FROM runs r ORDER BY r.id DESC LIMIT ?",
-            (limit,),
+            " FROM runs r"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY r.id DESC LIMIT ?",
+            (*args, limit),
+        )
+        return [_row(cur, r) for r in cur.fetchall()]
+
+    def metric_values(
+        self, run_ids: list[int], metric: str, *, workload: str | None = None, backend: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Every value of one metric in the given runs' good trials, with the trial's workload,
+        target and the target's I/O mode, in run and trial order."""
+        marks = ",".join("?" * len(run_ids))
+        where, args = _given(("t.workload=?", workload), ("g.backend=?", backend))
+        where += [f"t.run_id IN ({marks})", "m.name=?", "t.status='ok'"]
+        args += [*run_ids, metric]
+        cur = self.db.execute(
+            "SELECT t.run_id, t.workload, t.target, g.io_mode, m.unit, m.value FROM metrics m"
+            " JOIN trials t ON t.id=m.trial_id JOIN targets g ON g.run_id=t.run_id AND g.name=t.target"
+            " WHERE " + " AND ".join(where) + " ORDER BY t.run_id, t.seq",
+            args,
         )
         return [_row(cur, r) for r in cur.fetchall()]
 
@@ -347,6 +381,12 @@ class _Tx:
             self.db.execute("ROLLBACK" if exc_type else "COMMIT")
         finally:
             self._blocked.__exit__(None, None, None)
+
+
+def _given(*filters: tuple[str, Any]) -> tuple[list[str], list[Any]]:
+    """The SQL conditions whose value was given, and those values in order."""
+    chosen = [(sql, value) for sql, value in filters if value is not None]
+    return [sql for sql, _ in chosen], [value for _, value in chosen]
 
 
 def _row(cur: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:

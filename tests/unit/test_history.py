@@ -1,0 +1,153 @@
+"""`cryptbench history`: filters, and each target's median over the runs shown.
+
+The runs are written through the store's own API with known values (no runner),
+so each test knows which runs match and what their medians are.
+"""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from cryptbench.commands import history
+from cryptbench.errors import UsageError
+from cryptbench.report.history_table import GAP, line, render, sparkline
+from cryptbench.store import MetricValue, Store
+
+
+def _target(name: str, backend: str, io_mode: str = "direct") -> dict:
+    return {
+        "name": name,
+        "backend": backend,
+        "baseline": None if name == "plain" else "plain",
+        "encrypted": name != "plain",
+        "io_mode": io_mode,
+        "direct_io": "honoured",
+        "direct_io_reason": "",
+        "marker_in_backing": None,
+        "encryption_verified": None,
+        "details": {},
+    }
+
+
+def _add_run(
+    store: Store,
+    host: str,
+    values: dict[tuple[str, str], list[float]],
+    *,
+    size: int = 8 << 20,
+    backend: str = "gocryptfs",
+    io_mode: str = "direct",
+) -> int:
+    """A finished run with `values` per (workload, target): throughput in bytes/s, and
+    p99 latency of one millisecond per 1e8 bytes/s, so both metrics have known medians."""
+    workloads = list(dict.fromkeys(w for w, _ in values))
+    plan = {"size": size, "repeats": 3, "workloads": workloads, "primary_metrics": {}}
+    run_id = store.insert_run("seq", plan, {"hostname": host}, "0.1.0")
+    for name in dict.fromkeys(t for _, t in values):
+        store.insert_target(run_id, _target(name, "plain" if name == "plain" else backend, io_mode))
+    seq = 0
+    for (w, t), vs in values.items():
+        for v in vs:
+            trial = {"seq": seq, "block": 0, "repeat": seq, "workload": w, "target": t,
+                     "started_at": "2026-11-22T00:00:00Z", "status": "ok"}  # fmt: skip
+            metrics = [MetricValue("throughput", "bytes/s", v), MetricValue("lat_p99", "s", v / 1e11)]
+            store.insert_trial(run_id, trial, metrics)
+            seq += 1
+    store.finish_run(run_id, "complete")
+    return run_id
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "r.sqlite"
+    store = Store.open(path)
+    _add_run(store, "a", {("read", "plain"): [1e8, 2e8, 3e8], ("read", "gocryptfs"): [1e8, 1e8, 1e8]})
+    _add_run(store, "a", {("read", "plain"): [4e8, 4e8], ("read", "gocryptfs"): [2e8, 2e8]})
+    _add_run(store, "b", {("write", "plain"): [5e8], ("write", "fscrypt"): [1e8]}, backend="fscrypt")
+    _add_run(store, "a", {("read", "plain"): [6e8], ("read", "gocryptfs"): [3e8]}, size=16 << 20)
+    store.close()
+    return path
+
+
+def test_all_runs_newest_first(db: Path) -> None:
+    found = history.run(db=db)
+    assert [r["id"] for r in found.runs] == [4, 3, 2, 1]
+    assert [r["host"] for r in found.runs] == ["a", "b", "a", "a"]
+    assert set(found.runs[1]["targets"]) == {"plain", "fscrypt"} and found.runs[0]["ok_trials"] == 2
+    assert found.series == [] and found.metric is None
+    assert [r["id"] for r in history.run(db=db, limit=2).runs] == [4, 3]
+
+
+def test_filters_by_backend_workload_and_host(db: Path) -> None:
+    assert [r["id"] for r in history.run(db=db, backend="fscrypt").runs] == [3]
+    assert [r["id"] for r in history.run(db=db, workload="read").runs] == [4, 2, 1]
+    assert [r["id"] for r in history.run(db=db, host="b").runs] == [3]
+    assert [r["id"] for r in history.run(db=db, host="a", backend="fscrypt").runs] == []
+    assert [r["id"] for r in history.run(db=db, workload="read", limit=1).runs] == [4]
+
+
+def test_a_workload_draws_its_own_metric_per_target(db: Path) -> None:
+    found = history.run(db=db, workload="read")
+    assert found.metric == "throughput"
+    assert [(s.workload, s.target) for s in found.series] == [("read", "gocryptfs"), ("read", "plain")]
+    plain = found.series[1]
+    assert [(p.run_id, p.median, p.n) for p in plain.points] == [(1, 2e8, 3), (2, 4e8, 2), (4, 6e8, 1)]
+    assert plain.caveats() == ["bytes per trial differ between these runs"]
+    assert found.run_ids() == [1, 2, 4]
+
+
+def test_a_chosen_metric_and_a_backend_narrow_the_series(db: Path) -> None:
+    found = history.run(db=db, metric="lat_p99", backend="gocryptfs")
+    assert found.metric == "lat_p99"
+    assert [(s.workload, s.target) for s in found.series] == [("read", "gocryptfs")]
+    assert [p.median for p in found.series[0].points] == pytest.approx([1e-3, 2e-3, 3e-3])
+    with pytest.raises(UsageError, match="no run shown has metric 'nope'"):
+        history.run(db=db, metric="nope")
+
+
+def test_io_mode_changes_are_a_caveat(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    store = Store.open(path)
+    _add_run(store, "a", {("read", "gocryptfs"): [1e8]}, io_mode="direct")
+    _add_run(store, "a", {("read", "gocryptfs"): [1e8]}, io_mode="buffered")
+    store.close()
+    (series,) = history.run(db=path, workload="read").series
+    assert series.caveats() == ["I/O mode differs between these runs"]
+
+
+def test_sparkline_scales_each_line_to_its_own_range() -> None:
+    assert sparkline([1, 2, 3, 4, 5, 6, 7, 8]) == "▁▂▃▄▅▆▇█"
+    assert sparkline([10, None, 30]) == f"▁{GAP}█"
+    assert sparkline([5, 5, 5]) == "▄▄▄"  # flat: the middle, not the floor
+    assert sparkline([None, None]) == GAP * 2
+
+
+def test_the_lines_of_a_table_share_columns(db: Path) -> None:
+    found = history.run(db=db, workload="read")
+    columns = found.run_ids()
+    assert [line(s, columns) for s in found.series] == ["▁▅█", "▁▅█"]
+    found = history.run(db=db, metric="throughput")  # run 3 has only the write workload
+    lines = {(s.workload, s.target): line(s, found.run_ids()) for s in found.series}
+    assert lines[("write", "fscrypt")] == f"{GAP}{GAP}▄{GAP}"
+    assert len({len(v) for v in lines.values()}) == 1
+
+
+def test_terminal_table(db: Path) -> None:
+    buf = StringIO()
+    render(history.run(db=db, workload="read"), Console(file=buf, width=200))
+    text = buf.getvalue()
+    assert "throughput: median per run, oldest left (runs 1 … 4)" in text
+    assert "▁▅█" in text and "bytes per trial differ" in text
+    buf = StringIO()
+    render(history.run(db=db), Console(file=buf, width=200))
+    assert "history --workload W" in buf.getvalue()
+
+
+def test_no_database_is_no_runs(tmp_path: Path) -> None:
+    assert history.run(db=tmp_path / "none.sqlite").runs == []
+    with pytest.raises(UsageError, match="--limit"):
+        history.run(db=tmp_path / "none.sqlite", limit=0)
