@@ -38,11 +38,17 @@ from tests.conftest import cli, requires_root
         (["run", "--max-bytes", "0"], "--max-bytes must be more than zero"),
         (["selftest", "--size", "8M"], "selftest needs --size of at least 32.0 MiB"),
         (["show", "last"], None),
+        (["report", "--csv", "-", "--markdown"], "each print to stdout"),
+        (["compare", "1", "2", "--metric", "x"], "no run 1 in"),
+        (["history", "--limit", "0"], "--limit must be at least 1"),
         (["frobnicate"], "invalid choice"),
     ],
 )
 def test_bad_input(args: list[str], message: str | None, tmp_path: Path) -> None:
-    proc = cli(*args, *(["--db", str(tmp_path / "r.sqlite")] if args[0] == "show" else []))
+    db = tmp_path / "r.sqlite"
+    if args[0] == "compare":
+        db.write_bytes(b"")  # an empty file: no runs, and not a database someone lost
+    proc = cli(*args, *(["--db", str(db)] if args[0] in ("show", "report", "compare", "history") else []))
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr

@@ -63,6 +63,18 @@ def test_a_missing_comparison_cannot_pass() -> None:
     assert (f.workload, f.overhead) == ("rnd4k-q1-read", None) and "cannot pass" in f.words(100)
 
 
+def test_a_workload_that_failed_everywhere_cannot_pass() -> None:
+    doc = copy.deepcopy(DOC)
+    doc["results"] = [r for r in doc["results"] if r["workload"] != "rnd4k-q1-write"]
+    doc["comparisons"] = [c for c in doc["comparisons"] if c["workload"] != "rnd4k-q1-write"]
+    result = check.evaluate(doc, 100)
+    assert not result.passed
+    assert {(f.target, f.workload) for f in result.findings if f.overhead is None} == {
+        ("fscrypt", "rnd4k-q1-write"),
+        ("gocryptfs", "rnd4k-q1-write"),
+    }
+
+
 def test_a_run_without_encrypted_targets_is_an_error() -> None:
     doc = copy.deepcopy(DOC)
     for t in doc["targets"]:

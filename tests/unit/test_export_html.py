@@ -84,6 +84,8 @@ def test_every_section_and_each_chart_inline(page_and_doc: tuple[Page, dict, lis
     ]  # fmt: skip
     assert page.charts == [c.name for c in made]
     assert page.svgs == len(made)
+    # Built without timelines (as for a run stored before schema 4): the page says why no CPU chart.
+    assert "No CPU-over-time chart" in " ".join(page.text)
 
 
 def test_nothing_is_fetched_from_anywhere(page_and_doc: tuple[Page, dict, list[charts.Chart]]) -> None:

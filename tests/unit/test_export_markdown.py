@@ -50,3 +50,11 @@ def test_a_target_without_a_result_is_marked_failed() -> None:
     doc = json.loads((DOCS / "default-run.json").read_text())
     doc["results"] = [r for r in doc["results"] if (r["workload"], r["target"]) != ("seq1m-q8-read", "cryfs")]
     assert "| seq1m-q8-read | cryfs | failed | | |" in export_markdown.render(doc)
+
+
+def test_an_environment_field_an_old_run_lacks_reads_unknown() -> None:
+    doc = json.loads((DOCS / "default-run.json").read_text())
+    del doc["environment"]["kernel"]
+    doc["environment"]["cpu_model"] = None
+    first = export_markdown.render(doc).splitlines()[0]
+    assert "kernel unknown" in first and "unknown, " in first and "None" not in first

@@ -61,6 +61,8 @@ def run(
             "say what to write: --html FILE, --csv FILE (or - for stdout), --png DIR, --svg DIR, "
             "--markdown or --json"
         )
+    if [csv == "-", markdown, json].count(True) > 1:
+        raise UsageError("--csv -, --markdown and --json each print to stdout: ask for one of them at a time")
     csv_path = output_file(csv, "--csv") if csv is not None else None
     html_path = output_file(html, "--html") if html is not None else None
     if html_path is None and html is not None:

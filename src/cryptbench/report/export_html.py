@@ -138,4 +138,6 @@ def render(doc: dict[str, Any], charts: list[charts_mod.Chart]) -> str:
         stopping=stopping_lines(doc),
         summary=summary_rows(doc),
         full=full_rows(doc),
+        # Saying why a chart is missing: runs stored before schema 4 kept only each trial's totals.
+        cpu_missing=not by_kind["cpu"],
     )

@@ -69,11 +69,15 @@ def summary_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def render(doc: dict[str, Any]) -> str:
-    env = doc["environment"]
+    found = doc["environment"]
+    env = {
+        k: "unknown" if found.get(k) is None else found[k]
+        for k in ("hostname", "cpu_model", "cpu_count", "kernel")
+    }
     lines = [
         f"**cryptbench run {doc['run_id']}** ({doc['suite']} suite, {doc['started_at']}) on "
-        f"{env.get('hostname')}: {env.get('cpu_model')}, {env.get('cpu_count')} cores, "
-        f"kernel {env.get('kernel')}; cryptbench {doc['tool_version']}.",
+        f"{env['hostname']}: {env['cpu_model']}, {env['cpu_count']} cores, "
+        f"kernel {env['kernel']}; cryptbench {doc['tool_version']}.",
         "",
         "| workload | target | median [95 % CI] | against | change [95 % CI] |",
         "|---|---|---:|---|---:|",
