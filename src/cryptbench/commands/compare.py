@@ -12,7 +12,7 @@ from typing import Any
 
 from cryptbench.errors import UsageError
 from cryptbench.report import charts, document, export_compare_html, run_comparison
-from cryptbench.report.output_files import output_file, write_new
+from cryptbench.report.output_files import page_file, write_new
 from cryptbench.store import Store, default_db_path
 
 
@@ -35,9 +35,7 @@ def run(
     html: str | None = None,
 ) -> dict[str, Any]:
     """{"comparison": run_comparison.Comparison, "html": path written or None}."""
-    html_path = output_file(html, "--html") if html is not None else None
-    if html is not None and html_path is None:
-        raise UsageError("--html needs a file name (an HTML page is not for a terminal)")
+    html_path = page_file(html, "--html") if html is not None else None
     path_a = db or default_db_path()
     path_b = db_b or path_a
     doc_a = _document(path_a, a)

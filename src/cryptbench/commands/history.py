@@ -38,8 +38,7 @@ class Series:
     def caveats(self) -> list[str]:
         """What changed between the points besides the system under test."""
         out = []
-        sizes = sorted({p.size for p in self.points if p.size is not None})
-        if len(sizes) > 1:
+        if len({p.size for p in self.points if p.size is not None}) > 1:
             out.append("bytes per trial differ between these runs")
         if len({p.io_mode for p in self.points}) > 1:
             out.append("I/O mode differs between these runs")
@@ -135,7 +134,7 @@ def run(
         if not runs or (metric is None and workload is None):
             return History(runs)
         # A workload's own metric (the newest run's, should a suite have changed it).
-        chosen = metric or primary_of({"primary_metrics": runs[0]["primary_metrics"]}, str(workload))
+        chosen = metric or primary_of(runs[0], str(workload))
         series = _series(store, runs, chosen, workload, backend)
     finally:
         store.close()

@@ -12,7 +12,7 @@ from typing import Any
 
 from cryptbench.errors import UsageError
 from cryptbench.report import charts, document, export_csv, export_html, export_markdown
-from cryptbench.report.output_files import output_dir, output_file, write_new
+from cryptbench.report.output_files import output_dir, output_file, page_file, write_new
 from cryptbench.store import Store, default_db_path
 
 
@@ -64,9 +64,7 @@ def run(
     if [csv == "-", markdown, json].count(True) > 1:
         raise UsageError("--csv -, --markdown and --json each print to stdout: ask for one of them at a time")
     csv_path = output_file(csv, "--csv") if csv is not None else None
-    html_path = output_file(html, "--html") if html is not None else None
-    if html_path is None and html is not None:
-        raise UsageError("--html needs a file name (an HTML page is not for a terminal)")
+    html_path = page_file(html, "--html") if html is not None else None
     dirs = {fmt: output_dir(d, f"--{fmt}") for fmt, d in (("png", png), ("svg", svg)) if d is not None}
     store = Store.open(db or default_db_path(), create=False)
     try:

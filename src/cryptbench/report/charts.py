@@ -23,7 +23,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from cryptbench.metrics import info
-from cryptbench.report.document import primary_of, speed_change
+from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.units import format_bytes
 
 WIDTH = 7.0  # inches: readable when scaled down to a phone's width, not sparse on a desktop
@@ -169,14 +169,10 @@ def _family(doc: dict[str, Any], workload: str) -> tuple[str, str]:
     return f"{kind}-{slug}", f"{kind.capitalize()} {size} requests"
 
 
-def _results(doc: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
-    return {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
-
-
 def bar_charts(doc: dict[str, Any]) -> list[Chart]:
     """One grouped bar chart per workload family and medium: the median of each workload's own
     metric for every target, whiskers at its 95 % interval."""
-    results = _results(doc)
+    results = results_by_key(doc)
     palette = colours(doc)
     metric_of = {w: primary_of(doc["plan"], w) for w in doc["plan"]["workloads"]}
     families: dict[tuple[str, str], list[str]] = {}
@@ -333,7 +329,7 @@ def comparison_chart(rows: list[Any], palette: dict[str, str], a: int, b: int) -
 
 def latency_chart(doc: dict[str, Any]) -> Chart | None:
     """p50, p99 and p99.9 completion latency per target, one panel per workload, log scale."""
-    results = _results(doc)
+    results = results_by_key(doc)
     palette = colours(doc)
     workloads = [
         w

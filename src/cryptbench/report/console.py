@@ -10,7 +10,7 @@ from rich.text import Text
 
 from cryptbench.metrics import PRIMARY, info
 from cryptbench.report import cost_console
-from cryptbench.report.document import primary_of, speed_change
+from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.units import format_bytes, format_duration, format_value
 
 
@@ -91,7 +91,7 @@ def _by_target(doc: dict[str, Any], title: str, metric: str | None) -> Table:
     workloads = [w for w in doc["plan"]["workloads"] if any(r["workload"] == w for r in doc["results"])]
     for w in workloads:
         table.add_column(_workload_header(doc, w, metric), justify="right")
-    results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
+    results = results_by_key(doc)
     comps = {(c["workload"], c["target"], c["baseline"]): c for c in doc["comparisons"]}
     for t in doc["targets"]:
         cells: list[Text | str] = [f"{t['name']}\nvs {t['baseline']}" if t["baseline"] else t["name"]]
@@ -143,7 +143,7 @@ def render(doc: dict[str, Any], console: Console, metric: str | None = None) -> 
     for t in targets:
         header = f"{t}\nvs {baselines[t]}" if baselines[t] and metric is None else t
         table.add_column(header, justify="right")
-    results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
+    results = results_by_key(doc)
     # The table shows each target against its own baseline; the comparisons
     # with plain are in the conclusions and the JSON document.
     comps = {(c["workload"], c["target"]): c for c in doc["comparisons"] if c["kind"] == "baseline"}

@@ -271,6 +271,11 @@ def qd_curves(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return curves
 
 
+def results_by_key(doc: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """A document's results by (workload, target, metric)."""
+    return {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
+
+
 def require_metric(doc: dict[str, Any], metric: str) -> None:
     """A metric asked for by name (`show --metric`, `compare --metric`) must be one the run has."""
     if not any(r["metric"] == metric for r in doc["results"]):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from cryptbench.metrics import info
-from cryptbench.report.document import primary_of, speed_change
+from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.units import format_value
 
 
@@ -45,7 +45,7 @@ def summary_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     when not throughput), the median and its interval ("" when the target failed), the
     baseline and the change against it ("" without a comparison). The HTML page shows it too."""
     plan = doc["plan"]
-    results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
+    results = results_by_key(doc)
     comps = {(c["workload"], c["target"], c["baseline"]): c for c in doc["comparisons"]}
     rows = []
     for w in plan["workloads"]:

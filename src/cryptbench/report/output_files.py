@@ -23,6 +23,14 @@ def output_file(text: str, what: str) -> Path | None:
     return path
 
 
+def page_file(text: str, what: str) -> Path:
+    """Where an HTML page goes: as `output_file`, but never stdout."""
+    path = output_file(text, what)
+    if path is None:
+        raise UsageError(f"{what} needs a file name (an HTML page is not for a terminal)")
+    return path
+
+
 def output_dir(text: str, what: str) -> Path:
     """Where chart files go: an existing directory, or a new one in an existing directory."""
     path = Path(text)

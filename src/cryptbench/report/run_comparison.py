@@ -30,7 +30,7 @@ from scipy import stats as sps
 from cryptbench import stats
 from cryptbench.errors import UsageError
 from cryptbench.metrics import info
-from cryptbench.report.document import primary_of, speed_change
+from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.units import format_bytes
 
 ALPHA = 0.05  # significance level of the Mann-Whitney U test
@@ -39,8 +39,9 @@ METHOD = (
     "5 % at all (4 against 4 can, 3 against 3 cannot), else whether the two medians' 95 % intervals "
     "are disjoint; cannot tell with a single trial on a side."
 )
-# Target details that change every run (a loop device's number, a helper's pid) or name
-# a version (the environment lists versions): they do not make two targets different stacks.
+# Target details that change every run (a loop device's number, a helper's pid, where the key
+# came from), name a version (the environment lists versions) or restate the backing image's
+# size (compared as data per trial): they do not make two targets different stacks.
 _VOLATILE_DETAILS = {"loop_device", "helpers", "key", "password", "gocryptfs", "qemu", "version", "image"}
 
 
@@ -279,7 +280,9 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
 
 
 def _common(xs: list[str], ys: list[str]) -> list[str]:
-    return [x for x in xs if x in set(ys)]
+    """The names in both, in the first list's order."""
+    theirs = set(ys)
+    return [x for x in xs if x in theirs]
 
 
 def _size(plan: dict[str, Any]) -> str | None:
@@ -311,10 +314,6 @@ def _scratch(env: dict[str, Any]) -> str | None:
 
 def _repeats(plan: dict[str, Any]) -> str:
     return "adaptive" if plan.get("repeats") is None else str(plan["repeats"])
-
-
-def _results(doc: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
-    return {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
 
 
 def _significance(ra: dict[str, Any], rb: dict[str, Any]) -> tuple[str, float | None, bool | None]:
@@ -358,7 +357,7 @@ def compare(
         raise UsageError(
             f"{pair} did not measure the same things: {shown}{more}; --force compares them anyway"
         )
-    res_a, res_b = _results(a), _results(b)
+    res_a, res_b = results_by_key(a), results_by_key(b)
     only_a = [f"workload {w}" for w in a["plan"]["workloads"] if w not in workloads]
     only_a += [f"target {t}" for t in names_a if t not in targets]
     only_b = [f"workload {w}" for w in b["plan"]["workloads"] if w not in workloads]
