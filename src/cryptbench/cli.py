@@ -222,6 +222,51 @@ def _parser() -> argparse.ArgumentParser:
     ci.add_argument("--no-store", action="store_true", help="do not store the result")
     ci.add_argument("--json", action="store_true", help="print the result as JSON")
 
+    sv = sub.add_parser(
+        "serve",
+        help="one host of a fleet run: provision targets, start fio's server, serve until SIGINT/SIGTERM",
+    )
+    sv.add_argument(
+        "--listen",
+        default="127.0.0.1:8765",
+        metavar="ADDR[:PORT]",
+        help="fio server address: an IP (loopback by default), [IPv6] or unix:/PATH (default 127.0.0.1:8765)",
+    )
+    sv.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="listen on a non-loopback or wildcard address: fio's server has no authentication",
+    )
+    sv.add_argument("--backends", help="comma-separated (default: every available default one)")
+    sv.add_argument("--size", help="data file per target, bytes moved per trial (default 64M)")
+    sv.add_argument("--target", default="/var/tmp", help="directory to put scratch space in")
+    sv.add_argument("--io-mode", default="auto", choices=["auto", "direct", "buffered"])
+    sv.add_argument("--data", default="random", choices=["random", "zero"], help="write buffer contents")
+    sv.add_argument("--passphrase-file", metavar="FILE", help="your own passphrase (mode 600)")
+    sv.add_argument(
+        "--print-manifest",
+        action="store_true",
+        help="print the manifest of the serve running with this --target, and exit",
+    )
+
+    fl = sub.add_parser("fleet", help="run a suite on many hosts at once through their fio servers")
+    fl_sub = fl.add_subparsers(dest="fleet_command", metavar="COMMAND", parser_class=_Parser, required=True)
+    fr = fl_sub.add_parser("run", help="run a suite on every host of hosts.toml, interleaved")
+    fr.add_argument(
+        "--hosts", required=True, type=Path, help="hosts.toml: each host's address and manifest_command"
+    )
+    fr.add_argument(
+        "--suite", default="quick", help="built-in suite or TOML file of fio workloads (default quick)"
+    )
+    fr.add_argument("--repeats", type=int, help="a fixed number of trials per workload and target")
+    fr.add_argument("--precision", metavar="P", help="adaptive: each comparison's interval within ±P (5%%)")
+    fr.add_argument("--min-repeats", type=int, help="adaptive: trials before precision is judged (default 3)")
+    fr.add_argument("--max-repeats", type=int, help="adaptive: trials at most (default 10)")
+    fr.add_argument("--max-time", metavar="DURATION", help="stop repeating after this long (default 5m)")
+    fr.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")
+    fr.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
+    fr.add_argument("--json", action="store_true", help="print the result document as JSON on stdout")
+
     c = sub.add_parser("cleanup", help="tear down what a crashed run left behind")
     c.add_argument("--target", help="also look in this target directory's scratch space")
     return p
@@ -510,6 +555,67 @@ def _cipher(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from cryptbench.commands import serve
+
+    if args.print_manifest:
+        sys.stdout.write(serve.print_manifest(target=args.target))
+        return 0
+
+    def ready(manifest: dict[str, Any], path: Path) -> None:
+        names = ", ".join(t["name"] for t in manifest["targets"])
+        err.print(f"serving {names} on {manifest['listen']} (manifest: {path}); SIGINT or SIGTERM stops it")
+        for s in manifest["skipped"]:
+            err.print(f"note: skipped {s['backend']}: {s['reason']}")
+
+    with RichProgress(err) as progress:
+        outcome = serve.run(
+            listen=args.listen,
+            allow_remote=args.allow_remote,
+            backends=args.backends,
+            size=args.size,
+            target=args.target,
+            io_mode=args.io_mode,
+            data=args.data,
+            passphrase_file=args.passphrase_file,
+            progress=progress,
+            ready=ready,
+        )
+    for msg in outcome.recovered:
+        err.print(f"cleanup of a crashed run: {msg}")
+    err.print(outcome.reason)
+    return outcome.exit_code
+
+
+def _fleet(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from cryptbench.commands import fleet
+
+    with RichProgress(err) as progress:
+        outcome = fleet.run(
+            hosts=args.hosts,
+            suite=args.suite,
+            repeats=args.repeats,
+            precision=args.precision,
+            min_repeats=args.min_repeats,
+            max_repeats=args.max_repeats,
+            max_time=args.max_time,
+            seed=args.seed,
+            db=args.db,
+            progress=progress,
+        )
+    for note in outcome.document["notes"]:
+        err.print(f"note: {note}")
+    if args.json:
+        _print_json(outcome.document)
+    else:
+        console_report.render(outcome.document, out)
+    if outcome.status == "interrupted":
+        err.print(
+            f"interrupted; {outcome.document['trials']['ok']} finished trial(s) kept as run {outcome.run_id}"
+        )
+    return outcome.exit_code
+
+
 def _cleanup(args: argparse.Namespace, out: Console) -> int:
     from cryptbench.commands import cleanup
 
@@ -551,6 +657,10 @@ def main(argv: list[str] | None = None) -> int:
             return _compare(args, out, err)
         if args.command == "cipher":
             return _cipher(args, out, err)
+        if args.command == "serve":
+            return _serve(args, out, err)
+        if args.command == "fleet":
+            return _fleet(args, out, err)
         return _cleanup(args, out)
     except CryptbenchError as e:
         sys.stderr.write(f"cryptbench: error: {e}\n")

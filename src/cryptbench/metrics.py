@@ -71,6 +71,30 @@ def _device(values: dict[str, float], written: int | None) -> None:
         values["device_bytes_written"] = float(written)
 
 
+def _fio_values(fio: FioMeasurement) -> dict[str, float]:
+    """What fio itself measured in a trial."""
+    return {
+        "throughput": fio.throughput,
+        "iops": fio.iops,
+        "lat_p50": fio.lat_p50,
+        "lat_p99": fio.lat_p99,
+        "lat_p99_9": fio.lat_p99_9,
+        "fio_usr_cpu": fio.fio_usr_cpu,
+        "fio_sys_cpu": fio.fio_sys_cpu,
+        "io_bytes": float(fio.io_bytes),
+    }
+
+
+def fleet_trial_metrics(fio: FioMeasurement) -> list[MetricValue]:
+    """A fleet trial's metrics: what fio measured on the host, nothing else.
+
+    The coordinator sees no host's /proc: system-wide CPU, helper daemons and
+    the device's write counter are not measured in a fleet run, so they are
+    absent rather than zero.
+    """
+    return [MetricValue(name, CATALOG[name].unit, float(v)) for name, v in _fio_values(fio).items()]
+
+
 def app_metrics(
     workload: AppWorkload, result: AppResult, cpu: CpuUsage, device_written: int | None = None
 ) -> list[MetricValue]:
@@ -105,19 +129,12 @@ def app_metrics(
 
 def trial_metrics(fio: FioMeasurement, cpu: CpuUsage, device_written: int | None = None) -> list[MetricValue]:
     values = {
-        "throughput": fio.throughput,
-        "iops": fio.iops,
-        "lat_p50": fio.lat_p50,
-        "lat_p99": fio.lat_p99,
-        "lat_p99_9": fio.lat_p99_9,
+        **_fio_values(fio),
         "cpu_seconds_per_gb": cpu.busy_seconds / (fio.io_bytes / 1e9),
         "cpu_utilization": cpu.utilization,
         "helper_cpu_seconds": sum(cpu.helper_seconds.values()),
         "helper_threads": cpu.helper_threads,
-        "fio_usr_cpu": fio.fio_usr_cpu,
-        "fio_sys_cpu": fio.fio_sys_cpu,
         "wall_seconds": cpu.wall_seconds,
-        "io_bytes": float(fio.io_bytes),
     }
     _device(values, device_written)
     return [MetricValue(name, CATALOG[name].unit, float(v)) for name, v in values.items()]

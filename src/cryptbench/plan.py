@@ -130,7 +130,7 @@ class Plan:
         }
 
 
-def _stopping(
+def stopping_rule(
     suite: Suite,
     repeats: int | None,
     precision: str | None,
@@ -138,10 +138,13 @@ def _stopping(
     max_repeats: int | None,
     max_bytes: str | None,
     max_time: str | None,
-    target_dir: Path,
+    target_dir: Path | None,
 ) -> Stopping:
     """Adaptive unless the number of rounds is fixed: by --repeats, or by a
-    suite that reproduces a study's count (unless --precision asks otherwise)."""
+    suite that reproduces a study's count (unless --precision asks otherwise).
+
+    Without a local `target_dir` (a fleet run writes on its hosts) there is no
+    default byte budget: each host writes at most max-repeats trials' data."""
     adaptive_flags = [
         f
         for f, v in (
@@ -165,7 +168,7 @@ def _stopping(
     if fixed is not None:
         check_repeats_range(fixed, "--repeats")
         return Stopping(None, fixed, fixed, budget, seconds)
-    if budget is None:
+    if budget is None and target_dir is not None:
         budget = min(int(free_bytes(target_dir) * DEFAULT_MAX_BYTES_FRACTION), DEFAULT_MAX_BYTES_CAP)
     if seconds is None:
         seconds = DEFAULT_MAX_TIME
@@ -309,7 +312,9 @@ def build_plan(
     if seed is not None and not 0 <= seed < 2**32:
         raise UsageError("--seed must be from 0 to 4294967295")
     target_dir = check_target_dir(Path(target))
-    rule = _stopping(suite_obj, repeats, precision, min_repeats, max_repeats, max_bytes, max_time, target_dir)
+    rule = stopping_rule(
+        suite_obj, repeats, precision, min_repeats, max_repeats, max_bytes, max_time, target_dir
+    )
     passphrase = keys.read_passphrase_file(passphrase_file) if passphrase_file is not None else None
 
     skipped: list[tuple[str, str]] = []

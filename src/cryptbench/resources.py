@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import os
 import signal
+import stat
 import struct
 import subprocess
 import time
@@ -151,6 +152,54 @@ class Process(Resource):
             p.kill()
             p.wait(timeout=5)
         return f"stopped {self.name or 'process'} (pid {self.pid})"
+
+
+@dataclass
+class ProcessTree(Process):
+    """A server that forks workers (fio --server): stopped with every process under it.
+
+    A SIGTERM to fio's server leaves the workers it forked running their job
+    to its end, and a kill of its process group misses the worker that sits in
+    a group of its own. So the tree is listed while its root still lives, and
+    every process in it is stopped.
+    """
+
+    kind: ClassVar[str] = "process-tree"
+
+    def release(self) -> str | None:
+        root = self._live()
+        if root is None:
+            return None
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            tree = [root]
+        for p in tree:
+            with contextlib.suppress(psutil.Error):
+                p.terminate()
+        _gone, alive = psutil.wait_procs(tree, timeout=5)
+        for p in alive:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        psutil.wait_procs(alive, timeout=5)
+        return f"stopped {self.name or 'process'} (pid {self.pid}) and its {len(tree) - 1} worker(s)"
+
+
+@dataclass
+class SocketFile(Resource):
+    """A unix socket a server of ours listens on; removed when the server has gone."""
+
+    kind: ClassVar[str] = "socket"
+    path: Path
+
+    def release(self) -> str | None:
+        try:
+            if not stat.S_ISSOCK(os.lstat(self.path).st_mode):
+                return None  # not ours any more: leave it
+        except FileNotFoundError:
+            return None
+        self.path.unlink(missing_ok=True)
+        return f"removed socket {self.path}"
 
 
 def _wipe(path: Path) -> bool:
@@ -300,7 +349,18 @@ class Throttle(Resource):
 
 KINDS: dict[str, type[Resource]] = {
     cls.kind: cls
-    for cls in (Mount, LoopDevice, Process, SecretFile, SecretDir, FscryptKey, DmCrypt, Throttle)
+    for cls in (
+        Mount,
+        LoopDevice,
+        Process,
+        ProcessTree,
+        SocketFile,
+        SecretFile,
+        SecretDir,
+        FscryptKey,
+        DmCrypt,
+        Throttle,
+    )
 }
 
 # Programs a run starts with paths in its run directory as arguments.

@@ -53,7 +53,7 @@ class TrialSpec:
     target: str
 
 
-def _round(
+def round_blocks(
     rng: random.Random,
     workloads: tuple[Workload, ...],
     targets: list[str],
@@ -461,7 +461,7 @@ def run_rounds(
         # count) even when a lost target closed every question early.
         if controller.done and rounds >= controller.rule.min_repeats:
             break
-        blocks = _round(rng, workloads, targets, controller.needed(rounds))
+        blocks = round_blocks(rng, workloads, targets, controller.needed(rounds))
         executor.progress.add_trials(sum(len(names) for _w, names in blocks))
         for w, names in blocks:
             spent = spend.over(controller.rule)

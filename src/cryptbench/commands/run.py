@@ -75,6 +75,16 @@ def prove_encryption(session: Session, targets: dict[str, Target]) -> None:
         t.encryption_verified = bool(base is not None and base.marker_in_backing)
 
 
+def probe_direct(session: Session, targets: dict[str, Target]) -> None:
+    """What O_DIRECT does on each target, probed, beside what its backend declared."""
+    for t in targets.values():
+        declared = t.direct_io_reason
+        t.direct_io, evidence = probe_direct_io(session, t)
+        t.direct_io_reason = (
+            f"{declared}; {evidence}" if declared and t.direct_io is not DirectIO.HONOURED else evidence
+        )
+
+
 def decide_io_modes(requested: str, targets: dict[str, Target]) -> tuple[dict[str, bool], str | None]:
     """Direct I/O per target, and a note explaining the choice.
 
@@ -110,7 +120,7 @@ def _decide_device(requested: str, targets: dict[str, Target]) -> tuple[dict[str
     )
 
 
-def _target_row(t: Target, direct: bool) -> dict[str, Any]:
+def target_row(t: Target, direct: bool) -> dict[str, Any]:
     return {
         "name": t.name,
         "backend": t.backend,
@@ -241,27 +251,31 @@ class Provisioned:
             stack.close()
 
 
+def provision_all(
+    plan: Plan, session: Session, progress: Progress, stack: ExitStack
+) -> tuple[Provisioned, str | None]:
+    """Every target of the plan up, proven encrypted, its O_DIRECT probed and the
+    I/O mode decided like for like; torn down when `stack` closes. Returns the
+    targets and the note explaining the I/O mode."""
+    provisioned = Provisioned(plan, session, progress)
+    stack.callback(provisioned.close)
+    for spec in plan.targets:
+        progress.phase(f"provisioning {spec.name}")
+        provisioned.up(spec)
+    progress.phase("proving encryption")
+    prove_encryption(session, provisioned.targets)
+    probe_direct(session, provisioned.targets)
+    provisioned.direct, note = decide_io_modes(plan.io_mode, provisioned.targets)
+    return provisioned, note
+
+
 def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: Progress) -> tuple[int, int]:
     """Provision, prove, lay out and run every trial; teardown is the caller's.
 
     Returns (trials that succeeded, trials that failed or could not run)."""
     with ExitStack() as stack:
-        provisioned = Provisioned(plan, session, progress)
-        stack.callback(provisioned.close)
-        for spec in plan.targets:
-            progress.phase(f"provisioning {spec.name}")
-            provisioned.up(spec)
-        targets = provisioned.targets
-        progress.phase("proving encryption")
-        prove_encryption(session, targets)
-        for t in targets.values():
-            declared = t.direct_io_reason
-            t.direct_io, evidence = probe_direct_io(session, t)
-            t.direct_io_reason = (
-                f"{declared}; {evidence}" if declared and t.direct_io is not DirectIO.HONOURED else evidence
-            )
-        direct, note = decide_io_modes(plan.io_mode, targets)
-        provisioned.direct = direct
+        provisioned, note = provision_all(plan, session, progress, stack)
+        targets, direct = provisioned.targets, provisioned.direct
         if note:
             store.add_note(run_id, note)
         engine = probe_ioengine(session.path("ioengine-probe"))
@@ -269,7 +283,7 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         env["ioengine"] = engine
         store.update_environment(run_id, env)
         for t in targets.values():
-            store.insert_target(run_id, _target_row(t, direct[t.name]))
+            store.insert_target(run_id, target_row(t, direct[t.name]))
         time_ciphers(plan, store, run_id, env, progress)
         ctx = TrialContext(
             session,

@@ -86,7 +86,11 @@ def parse_fio_json(text: str) -> FioMeasurement:
         raise TrialError(f"could not parse fio output (truncated?): {e}") from None
     except RecursionError:
         raise TrialError("could not parse fio output: nested too deeply") from None
-    job = _field(doc, "jobs.0", dict)
+    return parse_job(_field(doc, "jobs.0", dict))
+
+
+def parse_job(job: dict[str, Any]) -> FioMeasurement:
+    """One job's measurement: an entry of fio's `jobs`, or of `client_stats` in client mode."""
     name = str(job.get("jobname", "?"))[:40]
     if job.get("error"):
         raise TrialError(f"fio reported error {str(job['error'])[:40]} in job {name}")

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.metrics import PRIMARY, info
-from cryptbench.report import cost_console
+from cryptbench.report import cost_console, fleet_console
 from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.units import format_bytes, format_duration, format_value
 
@@ -127,14 +127,17 @@ def render(doc: dict[str, Any], console: Console, metric: str | None = None) -> 
     """The run as a table: each workload's own metric (its primary), or `metric` for all."""
     plan = doc["plan"]
     modes = sorted({t["io_mode"] for t in doc["targets"]})
+    fleet = plan.get("fleet")
+    kind = f"fleet run of {len(fleet['hosts'])} hosts" if fleet else "run"
     title = (
-        f"cryptbench run {doc['run_id']} — {doc['suite']} suite, {format_bytes(plan['size'])} per target, "
+        f"cryptbench {kind} {doc['run_id']} — {doc['suite']} suite, {format_bytes(plan['size'])} per target, "
         f"{_repeats(plan)}, {'/'.join(modes)} I/O, {plan['data']} data"
     )
     if len(doc["targets"]) > WIDE:
         console.print(_by_target(doc, title, metric))
         _study_summary(doc, console)
         _footer(doc, console, metric, by_target=True)
+        fleet_console.render(doc, console)
         return
     table = Table(title=title, title_justify="left", show_lines=True)
     table.add_column("workload", style="bold")
@@ -166,6 +169,7 @@ def render(doc: dict[str, Any], console: Console, metric: str | None = None) -> 
     console.print(table)
     _study_summary(doc, console)
     _footer(doc, console, metric, by_target=False)
+    fleet_console.render(doc, console)
 
 
 def _mbps(value: float | None) -> str:

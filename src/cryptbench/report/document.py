@@ -27,6 +27,7 @@ from cryptbench.adaptive import BUDGETS, StopReason
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher import ceilings
 from cryptbench.errors import UsageError
+from cryptbench.fleet import spread
 from cryptbench.metrics import CATALOG, PRIMARY, info
 from cryptbench.report import diagnosis, study_summary
 from cryptbench.run_warnings import RunWarning, WarningKind
@@ -61,6 +62,7 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
             else bool(t["encryption_verified"]),
             "details": json.loads(t["details_json"]),
             "medium": t.get("medium") or "device",
+            "host": t.get("host"),  # a fleet run's host label; None on one machine
         }
         for t in store.target_rows(run_id)
     ]
@@ -164,11 +166,17 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
     summary = study_summary.build(plan, samples, target_names, lambda *parts: stats.figure_seed(seed, *parts))
     if summary is not None:
         doc["study_summary"] = summary
-    doc["efficiency"] = [e.to_json() for e in efficiency(store, run_id, doc)]
+    fleet_hosts = store.fleet_host_rows(run_id)
+    # Efficiency and diagnosis hold a target to plain and to its cipher's
+    # ceiling on its own machine: a fleet run takes neither per host (yet),
+    # and the coordinator's stored ceilings describe another machine.
+    doc["efficiency"] = [] if fleet_hosts else [e.to_json() for e in efficiency(store, run_id, doc)]
     doc["qd_curves"] = qd_curves(doc)
     doc["warnings"] = [w.to_json() for w in find_warnings(doc, trials)]
     doc["conclusions"] = conclusions(doc)
-    doc["diagnosis"] = [d.to_json() for d in diagnosis.diagnose(doc)]
+    doc["diagnosis"] = [] if fleet_hosts else [d.to_json() for d in diagnosis.diagnose(doc)]
+    if fleet_hosts:
+        doc["fleet"] = spread.fleet_section(doc, fleet_hosts)
     return doc
 
 

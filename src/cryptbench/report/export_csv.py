@@ -26,6 +26,7 @@ TRIAL_COLUMNS = (
     "repeat",
     "workload",
     "target",
+    "host",  # a fleet run's host label (hosts.toml); empty for a run on one machine
     "backend",
     "medium",
     "baseline",
@@ -84,6 +85,7 @@ def rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
             "repeat": t["repeat"],
             "workload": t["workload"],
             "target": t["target"],
+            "host": target.get("host"),
             "backend": target.get("backend"),
             "medium": target.get("medium") or "device",
             "baseline": target.get("baseline"),

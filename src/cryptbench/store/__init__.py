@@ -163,8 +163,8 @@ class Store:
         with self.transaction():
             self.db.execute(
                 "INSERT INTO targets (run_id, name, backend, baseline, encrypted, io_mode, direct_io,"
-                " direct_io_reason, marker_in_backing, encryption_verified, details_json, medium)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                " direct_io_reason, marker_in_backing, encryption_verified, details_json, medium, host)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run_id,
                     row["name"],
@@ -178,8 +178,29 @@ class Store:
                     _opt_int(row["encryption_verified"]),
                     json.dumps(row["details"]),
                     row.get("medium", "device"),
+                    row.get("host"),
                 ),
             )
+
+    def insert_fleet_host(
+        self, run_id: int, name: str, address: str, manifest: dict[str, Any] | None
+    ) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO fleet_hosts (run_id, name, address, status, manifest_json) VALUES (?,?,?,?,?)",
+                (run_id, name, address, "ok", None if manifest is None else json.dumps(manifest)),
+            )
+
+    def set_fleet_host(self, run_id: int, name: str, status: str, reason: str | None) -> None:
+        with self.transaction():
+            self.db.execute(
+                "UPDATE fleet_hosts SET status=?, reason=? WHERE run_id=? AND name=?",
+                (status, reason, run_id, name),
+            )
+
+    def fleet_host_rows(self, run_id: int) -> list[dict[str, Any]]:
+        cur = self.db.execute("SELECT * FROM fleet_hosts WHERE run_id=? ORDER BY rowid", (run_id,))
+        return [_row(cur, r) for r in cur.fetchall()]
 
     def insert_cipher(
         self, run_id: int | None, result: dict[str, Any], environment: dict[str, Any], tool_version: str
@@ -325,6 +346,13 @@ class Store:
             ("EXISTS (SELECT 1 FROM trials t WHERE t.run_id=r.id AND t.workload=?)", workload),
             ("json_extract(r.environment_json, '$.hostname')=?", host),
         )
+        if host is not None:
+            # A fleet run ran on each of its hosts: the label from hosts.toml or the host's own name.
+            where[-1] = (
+                f"({where[-1]} OR EXISTS (SELECT 1 FROM fleet_hosts f WHERE f.run_id=r.id AND (f.name=? OR"
+                " json_extract(f.manifest_json, '$.environment.hostname')=?)))"
+            )
+            args += [host, host]
         cur = self.db.execute(
             "SELECT r.id, r.started_at, r.finished_at, r.status, r.suite, r.plan_json,"
             " json_extract(r.environment_json, '$.hostname') AS host,"

@@ -114,5 +114,32 @@ def _v3_to_v4(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1, _v1_to_v2, _v2_to_v3, _v3_to_v4]
+def _v4_to_v5(db: sqlite3.Connection) -> None:
+    # Fleet runs (cryptbench fleet run): each target belongs to a host, and
+    # each host's manifest and fate are kept with the run. A run on one
+    # machine has NULL hosts and no fleet_hosts rows.
+    _execute_all(
+        db,
+        """
+        ALTER TABLE targets ADD COLUMN host TEXT;
+        CREATE TABLE fleet_hosts (
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            name TEXT NOT NULL,                -- the label from hosts.toml
+            address TEXT NOT NULL,             -- its fio server, as the coordinator reached it
+            status TEXT NOT NULL,              -- ok, failed (stopped answering), unusable (no manifest)
+            reason TEXT,                       -- why, when not ok
+            manifest_json TEXT,                -- what it served, as its manifest_command printed it
+            PRIMARY KEY (run_id, name)
+        )
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _v0_to_v1,
+    _v1_to_v2,
+    _v2_to_v3,
+    _v3_to_v4,
+    _v4_to_v5,
+]
 SCHEMA_VERSION = len(MIGRATIONS)

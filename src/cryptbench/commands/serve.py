@@ -1,0 +1,184 @@
+"""`cryptbench serve`: one host of a fleet run.
+
+Provisions the host's targets exactly as `run` does (the same backends, proof
+of encryption, O_DIRECT probe and like-for-like I/O mode, the same journal),
+writes the manifest a coordinator reads, starts `fio --server` and stays up
+until SIGINT or SIGTERM, then tears everything down. While it serves it
+watches its fio server and the targets' helper daemons: if one dies it stops
+serving (a coordinator then sees the host drop) and tears down.
+`serve --print-manifest` prints the manifest of the serve running on a target
+directory.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptbench import __version__
+from cryptbench.commands.run import Provisioned, provision_all, recover_stale, target_row
+from cryptbench.engines.fio import probe_ioengine
+from cryptbench.errors import Interrupted, ProvisionError, UsageError
+from cryptbench.fleet import manifest as manifest_mod
+from cryptbench.fleet import server
+from cryptbench.fleet.address import listen_address
+from cryptbench.interrupts import interruptible, signals_blocked, take_pending
+from cryptbench.measure import environment
+from cryptbench.plan import Plan, build_plan
+from cryptbench.runner import DATA_FILE, NullProgress, Progress, target_lost
+from cryptbench.session import Session
+from cryptbench.store import default_db_path, now_iso
+
+WATCH_INTERVAL = 0.5  # seconds between looks at the fio server and the helpers
+
+
+@dataclass
+class ServeOutcome:
+    manifest: dict[str, Any]  # what was served ({} if provisioning failed)
+    reason: str  # why serving ended, in words
+    exit_code: int  # 0 after a signal asked it to stop; 1 when something died under it
+    recovered: list[str]  # what crashed runs left on this scratch, removed first
+
+
+def _plan(
+    backends: str | None, size: str | None, target: str, io_mode: str, data: str, passphrase_file: str | None
+) -> Plan:
+    # The quick suite only sizes the targets (a data file of --size each);
+    # the coordinator sends the workloads.
+    plan = build_plan(
+        backends=backends,
+        suite="quick",
+        size=size,
+        repeats=1,
+        seed=None,
+        target=target,
+        io_mode=io_mode,
+        data=data,
+        db=default_db_path(),
+        passphrase_file=passphrase_file,
+    )
+    stateful = [t.name for t in plan.targets if t.state is not None]
+    if stateful:
+        raise UsageError(
+            f"serve cannot offer {stateful[0]}: an image target is made anew before each write trial, "
+            "which a coordinator cannot ask a fio server to do"
+        )
+    return plan
+
+
+def build_manifest(
+    listen: str, plan: Plan, session: Session, provisioned: Provisioned, env: dict[str, Any], engine: str
+) -> dict[str, Any]:
+    targets = []
+    for t in provisioned.targets.values():
+        row = target_row(t, provisioned.direct[t.name])
+        row.pop("medium")
+        # Helper pids mean nothing on the coordinator's machine, and change with every serve.
+        row["details"] = {k: v for k, v in row["details"].items() if k != "helpers"}
+        row["data_file"] = str(session.check_inside(t.path / DATA_FILE))
+        targets.append(row)
+    return {
+        "schema": manifest_mod.SCHEMA,
+        "cryptbench": __version__,
+        "started_at": now_iso(),
+        "listen": listen,
+        "scratch": str(session.run_dir.resolve()),
+        "size": plan.size,
+        "ioengine": engine,
+        "zero_data": plan.zero_data,
+        "targets": targets,
+        "skipped": [{"backend": b, "reason": r} for b, r in plan.skipped],
+        "added_baselines": list(plan.added_baselines),
+        "environment": env,
+    }
+
+
+def _serve(
+    plan: Plan,
+    listen_text: str,
+    allow_remote: bool,
+    session: Session,
+    progress: Progress,
+    ready: Callable[[dict[str, Any], Path], None],
+) -> str:
+    """Provision, start fio's server, publish the manifest, and watch until something dies."""
+    address = listen_address(listen_text, allow_remote)
+    with ExitStack() as stack:
+        provisioned, _note = provision_all(plan, session, progress, stack)
+        targets = provisioned.targets
+        engine = probe_ioengine(session.path("ioengine-probe"))
+        env = environment.collect(plan.target_dir)
+        env["ioengine"] = engine
+        progress.phase(f"starting fio's server on {address}")
+        fio_server = server.start(session, address)
+        manifest = build_manifest(str(address), plan, session, provisioned, env, engine)
+        path = manifest_mod.write(session.run_dir, manifest)
+        ready(manifest, path)
+        while True:
+            death = fio_server.death()
+            if death is not None:
+                return f"fio's server (pid {fio_server.pid}) {death}; stopped serving"
+            for t in targets.values():
+                lost = target_lost(t, "while serving")
+                if lost:
+                    return f"{lost}; stopped serving"
+            time.sleep(WATCH_INTERVAL)
+
+
+def run(
+    *,
+    listen: str = "127.0.0.1:8765",
+    allow_remote: bool = False,
+    backends: str | None = None,
+    size: str | None = None,
+    target: str = "/var/tmp",
+    io_mode: str = "auto",
+    data: str = "random",
+    passphrase_file: str | None = None,
+    progress: Progress | None = None,
+    ready: Callable[[dict[str, Any], Path], None] = lambda _m, _p: None,
+    registry: Path | None = None,
+) -> ServeOutcome:
+    listen_address(listen, allow_remote)  # bad input is refused before anything is made
+    plan = _plan(backends, size, target, io_mode, data, passphrase_file)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a core dump would hold the keys
+    progress = progress or NullProgress()
+    served: dict[str, Any] = {}
+
+    def published(manifest: dict[str, Any], path: Path) -> None:
+        served.update(manifest)
+        ready(manifest, path)
+
+    session: Session | None = None
+    reason, exit_code = "", 1
+    recovered: list[str] = []
+    with interruptible():
+        try:
+            with signals_blocked():
+                session = Session.create(plan.target_dir, registry)
+                session.passphrase = plan.passphrase
+            recovered = recover_stale([plan.target_dir], registry)
+            reason = _serve(plan, listen, allow_remote, session, progress, published)
+        except Interrupted as e:
+            reason, exit_code = f"stopped by signal {e.signum}; torn down", 0
+        finally:
+            with signals_blocked():
+                if session is not None:
+                    progress.phase("tearing down")
+                    session.close()
+                late = take_pending()
+                if late is not None:
+                    reason += f" (signal {late} arrived during teardown; teardown completed)"
+    if not served and exit_code != 0:
+        raise ProvisionError(reason or "serve ended before it served")
+    return ServeOutcome(served, reason, exit_code, recovered)
+
+
+def print_manifest(*, target: str = "/var/tmp") -> str:
+    """The running serve's manifest for this target directory, as it wrote it."""
+    return manifest_mod.find_live(Path(target)).read_text()

@@ -1,0 +1,122 @@
+"""One `fio --client` invocation over several hosts, and each host's share of its output.
+
+fio runs the job file given after each `--client=ADDR` on that host's server,
+all at once, and prints one JSON document whose `client_stats` holds an entry
+per host (`hostname` and `port` say which) plus an "All clients" sum, which is
+ignored: every figure is a host's own. A host that fails to connect or drops
+mid-job has no entry; fio says why in a line naming it ("client: host=X
+disconnected", "fio: failed to connect to X:PORT"), and may still exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptbench.engines.child import run_child
+from cryptbench.engines.fio import FioMeasurement, parse_job
+from cryptbench.errors import SafetyError, TrialError, UsageError
+from cryptbench.fleet.address import Address
+from cryptbench.system import which
+
+AGGREGATE = "All clients"
+# Job options that make fio run a command or act on a signal from outside:
+# never in a job cryptbench sends to a root fio server.
+FORBIDDEN = re.compile(
+    r"^\s*(exec_prerun|exec_postrun|trigger[a-z_-]*)\s*(=|$)", re.IGNORECASE | re.MULTILINE
+)
+
+
+@dataclass(frozen=True)
+class HostResult:
+    measurement: FioMeasurement | None  # None when the trial failed on this host
+    raw: str | None  # the host's client_stats entry, as fio printed it (JSON)
+    error: str | None  # why it failed
+    lost: bool = False  # the host stopped answering: its remaining trials cannot run
+
+
+def check_job(text: str, scratch: str) -> None:
+    """Refuse a job file that could run a command, or touch a file outside the host's scratch."""
+    found = FORBIDDEN.search(text)
+    if found:
+        raise SafetyError(f"refusing to send a job with {found.group(1)} to a fio server")
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "filename":
+            path = value.strip().replace("\\:", ":")
+            if not path.startswith(scratch.rstrip("/") + "/") or "/../" in path:
+                raise SafetyError(
+                    f"refusing to send a job for {path[:80]} outside the host's scratch {scratch}"
+                )
+
+
+def command(jobs: dict[str, tuple[Address, Path]]) -> list[str]:
+    exe = which("fio")
+    if exe is None:
+        raise UsageError("fio is not installed on the coordinator (apt-get install fio)")
+    argv = [exe, "--output-format=json"]
+    for address, jobfile in jobs.values():
+        argv += [f"--client={address.fio()}", str(jobfile)]
+    return argv
+
+
+def run_clients(jobs: dict[str, tuple[Address, Path]], timeout: float) -> dict[str, HostResult]:
+    """Run each host's job file on its server at once; each host's result or failure."""
+    done = run_child(command(jobs), None, timeout)
+    return split(done.stdout, done.stderr, {h: a for h, (a, _j) in jobs.items()})
+
+
+def _document(stdout: str) -> dict[str, Any] | None:
+    # Before the JSON, fio prints the servers' text output, each line prefixed
+    # with "<hostname> ", and its own notes; the document starts at a lone "{".
+    lines = stdout.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.rstrip("\n") == "{":
+            try:
+                doc = json.loads("".join(lines[i:]))
+            except (json.JSONDecodeError, RecursionError):
+                return None
+            return doc if isinstance(doc, dict) else None
+    return None
+
+
+def _matches(entry: dict[str, Any], address: Address) -> bool:
+    if entry.get("hostname") != address.host:
+        return False
+    return address.kind == "sock" or entry.get("port") == address.port
+
+
+def _why_missing(address: Address, messages: list[str]) -> str:
+    names = {address.host, f"{address.host}:{address.port}", f"host={address.host}"}
+    said = [m.strip() for m in messages if any(n in m for n in names) and not m.startswith("<")]
+    return "; ".join(said[:2]) if said else "fio returned no result for it"
+
+
+def split(stdout: str, stderr: str, hosts: dict[str, Address]) -> dict[str, HostResult]:
+    """Each host's result from one client invocation's output."""
+    doc = _document(stdout)
+    messages = [*stdout.splitlines(), *stderr.splitlines()]
+    stats = doc.get("client_stats") if doc is not None else None
+    entries = [e for e in stats if isinstance(e, dict)] if isinstance(stats, list) else []
+    results: dict[str, HostResult] = {}
+    for host, address in hosts.items():
+        mine = [e for e in entries if e.get("jobname") != AGGREGATE and _matches(e, address)]
+        if not mine:
+            why = _why_missing(address, messages)
+            results[host] = HostResult(None, None, f"{host} ({address}) did not answer: {why}", lost=True)
+            continue
+        entry = mine[0]
+        raw = json.dumps(entry, indent=1)
+        if len(mine) > 1:
+            results[host] = HostResult(
+                None, raw, f"fio returned {len(mine)} results for {host}; expected one"
+            )
+            continue
+        try:
+            results[host] = HostResult(parse_job(entry), raw, None)
+        except TrialError as e:
+            results[host] = HostResult(None, raw, f"on {host}: {e}")
+    return results

@@ -1,0 +1,91 @@
+"""Starting `fio --server` for `cryptbench serve`: journaled, private, and known to listen.
+
+The server runs in a session of its own (a Ctrl-C at the terminal is serve's
+to handle), from the run directory, with umask 077 (fio makes a unix socket
+with the mode the umask leaves, and a socket anyone can write to is a root
+shell for anyone), its output in a log in the run directory. It is journaled
+as a process tree before its first worker can exist, so teardown and
+`cryptbench cleanup` stop its workers too.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+
+from cryptbench.backends.daemon import log_tail
+from cryptbench.errors import ProvisionError, SafetyError, UsageError
+from cryptbench.fleet.address import Address
+from cryptbench.interrupts import signals_blocked
+from cryptbench.resources import ProcessTree, SocketFile
+from cryptbench.session import Session
+from cryptbench.system import which
+
+START_TIMEOUT = 10.0  # seconds for fio to bind its address
+
+
+def _listening(address: Address) -> bool:
+    family = (
+        socket.AF_UNIX
+        if address.kind == "sock"
+        else (socket.AF_INET6 if address.kind == "ip6" else socket.AF_INET)
+    )
+    where: str | tuple[str, int] = address.host if address.kind == "sock" else (address.host, address.port)
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.settimeout(1.0)
+        try:
+            s.connect(where)
+        except OSError:
+            return False
+    return True
+
+
+def start(session: Session, address: Address) -> ProcessTree:
+    """Start fio's server on `address`; return it once it accepts connections."""
+    exe = which("fio")
+    if exe is None:
+        raise UsageError("fio is not installed (apt-get install fio)")
+    if address.kind == "sock":
+        if os.path.lexists(address.host):
+            raise SafetyError(
+                f"--listen {address}: {address.host} exists, "
+                "and cryptbench never replaces a file it did not make"
+            )
+        session.acquire(SocketFile(Path(address.host)))
+    elif _listening(address):
+        raise UsageError(f"--listen {address}: something already listens there")
+    log = session.path("fio-server.log")
+    with signals_blocked(), open(log, "wb") as logf:
+        proc = subprocess.Popen(
+            [exe, f"--server={address.fio()}"],
+            stdin=subprocess.DEVNULL,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            cwd=session.run_dir,
+            start_new_session=True,
+            umask=0o077,
+        )
+        try:
+            created = psutil.Process(proc.pid).create_time()
+        except psutil.Error:
+            created = 0.0
+        server = session.acquire(ProcessTree(proc.pid, created, "fio server"))
+    assert isinstance(server, ProcessTree)
+    deadline = time.monotonic() + START_TIMEOUT
+    while not _listening(address):
+        if proc.poll() is not None:
+            session.release(server)
+            raise ProvisionError(
+                f"fio's server did not start on {address}: "
+                + (log_tail(log) or f"exit status {proc.returncode}")
+            )
+        if time.monotonic() > deadline:
+            session.release(server)
+            raise ProvisionError(f"fio's server did not listen on {address} within {START_TIMEOUT:.0f} s")
+        time.sleep(0.05)
+    return server

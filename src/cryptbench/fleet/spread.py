@@ -1,0 +1,114 @@
+"""How an encrypted target's overhead spreads across a fleet's hosts.
+
+Each host's overhead is its own comparison (the target against its baseline
+on that host, with its bootstrap interval), so a host is never compared with
+another host's baseline. Across hosts: the median, the 10th and 90th
+percentiles (linear interpolation between hosts, NumPy's default), the worst
+host, and the hosts that stand out: with three hosts or more, a host whose
+whole 95 % interval lies above (or below) the median of the other hosts'
+overheads. A host with one noisy trial set does not stand out; one whose
+interval excludes what the rest of the fleet sees does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+STAND_OUT_MIN_HOSTS = 3  # with two, "the others" is one host: nothing to stand out from
+
+
+def local_name(target: str) -> str:
+    """A fleet target's name on its host: node1/fscrypt -> fscrypt."""
+    return target.split("/", 1)[1] if "/" in target else target
+
+
+def _overhead_interval(c: dict[str, Any]) -> tuple[float | None, float | None]:
+    # A speed ratio's low end is the overhead's high end.
+    low = None if c["ci_high"] is None else (1 - c["ci_high"]) * 100
+    high = None if c["ci_low"] is None else (1 - c["ci_low"]) * 100
+    return low, high
+
+
+def overheads(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per workload and encrypted target, each host's overhead and their spread."""
+    host_of = {t["name"]: t.get("host") for t in doc["targets"]}
+    encrypted = {t["name"] for t in doc["targets"] if t["encrypted"]}
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for c in doc["comparisons"]:
+        if c["kind"] == "baseline" and c["target"] in encrypted and host_of.get(c["target"]) is not None:
+            groups[(c["workload"], local_name(c["target"]), local_name(c["baseline"]))].append(c)
+    rows = []
+    for (workload, target, baseline), cs in groups.items():
+        per_host = []
+        for c in cs:
+            low, high = _overhead_interval(c)
+            per_host.append(
+                {"host": host_of[c["target"]], "overhead": c["overhead_percent"], "low": low, "high": high}
+            )
+        values = np.array([h["overhead"] for h in per_host])
+        p10, median, p90 = (float(v) for v in np.percentile(values, [10, 50, 90]))
+        worst = max(per_host, key=lambda h: h["overhead"])
+        rows.append(
+            {
+                "workload": workload,
+                "target": target,
+                "baseline": baseline,
+                "hosts": len(per_host),
+                "median": median,
+                "p10": p10,
+                "p90": p90,
+                "worst_host": worst["host"],
+                "worst": worst["overhead"],
+                "worst_low": worst["low"],
+                "worst_high": worst["high"],
+                "per_host": per_host,
+                "stand_out": _stand_out(per_host),
+            }
+        )
+    return rows
+
+
+def _stand_out(per_host: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if len(per_host) < STAND_OUT_MIN_HOSTS:
+        return []
+    found = []
+    for h in per_host:
+        others = float(np.median([o["overhead"] for o in per_host if o is not h]))
+        if h["low"] is not None and h["low"] > others:
+            found.append(
+                {"host": h["host"], "direction": "higher", "overhead": h["overhead"], "others": others}
+            )
+        elif h["high"] is not None and h["high"] < others:
+            found.append(
+                {"host": h["host"], "direction": "lower", "overhead": h["overhead"], "others": others}
+            )
+    return found
+
+
+def fleet_section(doc: dict[str, Any], host_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The document's `fleet`: each host (address, status, what it is) and the overheads' spread."""
+    hosts = []
+    for r in host_rows:
+        manifest = json.loads(r["manifest_json"]) if r["manifest_json"] else {}
+        env = manifest.get("environment", {})
+        hosts.append(
+            {
+                "name": r["name"],
+                "address": r["address"],
+                "status": r["status"],
+                "reason": r["reason"],
+                "hostname": env.get("hostname"),
+                "kernel": env.get("kernel"),
+                "cpu_model": env.get("cpu_model"),
+                "xts_aes": env.get("kernel_crypto", {}).get("xts(aes)"),
+                "ioengine": manifest.get("ioengine"),
+                "cryptbench": manifest.get("cryptbench"),
+                "targets": [t.get("name") for t in manifest.get("targets", [])],
+                "skipped": manifest.get("skipped", []),
+            }
+        )
+    return {"hosts": hosts, "overheads": overheads(doc)}
