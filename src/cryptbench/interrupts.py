@@ -50,6 +50,23 @@ def signals_blocked() -> Iterator[None]:
         _raise_pending()
 
 
+@contextlib.contextmanager
+def mask_lifted() -> Iterator[None]:
+    """Inside a held section, lift the thread's signal mask while a child is started.
+
+    A child inherits the mask: fio's server started under a held SIGTERM
+    ignores every later SIGTERM (it was stopped only by the SIGKILL after
+    five seconds). The held section's flag still defers a SIGINT/SIGTERM that
+    arrives meanwhile to the end of the section.
+    """
+    assert _depth > 0, "only inside signals_blocked(), whose flag defers the signals"
+    old = signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def take_pending() -> int | None:
     """Consume a SIGINT/SIGTERM held by `signals_blocked`; its number, or None.
 

@@ -18,7 +18,7 @@ import psutil
 
 from cryptbench.backends.base import Helper
 from cryptbench.errors import ProvisionError
-from cryptbench.interrupts import signals_blocked
+from cryptbench.interrupts import mask_lifted, signals_blocked
 from cryptbench.resources import Process
 from cryptbench.session import Session
 from cryptbench.system import is_mountpoint, which
@@ -64,7 +64,7 @@ def start(
     # Held from start to journal: an interrupt between them would leave a
     # daemon nobody knows to stop.
     with signals_blocked():
-        with open(session.check_inside(log), "wb") as logf:
+        with open(session.check_inside(log), "wb") as logf, mask_lifted():
             proc = subprocess.Popen(
                 [exe, *argv[1:]],
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,

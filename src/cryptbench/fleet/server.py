@@ -21,7 +21,7 @@ import psutil
 from cryptbench.backends.daemon import log_tail
 from cryptbench.errors import ProvisionError, SafetyError, UsageError
 from cryptbench.fleet.address import Address
-from cryptbench.interrupts import signals_blocked
+from cryptbench.interrupts import mask_lifted, signals_blocked
 from cryptbench.resources import ProcessTree, SocketFile
 from cryptbench.session import Session
 from cryptbench.system import which
@@ -60,7 +60,7 @@ def start(session: Session, address: Address) -> ProcessTree:
     elif _listening(address):
         raise UsageError(f"--listen {address}: something already listens there")
     log = session.path("fio-server.log")
-    with signals_blocked(), open(log, "wb") as logf:
+    with signals_blocked(), open(log, "wb") as logf, mask_lifted():
         proc = subprocess.Popen(
             [exe, f"--server={address.fio()}"],
             stdin=subprocess.DEVNULL,
