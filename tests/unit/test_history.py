@@ -151,3 +151,23 @@ def test_no_database_is_no_runs(tmp_path: Path) -> None:
     assert history.run(db=tmp_path / "none.sqlite").runs == []
     with pytest.raises(UsageError, match="--limit"):
         history.run(db=tmp_path / "none.sqlite", limit=0)
+
+
+def test_a_fleet_run_matches_each_of_its_hosts(db: Path) -> None:
+    store = Store.open(db)
+    run_id = _add_run(store, "coordinator", {("read", "n1/plain"): [1e8], ("read", "n2/plain"): [2e8]})
+    manifests = {
+        "n1": {"environment": {"hostname": "rack1-a"}},
+        "n2": {"environment": {"hostname": "rack1-b"}},
+    }
+    for name, m in manifests.items():
+        store.insert_fleet_host(run_id, name, "127.0.0.1:8765", m)
+    store.set_fleet_host(run_id, "n2", "failed", "client: host=127.0.0.2 disconnected")
+    rows = {r["name"]: r for r in store.fleet_host_rows(run_id)}
+    store.close()
+    assert (rows["n1"]["status"], rows["n1"]["reason"]) == ("ok", None)
+    assert (rows["n2"]["status"], rows["n2"]["reason"]) == ("failed", "client: host=127.0.0.2 disconnected")
+    for host in ("n1", "n2", "rack1-b", "coordinator"):
+        assert [r["id"] for r in history.run(db=db, host=host).runs] == [run_id], host
+    assert [r["id"] for r in history.run(db=db, host="b").runs] == [3]
+    assert history.run(db=db, host="rack2").runs == []

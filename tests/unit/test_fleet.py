@@ -1,0 +1,382 @@
+"""Fleet pieces without hosts: addresses, hosts.toml, manifests, fio's client output, the spread."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cryptbench.engines.jobs import JobOptions, render_job, render_layout
+from cryptbench.errors import SafetyError, UsageError
+from cryptbench.fleet import client, hosts, manifest, spread
+from cryptbench.fleet.address import Address, listen_address, parse
+from cryptbench.suite import WorkloadSpec
+
+CLIENT = Path(__file__).parent.parent / "fixtures" / "fio" / "client"
+SERVERS = {"one": Address("ip", "127.0.0.1", 18891), "two": Address("ip", "127.0.0.2", 18892)}
+
+
+# -- addresses ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "fio", "shown"),
+    [
+        ("127.0.0.1", "ip:127.0.0.1,8765", "127.0.0.1:8765"),
+        ("127.0.0.1:9000", "ip:127.0.0.1,9000", "127.0.0.1:9000"),
+        ("[::1]:9000", "ip6:::1,9000", "[::1]:9000"),
+        ("[::1]", "ip6:::1,8765", "[::1]:8765"),
+        ("node-1.example:9000", "ip:node-1.example,9000", "node-1.example:9000"),
+        ("unix:/run/cb/fio.sock", "sock:/run/cb/fio.sock", "unix:/run/cb/fio.sock"),
+    ],
+)
+def test_address_forms(text: str, fio: str, shown: str) -> None:
+    addr = parse(text, "--listen")
+    assert addr.fio() == fio
+    assert str(addr) == shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", ":8765", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:x", "::1:8765", "[::1", "unix:rel", "a b"],
+)
+def test_bad_addresses_are_usage_errors(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse(text, "--listen")
+
+
+@pytest.mark.parametrize("text", ["127.0.0.1", "127.0.0.5:9", "[::1]:9", "unix:/tmp/x.sock", "localhost:9"])
+def test_serve_listens_on_loopback_and_sockets(text: str) -> None:
+    assert listen_address(text, allow_remote=False).loopback_only()
+
+
+@pytest.mark.parametrize("text", ["0.0.0.0", "[::]:9", "198.18.0.2:8765", "10.1.2.3", "8.8.8.8"])
+def test_serve_refuses_reachable_addresses_without_allow_remote(text: str) -> None:
+    with pytest.raises(UsageError, match="without authentication"):
+        listen_address(text, allow_remote=False)
+    assert listen_address(text, allow_remote=True).fio().startswith(("ip:", "ip6:"))
+
+
+def test_serve_refuses_host_names_it_cannot_judge() -> None:
+    with pytest.raises(UsageError, match="not a host name"):
+        listen_address("node1:8765", allow_remote=True)
+    assert listen_address("localhost", allow_remote=False) == Address("ip", "127.0.0.1", 8765)
+
+
+# -- hosts.toml -----------------------------------------------------------------------
+
+
+def _hosts(entries: list[dict[str, Any]]) -> list[hosts.HostSpec]:
+    return hosts.parse_hosts({"host": entries}, "hosts.toml")
+
+
+def test_hosts_toml(tmp_path: Path) -> None:
+    f = tmp_path / "hosts.toml"
+    f.write_text(
+        '[[host]]\nname = "n1"\naddress = "127.0.0.1:8766"\n'
+        'manifest_command = "ssh n1 cryptbench serve --print-manifest"\n'
+        '[[host]]\nname = "n2"\naddress = "[::1]:8767"\n'
+        'manifest_command = ["cat", "/path with space/m.json"]\n'
+    )
+    found = hosts.load(f)
+    assert [h.name for h in found] == ["n1", "n2"]
+    assert found[0].manifest_command == ("ssh", "n1", "cryptbench", "serve", "--print-manifest")
+    assert found[1].manifest_command == ("cat", "/path with space/m.json")
+    assert found[1].address == Address("ip6", "::1", 8767)
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ([], "no \\[\\[host\\]\\]"),
+        ([{"name": "a", "address": "127.0.0.1", "manifest_command": "x", "port": 1}], "unknown key"),
+        ([{"name": "a", "address": "127.0.0.1"}], "lacks 'manifest_command'"),
+        ([{"name": "a/b", "address": "127.0.0.1", "manifest_command": "x"}], "must be 1 to 40"),
+        ([{"name": "a", "address": "127.0.0.1", "manifest_command": ""}], "empty"),
+        ([{"name": "a", "address": "127.0.0.1", "manifest_command": [1]}], "array of strings"),
+        ([{"name": "a", "address": "127.0.0.1", "manifest_command": "'unclosed"}], "quotation"),
+        (
+            [
+                {"name": "a", "address": "127.0.0.1", "manifest_command": "x"},
+                {"name": "a", "address": "127.0.0.2", "manifest_command": "x"},
+            ],
+            "given twice",
+        ),
+        (
+            [
+                {"name": "a", "address": "127.0.0.1:9", "manifest_command": "x"},
+                {"name": "b", "address": "127.0.0.1:9", "manifest_command": "x"},
+            ],
+            "share the address",
+        ),
+    ],
+)
+def test_bad_hosts_toml(entries: list[dict[str, Any]], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        _hosts(entries)
+
+
+def test_hosts_toml_that_is_not_toml(tmp_path: Path) -> None:
+    f = tmp_path / "hosts.toml"
+    f.write_text("[[host]\n")
+    with pytest.raises(UsageError, match="not valid TOML"):
+        hosts.load(f)
+    with pytest.raises(UsageError, match=r"missing\.toml: No such file"):
+        hosts.load(tmp_path / "missing.toml")
+
+
+# -- manifests ------------------------------------------------------------------------
+
+SCRATCH = "/var/tmp/cryptbench/run-1"
+
+
+def _target(name: str, backend: str, baseline: str | None, encrypted: bool) -> dict[str, Any]:
+    return {
+        "name": name,
+        "backend": backend,
+        "baseline": baseline,
+        "encrypted": encrypted,
+        "io_mode": "direct",
+        "direct_io": "honoured",
+        "direct_io_reason": "probed",
+        "marker_in_backing": not encrypted,
+        "encryption_verified": True if encrypted else None,
+        "details": {},
+        "data_file": f"{SCRATCH}/targets/{name}/cryptbench.dat",
+    }
+
+
+def _manifest(**changes: Any) -> dict[str, Any]:
+    m = {
+        "schema": manifest.SCHEMA,
+        "cryptbench": "0.1.0",
+        "listen": "127.0.0.1:8765",
+        "scratch": SCRATCH,
+        "size": 8 << 20,
+        "ioengine": "io_uring",
+        "zero_data": False,
+        "targets": [
+            _target("plain", "plain", None, False),
+            _target("ext4-loop", "ext4-loop", "plain", False),
+            _target("fscrypt", "fscrypt", "ext4-loop", True),
+        ],
+        "skipped": [],
+        "added_baselines": ["plain", "ext4-loop"],
+        "environment": {"hostname": "n1"},
+    }
+    m.update(changes)
+    return m
+
+
+def test_manifest_parses() -> None:
+    m = manifest.parse(json.dumps(_manifest()), "host n1")
+    assert [t.name for t in m.targets] == ["plain", "ext4-loop", "fscrypt"]
+    fscrypt = m.target("fscrypt")
+    assert fscrypt is not None and fscrypt.row()["encryption_verified"] is True
+    assert m.size == 8 << 20 and m.ioengine == "io_uring"
+
+
+def _outside() -> dict[str, Any]:
+    t = _target("plain", "plain", None, False)
+    t["data_file"] = "/etc/passwd"
+    return _manifest(targets=[t])
+
+
+def _escaping() -> dict[str, Any]:
+    t = _target("plain", "plain", None, False)
+    t["data_file"] = f"{SCRATCH}/../../../etc/shadow"
+    return _manifest(targets=[t])
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (_manifest(schema=2), "schema"),
+        (_manifest(size=True), "'size' has the wrong type"),
+        (_manifest(size=0), "positive"),
+        (_manifest(scratch="relative/dir"), "not an absolute path"),
+        (_outside(), "outside the host's scratch"),
+        (_escaping(), "outside the host's scratch"),
+        (_manifest(targets=[_target("fscrypt", "fscrypt", "ext4-loop", True)]), "is not served"),
+        (_manifest(targets=[_target("plain", "plain", None, False)] * 2), "twice"),
+        (_manifest(targets=[{"name": "plain"}]), "lacks 'data_file'"),
+    ],
+)
+def test_bad_manifests(doc: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        manifest.parse(json.dumps(doc), "host n1")
+
+
+def test_manifest_that_is_not_json() -> None:
+    with pytest.raises(UsageError, match="host n1: the manifest is not JSON"):
+        manifest.parse("serve: command not found", "host n1")
+    with pytest.raises(UsageError, match="not a JSON object"):
+        manifest.parse("[]", "host n1")
+
+
+# -- job files sent to a server --------------------------------------------------------
+
+
+def _opts(path: str) -> JobOptions:
+    return JobOptions(Path(path), 8 << 20, True, "io_uring", False, 7)
+
+
+def test_cryptbench_jobs_pass_the_check() -> None:
+    data = f"{SCRATCH}/targets/fscrypt/cryptbench.dat"
+    client.check_job(render_job(WorkloadSpec("w", "randwrite", 4096, 32), _opts(data)), SCRATCH)
+    client.check_job(render_layout(_opts(data)), SCRATCH)
+
+
+@pytest.mark.parametrize(
+    "extra", ["exec_prerun=rm -rf /", "exec_postrun = sh", "trigger=sh", "  TRIGGER_TIMEOUT=1", "trigger"]
+)
+def test_jobs_that_run_commands_are_refused(extra: str) -> None:
+    text = render_job(WorkloadSpec("w", "write", 4096, 1), _opts(f"{SCRATCH}/d")) + extra + "\n"
+    with pytest.raises(SafetyError, match="refusing to send a job"):
+        client.check_job(text, SCRATCH)
+
+
+@pytest.mark.parametrize("path", ["/var/tmp/other/d", f"{SCRATCH}/../x", "/var/tmp/cryptbench/run-10/d"])
+def test_jobs_outside_the_hosts_scratch_are_refused(path: str) -> None:
+    with pytest.raises(SafetyError, match="outside the host's scratch"):
+        client.check_job(render_job(WorkloadSpec("w", "write", 4096, 1), _opts(path)), SCRATCH)
+
+
+# -- fio's client output, as fio 3.33 printed it here ------------------------------------------
+
+
+def _fixture(name: str) -> tuple[str, str]:
+    return (CLIENT / f"{name}.stdout").read_text(), (CLIENT / f"{name}.stderr").read_text()
+
+
+def _stats(stdout: str) -> list[dict[str, Any]]:
+    return json.loads(stdout[stdout.index("\n{\n") + 1 :])["client_stats"]
+
+
+def test_each_host_gets_its_own_entry_not_the_sum() -> None:
+    out, err = _fixture("two-hosts")
+    results = client.split(out, err, SERVERS)
+    stats = {(e["hostname"], e["jobname"]): e for e in _stats(out)}
+    for host, addr in SERVERS.items():
+        r = results[host]
+        assert r.error is None and not r.lost and r.measurement is not None
+        entry = stats[(addr.host, "seq1m-q8-write")]
+        assert r.measurement.throughput == entry["write"]["bw_bytes"]
+        assert r.measurement.io_bytes == 4 << 20
+        assert json.loads(r.raw or "") == entry
+    total = next(e for e in _stats(out) if e["jobname"] == client.AGGREGATE)
+    summed = total["write"]["bw_bytes"]
+    assert all(r.measurement.throughput != summed for r in results.values() if r.measurement)
+
+
+def test_a_host_killed_mid_job_is_lost_and_the_other_kept() -> None:
+    out, err = _fixture("disconnected")
+    results = client.split(out, err, SERVERS)
+    assert results["one"].measurement is not None and not results["one"].lost
+    assert results["two"].lost and results["two"].measurement is None
+    assert "client: host=127.0.0.2 disconnected" in (results["two"].error or "")
+
+
+def test_an_unreachable_host_is_lost_with_fios_reason() -> None:
+    out, err = _fixture("unreachable")
+    hosts_ = {"one": SERVERS["one"], "three": Address("ip", "127.0.0.3", 18893)}
+    results = client.split(out, err, hosts_)
+    assert results["one"].measurement is not None
+    assert results["three"].lost
+    assert "failed to connect to 127.0.0.3:18893" in (results["three"].error or "")
+
+
+def test_output_without_json_loses_every_host() -> None:
+    results = client.split("fio: unknown option\n", "", SERVERS)
+    assert all(r.lost and "fio returned no result" in (r.error or "") for r in results.values())
+
+
+def test_a_port_mismatch_is_not_a_result() -> None:
+    out, err = _fixture("two-hosts")
+    results = client.split(out, err, {"one": Address("ip", "127.0.0.1", 9999)})
+    assert results["one"].lost
+
+
+# -- the spread across hosts ---------------------------------------------------------------
+
+
+def _doc(overheads: dict[str, tuple[float, float, float]]) -> dict[str, Any]:
+    """Hosts' fscrypt-against-ext4-loop overheads (estimate, low, high), as a document holds them."""
+    targets, comparisons = [], []
+    for host, (o, low, high) in overheads.items():
+        targets += [
+            {"name": f"{host}/ext4-loop", "host": host, "encrypted": False},
+            {"name": f"{host}/fscrypt", "host": host, "encrypted": True},
+        ]
+        comparisons.append(
+            {
+                "workload": "w",
+                "target": f"{host}/fscrypt",
+                "baseline": f"{host}/ext4-loop",
+                "kind": "baseline",
+                "ratio": 1 - o / 100,
+                "ci_low": 1 - high / 100,
+                "ci_high": 1 - low / 100,
+                "overhead_percent": o,
+            }
+        )
+        comparisons.append(
+            {
+                "workload": "w",
+                "target": f"{host}/ext4-loop",
+                "baseline": f"{host}/plain",
+                "kind": "baseline",
+                "ratio": 0.9,
+                "ci_low": 0.8,
+                "ci_high": 1.0,
+                "overhead_percent": 10.0,
+            }
+        )
+    return {"targets": targets, "comparisons": comparisons}
+
+
+def test_spread_over_hosts() -> None:
+    given = {"a": (20, 17, 23), "b": (22, 19, 25), "c": (21, 17, 26), "d": (60, 55, 66)}
+    (row,) = spread.overheads(_doc(given))
+    values = [o for o, _l, _h in given.values()]
+    assert (row["target"], row["baseline"], row["hosts"]) == ("fscrypt", "ext4-loop", 4)
+    assert row["median"] == pytest.approx(np.percentile(values, 50))
+    assert row["p10"] == pytest.approx(np.percentile(values, 10))
+    assert row["p90"] == pytest.approx(np.percentile(values, 90))
+    assert (row["worst_host"], row["worst"]) == ("d", 60)
+    assert (row["worst_low"], row["worst_high"]) == pytest.approx((55, 66))
+    assert [(s["host"], s["direction"]) for s in row["stand_out"]] == [("d", "higher")]
+    assert row["stand_out"][0]["others"] == pytest.approx(21)
+
+
+def test_a_host_stands_out_below_too_and_noise_does_not() -> None:
+    given = {"a": (50, 45, 55), "b": (52, 30, 70), "c": (51, 48, 54), "d": (10, 5, 15)}
+    (row,) = spread.overheads(_doc(given))
+    assert [(s["host"], s["direction"]) for s in row["stand_out"]] == [("d", "lower")]
+
+
+def test_two_hosts_have_nobody_to_stand_out_from() -> None:
+    (row,) = spread.overheads(_doc({"a": (10, 9, 11), "b": (80, 79, 81)}))
+    assert row["stand_out"] == [] and row["worst_host"] == "b"
+
+
+def test_a_run_on_one_machine_has_no_spread() -> None:
+    doc = {
+        "targets": [{"name": "fscrypt", "host": None, "encrypted": True}],
+        "comparisons": [
+            {
+                "workload": "w",
+                "target": "fscrypt",
+                "baseline": "ext4-loop",
+                "kind": "baseline",
+                "ratio": 0.5,
+                "ci_low": 0.4,
+                "ci_high": 0.6,
+                "overhead_percent": 50.0,
+            }
+        ],
+    }
+    assert spread.overheads(doc) == []
