@@ -94,7 +94,7 @@ def read_manifest(spec: HostSpec, timeout: float = MANIFEST_TIMEOUT) -> Manifest
         lines = (done.stderr or done.stdout).strip().splitlines()
         raise UsageError(
             f"{where}: manifest_command exited with status {done.returncode}: "
-            + (lines[-1][:200] if lines else "")
+            + (lines[-1][:200] if lines else "it printed nothing")
         )
     return parse(done.stdout, where)
 

@@ -144,7 +144,7 @@ def run(
     ready: Callable[[dict[str, Any], Path], None] = lambda _m, _p: None,
     registry: Path | None = None,
 ) -> ServeOutcome:
-    listen_address(listen, allow_remote)  # bad input is refused before anything is made
+    server.check(listen_address(listen, allow_remote))  # refused before anything is made
     plan = _plan(backends, size, target, io_mode, data, passphrase_file)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a core dump would hold the keys
     progress = progress or NullProgress()

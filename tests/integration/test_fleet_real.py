@@ -1,0 +1,251 @@
+"""Fleet runs for real: hosts as network namespaces here, each with its own `cryptbench serve`
+(real fscrypt, loop devices, fio servers), driven by one coordinator through `fio --client`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cryptbench.backends import REGISTRY
+from cryptbench.commands import fleet as fleet_cmd
+from cryptbench.runner import NullProgress, TrialSpec
+from tests import fleet_hosts
+from tests.conftest import cli
+
+SEQ = str(Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml")
+BACKENDS = "plain,fscrypt"
+
+
+def _need_hosts() -> None:
+    why = fleet_hosts.unavailable()
+    if why:
+        pytest.skip(why)
+    for name in ("fscrypt", "ext4-loop"):
+        avail = REGISTRY[name].probe()
+        if not avail.ok:
+            pytest.skip(f"{name} unavailable here: {avail.reason}")
+
+
+def _trials(db: Path) -> list[dict[str, Any]]:
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    rows = con.execute(
+        "SELECT t.id, t.target, t.workload, t.block, t.started_at, t.status, t.raw_output,"
+        " m.value AS throughput FROM trials t"
+        " LEFT JOIN metrics m ON m.trial_id=t.id AND m.name='throughput' ORDER BY t.seq"
+    ).fetchall()
+    con.close()
+    return [dict(r) for r in rows]
+
+
+def _no_server_left(hosts: list[fleet_hosts.Host]) -> None:
+    assert not [p.pid for h in hosts for p in h.fio_server()], "a fio server outlived its serve"
+
+
+def test_a_suite_across_four_hosts(target_dir: Path, tmp_path: Path) -> None:
+    _need_hosts()
+    db = tmp_path / "fleet.sqlite"
+    with fleet_hosts.fleet(4, target_dir, BACKENDS, "8M") as hosts:
+        toml = fleet_hosts.hosts_toml(hosts, tmp_path / "hosts.toml")
+        outcome = fleet_cmd.run(hosts=toml, suite=SEQ, repeats=3, seed=5, db=db)
+        doc = outcome.document
+        assert (outcome.status, outcome.exit_code) == ("complete", 0), doc["notes"]
+        address = {h.name: h.address for h in hosts}
+
+        # Every host served and stayed; each target is a host's own, against that host's baseline.
+        assert [(h["name"], h["status"]) for h in doc["fleet"]["hosts"]] == [(h.name, "ok") for h in hosts]
+        by_name = {t["name"]: t for t in doc["targets"]}
+        for h in hosts:
+            assert by_name[f"{h.name}/fscrypt"]["baseline"] == f"{h.name}/ext4-loop"
+            assert by_name[f"{h.name}/fscrypt"]["encryption_verified"] is True
+            assert by_name[f"{h.name}/fscrypt"]["host"] == h.name
+
+        # Each trial's figure is its own host's client_stats entry, as fio printed it.
+        trials = _trials(db)
+        assert len(trials) == 4 * 3 * 2 * 3  # hosts x targets x workloads x repeats
+        for t in trials:
+            assert t["status"] == "ok", t
+            entry = json.loads(t["raw_output"])
+            assert entry["hostname"] == address[t["target"].split("/")[0]]
+            direction = "write" if "write" in t["workload"] else "read"
+            assert t["throughput"] == entry[direction]["bw_bytes"]
+        # One fio --client invocation per target and block: all four hosts in it, started together.
+        blocks: dict[tuple[int, str], set[tuple[str, str]]] = {}
+        for t in trials:
+            blocks.setdefault((t["block"], t["target"].split("/")[1]), set()).add(
+                (t["target"].split("/")[0], t["started_at"])
+            )
+        for members in blocks.values():
+            assert {h for h, _ in members} == {h.name for h in hosts}
+            assert len({s for _, s in members}) == 1
+
+        # The spread is over the hosts' own comparisons.
+        rows = [r for r in doc["fleet"]["overheads"] if r["target"] == "fscrypt"]
+        assert sorted(r["workload"] for r in rows) == ["seq1m-q8-read", "seq1m-q8-write"]
+        for r in rows:
+            own = {
+                c["target"].split("/")[0]: c["overhead_percent"]
+                for c in doc["comparisons"]
+                if c["workload"] == r["workload"]
+                and c["target"].endswith("/fscrypt")
+                and c["kind"] == "baseline"
+            }
+            assert r["hosts"] == 4 and {p["host"]: p["overhead"] for p in r["per_host"]} == own
+            assert [r["p10"], r["median"], r["p90"]] == pytest.approx(
+                np.percentile(list(own.values()), [10, 50, 90])
+            )
+            assert (r["worst_host"], r["worst"]) == max(own.items(), key=lambda kv: kv[1])
+
+        # The other commands read the fleet run as any other.
+        shown = cli("show", "latest", "--db", str(db))
+        assert shown.returncode == 0 and "Fleet: hosts" in shown.stdout and "h4/fscrypt" in shown.stdout
+        gate = cli("check", "--max-overhead", "1%", "--db", str(db))
+        assert gate.returncode == 1
+        assert all(f"{h.name}/fscrypt" in gate.stdout for h in hosts)
+        csv = cli("report", "latest", "--csv", "-", "--db", str(db))
+        header = csv.stdout.splitlines()[0].split(",")
+        assert "host" in header and csv.stdout.count(",h3/fscrypt,h3,") == 6
+        history = cli("history", "--host", "h2", "--db", str(db), "--json")
+        assert [r["id"] for r in json.loads(history.stdout)["runs"]] == [outcome.run_id]
+
+        codes = {h.name: fleet_hosts.stop(h) for h in hosts}
+    assert codes == {h.name: 0 for h in hosts}, [h.stderr()[-300:] for h in hosts]
+    assert all("stopped by signal 15; torn down" in h.stderr() for h in hosts)
+    _no_server_left(hosts)
+
+
+class _KillHost(NullProgress):
+    """Kills one host's fio server, workers included, once `after` trials have landed."""
+
+    def __init__(self, host: fleet_hosts.Host, after: int) -> None:
+        self.host, self.after, self.seen, self.killed_at = host, after, 0, None
+
+    def trial_done(self, spec: TrialSpec, ok: bool) -> None:
+        self.seen += 1
+        if self.seen == self.after:
+            procs = self.host.fio_server()
+            assert procs, "the host's fio server was not found"
+            for p in procs:
+                p.kill()
+            self.killed_at = self.seen
+
+
+def test_a_host_killed_mid_run_fails_alone(target_dir: Path, tmp_path: Path) -> None:
+    _need_hosts()
+    db = tmp_path / "fleet.sqlite"
+    with fleet_hosts.fleet(3, target_dir, BACKENDS, "8M") as hosts:
+        toml = fleet_hosts.hosts_toml(hosts, tmp_path / "hosts.toml")
+        victim = hosts[1]
+        killer = _KillHost(victim, after=9)
+        outcome = fleet_cmd.run(hosts=toml, suite=SEQ, repeats=4, seed=3, db=db, progress=killer)
+        assert killer.killed_at == 9
+        doc = outcome.document
+        assert (outcome.status, outcome.exit_code) == ("complete", 1)
+        status = {h["name"]: h for h in doc["fleet"]["hosts"]}
+        assert status["h2"]["status"] == "failed"
+        assert "did not answer" in status["h2"]["reason"] and victim.address in status["h2"]["reason"]
+        assert status["h1"]["status"] == status["h3"]["status"] == "ok"
+
+        trials = _trials(db)
+        ok = {
+            h.name: sum(t["status"] == "ok" and t["target"].startswith(f"{h.name}/") for t in trials)
+            for h in hosts
+        }
+        assert ok["h1"] == ok["h3"] == 3 * 2 * 4  # the others went on to the end
+        assert ok["h2"] < 3 * 2 * 4
+        assert any(n.startswith("h2/fscrypt: host h2 stopped answering") for n in doc["notes"])
+        # The spread of what the survivors measured holds only them where h2 had no figure.
+        for r in doc["fleet"]["overheads"]:
+            assert {"h1", "h3"} <= {p["host"] for p in r["per_host"]}
+
+        # The victim's serve saw its server die, tore down and exited on its own.
+        assert victim.proc is not None
+        assert victim.proc.wait(timeout=fleet_hosts.STOP_WAIT) == 1
+        assert "fio's server" in victim.stderr() and "signal 9" in victim.stderr()
+        codes = {h.name: fleet_hosts.stop(h) for h in hosts if h is not victim}
+    assert codes == {"h1": 0, "h3": 0}
+    _no_server_left(hosts)
+
+
+def test_serve_on_a_unix_socket_keeps_it_private(target_dir: Path, tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("serve provisions as root here")
+    sock, served = target_dir / "fio.sock", target_dir / "h"
+    served.mkdir()
+    log = tmp_path / "serve.log"
+    serve = [
+        "serve",
+        "--listen",
+        f"unix:{sock}",
+        "--backends",
+        "plain",
+        "--size",
+        "8M",
+        "--target",
+        str(served),
+    ]
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cryptbench", *serve], stdout=subprocess.DEVNULL, stderr=err
+        )
+    manifest = [sys.executable, "-m", "cryptbench", "serve", "--print-manifest", "--target", str(served)]
+    try:
+        deadline = time.monotonic() + fleet_hosts.MANIFEST_WAIT
+        while subprocess.run(manifest, capture_output=True, check=False).returncode != 0:
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+        # Anyone who can reach the socket can have fio's server run jobs as root.
+        assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(sock.parent).st_mode) & 0o077 == 0
+        toml = tmp_path / "hosts.toml"
+        toml.write_text(
+            f'[[host]]\nname = "local"\naddress = "unix:{sock}"\nmanifest_command = {json.dumps(manifest)}\n'
+        )
+        outcome = fleet_cmd.run(hosts=toml, suite=SEQ, repeats=2, seed=1, db=tmp_path / "f.sqlite")
+        assert outcome.exit_code == 0 and outcome.document["trials"] == {"ok": 4, "failed": 0}
+        assert json.loads(_trials(tmp_path / "f.sqlite")[0]["raw_output"])["hostname"] == str(sock)
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=fleet_hosts.STOP_WAIT) == 0, log.read_text()
+    assert not os.path.lexists(sock), "the socket outlived its server"
+
+
+def test_bad_fleet_input_is_one_line_and_status_2(tmp_path: Path) -> None:
+    wide = cli("serve", "--listen", "0.0.0.0:8765", "--backends", "plain", "--target", str(tmp_path))
+    assert wide.returncode == 2 and "--allow-remote" in wide.stderr and len(wide.stderr.splitlines()) == 1
+    nobody = cli("serve", "--print-manifest", "--target", str(tmp_path))
+    assert nobody.returncode == 2 and "no cryptbench serve is running" in nobody.stderr
+    toml = tmp_path / "hosts.toml"
+    toml.write_text('[[host]]\nname = "n1"\naddress = "127.0.0.1:9"\nmanifest_command = ["false"]\n')
+    dead = cli("fleet", "run", "--hosts", str(toml), "--db", str(tmp_path / "f.sqlite"))
+    errors = [line for line in dead.stderr.splitlines() if line.startswith("cryptbench: error: ")]
+    assert dead.returncode == 2 and len(errors) == 1 and "Traceback" not in dead.stderr
+    assert (
+        "no host could be used: host n1: manifest_command exited with status 1: it printed nothing"
+        in errors[0]
+    )
+    shared = cli(
+        "serve",
+        "--listen",
+        "unix:/tmp/cryptbench-test.sock",
+        "--backends",
+        "plain",
+        "--target",
+        str(tmp_path),
+    )
+    assert shared.returncode == 2 and "other users can enter /tmp" in shared.stderr
+    apps = cli("fleet", "run", "--hosts", str(toml), "--suite", "study-000")
+    assert apps.returncode == 2 and "application workload" in apps.stderr
+    missing = cli("fleet", "run", "--hosts", str(tmp_path / "nope.toml"))
+    assert missing.returncode == 2 and "No such file" in missing.stderr
