@@ -33,7 +33,7 @@ def test_selftest_finds_the_known_answer(target_dir: Path, tmp_path: Path) -> No
     assert len(ratios) == 2 and len(rates) == 4
     assert result.passed, [(c.what, c.measured, c.ci_low, c.ci_high) for c in result.checks]
     for c in ratios:
-        assert c.measured == pytest.approx(0.50, abs=0.01)
+        assert c.measured == pytest.approx(0.50, rel=selftest.RATIO_BAND)
     assert not loop_throttles()
 
 
