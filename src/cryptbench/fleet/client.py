@@ -92,13 +92,17 @@ def _matches(entry: dict[str, Any], address: Address) -> bool:
 def _why_missing(address: Address, messages: list[str]) -> str:
     names = {address.host, f"{address.host}:{address.port}", f"host={address.host}"}
     said = [m.strip() for m in messages if any(n in m for n in names) and not m.startswith("<")]
+    # fio repeats a timeout once per command it waited for: say each thing once
+    said = list(dict.fromkeys(said))
     return "; ".join(said[:2]) if said else "fio returned no result for it"
 
 
 def split(stdout: str, stderr: str, hosts: dict[str, Address]) -> dict[str, HostResult]:
     """Each host's result from one client invocation's output."""
     doc = _document(stdout)
-    messages = [*stdout.splitlines(), *stderr.splitlines()]
+    # stderr first: fio's own verdicts (a host timed out, a connection refused)
+    # are there, its running commentary on stdout
+    messages = [*stderr.splitlines(), *stdout.splitlines()]
     stats = doc.get("client_stats") if doc is not None else None
     entries = [e for e in stats if isinstance(e, dict)] if isinstance(stats, list) else []
     results: dict[str, HostResult] = {}
