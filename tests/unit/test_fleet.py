@@ -179,6 +179,41 @@ def test_manifest_parses() -> None:
     assert m.size == 8 << 20 and m.ioengine == "io_uring"
 
 
+def _host(name: str, **changes: Any) -> Any:
+    from cryptbench.commands.fleet import Host
+
+    spec = hosts.HostSpec(name, parse("127.0.0.1", "address"), ("true",))
+    return Host(spec, manifest.parse(json.dumps(_manifest(**changes)), f"host {name}"))
+
+
+def test_manifest_notes_say_which_targets_run_where_and_what_differs() -> None:
+    from cryptbench.commands.fleet import Host, manifest_notes
+
+    same = [_host("a"), _host("b")]
+    assert manifest_notes(same) == []
+    no_fscrypt = [_target("plain", "plain", None, False), _target("ext4-loop", "ext4-loop", "plain", False)]
+    fleet = [
+        _host("a"),
+        _host(
+            "b",
+            targets=no_fscrypt,
+            skipped=[{"backend": "fscrypt", "reason": "the kernel lacks fscrypt"}],
+            ioengine="libaio",
+        ),
+        _host("c", targets=no_fscrypt[:1], environment={"hostname": "n3", "kernel": "6.1"}),
+        Host(hosts.HostSpec("d", parse("127.0.0.4", "address"), ("true",)), None, "unreachable"),
+    ]
+    notes = manifest_notes(fleet)
+    assert (
+        "fscrypt runs on 1 of 3 hosts; not on b (the kernel lacks fscrypt), c (not asked of its serve)"
+        in notes
+    )
+    assert "ext4-loop runs on 2 of 3 hosts; not on c (not asked of its serve)" in notes
+    assert "the hosts differ in ioengine: a io_uring, b libaio, c io_uring" in notes
+    assert "the hosts differ in kernel: a unknown, b unknown, c 6.1" in notes
+    assert not any("plain runs" in n or "cryptbench version" in n for n in notes)
+
+
 def _outside() -> dict[str, Any]:
     t = _target("plain", "plain", None, False)
     t["data_file"] = "/etc/passwd"
@@ -287,6 +322,13 @@ def test_an_unreachable_host_is_lost_with_fios_reason() -> None:
     assert results["one"].measurement is not None
     assert results["three"].lost
     assert "failed to connect to 127.0.0.3:18893" in (results["three"].error or "")
+
+
+def test_a_frozen_host_is_lost_when_fio_gives_up_on_it() -> None:
+    out, err = _fixture("frozen")
+    results = client.split(out, err, SERVERS)
+    assert results["one"].measurement is not None
+    assert results["two"].lost and "fio: client 127.0.0.2 timed out" in (results["two"].error or "")
 
 
 def test_output_without_json_loses_every_host() -> None:

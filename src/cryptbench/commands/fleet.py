@@ -146,6 +146,40 @@ def check_manifests(hosts: list[Host], workloads: list[WorkloadSpec]) -> tuple[i
     return size, zero.pop()
 
 
+def manifest_notes(hosts: list[Host]) -> list[str]:
+    """What differs between the usable hosts' manifests, short of refusing the run:
+    targets some hosts lack (with why, where the host said), and engine,
+    version or kernel differences a reader should weigh before comparing hosts."""
+    usable = [(h.spec.name, h.manifest) for h in hosts if h.manifest is not None]
+    notes = []
+    names = list(dict.fromkeys(t.name for _n, m in usable for t in m.targets))
+    for name in names:
+        missing = [(n, m) for n, m in usable if m.target(name) is None]
+        if not missing:
+            continue
+        why = []
+        for n, m in missing:
+            backend = name.partition(":")[2] or name
+            said = next((s.get("reason") for s in m.skipped if s.get("backend") in (name, backend)), None)
+            why.append(f"{n} ({said})" if said else f"{n} (not asked of its serve)")
+        notes.append(
+            f"{name} runs on {len(usable) - len(missing)} of {len(usable)} hosts; not on " + ", ".join(why)
+        )
+    facts: dict[str, Callable[[Manifest], object]] = {
+        "ioengine": lambda m: m.ioengine,
+        "cryptbench version": lambda m: m.version,
+        "fio version": lambda m: m.environment.get("fio"),
+        "kernel": lambda m: m.environment.get("kernel"),
+    }
+    for what, of in facts.items():
+        seen = {n: of(m) for n, m in usable}
+        if len(set(map(str, seen.values()))) > 1:
+            notes.append(
+                f"the hosts differ in {what}: " + ", ".join(f"{n} {v or 'unknown'}" for n, v in seen.items())
+            )
+    return notes
+
+
 def plan_json(
     suite: Suite,
     workloads: list[WorkloadSpec],
@@ -433,6 +467,8 @@ def execute(
                 store.insert_target(run_id, row)
             for s in h.manifest.skipped:
                 store.add_note(run_id, f"host {h.spec.name} skipped {s.get('backend')}: {s.get('reason')}")
+        for note in manifest_notes(hosts):
+            store.add_note(run_id, note)
         store.add_note(run_id, CACHE_NOTE)
         store.add_note(run_id, NOT_MEASURED_NOTE)
         workload_seeds = {w.name: (seed + i) % 2**32 for i, w in enumerate(workloads)}
