@@ -483,6 +483,8 @@ def _check(args: argparse.Namespace, out: Console) -> int:
             for other in result.findings:
                 if other.target == target and not other.passed and other is not f:
                     out.print(f"     also {other.words(result.bound)}", highlight=False)
+        for name, f in result.worst_hosts().items():
+            out.print(f"worst host for {name}: {f.host} ({f.words(result.bound)})", highlight=False)
         out.print(
             f"run {result.run_id}: "
             + ("every target within" if result.passed else "over")

@@ -113,6 +113,18 @@ def test_a_suite_across_four_hosts(target_dir: Path, tmp_path: Path) -> None:
         gate = cli("check", "--max-overhead", "1%", "--db", str(db))
         assert gate.returncode == 1
         assert all(f"{h.name}/fscrypt" in gate.stdout for h in hosts)
+        worst_overhead = {
+            h.name: max(
+                (1 - c["ratio"]) * 100
+                for c in outcome.document["comparisons"]
+                if c["target"] == f"{h.name}/fscrypt" and c["kind"] == "baseline"
+            )
+            for h in hosts
+        }
+        worst_host = max(worst_overhead, key=lambda h: worst_overhead[h])
+        assert f"worst host for fscrypt: {worst_host} ({worst_host}/fscrypt at" in gate.stdout
+        gated = json.loads(cli("check", "--max-overhead", "1%", "--db", str(db), "--json").stdout)
+        assert gated["worst_hosts"]["fscrypt"]["host"] == worst_host
         csv = cli("report", "latest", "--csv", "-", "--db", str(db))
         header = csv.stdout.splitlines()[0].split(",")
         assert "host" in header and csv.stdout.count(",h3/fscrypt,h3,") == 6

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,3 +88,34 @@ def test_a_run_without_encrypted_targets_is_an_error() -> None:
 def test_bad_bounds_are_refused(bound: str, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--max-overhead"):
         check.run(max_overhead=bound, db=tmp_path / "none.sqlite")
+
+
+def _fleet(worse_on_b: str) -> dict[str, Any]:
+    """DOC as two hosts' targets, b losing 10 points more of fscrypt's speed at one workload."""
+    doc = copy.deepcopy(DOC)
+    targets, comparisons = [], []
+    for host in ("a", "b"):
+        for t in DOC["targets"]:
+            baseline = t["baseline"] and f"{host}/{t['baseline']}"
+            targets.append({**t, "name": f"{host}/{t['name']}", "baseline": baseline, "host": host})
+        for c in DOC["comparisons"]:
+            c = {**c, "target": f"{host}/{c['target']}"}
+            if host == "b" and c["target"] == "b/fscrypt" and c["workload"] == worse_on_b:
+                c.update({k: c[k] - 0.10 for k in ("ratio", "ci_low", "ci_high") if c.get(k) is not None})
+            comparisons.append(c)
+    doc.update(targets=targets, comparisons=comparisons)
+    return doc
+
+
+def test_a_fleet_run_names_each_targets_worst_host() -> None:
+    workload = max(DOC["plan"]["workloads"], key=lambda w: _overhead("fscrypt", w))
+    result = check.evaluate(_fleet(workload), 100)
+    assert {f.host for f in result.findings} == {"a", "b"}
+    assert set(result.worst()) == {"a/fscrypt", "b/fscrypt", "a/gocryptfs", "b/gocryptfs"}
+    worst = result.worst_hosts()
+    assert set(worst) == {"fscrypt", "gocryptfs"}
+    assert (worst["fscrypt"].host, worst["fscrypt"].workload) == ("b", workload)
+    assert worst["fscrypt"].overhead == pytest.approx(_overhead("fscrypt", workload) + 10)
+    assert not worst["fscrypt"].passed and result.worst()["a/fscrypt"].passed
+    assert result.to_json()["worst_hosts"]["fscrypt"]["host"] == "b"
+    assert check.evaluate(DOC, 100).worst_hosts() == {}

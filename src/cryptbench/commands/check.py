@@ -7,6 +7,8 @@ fails when its estimated overhead on some workload exceeds the bound, or when a
 workload it should have run has no figure (a lost target cannot pass). Each
 finding says whether its whole 95 % interval lies beyond the bound ("clearly")
 or only the estimate does, so a failure near the bound reads as what it is.
+On a fleet run every host's target is gated, and each target is also named by
+its worst host (a fleet ships when its worst host does).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Finding:
     low: float | None  # percent: the overhead's 95 % interval
     high: float | None  # percent
     passed: bool
+    host: str | None = None  # the fleet host the target is on; None on a one-machine run
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -71,12 +74,26 @@ class Result:
                 out[f.target] = f
         return out
 
+    def worst_hosts(self) -> dict[str, Finding]:
+        """On a fleet run, per target as served (fscrypt, not HOST/fscrypt), the
+        host whose worst finding is worst; empty on a one-machine run."""
+        out: dict[str, Finding] = {}
+        for f in self.worst().values():
+            if f.host is None:
+                continue
+            name = f.target.removeprefix(f"{f.host}/")
+            best = out.get(name)
+            if best is None or _rank(f) > _rank(best):
+                out[name] = f
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "max_overhead_percent": self.bound,
             "passed": self.passed,
             "findings": [f.to_json() for f in self.findings],
+            "worst_hosts": {name: f.to_json() for name, f in self.worst_hosts().items()},
         }
 
 
@@ -94,12 +111,14 @@ def evaluate(doc: dict[str, Any], bound: float) -> Result:
         for w in doc["plan"]["workloads"]:
             c = comps.get((w, t["name"]))
             if c is None:
-                findings.append(Finding(t["name"], t["baseline"], w, None, None, None, False))
+                findings.append(Finding(t["name"], t["baseline"], w, None, None, None, False, t.get("host")))
                 continue
             pct, interval, _ = document.speed_change(c)
             overhead = -pct
             low, high = (None, None) if interval is None else (-interval[1], -interval[0])
-            findings.append(Finding(t["name"], t["baseline"], w, overhead, low, high, overhead <= bound))
+            findings.append(
+                Finding(t["name"], t["baseline"], w, overhead, low, high, overhead <= bound, t.get("host"))
+            )
     if not findings:
         raise UsageError(
             f"run {doc['run_id']} has no encrypted target measured against a baseline on the device: "
