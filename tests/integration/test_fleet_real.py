@@ -21,7 +21,8 @@ from cryptbench.backends import REGISTRY
 from cryptbench.commands import fleet as fleet_cmd
 from cryptbench.runner import NullProgress, TrialSpec
 from tests import fleet_hosts
-from tests.conftest import cli
+from tests.conftest import cli, leftovers
+from tests.reliability import count
 
 SEQ = str(Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml")
 BACKENDS = "plain,fscrypt"
@@ -135,6 +136,8 @@ def test_a_suite_across_four_hosts(target_dir: Path, tmp_path: Path) -> None:
     assert codes == {h.name: 0 for h in hosts}, [h.stderr()[-300:] for h in hosts]
     assert all("stopped by signal 15; torn down" in h.stderr() for h in hosts)
     _no_server_left(hosts)
+    assert not leftovers(target_dir)
+    count("fleet serves stopped by SIGTERM after a fleet run, nothing left", len(hosts))
 
 
 class _Strike(NullProgress):
@@ -199,6 +202,8 @@ def test_hosts_that_stop_answering_fail_alone(target_dir: Path, tmp_path: Path) 
         codes = {h.name: fleet_hosts.stop(h) for h in hosts if h is not killed}
     assert codes == {"h1": 0, "h3": 0}
     _no_server_left(hosts)
+    assert not leftovers(target_dir)
+    count("fleet hosts struck mid-run (fio server SIGKILLed, or SIGSTOPped), failed alone", 2)
 
 
 def test_serve_on_a_unix_socket_keeps_it_private(target_dir: Path, tmp_path: Path) -> None:
