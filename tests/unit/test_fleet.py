@@ -392,6 +392,17 @@ def test_spread_over_hosts() -> None:
     assert (row["worst_low"], row["worst_high"]) == pytest.approx((55, 66))
     assert [(s["host"], s["direction"]) for s in row["stand_out"]] == [("d", "higher")]
     assert row["stand_out"][0]["others"] == pytest.approx(21)
+    assert (row["stand_out"][0]["others_low"], row["stand_out"][0]["others_high"]) == pytest.approx((17, 25))
+
+
+def test_a_host_off_the_others_median_but_within_their_intervals_does_not_stand_out() -> None:
+    # a three-host fleet run on identical namespace hosts here: h1 read 97 % [95, 98]
+    given = {"h1": (97, 95, 98), "h2": (93, 86, 96), "h3": (94, 92, 96)}
+    (row,) = spread.overheads(_doc(given))
+    assert row["stand_out"] == [] and row["worst_host"] == "h1"
+    given["h1"] = (99, 97, 100)  # its whole interval above both others' high ends
+    (row,) = spread.overheads(_doc(given))
+    assert [(s["host"], s["direction"]) for s in row["stand_out"]] == [("h1", "higher")]
 
 
 def test_a_host_stands_out_below_too_and_noise_does_not() -> None:

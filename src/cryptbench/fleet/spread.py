@@ -5,9 +5,12 @@ on that host, with its bootstrap interval), so a host is never compared with
 another host's baseline. Across hosts: the median, the 10th and 90th
 percentiles (linear interpolation between hosts, NumPy's default), the worst
 host, and the hosts that stand out: with three hosts or more, a host whose
-whole 95 % interval lies above (or below) the median of the other hosts'
-overheads. A host with one noisy trial set does not stand out; one whose
-interval excludes what the rest of the fleet sees does.
+whole 95 % interval lies above (or below) the typical other host's interval
+(the median of the other hosts' low ends, and of their high ends). A host
+with one noisy trial set does not stand out, nor one a little off the others'
+median while their intervals overlap (three identical namespace hosts flagged
+two of six rows under a rule against the others' median alone); one whose
+interval clears what the rest of the fleet sees does.
 """
 
 from __future__ import annotations
@@ -77,15 +80,23 @@ def _stand_out(per_host: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return []
     found = []
     for h in per_host:
-        others = float(np.median([o["overhead"] for o in per_host if o is not h]))
-        if h["low"] is not None and h["low"] > others:
-            found.append(
-                {"host": h["host"], "direction": "higher", "overhead": h["overhead"], "others": others}
-            )
-        elif h["high"] is not None and h["high"] < others:
-            found.append(
-                {"host": h["host"], "direction": "lower", "overhead": h["overhead"], "others": others}
-            )
+        others = [o for o in per_host if o is not h]
+        centre = float(np.median([o["overhead"] for o in others]))
+        # The typical other host's interval: the median of their low ends and of
+        # their high ends (an estimate stands in for a host without an interval).
+        low = float(np.median([o["overhead"] if o["low"] is None else o["low"] for o in others]))
+        high = float(np.median([o["overhead"] if o["high"] is None else o["high"] for o in others]))
+        entry = {
+            "host": h["host"],
+            "overhead": h["overhead"],
+            "others": centre,
+            "others_low": low,
+            "others_high": high,
+        }
+        if h["low"] is not None and h["low"] > high:
+            found.append({**entry, "direction": "higher"})
+        elif h["high"] is not None and h["high"] < low:
+            found.append({**entry, "direction": "lower"})
     return found
 
 
