@@ -129,6 +129,21 @@ def test_a_suite_across_four_hosts(target_dir: Path, tmp_path: Path) -> None:
         csv = cli("report", "latest", "--csv", "-", "--db", str(db))
         header = csv.stdout.splitlines()[0].split(",")
         assert "host" in header and csv.stdout.count(",h3/fscrypt,h3,") == 6
+        page = tmp_path / "fleet.html"
+        html = cli("report", "latest", "--html", str(page), "--db", str(db))
+        assert html.returncode == 0, html.stderr
+        assert 'id="fleet"' in page.read_text() and all(
+            f"<td>{h.name}</td>" in page.read_text() for h in hosts
+        )
+        markdown = cli("report", "latest", "--markdown", "--db", str(db))
+        assert markdown.returncode == 0 and "| fscrypt vs ext4-loop | 4 |" in markdown.stdout
+        # compare reads it as any run: here against its own copy in another database
+        copy = tmp_path / "copy.sqlite"
+        with sqlite3.connect(db) as src, sqlite3.connect(copy) as dst:
+            src.backup(dst)
+        compared = cli("compare", "latest", "latest", "--db", str(db), "--db-b", str(copy), "--json")
+        assert compared.returncode == 0, compared.stderr
+        assert "h4/fscrypt" in compared.stdout
         history = cli("history", "--host", "h2", "--db", str(db), "--json")
         assert [r["id"] for r in json.loads(history.stdout)["runs"]] == [outcome.run_id]
 

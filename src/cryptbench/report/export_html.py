@@ -17,6 +17,7 @@ from cryptbench.report import charts as charts_mod
 from cryptbench.report.console import stopping_lines
 from cryptbench.report.cost_console import sources
 from cryptbench.report.export_markdown import summary_rows
+from cryptbench.report.fleet_rows import SPREAD_NOTE, host_rows, overhead_rows
 from cryptbench.units import format_bytes, format_rate, format_value
 
 # The chart sections, in the page's order: (Chart.kind, heading, a sentence under it).
@@ -122,6 +123,8 @@ def render(doc: dict[str, Any], charts: list[charts_mod.Chart]) -> str:
         by_kind[c.kind].append({"name": c.name, "title": c.title, "caption": c.caption, "svg": c.svg()})
     efficiency = efficiency_rows(doc)
     sections = [("verdict", "Verdict"), ("environment", "Environment")]
+    fleet = doc.get("fleet")
+    sections += [("fleet", "Fleet")] if fleet else []
     sections += [(kind, title) for kind, title, _ in CHART_SECTIONS if by_kind[kind]]
     sections += [("efficiency", "Where the cost goes")] if efficiency else []
     sections += [("warnings", "Warnings"), ("numbers", "Numbers")]
@@ -140,4 +143,7 @@ def render(doc: dict[str, Any], charts: list[charts_mod.Chart]) -> str:
         full=full_rows(doc),
         # Saying why a chart is missing: runs stored before schema 4 kept only each trial's totals.
         cpu_missing=not by_kind["cpu"],
+        fleet_hosts=host_rows(fleet) if fleet else [],
+        fleet_overheads=overhead_rows(fleet) if fleet else [],
+        fleet_note=SPREAD_NOTE,
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 from cryptbench.metrics import info
 from cryptbench.report.document import primary_of, results_by_key, speed_change
+from cryptbench.report.fleet_rows import SPREAD_NOTE, overhead_rows
 from cryptbench.units import format_value
 
 
@@ -94,4 +95,17 @@ def render(doc: dict[str, Any]) -> str:
         "Change is speed against the baseline: negative is slower (for latency and time, a higher "
         "figure). Intervals: 95 % bootstrap over the trials.",
     ]
+    fleet = doc.get("fleet")
+    if fleet and fleet["overheads"]:
+        lines += [
+            "",
+            "Across the fleet's hosts (overhead: the share of each host's own baseline's speed lost):",
+            "",
+            "| workload | target | hosts | median | p10 | p90 | worst host | stands out |",
+            "|---|---|---:|---:|---:|---:|---|---|",
+        ]
+        for r in overhead_rows(fleet):
+            cells = ("workload", "target", "hosts", "median", "p10", "p90", "worst", "stand_out")
+            lines.append("| " + " | ".join(_escape(r[k]) for k in cells) + " |")
+        lines += ["", SPREAD_NOTE]
     return "\n".join(lines) + "\n"

@@ -5,16 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-
-def _pct(v: float | None) -> str:
-    # Overheads as `check` words them: the share of the baseline's speed lost.
-    return "-" if v is None else f"{v:.0f} %"
-
-
-def _interval(low: float | None, high: float | None) -> str:
-    return "" if low is None or high is None else f" [{low:.0f}, {high:.0f}]"
+from cryptbench.report.fleet_rows import SPREAD_NOTE, host_rows, overhead_rows
 
 
 def render(doc: dict[str, Any], out: Console) -> None:
@@ -25,19 +19,13 @@ def render(doc: dict[str, Any], out: Console) -> None:
     hosts = Table(title="Fleet: hosts", title_justify="left")
     for col in ("host", "address", "status", "machine", "kernel", "xts(aes)", "targets"):
         hosts.add_column(col)
-    for h in fleet["hosts"]:
-        status = "[green]ok[/green]" if h["status"] == "ok" else f"[red]{h['status']}[/red]: {h['reason']}"
+    for h in host_rows(fleet):
+        status = "[green]ok[/green]" if h["ok"] else f"[red]{escape(h['status'])}[/red]"
         hosts.add_row(
-            h["name"],
-            h["address"],
-            status,
-            f"{h['hostname'] or '?'} ({h['cpu_model'] or '?'})",
-            h["kernel"] or "?",
-            h["xts_aes"] or "?",
-            ", ".join(h["targets"]),
+            h["host"], h["address"], status, escape(h["machine"]), h["kernel"], h["xts_aes"], h["targets"]
         )
     out.print(hosts)
-    rows = fleet["overheads"]
+    rows = overhead_rows(fleet)
     if not rows:
         out.print("No encrypted target has a comparison on any host.")
         return
@@ -48,22 +36,10 @@ def render(doc: dict[str, Any], out: Console) -> None:
     for col in ("workload", "target", "hosts", "median", "p10", "p90", "worst host", "stands out"):
         table.add_column(col, justify="right" if col in ("hosts", "median", "p10", "p90") else "left")
     for r in rows:
-        outliers = ", ".join(
-            f"{s['host']} {_pct(s['overhead'])} ({s['direction']} than the others' {_pct(s['others'])})"
-            for s in r["stand_out"]
-        )
         table.add_row(
-            r["workload"],
-            f"{r['target']} vs {r['baseline']}",
-            str(r["hosts"]),
-            _pct(r["median"]),
-            _pct(r["p10"]),
-            _pct(r["p90"]),
-            f"{r['worst_host']} {_pct(r['worst'])}{_interval(r['worst_low'], r['worst_high'])}",
-            outliers or "-",
+            *(escape(r[k]) for k in ("workload", "target", "hosts", "median", "p10", "p90")),
+            escape(r["worst"]),
+            escape(r["stand_out"]),
         )
     out.print(table)
-    out.print(
-        "[dim]Each host's overhead is its target against its own baseline; a host stands out when its "
-        "whole 95 % interval lies beyond the median of the other hosts' overheads (3 hosts or more).[/dim]"
-    )
+    out.print(f"[dim]{SPREAD_NOTE}[/dim]")
