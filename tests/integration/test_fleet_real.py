@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 import pytest
 
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import fleet as fleet_cmd
+from cryptbench.fleet import client
+from cryptbench.fleet.address import parse as parse_address
 from cryptbench.runner import NullProgress, TrialSpec
 from tests import fleet_hosts
 from tests.conftest import cli, leftovers
@@ -195,14 +198,19 @@ def test_hosts_that_stop_answering_fail_alone(target_dir: Path, tmp_path: Path) 
                 f"client: host={killed.address} disconnected",
             )
         )
-        assert f"fio: client {frozen.address} timed out" in status["h3"]["reason"]
+        # Frozen mid-job, fio's client gives up on it (~40 s); frozen between jobs,
+        # fio would wait for ever, and the coordinator's probe finds it.
+        assert any(
+            said in status["h3"]["reason"]
+            for said in (f"fio: client {frozen.address} timed out", "stopped answering: a probe job")
+        ), status["h3"]["reason"]
 
         trials = _trials(db)
         ok = {
             h.name: sum(t["status"] == "ok" and t["target"].startswith(f"{h.name}/") for t in trials)
             for h in hosts
         }
-        assert ok["h1"] == 3 * 2 * 4  # the survivor went on to the end
+        assert ok["h1"] == 3 * 2 * 4  # the survivor went on to the end, a stopped trial run again
         assert 0 < ok["h2"] < ok["h3"] < 3 * 2 * 4
         assert any(n.startswith("h2/fscrypt: host h2 stopped answering") for n in doc["notes"])
         for r in doc["fleet"]["overheads"]:
@@ -293,3 +301,52 @@ def test_bad_fleet_input_is_one_line_and_status_2(tmp_path: Path) -> None:
     assert apps.returncode == 2 and "application workload" in apps.stderr
     missing = cli("fleet", "run", "--hosts", str(tmp_path / "nope.toml"))
     assert missing.returncode == 2 and "No such file" in missing.stderr
+
+
+def _fio_server(address: str, port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        ["fio", f"--server=ip:{address},{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 10
+    while not any(
+        c.laddr and c.laddr.port == port and c.status == "LISTEN"
+        for c in psutil.Process(proc.pid).net_connections()
+    ):
+        assert time.monotonic() < deadline, "fio's server did not listen"
+        time.sleep(0.05)
+    return proc
+
+
+def test_a_server_stopped_between_jobs_is_found_by_a_probe(tmp_path: Path) -> None:
+    # fio's client waits for ever on a server stopped between two jobs (its
+    # kernel still accepts the connection); the probe finds it, the live one is kept.
+    port = 20000 + os.getpid() % 20000
+    live = _fio_server("127.0.0.3", port)
+    stopped = _fio_server("127.0.0.4", port)
+    try:
+        stopped.send_signal(signal.SIGSTOP)
+        hosts = {
+            "live": parse_address(f"127.0.0.3:{port}", "address"),
+            "stopped": parse_address(f"127.0.0.4:{port}", "address"),
+        }
+        started = time.monotonic()
+        assert list(client.silent_hosts(hosts, 5.0)) == ["stopped"]
+        assert time.monotonic() - started < 5.0 + 2.0
+        job = tmp_path / "null.fio"
+        job.write_text("[spin]\nioengine=null\nrw=read\nbs=4k\nsize=4k\ntime_based=1\nruntime=30\n")
+        jobs = {h: (a, job) for h, a in hosts.items()}
+        results = client.run_clients(jobs, 120.0, patience=2.0, probe_timeout=5.0)
+        assert time.monotonic() - started < 30.0  # not the live job's 30 s, nor fio's wait for ever
+        assert results["stopped"].lost
+        assert "stopped answering: a probe job did not finish within 5 s" in (results["stopped"].error or "")
+        assert not results["live"].lost and results["live"].measurement is None
+        assert results["live"].error == "its invocation was stopped: stopped stopped answering"
+    finally:
+        for proc in (live, stopped):
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+            proc.wait()
+        for p in psutil.process_iter(["cmdline"]):
+            if any(f"127.0.0.{n},{port}" in " ".join(p.info["cmdline"] or []) for n in (3, 4)):
+                p.kill()  # the servers' forked job workers
+    count("fleet hosts stopped between jobs, found by a probe", 1)

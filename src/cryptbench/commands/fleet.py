@@ -299,14 +299,24 @@ class Coordinator:
             for h in live:
                 self.lost[f"{h}/{name}"] = f"its data file could not be written: {e}"
             return
+        again = []
         for h, r in results.items():
             if r.lost:
                 self._lose_host(h, r.error or "no answer")
+            elif r.innocent:
+                again.append(h)  # stopped for another host's silence: that one is out now
             elif r.error is not None:
                 self.lost[f"{h}/{name}"] = f"its data file could not be written: {r.error}"
+        if again:
+            self.lay_out(name, again)
 
-    def block(self, workload: WorkloadSpec, name: str, hosts: list[str], repeat: int, block: int) -> None:
-        """One trial of `name` on each of `hosts` at once, each stored as its host's trial."""
+    def block(
+        self, workload: WorkloadSpec, name: str, hosts: list[str], repeat: int, block: int, again: bool = True
+    ) -> None:
+        """One trial of `name` on each of `hosts` at once, each stored as its host's trial.
+
+        Hosts whose trial was stopped only because another host fell silent run
+        it again at once (`again`), in an invocation without the silent host."""
         live = []
         for h in hosts:
             target = f"{h}/{name}"
@@ -332,8 +342,11 @@ class Coordinator:
             results = client.run_clients(jobs, FIO_TIMEOUT)
         except TrialError as e:
             results = {h: client.HostResult(None, None, str(e)) for h in live}
+        rerun = [h for h in live if again and results[h].innocent]
         for h in live:
             r = results[h]
+            if h in rerun:
+                continue
             row = {
                 "seq": self.seq,
                 "block": block,
@@ -359,6 +372,8 @@ class Coordinator:
             self.progress.trial_done(
                 TrialSpec(self.seq, block, repeat, workload, f"{h}/{name}"), r.measurement is not None
             )
+        if rerun:
+            self.block(workload, name, rerun, repeat, block, again=False)
 
     def finish(self) -> None:
         for target, why in self.lost.items():

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import time
+from collections.abc import Callable
 
 import psutil
 
@@ -18,16 +20,23 @@ from cryptbench.resources import Process
 from cryptbench.session import Session
 
 
+class Stalled(TrialError):
+    """The child was stopped because a patience check said waiting was pointless."""
+
+
 def run_child(
     argv: list[str],
     session: Session | None,
     timeout: float,
     env: dict[str, str] | None = None,
+    patience: tuple[float, Callable[[], str | None]] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run argv to its end and return its exit status and output.
 
     Stopped (SIGTERM, then SIGKILL) on an interrupt, a timeout or any other
-    error; a timeout is a TrialError ("did not finish within …").
+    error; a timeout is a TrialError ("did not finish within …"). With
+    `patience` (seconds, check), every that many seconds the check is asked
+    whether to go on waiting: a reason not to is raised as `Stalled`.
     """
     name = argv[0].rsplit("/", 1)[-1]
     proc = subprocess.Popen(
@@ -43,10 +52,19 @@ def run_child(
         if session is not None:
             with contextlib.suppress(psutil.Error):  # already gone: nothing to journal
                 journaled = session.acquire(Process(proc.pid, psutil.Process(proc.pid).create_time(), name))
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise TrialError(f"{name} did not finish within {timeout:.0f} s") from None
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                # Retrying communicate() after its timeout loses no output.
+                out, err = proc.communicate(timeout=max(0.0, min(left, patience[0]) if patience else left))
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    raise TrialError(f"{name} did not finish within {timeout:.0f} s") from None
+                why = patience[1]() if patience else None
+                if why is not None:
+                    raise Stalled(f"{name} stopped: {why}") from None
     except BaseException:
         # Interrupted, timed out, or anything else: the child must not outlive the trial.
         proc.terminate()

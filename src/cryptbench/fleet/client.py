@@ -6,23 +6,36 @@ per host (`hostname` and `port` say which) plus an "All clients" sum, which is
 ignored: every figure is a host's own. A host that fails to connect or drops
 mid-job has no entry; fio says why in a line naming it ("client: host=X
 disconnected", "fio: failed to connect to X:PORT"), and may still exit 0.
+A host that freezes between jobs is found by a probe job (PATIENCE below).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptbench.engines.child import run_child
+from cryptbench.engines.child import Stalled, run_child
 from cryptbench.engines.fio import FioMeasurement, parse_job
 from cryptbench.errors import SafetyError, TrialError, UsageError
 from cryptbench.fleet.address import Address
 from cryptbench.system import which
 
 AGGREGATE = "All clients"
+# fio's client gives up on a server that stops mid-job (~40 s here), but waits
+# for ever on one that stopped between jobs: its kernel still accepts the
+# connection, nothing answers. So while an invocation runs longer than
+# PATIENCE, each of its hosts gets a probe job of its own; a host that cannot
+# run it within PROBE_TIMEOUT is taken for gone and the invocation stopped.
+PATIENCE = 60.0  # seconds an invocation runs before its hosts are probed, and between probes
+PROBE_TIMEOUT = 20.0  # seconds a live fio server needs at most for the probe job (1.4 s here)
+# No file, no I/O: the null engine only proves the server takes and runs a job.
+PROBE_JOB = "[cryptbench-probe]\nioengine=null\nrw=read\nbs=4k\nsize=4k\n"
 # Job options that make fio run a command or act on a signal from outside:
 # never in a job cryptbench sends to a root fio server.
 FORBIDDEN = re.compile(
@@ -36,6 +49,9 @@ class HostResult:
     raw: str | None  # the host's client_stats entry, as fio printed it (JSON)
     error: str | None  # why it failed
     lost: bool = False  # the host stopped answering: its remaining trials cannot run
+    # the host answered, but the invocation was stopped for another host's
+    # silence: its trial never finished and may be run again
+    innocent: bool = False
 
 
 def check_job(text: str, scratch: str) -> None:
@@ -63,10 +79,74 @@ def command(jobs: dict[str, tuple[Address, Path]]) -> list[str]:
     return argv
 
 
-def run_clients(jobs: dict[str, tuple[Address, Path]], timeout: float) -> dict[str, HostResult]:
+def run_clients(
+    jobs: dict[str, tuple[Address, Path]],
+    timeout: float,
+    patience: float = PATIENCE,
+    probe_timeout: float = PROBE_TIMEOUT,
+) -> dict[str, HostResult]:
     """Run each host's job file on its server at once; each host's result or failure."""
-    done = run_child(command(jobs), None, timeout)
-    return split(done.stdout, done.stderr, {h: a for h, (a, _j) in jobs.items()})
+    hosts = {h: a for h, (a, _j) in jobs.items()}
+    silent: dict[str, str] = {}
+
+    def still_answering() -> str | None:
+        silent.update(silent_hosts(hosts, probe_timeout))
+        return None if not silent else "no answer from " + ", ".join(sorted(silent))
+
+    try:
+        done = run_child(command(jobs), None, timeout, patience=(patience, still_answering))
+    except Stalled:
+        return {
+            h: HostResult(None, None, f"{h} ({hosts[h]}) stopped answering: {silent[h]}", lost=True)
+            if h in silent
+            else HostResult(
+                None,
+                None,
+                "its invocation was stopped: " + ", ".join(sorted(silent)) + " stopped answering",
+                innocent=True,
+            )
+            for h in hosts
+        }
+    return split(done.stdout, done.stderr, hosts)
+
+
+def silent_hosts(hosts: dict[str, Address], timeout: float) -> dict[str, str]:
+    """The hosts whose fio server does not run a probe job within `timeout`, each with what happened."""
+    exe = which("fio")
+    if exe is None:
+        raise TrialError("fio is not installed")
+    found: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="cryptbench-probe-") as tmp:
+        job = Path(tmp) / "probe.fio"
+        job.write_text(PROBE_JOB)
+        check_job(PROBE_JOB, tmp)
+        procs = {
+            h: subprocess.Popen(
+                [exe, "--output-format=json", f"--client={a.fio()}", str(job)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+            for h, a in hosts.items()
+        }
+        deadline = time.monotonic() + timeout
+        try:
+            for h, proc in procs.items():
+                try:
+                    out, err = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    found[h] = f"a probe job did not finish within {timeout:.0f} s"
+                    continue
+                result = split(out, err, {h: hosts[h]})[h]
+                if result.lost:
+                    found[h] = f"a probe job failed: {result.error}"
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    return found
 
 
 def _document(stdout: str) -> dict[str, Any] | None:
