@@ -394,20 +394,33 @@ class Executor:
 
     def finish(self) -> tuple[int, int]:
         """Note the lost targets; return (succeeded, failed or not run)."""
-        for name, why in self.lost.items():
-            self.ctx.store.add_note(
-                self.ctx.run_id, f"{why}: its {self.skipped.get(name, 0)} remaining trial(s) were not run"
-            )
+        note_lost(self.ctx.store, self.ctx.run_id, self.lost, self.skipped)
         return self.ok, self.failed
+
+
+def note_lost(store: Store, run_id: int, lost: dict[str, str], skipped: dict[str, int]) -> None:
+    """A run note per lost target: why, and how many of its trials were not run."""
+    for name, why in lost.items():
+        store.add_note(run_id, f"{why}: its {skipped.get(name, 0)} remaining trial(s) were not run")
+
+
+class Ledger(Protocol):
+    """Where a run's trials are counted: its store and run, and the device whose
+    write counter to read (None: what the workloads wrote, from the store)."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def run_id(self) -> int: ...
+    @property
+    def device(self) -> str | None: ...
 
 
 class Spend:
     """What the trials have cost so far: bytes written (the device's own
     counter where there is one, else what fio and the tasks wrote) and seconds."""
 
-    def __init__(
-        self, ctx: TrialContext, write_workloads: set[str], clock: Callable[[], float] = time.monotonic
-    ):
+    def __init__(self, ctx: Ledger, write_workloads: set[str], clock: Callable[[], float] = time.monotonic):
         self.ctx, self.write_workloads, self.clock = ctx, write_workloads, clock
         self.device_start = bytes_written(ctx.device)
         self.started = clock()
@@ -444,36 +457,71 @@ def run_rounds(
     seed: int,
     on_change: Callable[[], None] = lambda: None,
 ) -> tuple[int, int]:
-    """Interleaved rounds until the controller has every answer or a budget is
-    spent; budgets are checked before each block, so a block (a workload on
-    every target it needs) is never split. `on_change` stores the answers.
+    """`interleave` with the executor running each block's trials one by one.
 
     Returns (trials that succeeded, failed or not run)."""
+    seq = 0
+
+    def run_block(w: Workload, names: list[str], repeat: int, block: int) -> int:
+        nonlocal seq
+        for name in names:
+            executor.run(TrialSpec(seq, block, repeat, w, name))
+            seq += 1
+        return block + 1
+
     ctx = executor.ctx
+    interleave(
+        ctx.store,
+        ctx.run_id,
+        workloads,
+        targets,
+        controller,
+        seed,
+        lost=executor.lost,
+        progress=executor.progress,
+        spent=spend.over,
+        run_block=run_block,
+        on_change=on_change,
+    )
+    return executor.finish()
+
+
+def interleave(
+    store: Store,
+    run_id: int,
+    workloads: tuple[Workload, ...],
+    targets: list[str],
+    controller: Controller,
+    seed: int,
+    *,
+    lost: dict[str, str],
+    progress: Progress,
+    spent: Callable[[Stopping], StopReason | None],
+    run_block: Callable[[Workload, list[str], int, int], int],
+    on_change: Callable[[], None] = lambda: None,
+) -> None:
+    """Interleaved rounds until the controller has every answer or a budget is
+    spent; budgets are checked before each block, so a block (a workload on
+    every target it needs) is never split. `run_block(workload, targets,
+    round, block)` runs one and returns the next block number; `lost` is read
+    as it grows; `on_change` stores the answers."""
     metric_of = {a.question.workload: a.question.metric for a in controller.answers}
     rng = random.Random(seed)
-    seq = block = rounds = 0
+    block = rounds = 0
     while True:
-        samples = primary_samples(ctx.store, ctx.run_id, metric_of)
-        controller.review(rounds, samples, set(executor.lost))
+        controller.review(rounds, primary_samples(store, run_id, metric_of), set(lost))
         on_change()
         # Every target gets the first min_repeats rounds (all of a fixed
         # count) even when a lost target closed every question early.
         if controller.done and rounds >= controller.rule.min_repeats:
-            break
+            return
         blocks = round_blocks(rng, workloads, targets, controller.needed(rounds))
-        executor.progress.add_trials(sum(len(names) for _w, names in blocks))
+        progress.add_trials(sum(len(names) for _w, names in blocks))
         for w, names in blocks:
-            spent = spend.over(controller.rule)
-            if spent is not None:
-                controller.exhaust(
-                    spent, rounds, primary_samples(ctx.store, ctx.run_id, metric_of), set(executor.lost)
-                )
+            reason = spent(controller.rule)
+            if reason is not None:
+                controller.exhaust(reason, rounds, primary_samples(store, run_id, metric_of), set(lost))
                 on_change()
-                return executor.finish()
-            for name in names:
-                executor.run(TrialSpec(seq, block, rounds, w, name))
-                seq += 1
-            block += 1
+                return
+            block = run_block(w, names, rounds, block)
         rounds += 1
-    return executor.finish()

@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -42,6 +43,28 @@ def log_tail(log: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
+def spawn(
+    session: Session, argv: list[str], log: Path, name: str, kind: type[Process] = Process, **popen: Any
+) -> tuple[subprocess.Popen[bytes], Process]:
+    """Start `argv` in a session of its own (Ctrl-C at the terminal is ours to
+    handle, not its), its output in `log`, journaled as `kind`; `popen` adds
+    Popen's own options (stdin, env, cwd, umask)."""
+    # Held from start to journal: an interrupt between them would leave a
+    # process nobody knows to stop. The child itself starts unmasked.
+    with signals_blocked():
+        with open(session.check_inside(log), "wb") as logf, mask_lifted():
+            proc = subprocess.Popen(
+                argv, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True, **popen
+            )
+        try:
+            created = psutil.Process(proc.pid).create_time()
+        except psutil.Error:
+            created = 0.0
+        journaled = session.acquire(kind(proc.pid, created, name))
+    assert isinstance(journaled, kind)
+    return proc, journaled
+
+
 def start(
     session: Session,
     name: str,
@@ -61,23 +84,14 @@ def start(
     exe = which(argv[0])
     if exe is None:
         raise ProvisionError(f"{argv[0]} is not installed")
-    # Held from start to journal: an interrupt between them would leave a
-    # daemon nobody knows to stop.
-    with signals_blocked():
-        with open(session.check_inside(log), "wb") as logf, mask_lifted():
-            proc = subprocess.Popen(
-                [exe, *argv[1:]],
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=logf,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **env} if env is not None else None,
-                start_new_session=True,  # Ctrl-C at the terminal is ours to handle, not its
-            )
-        try:
-            created = psutil.Process(proc.pid).create_time()
-        except psutil.Error:
-            created = 0.0
-        daemon = session.acquire(Process(proc.pid, created, name))
+    proc, daemon = spawn(
+        session,
+        [exe, *argv[1:]],
+        log,
+        name,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        env={**os.environ, **env} if env is not None else None,
+    )
     if stdin is not None and proc.stdin is not None:
         with suppress(BrokenPipeError):
             proc.stdin.write(stdin)

@@ -17,18 +17,17 @@ and the job files it sends (in a private temporary directory it removes).
 
 from __future__ import annotations
 
-import random
 import secrets
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cryptbench import __version__
-from cryptbench.adaptive import Controller, Question, Stopping, StopReason, questions
+from cryptbench.adaptive import Controller, Question, Stopping, questions
+from cryptbench.commands.run import stopping_record
 from cryptbench.engines.fio import FIO_TIMEOUT, fio_version
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.errors import CryptbenchError, Interrupted, TrialError, UnavailableError, UsageError
@@ -41,9 +40,9 @@ from cryptbench.measure import environment
 from cryptbench.metrics import fleet_trial_metrics, info
 from cryptbench.plan import stopping_rule
 from cryptbench.report import document
-from cryptbench.runner import NullProgress, Progress, TrialSpec, primary_samples, round_blocks
+from cryptbench.runner import NullProgress, Progress, Spend, TrialSpec, interleave, note_lost
 from cryptbench.store import Store, default_db_path, now_iso
-from cryptbench.suite import Suite, WorkloadSpec, check_size_range, load_suite, primary_metric
+from cryptbench.suite import Suite, Workload, WorkloadSpec, check_size_range, load_suite, primary_metric
 from cryptbench.units import format_bytes
 
 MANIFEST_TIMEOUT = 60.0  # seconds for a host's manifest_command (an ssh round trip, say)
@@ -246,10 +245,13 @@ class Coordinator:
         self.store, self.run_id, self.size, self.zero = store, run_id, size, zero
         self.hosts = {h.spec.name: h for h in hosts if h.manifest is not None}
         self.workload_seeds, self.jobs_dir, self.progress = workload_seeds, jobs_dir, progress
-        self.lost: dict[str, str] = {}  # fleet target (HOST/NAME) -> why
+        self.lost: dict[str, str] = {}  # fleet target (HOST/NAME) -> why, naming it
         self.skipped: dict[str, int] = {}
         self.ok = self.failed = 0
         self.seq = 0
+        # Spend's ledger: no host's device counter is in reach, so the bytes
+        # written are the workloads' own count, from the store
+        self.device: str | None = None
 
     def served(self, host: str, name: str) -> ManifestTarget:
         manifest = self.hosts[host].manifest
@@ -281,7 +283,8 @@ class Coordinator:
         self.store.set_fleet_host(self.run_id, host, "failed", why)
         assert h.manifest is not None
         for t in h.manifest.targets:
-            self.lost.setdefault(f"{host}/{t.name}", f"host {host} stopped answering ({why})")
+            target = f"{host}/{t.name}"
+            self.lost.setdefault(target, f"{target}: host {host} stopped answering ({why})")
 
     def lay_out(self, name: str, hosts: list[str]) -> None:
         """Write each host's data file for `name` before any read trial; outside every clock."""
@@ -297,7 +300,7 @@ class Coordinator:
             results = client.run_clients(jobs, FIO_TIMEOUT)
         except TrialError as e:
             for h in live:
-                self.lost[f"{h}/{name}"] = f"its data file could not be written: {e}"
+                self.lost[f"{h}/{name}"] = f"{h}/{name}: its data file could not be written: {e}"
             return
         again = []
         for h, r in results.items():
@@ -306,7 +309,7 @@ class Coordinator:
             elif r.innocent:
                 again.append(h)  # stopped for another host's silence: that one is out now
             elif r.error is not None:
-                self.lost[f"{h}/{name}"] = f"its data file could not be written: {r.error}"
+                self.lost[f"{h}/{name}"] = f"{h}/{name}: its data file could not be written: {r.error}"
         if again:
             self.lay_out(name, again)
 
@@ -375,12 +378,22 @@ class Coordinator:
         if rerun:
             self.block(workload, name, rerun, repeat, block, again=False)
 
+    def run_block(self, workload: Workload, names: list[str], repeat: int, block: int) -> int:
+        """A block's targets (HOST/NAME), grouped by what they are on their hosts:
+        each group one fio --client invocation, in the order its first host drew
+        it, and a block number of its own. Returns the next block number."""
+        assert isinstance(workload, WorkloadSpec)
+        groups: dict[str, list[str]] = {}
+        for target in names:
+            host, _, name = target.partition("/")
+            groups.setdefault(name, []).append(host)
+        for name, hosts in groups.items():
+            self.block(workload, name, hosts, repeat, block)
+            block += 1
+        return block
+
     def finish(self) -> None:
-        for target, why in self.lost.items():
-            self.store.add_note(
-                self.run_id,
-                f"{target}: {why}: its {self.skipped.get(target, 0)} remaining trial(s) were not run",
-            )
+        note_lost(self.store, self.run_id, self.lost, self.skipped)
 
 
 def run_questions(workloads: list[WorkloadSpec], hosts: list[Host]) -> list[Question]:
@@ -397,51 +410,6 @@ def run_questions(workloads: list[WorkloadSpec], hosts: list[Host]) -> list[Ques
             if t.backend not in added:
                 asked.add(name)
     return questions(wanted, baselines, asked)
-
-
-def _rounds(
-    coordinator: Coordinator,
-    workloads: list[WorkloadSpec],
-    targets: list[str],
-    controller: Controller,
-    seed: int,
-    record: Callable[[], None],
-) -> None:
-    """Interleaved rounds until the controller has every answer or the time budget is spent."""
-    metric_of = {a.question.workload: a.question.metric for a in controller.answers}
-    rng = random.Random(seed)
-    rounds = block = 0
-    started = time.monotonic()
-    store, run_id = coordinator.store, coordinator.run_id
-    while True:
-        controller.review(rounds, primary_samples(store, run_id, metric_of), set(coordinator.lost))
-        record()
-        if controller.done and rounds >= controller.rule.min_repeats:
-            return
-        blocks = round_blocks(rng, tuple(workloads), targets, controller.needed(rounds))
-        coordinator.progress.add_trials(sum(len(names) for _w, names in blocks))
-        for w, names in blocks:
-            rule = controller.rule
-            if rule.max_time is not None and time.monotonic() - started >= rule.max_time:
-                controller.exhaust(
-                    StopReason.MAX_TIME,
-                    rounds,
-                    primary_samples(store, run_id, metric_of),
-                    set(coordinator.lost),
-                )
-                record()
-                return
-            # The shuffled targets, grouped by what they are on their hosts: each
-            # group is one fio --client invocation, in the order its first host drew it.
-            groups: dict[str, list[str]] = {}
-            for target in names:
-                host, _, name = target.partition("/")
-                groups.setdefault(name, []).append(host)
-            for name, hosts in groups.items():
-                assert isinstance(w, WorkloadSpec)
-                coordinator.block(w, name, hosts, rounds, block)
-                block += 1
-        rounds += 1
 
 
 def execute(
@@ -498,16 +466,25 @@ def execute(
                         name, [t.partition("/")[0] for t in targets if t.partition("/")[2] == name]
                     )
             controller = Controller(rule, run_questions(workloads, usable), seed)
-
-            writes = {w.name for w in workloads if w.is_write}
+            spend = Spend(coordinator, {w.name for w in workloads if w.is_write})
 
             def record() -> None:
-                written = int(store.metric_sum(run_id, "io_bytes", writes)) if writes else 0
-                store.set_stopping(run_id, _stopping_record(controller, written, time.monotonic() - started))
+                store.set_stopping(run_id, stopping_record(controller, spend))
 
-            started = time.monotonic()
             try:
-                _rounds(coordinator, workloads, targets, controller, seed, record)
+                interleave(
+                    store,
+                    run_id,
+                    tuple(workloads),
+                    targets,
+                    controller,
+                    seed,
+                    lost=coordinator.lost,
+                    progress=progress,
+                    spent=spend.over,
+                    run_block=coordinator.run_block,
+                    on_change=record,
+                )
             finally:
                 coordinator.finish()
         alive = [h for h in usable if h.failed is None]
@@ -526,17 +503,6 @@ def execute(
                 exit_code = 128 + late
             store.finish_run(run_id, status)
     return FleetOutcome(run_id, status, document.build(store, run_id), exit_code)
-
-
-def _stopping_record(controller: Controller, written: int, seconds: float) -> dict[str, Any]:
-    return {
-        "rule": controller.rule.to_json(),
-        "answers": controller.to_json(),
-        "stopped_by": None if controller.stopped_by is None else str(controller.stopped_by),
-        "bytes_written": written,  # bytes, fio's count summed over every host
-        "bytes_source": "workloads",
-        "seconds": seconds,
-    }
 
 
 def run(

@@ -33,7 +33,7 @@ AGGREGATE = "All clients"
 # PATIENCE, each of its hosts gets a probe job of its own; a host that cannot
 # run it within PROBE_TIMEOUT is taken for gone and the invocation stopped.
 PATIENCE = 60.0  # seconds an invocation runs before its hosts are probed, and between probes
-PROBE_TIMEOUT = 20.0  # seconds a live fio server needs at most for the probe job (1.4 s here)
+PROBE_TIMEOUT = 20.0  # seconds a live fio server needs at most for the probe job (no I/O)
 # No file, no I/O: the null engine only proves the server takes and runs a job.
 PROBE_JOB = "[cryptbench-probe]\nioengine=null\nrw=read\nbs=4k\nsize=4k\n"
 # Job options that make fio run a command or act on a signal from outside:

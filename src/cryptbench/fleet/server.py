@@ -18,12 +18,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import psutil
-
-from cryptbench.backends.daemon import log_tail
+from cryptbench.backends.daemon import log_tail, spawn
 from cryptbench.errors import ProvisionError, SafetyError, UsageError
 from cryptbench.fleet.address import Address
-from cryptbench.interrupts import mask_lifted, signals_blocked
 from cryptbench.resources import ProcessTree, SocketFile
 from cryptbench.session import Session
 from cryptbench.system import which
@@ -84,21 +81,16 @@ def start(session: Session, address: Address) -> ProcessTree:
     if address.kind == "sock":
         session.acquire(SocketFile(Path(address.host)))
     log = session.path("fio-server.log")
-    with signals_blocked(), open(log, "wb") as logf, mask_lifted():
-        proc = subprocess.Popen(
-            [exe, f"--server={address.fio()}"],
-            stdin=subprocess.DEVNULL,
-            stdout=logf,
-            stderr=subprocess.STDOUT,
-            cwd=session.run_dir,
-            start_new_session=True,
-            umask=0o077,
-        )
-        try:
-            created = psutil.Process(proc.pid).create_time()
-        except psutil.Error:
-            created = 0.0
-        server = session.acquire(ProcessTree(proc.pid, created, "fio server"))
+    proc, server = spawn(
+        session,
+        [exe, f"--server={address.fio()}"],
+        log,
+        "fio server",
+        ProcessTree,
+        stdin=subprocess.DEVNULL,
+        cwd=session.run_dir,
+        umask=0o077,
+    )
     assert isinstance(server, ProcessTree)
     deadline = time.monotonic() + START_TIMEOUT
     while not _listening(address):
