@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-$(shell cat $(BUILT) | cksum | cut -d' ' -f1)
 ARGS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test setup system-deps test-deps lint clean
+.PHONY: run test test-steps setup system-deps test-deps lint clean
 
 setup: system-deps $(STAMP)
 
@@ -29,7 +29,13 @@ lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 
-test: setup test-deps lint
+# Timed as a whole, set-up included.
+test:
+	@start=$$(date +%s); $(MAKE) --no-print-directory test-steps; rc=$$?; \
+	echo "make test: exit $$rc after $$(( $$(date +%s) - start )) s in all (set-up, lint, tests, kernel lab)"; \
+	exit $$rc
+
+test-steps: setup test-deps lint
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 clean:

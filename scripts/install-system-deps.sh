@@ -6,12 +6,14 @@
 set -euo pipefail
 
 packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra mount python3 python3-venv python3-pip
-          qemu-utils qemu-system-common cryptsetup-bin securefs cryfs encfs xfsprogs btrfs-progs
+          qemu-utils qemu-system-common cryptsetup-bin dmsetup securefs cryfs encfs xfsprogs btrfs-progs
           gcc libc6-dev libssl-dev python3-dev)  # the last four build the C cipher-timing loop
 # `make test` only: the browser test opens the HTML report in headless Chromium;
-# a font so its screenshot shows text, not boxes.
+# a font so its screenshot shows text, not boxes. The kernel lab
+# (tests/kernel_lab.py) boots Debian 12's own kernel under qemu, with busybox
+# for virtme-ng's initramfs.
 if [ "${1:-}" = "--test" ]; then
-    packages+=(chromium fonts-dejavu-core)
+    packages+=(chromium fonts-dejavu-core qemu-system-x86 linux-image-amd64 busybox-static)
 fi
 
 missing=()

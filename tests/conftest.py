@@ -6,6 +6,7 @@ may still be mounted, attached to a loop device, or running.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from cryptbench.keys import secret_dirs_of
 from cryptbench.resources import BLKIO, THROTTLE_FILES
 from cryptbench.session import Session
 from cryptbench.system import mounts
+from tests import kernel_lab
 from tests.reliability import FIGURES
 
 # Property tests run the same examples every time (CI must not turn red by
@@ -32,11 +34,35 @@ settings.register_profile("cryptbench", derandomize=True, deadline=None, max_exa
 settings.load_profile("cryptbench")
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # On the host, each lab test is a stand-in whose outcome the guest decides.
+    if not kernel_lab.IN_GUEST:
+        items[:] = kernel_lab.stand_in(items)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    results = os.environ.get("CRYPTBENCH_LAB_RESULTS")
+    if kernel_lab.IN_GUEST and results:
+        with open(results, "a") as f:
+            f.write(json.dumps(kernel_lab.report_line(report)) + "\n")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     if FIGURES:
         terminalreporter.section("reliability figures (docs/reliability.md)")
         for name in sorted(FIGURES):
             terminalreporter.write_line(f"{name}: {FIGURES[name]}")
+    lab = config.stash.get(kernel_lab.LAB_RUN, None)
+    if lab is not None:
+        terminalreporter.section("kernel lab")
+        terminalreporter.write_line(lab.summary())
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if isinstance(r.longrepr, tuple)]
+    if skipped:
+        # Every skip by name, not grouped: none may hide a broken path.
+        terminalreporter.section(f"{len(skipped)} skipped, each with its reason")
+        for r in skipped:
+            terminalreporter.write_line(f"{r.nodeid}: {r.longrepr[2].removeprefix('Skipped: ')}")
 
 
 # Every program a run may leave running if its teardown fails.

@@ -23,6 +23,29 @@ def which(name: str) -> str | None:
     return shutil.which(name, path=f"{path}:/usr/sbin:/sbin")
 
 
+MODULES = Path("/lib/modules")
+
+
+def kernel_module(name: str, root: Path = MODULES, release: str | None = None) -> str | None:
+    """Whether the running kernel has `name` built in or as a loadable module:
+    "built in", "module", or None. A module is loaded on demand (by mount for a
+    filesystem, by the device-mapper for a target), so absence from
+    /proc/filesystems says nothing on a distribution kernel."""
+    d = root / (release or os.uname().release)
+    stem = name.replace("-", "_")
+    for index, answer in (("modules.builtin", "built in"), ("modules.dep", "module")):
+        try:
+            with open(d / index) as f:
+                for line in f:
+                    path = line.split(":", 1)[0].strip()
+                    base = path.rsplit("/", 1)[-1].split(".ko", 1)[0]
+                    if ".ko" in path and base.replace("-", "_") == stem:
+                        return answer
+        except OSError:
+            continue
+    return None
+
+
 def run_cmd(
     args: Sequence[str], *, timeout: float = 120, input_bytes: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:

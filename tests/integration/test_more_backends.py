@@ -1,5 +1,6 @@
-"""The disk images, the distribution's FUSE filesystems and LUKS, for real:
+"""The disk images and the distribution's FUSE filesystems, for real:
 provisioned, proven encrypted, measured with a tiny workload, torn down.
+(LUKS needs a device-mapper: it runs in the kernel lab, tests/lab/test_luks.py.)
 
 Each backend skips with the reason `backends` gives where it cannot run.
 """
@@ -17,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from cryptbench.backends import REGISTRY
-from cryptbench.backends.luks import VARIANTS
 from cryptbench.measure.cache import drop_caches
 from tests.conftest import cli, leftovers, provisioned, requires_root
 from tests.reliability import count
@@ -171,12 +171,3 @@ def test_sigkill_with_image_and_fuse_daemons_then_cleanup(target_dir: Path, tmp_
     assert clean.returncode == 0, clean.stderr
     assert leftovers(target_dir) == []
     count("SIGKILLs with qemu-storage-daemon or securefs up, cleaned up")
-
-
-@pytest.mark.parametrize("backend", list(VARIANTS))
-def test_luks_measured_for_real(target_dir: Path, tmp_path: Path, backend: str) -> None:
-    _need(backend)
-    doc = _run(target_dir, tmp_path, [backend])
-    t = {x["name"]: x for x in doc["targets"]}[backend]
-    assert t["encryption_verified"] is True and t["baseline"] == "ext4-loop"
-    assert doc["trials"]["failed"] == 0

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cryptbench.backends.base import FILESYSTEMS
 from cryptbench.backends.filesystem import MIN_FS_BYTES, fs_image_size, mkfs_command
+from cryptbench.system import kernel_module
 
 
 def test_every_filesystem_is_made_without_discard() -> None:
@@ -24,3 +27,28 @@ def test_image_size_is_at_least_what_mkfs_accepts(fs: str) -> None:
 
 def test_ext4_features_are_passed() -> None:
     assert mkfs_command("ext4", "/dev/loop0", ("encrypt",))[-3:] == ["-O", "encrypt", "/dev/loop0"]
+
+
+def _modules(tmp_path: Path, builtin: str, dep: str) -> Path:
+    d = tmp_path / "6.1.0-test"
+    d.mkdir()
+    (d / "modules.builtin").write_text(builtin)
+    (d / "modules.dep").write_text(dep)
+    return tmp_path
+
+
+def test_a_filesystem_module_counts_as_support(tmp_path: Path) -> None:
+    """Debian's kernel has ext4 as a module that mount loads: not in /proc/filesystems yet, but there."""
+    root = _modules(
+        tmp_path,
+        "kernel/fs/btrfs/btrfs.ko\n",
+        "kernel/fs/ext4/ext4.ko.xz: kernel/lib/crc16.ko.xz kernel/fs/mbcache.ko.xz\n"
+        "kernel/drivers/md/dm-crypt.ko.xz: kernel/drivers/md/dm-mod.ko.xz\n",
+    )
+    assert kernel_module("ext4", root, "6.1.0-test") == "module"
+    assert kernel_module("btrfs", root, "6.1.0-test") == "built in"
+    assert kernel_module("dm-crypt", root, "6.1.0-test") == "module"
+    assert kernel_module("dm_mod", root, "6.1.0-test") is None  # only named as a dependency
+    assert kernel_module("crc16", root, "6.1.0-test") is None
+    assert kernel_module("xfs", root, "6.1.0-test") is None
+    assert kernel_module("ext4", root, "another-release") is None  # no index for it: not there

@@ -20,7 +20,7 @@ from cryptbench.backends.base import Availability
 from cryptbench.interrupts import signals_blocked
 from cryptbench.resources import LoopDevice, Mount
 from cryptbench.session import Session
-from cryptbench.system import is_root, mount_entry, run_cmd, which
+from cryptbench.system import is_root, kernel_module, mount_entry, run_cmd, which
 
 MIB = 1 << 20
 
@@ -62,6 +62,10 @@ def probe_loop(*tools: str) -> Availability:
         if which(tool) is None:
             return Availability(False, f"{tool} is not installed (apt-get install util-linux)")
     if not os.path.exists("/dev/loop-control"):
+        if kernel_module("loop") == "module":
+            return Availability(
+                False, "the loop driver is not loaded (no /dev/loop-control): run `modprobe loop`"
+            )
         return Availability(False, "kernel has no loop device support (/dev/loop-control missing)")
     return Availability(True)
 
@@ -70,8 +74,14 @@ def probe_fs(fs: str) -> Availability:
     tool = MKFS[fs][0]
     if which(tool) is None:
         return Availability(False, f"{tool} is not installed (apt-get install {PACKAGE[fs]})")
-    if fs not in kernel_filesystems():
-        return Availability(False, f"kernel has no {fs} support loaded (not in /proc/filesystems)")
+    # A filesystem built as a module is loaded by mount itself (the kernel asks
+    # modprobe), as on Debian, Ubuntu and Fedora kernels.
+    if fs not in kernel_filesystems() and kernel_module(fs) is None:
+        return Availability(
+            False,
+            f"kernel has no {fs}: not in /proc/filesystems and no {fs} module for {os.uname().release} "
+            f"under /lib/modules (install the kernel's modules package, or use a kernel with {fs})",
+        )
     return Availability(True)
 
 

@@ -34,11 +34,11 @@ from cryptbench.backends.filesystem import (
     probe_fs,
     probe_loop,
 )
-from cryptbench.errors import UnavailableError
+from cryptbench.errors import ProvisionError, UnavailableError
 from cryptbench.interrupts import signals_blocked
 from cryptbench.resources import DmCrypt
 from cryptbench.session import Session
-from cryptbench.system import run_cmd
+from cryptbench.system import kernel_module, run_cmd
 
 LUKS2_HEADER = 16 << 20  # bytes: cryptsetup's default LUKS2 header and keyslot area
 SECTOR_SIZE = 4096  # bytes per encryption data unit, as fscrypt's
@@ -58,8 +58,21 @@ def device_mapper_missing() -> str | None:
     except OSError:
         misc = []
     if "device-mapper" not in misc and not os.path.exists("/dev/mapper/control"):
+        if kernel_module("dm-mod") == "module":
+            return "the device-mapper is not loaded (no /dev/mapper/control): run `modprobe dm_mod`"
         return "the kernel has no device-mapper (no /dev/mapper/control), which dm-crypt needs"
+    if kernel_module("dm-crypt") is None and not _dm_target("crypt"):
+        return "the kernel has no dm-crypt (neither loaded nor a dm-crypt module under /lib/modules)"
     return None
+
+
+def _dm_target(name: str) -> bool:
+    """Whether the device-mapper already has target `name` (built in or loaded)."""
+    try:
+        out = run_cmd(["dmsetup", "targets"], timeout=10).stdout.decode()
+    except ProvisionError:
+        return False
+    return any(line.split()[:1] == [name] for line in out.splitlines())
 
 
 def format_command(device: str, keyfile: Path, key_bits: int) -> list[str]:

@@ -1,0 +1,300 @@
+"""The kernel lab: tests marked `lab` run inside Debian 12's own kernel.
+
+This machine's kernel has no modules, no device-mapper, no AF_ALG and cgroup
+v1's blkio; the kernels users run (Debian 12's 6.1, Ubuntu's, Fedora's) have
+modules, dm-crypt, AF_ALG and cgroup v2 only. So the tests that need such a
+kernel are booted into one: virtme-ng starts `linux-image-amd64`'s kernel under
+qemu over this machine's own userland (read-only; /tmp writable), with a
+virtual disk for the targets, and runs pytest on the marked tests inside.
+
+The host's pytest stands a proxy item in for each marked test (no fixture runs
+on the host), boots the guest once for all of them, and reports each proxy
+with its guest's outcome: passed, failed with the guest's report and output,
+or skipped with the guest's reason. `CRYPTBENCH_REQUIRE_LAB=1` (set by
+.ci/run) turns a lab that could not run, and a skip inside it, into a failure.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+IN_GUEST = os.environ.get("CRYPTBENCH_LAB") == "guest"
+REQUIRE = os.environ.get("CRYPTBENCH_REQUIRE_LAB") == "1"
+KERNELS = "/boot/vmlinuz-6.1.0-*-amd64"  # Debian 12's linux-image-amd64
+DISK_BYTES = 6 << 30  # sparse; the lab's targets live on it (xfs, so ext4 stays unloaded)
+MEMORY = "3G"
+KVM_PROBE_SECONDS = 90.0  # a boot that has not run `true` by then hangs
+LAB_SECONDS = 40 * 60.0  # every lab test together; TCG is slow but not that slow
+RESULTS = "results.jsonl"
+CONSOLE = "console.log"
+
+
+@dataclass
+class Outcome:
+    """One guest test's result, merged over its setup, call and teardown."""
+
+    outcome: str = "passed"  # passed, failed or skipped
+    report: str = ""  # the guest's failure report (with what the test printed), or the skip reason
+    seconds: float = 0.0  # wall time in the guest, all phases
+
+
+@dataclass
+class LabRun:
+    """What one boot of the lab did."""
+
+    kernel: str = ""  # the kernel image booted
+    accel: str = ""  # kvm or tcg
+    accel_reason: str = ""  # why that one
+    seconds: float = 0.0  # the whole boot, host wall clock
+    returncode: int | None = None  # vng's exit status; None when it was stopped
+    unavailable: str = ""  # why the lab could not run at all, or ""
+    console: str = ""  # everything the guest printed
+    outcomes: dict[str, Outcome] = field(default_factory=dict)  # by node id
+
+    def summary(self) -> str:
+        if self.unavailable:
+            return f"kernel lab did not run: {self.unavailable}"
+        counts: dict[str, int] = {}
+        for o in self.outcomes.values():
+            counts[o.outcome] = counts.get(o.outcome, 0) + 1
+        tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no result"
+        return (
+            f"kernel lab: {Path(self.kernel).name} under {self.accel.upper()} ({self.accel_reason}); "
+            f"{tally} in {self.seconds:.0f} s"
+        )
+
+
+def lab_kernel() -> str | None:
+    found = sorted(glob.glob(KERNELS))
+    return found[-1] if found else None
+
+
+def why_no_lab() -> str | None:
+    """Why the lab cannot boot here, in words that say what to install; None if it can."""
+    if os.geteuid() != 0:
+        return "needs root (the guest's tests attach loop devices and mount)"
+    if lab_kernel() is None:
+        return f"no Debian 12 kernel ({KERNELS}); apt-get install linux-image-amd64"
+    for tool, package in (("qemu-system-x86_64", "qemu-system-x86"), ("busybox", "busybox-static")):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (apt-get install {package})"
+    if not (Path(sys.executable).parent / "vng").exists():
+        return "virtme-ng is not installed in the venv (make test installs it)"
+    return None
+
+
+def _env() -> dict[str, str]:
+    env = os.environ.copy()
+    # vng starts virtme-run from PATH: the venv's, where both are installed.
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    return env
+
+
+def vng_command(kernel: str, accel: str, shared: Path, disk: Path | None, command: str) -> list[str]:
+    opts = f"-drive file={disk},format=raw,if=virtio,cache=unsafe" if disk else ""
+    return [
+        str(Path(sys.executable).parent / "vng"),
+        *(["--disable-kvm"] if accel == "tcg" else []),
+        *("--run", kernel, "--memory", MEMORY, "--cpus", "2"),
+        f"--rwdir={shared}",
+        *([f"--qemu-opts={opts}"] if opts else []),
+        "--",
+        command,
+    ]
+
+
+def _run_vng(argv: list[str], log: Path, timeout: float) -> int | None:
+    """Run vng in its own process group, its output to `log`; None if it was stopped at `timeout`."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=_env(),
+            start_new_session=True,
+        )
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            # qemu runs under vng: the whole group goes, whatever happened.
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+
+
+def choose_accel(kernel: str, scratch: Path) -> tuple[str, str]:
+    """KVM where it boots the lab kernel, TCG otherwise; and why."""
+    forced = os.environ.get("CRYPTBENCH_LAB_ACCEL")
+    if forced in ("kvm", "tcg"):
+        return forced, "CRYPTBENCH_LAB_ACCEL"
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "tcg", "no usable /dev/kvm"
+    log = scratch / "kvm-probe.log"
+    rc = _run_vng(vng_command(kernel, "kvm", scratch, None, "true"), log, KVM_PROBE_SECONDS)
+    if rc == 0:
+        return "kvm", "KVM booted it"
+    said = log.read_text(errors="replace").strip().splitlines()
+    why = f"hung for {KVM_PROBE_SECONDS:.0f} s" if rc is None else f"exit {rc}: {said[-1] if said else ''}"
+    return "tcg", f"KVM could not boot it ({why})"
+
+
+def guest_script(shared: Path, nodeids: list[str]) -> str:
+    """What the guest runs: set the disk up as a distribution would have it, then pytest."""
+    python = shlex.quote(sys.executable)
+    ids = " ".join(shlex.quote(n) for n in nodeids)
+    results = shlex.quote(str(shared / RESULTS))
+    return f"""set -e
+# What systemd's static device nodes give a distribution at boot: /dev/loop-control
+# and /dev/mapper/control. Everything else (ext4, dm-crypt, AF_ALG, the AES-NI
+# driver) is left for the kernel to load on demand, as on such a machine.
+modprobe loop
+modprobe dm_mod
+mkfs.xfs -q -f /dev/vda
+mkdir -p /tmp/lab
+mount -t xfs /dev/vda /tmp/lab
+mkdir -p /tmp/lab/targets /tmp/lab/pytest
+echo "lab: $(uname -r), ext4 loaded: $(grep -cw ext4 /proc/filesystems || true)"
+cd {shlex.quote(str(REPO))}
+export CRYPTBENCH_LAB=guest CRYPTBENCH_LAB_RESULTS={results} CRYPTBENCH_TEST_TARGET=/tmp/lab/targets
+export PYTHONDONTWRITEBYTECODE=1 CI="${{CI:-}}"
+set +e
+{python} -m pytest -p no:cacheprovider -o addopts= -q -rA --basetemp=/tmp/lab/pytest {ids}
+echo "lab: pytest exit $?"
+"""
+
+
+def boot(nodeids: list[str]) -> LabRun:
+    """Boot the lab once and run `nodeids` inside it."""
+    lab = LabRun()
+    why = why_no_lab()
+    if why:
+        lab.unavailable = why
+        return lab
+    kernel = lab_kernel()
+    assert kernel is not None
+    lab.kernel = kernel
+    scratch = Path(tempfile.mkdtemp(prefix="cryptbench-lab-", dir="/var/tmp"))
+    try:
+        start = time.monotonic()
+        lab.accel, lab.accel_reason = choose_accel(kernel, scratch)
+        disk = scratch / "disk.img"
+        with open(disk, "wb") as f:
+            f.truncate(DISK_BYTES)
+        script = scratch / "lab.sh"
+        script.write_text(guest_script(scratch, nodeids))
+        log = scratch / CONSOLE
+        argv = vng_command(kernel, lab.accel, scratch, disk, f"sh {shlex.quote(str(script))}")
+        lab.returncode = _run_vng(argv, log, LAB_SECONDS)
+        lab.seconds = time.monotonic() - start
+        lab.console = log.read_text(errors="replace")
+        lab.outcomes = read_results(scratch / RESULTS)
+        if lab.returncode is None:
+            lab.console += f"\n[stopped after {LAB_SECONDS:.0f} s]"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return lab
+
+
+def read_results(path: Path) -> dict[str, Outcome]:
+    """The guest's reports, one JSON line per test phase, merged per test."""
+    outcomes: dict[str, Outcome] = {}
+    if not path.exists():
+        return outcomes
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line torn by a guest that died
+        o = outcomes.setdefault(rec["nodeid"], Outcome())
+        o.seconds += rec["duration"]
+        if rec["outcome"] == "failed":
+            o.outcome, o.report = "failed", f"{o.report}\n[{rec['when']}] {rec['longrepr']}".strip()
+        elif rec["outcome"] == "skipped" and o.outcome == "passed":
+            o.outcome, o.report = "skipped", rec["longrepr"]
+    return outcomes
+
+
+def report_line(report: pytest.TestReport) -> dict[str, object]:
+    """One guest test phase as a JSON-able record (read back by read_results)."""
+    if report.skipped and isinstance(report.longrepr, tuple):
+        longrepr = report.longrepr[2]  # (file, line, "Skipped: reason")
+    else:
+        longrepr = str(report.longrepr) if report.longrepr else ""
+    return {
+        "nodeid": report.nodeid,
+        "when": report.when,
+        "outcome": report.outcome,
+        "longrepr": longrepr,
+        "duration": report.duration,
+    }
+
+
+class LabItem(pytest.Item):
+    """Stands on the host for one lab test: its outcome is the guest's."""
+
+    def __init__(self, *, lab_ids: list[str], **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.lab_ids = lab_ids
+
+    def runtest(self) -> None:
+        lab = self.config.stash.setdefault(LAB_RUN, None)
+        if lab is None:
+            lab = boot(self.lab_ids)
+            self.config.stash[LAB_RUN] = lab
+        if lab.unavailable:
+            if REQUIRE:
+                pytest.fail(f"the kernel lab could not run: {lab.unavailable}", pytrace=False)
+            pytest.skip(f"kernel lab unavailable: {lab.unavailable}")
+        got = lab.outcomes.get(self.nodeid)
+        if got is None:
+            tail = "\n".join(lab.console.splitlines()[-60:])
+            pytest.fail(f"no result from the kernel lab (vng exit {lab.returncode}); console:\n{tail}", False)
+        where = f"in the kernel lab ({Path(lab.kernel).name}, {lab.accel.upper()})"
+        if got.outcome == "failed":  # pytest's report holds the captured output already
+            pytest.fail(f"{where}:\n{got.report}", pytrace=False)
+        if got.outcome == "skipped":
+            if REQUIRE:
+                pytest.fail(f"skipped {where}, where it must run: {got.report}", pytrace=False)
+            pytest.skip(f"{where}: {got.report}")
+
+    def reportinfo(self) -> tuple[str, int, str]:
+        return str(self.path), 0, f"{self.name} (kernel lab)"
+
+
+LAB_RUN = pytest.StashKey["LabRun | None"]()
+
+
+def stand_in(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Replace each lab test by a LabItem, the lab tests last (one boot for all)."""
+    lab = [i for i in items if i.get_closest_marker("lab")]
+    if not lab:
+        return items
+    ids = [i.nodeid for i in lab]
+    proxies: list[pytest.Item] = []
+    for item in lab:
+        proxy = LabItem.from_parent(item.parent, name=item.name, lab_ids=ids)  # type: ignore[arg-type]
+        proxy.own_markers = list(getattr(item, "own_markers", []))
+        proxy.keywords.update(item.keywords)
+        proxies.append(proxy)
+    return [i for i in items if not i.get_closest_marker("lab")] + proxies
