@@ -214,3 +214,29 @@ def test_without_twins_a_layer_is_blamed_only_in_weaker_words() -> None:
     # the cipher cannot be ruled out, so no rule holds
     f = _judge(doc, "fscrypt", "seq1m-q8-read")
     assert f.rule is Rule.UNKNOWN and "Its cipher's ceiling is not known" in f.sentence
+
+
+def test_a_ceiling_below_the_achieved_speed_is_inconsistent_not_a_bottleneck(quick: dict[str, Any]) -> None:
+    """Seen on Debian 12's kernel: AF_ALG measured xts(aes) at 22.5 MB/s for a LUKS target that
+    reached 60.9 MB/s, and the diagnosis called the kernel cipher the bottleneck (efficiency 270 %)."""
+    row = _row(quick, "fscrypt", "seq1m-q8-read")
+    assert row["cipher"]["where"] == "kernel"
+    row.update(ceiling=22.5e6, bound=22.5e6, limit="cipher", efficiency=row["achieved"] / 22.5e6)
+    assert row["achieved"] > row["ceiling"]
+    f = _judge(quick, "fscrypt", "seq1m-q8-read")
+    assert f.rule is Rule.INCONSISTENT_BOUND
+    assert "the measured cipher ceiling is below what fscrypt achieved (22.5 MB/s" in f.sentence
+    assert "bottleneck;" in f.sentence and "is the bottleneck" not in f.sentence
+    # Just under the achieved speed the same ceiling is a bound again, and the rule does not apply.
+    row.update(ceiling=row["achieved"] * 1.01, bound=row["achieved"] * 1.01, efficiency=1 / 1.01)
+    assert _judge(quick, "fscrypt", "seq1m-q8-read").rule is Rule.KERNEL_CIPHER_BOUND
+
+
+def test_far_above_plain_is_an_inconsistent_bound_within_noise_device_bound(quick: dict[str, Any]) -> None:
+    row = _row(quick, "gocryptfs", "rnd4k-q1-read")
+    assert row["limit"] == "plain"
+    row.update(efficiency=1.05, achieved=row["plain"] * 1.05)  # within DEVICE_NEAR's margin
+    assert _judge(quick, "gocryptfs", "rnd4k-q1-read").rule is Rule.DEVICE_BOUND
+    row.update(efficiency=1.5, achieved=row["plain"] * 1.5)
+    f = _judge(quick, "gocryptfs", "rnd4k-q1-read")
+    assert f.rule is Rule.INCONSISTENT_BOUND and "faster than plain on the device" in f.sentence

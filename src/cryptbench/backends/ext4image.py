@@ -19,7 +19,6 @@ from cryptbench.backends.filesystem import (
     describe_mount,
     fs_image_size,
     loop_device,
-    loop_direct_io,
     mkfs_command,
     mounted,
     probe_fs,
@@ -68,14 +67,14 @@ def ext4_on_loop(
     allocation = preallocate(session.check_inside(image), size)
     mkfs = mkfs_command("ext4", str(image), extra_features)
     run_cmd(mkfs)
-    with loop_device(session, image, direct_io=True) as dev, mounted(session, "ext4", dev, mountpoint):
+    with loop_device(session, image, direct_io=True) as loop, mounted(session, "ext4", loop.dev, mountpoint):
         yield LoopFs(
             image,
             mountpoint,
             {
                 "image": f"{size} bytes, {allocation}",
-                "loop_device": dev,
-                "loop_direct_io": loop_direct_io(dev),
+                "loop_device": loop.dev,
+                "loop_direct_io": loop.direct_io,
                 "mount": describe_mount(mountpoint),
                 "mkfs": " ".join(mkfs[:-1]),
             },

@@ -14,13 +14,15 @@ import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptbench.backends.base import Availability
+from cryptbench.errors import ProvisionError
 from cryptbench.interrupts import signals_blocked
 from cryptbench.resources import LoopDevice, Mount
 from cryptbench.session import Session
-from cryptbench.system import is_root, kernel_module, mount_entry, run_cmd, which
+from cryptbench.system import is_root, kernel_module, mount_entry, mounts, run_cmd, which
 
 MIB = 1 << 20
 
@@ -85,19 +87,56 @@ def probe_fs(fs: str) -> Availability:
     return Availability(True)
 
 
+@dataclass(frozen=True)
+class Loop:
+    """A loop device attached over an image, and what became of direct I/O to it."""
+
+    dev: str  # /dev/loopN
+    direct_io: str  # sysfs's loop/dio: "1" or "0"; "0 (why)" where it was asked for and refused
+
+
 @contextmanager
-def loop_device(session: Session, backing: Path, *, direct_io: bool) -> Iterator[str]:
-    """Attach `backing` (a file cryptbench made) to a new loop device; detach on exit."""
+def loop_device(session: Session, backing: Path, *, direct_io: bool) -> Iterator[Loop]:
+    """Attach `backing` (a file cryptbench made) to a new loop device; detach on exit.
+
+    With `direct_io`, a backing filesystem that refuses O_DIRECT (tmpfs before
+    Linux 6.6, some FUSE and network filesystems) gets a buffered loop device
+    instead, and the reason is kept: the data then passes through the image's
+    page cache as well as the filesystem's above it.
+    """
     loop = session.acquire(LoopDevice(session.check_inside(backing)))
     try:
-        args = ["losetup", "--find", "--show", *(["--direct-io=on"] if direct_io else []), str(backing)]
+        refused = ""
         # Held: an interrupt while losetup runs would release the loop device
         # before losetup attached it (it runs on in its own session).
         with signals_blocked():
-            dev = run_cmd(args).stdout.decode().strip()
-        yield dev
+            try:
+                dev = _attach(backing, direct_io)
+            except ProvisionError as e:
+                if not direct_io:
+                    raise
+                loop.release()  # an older losetup may have attached before it failed
+                dev = _attach(backing, False)
+                refused = f"0 ({describe_fs(backing.parent)} refused direct I/O: {e})"
+        yield Loop(dev, refused or loop_direct_io(dev))
     finally:
         session.release(loop)
+
+
+def _attach(backing: Path, direct_io: bool) -> str:
+    args = ["losetup", "--find", "--show", *(["--direct-io=on"] if direct_io else []), str(backing)]
+    return run_cmd(args).stdout.decode().strip()
+
+
+def describe_fs(path: Path) -> str:
+    """The filesystem `path` lives on, as mount names it ("tmpfs"), for reasons a user reads."""
+    best = None
+    for m in mounts():
+        if path.resolve().is_relative_to(m.mountpoint) and (
+            best is None or len(m.mountpoint.parts) > len(best.mountpoint.parts)
+        ):
+            best = m
+    return f"the backing filesystem ({best.fstype})" if best else "the backing filesystem"
 
 
 LOOP_SET_STATUS64 = 0x4C04

@@ -28,7 +28,6 @@ from cryptbench.backends.filesystem import (
     describe_mount,
     fs_image_size,
     loop_device,
-    loop_direct_io,
     mkfs_command,
     mounted,
     probe_fs,
@@ -160,12 +159,12 @@ class LuksBackend(Backend):
         mapping = mapping_name(session, spec, base.name)
         secret = session.secret_file(f"luks-{spec.slug}-{base.name}", keys.new_password(session.passphrase))
         try:
-            with loop_device(session, image, direct_io=True) as dev:
-                run_cmd(format_command(dev, secret.path, self.key_bits), timeout=120)
+            with loop_device(session, image, direct_io=True) as loop:
+                run_cmd(format_command(loop.dev, secret.path, self.key_bits), timeout=120)
                 crypt = session.acquire(DmCrypt(mapping))
                 try:
                     with signals_blocked():  # the mapping must not appear after its release
-                        run_cmd(open_command(dev, secret.path, mapping, self.no_workqueue), timeout=120)
+                        run_cmd(open_command(loop.dev, secret.path, mapping, self.no_workqueue), timeout=120)
                     session.release(secret)  # the key is in the kernel now
                     mapped = f"/dev/mapper/{mapping}"
                     mkfs = mkfs_command("ext4", mapped)
@@ -186,8 +185,8 @@ class LuksBackend(Backend):
                                 if self.no_workqueue
                                 else "kcryptd (default)",
                                 "image": f"{size} bytes, {allocation}",
-                                "loop_device": dev,
-                                "loop_direct_io": loop_direct_io(dev),
+                                "loop_device": loop.dev,
+                                "loop_direct_io": loop.direct_io,
                                 "mapping": mapped,
                                 "mount": describe_mount(mountpoint),
                                 "mkfs": " ".join(mkfs[:-1]),

@@ -35,6 +35,7 @@ QD_SHIFT = 10.0  # points of overhead between the lowest and highest depth worth
 
 
 class Rule(StrEnum):
+    INCONSISTENT_BOUND = "inconsistent-bound"
     DEVICE_BOUND = "device-bound"
     KERNEL_CIPHER_BOUND = "kernel-cipher-bound"
     USERSPACE_CIPHER_BOUND = "userspace-cipher-bound"
@@ -109,6 +110,33 @@ class Facts:
     @property
     def head(self) -> str:
         return f"{self.name}: {_mb(self.e['achieved'])} at {self.e['workload']}"
+
+
+def _inconsistent_bound(f: Facts) -> str | None:
+    """A bound below what the target achieved is a wrong bound, never a limit.
+
+    Checked first: every later rule reads the bound as a ceiling, and a cipher
+    "ceiling" measured too low (AF_ALG with too few requests in flight, a unit
+    other than the layer's) would otherwise be named the bottleneck of a
+    target that outran it.
+    """
+    e = f.e
+    if e["ceiling"] is not None and e["achieved"] > e["ceiling"]:
+        return (
+            f"{f.head}: the measured cipher ceiling is below what {f.name} achieved "
+            f"({_mb(e['ceiling'])}: {e['ceiling_source']}), so that ceiling is inconsistent, not a "
+            "bottleneck; no limit can be named from it (a ceiling measured with other data units or "
+            "fewer requests in flight than the layer uses would read low)."
+        )
+    # Within DEVICE_NEAR's margin above plain, the two are as fast as each other
+    # (device-bound, next); beyond it, plain cannot have been the bound.
+    if e["plain"] is not None and e["limit"] == "plain" and e["achieved"] * DEVICE_NEAR > e["plain"]:
+        return (
+            f"{f.head}: faster than plain {f.where} ({_mb(e['plain'])}), its bound, so the bound is "
+            "inconsistent (plain measured low, or the layer caches what plain does not); "
+            "no limit can be named."
+        )
+    return None
 
 
 def _device_bound(f: Facts) -> str | None:
@@ -243,6 +271,7 @@ def _layer_bound_without_twin(f: Facts) -> str | None:
 
 
 RULES: tuple[tuple[Rule, Callable[[Facts], str | None]], ...] = (
+    (Rule.INCONSISTENT_BOUND, _inconsistent_bound),
     (Rule.DEVICE_BOUND, _device_bound),
     (Rule.KERNEL_CIPHER_BOUND, _kernel_cipher_bound),
     (Rule.USERSPACE_CIPHER_BOUND, _userspace_cipher_bound),
