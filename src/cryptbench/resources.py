@@ -69,6 +69,25 @@ class Mount(Resource):
         raise ProvisionError(f"could not unmount {self.mountpoint}: {last}")
 
 
+DELETED = " (deleted)"  # what the kernel appends to a backing file's path once it is unlinked
+
+
+def loop_backings() -> list[tuple[str, Path]]:
+    """Every attached loop device and the path of its backing file, from sysfs
+    rather than `losetup --associated`, which stats the backing file (a FUSE
+    export whose daemon died cannot be stat'ed). A backing file removed while
+    attached (its directory deleted under a run) keeps its path, without the
+    kernel's " (deleted)", so it is still found by where it was."""
+    found = []
+    for dev in sorted(Path("/sys/block").glob("loop*")):
+        with contextlib.suppress(OSError):
+            text = (dev / "loop" / "backing_file").read_text().strip()
+            if text.endswith(DELETED) and not os.path.lexists(text):
+                text = text.removesuffix(DELETED)
+            found.append((f"/dev/{dev.name}", Path(text)))
+    return found
+
+
 @dataclass
 class LoopDevice(Resource):
     """Every loop device whose backing file is `image` (an image cryptbench made)."""
@@ -77,15 +96,8 @@ class LoopDevice(Resource):
     image: Path
 
     def devices(self) -> list[str]:
-        # From sysfs rather than `losetup --associated`, which stats the
-        # backing file: a FUSE export whose daemon died cannot be stat'ed.
-        found = []
         names = {self.image, Path(os.path.realpath(self.image))}  # losetup records the real path
-        for dev in sorted(Path("/sys/block").glob("loop*")):
-            with contextlib.suppress(OSError):
-                if Path((dev / "loop" / "backing_file").read_text().strip()) in names:
-                    found.append(f"/dev/{dev.name}")
-        return found
+        return [dev for dev, backing in loop_backings() if backing in names]
 
     def release(self) -> str | None:
         done = []
@@ -437,13 +449,10 @@ def sweep(run_dir: Path, secret_dirs: list[Path]) -> list[str]:
         msg = DmCrypt(dev.name).release()
         if msg:
             messages.append(msg)
-    for dev in sorted(Path("/sys/block").glob("loop*")):
-        with contextlib.suppress(OSError):
-            image = Path((dev / "loop" / "backing_file").read_text().strip())
-            if image.is_relative_to(root):
-                msg = LoopDevice(image).release()
-                if msg:
-                    messages.append(msg)
+    for image in {backing for _dev, backing in loop_backings() if backing.is_relative_to(root)}:
+        msg = LoopDevice(image).release()
+        if msg:
+            messages.append(msg)
     # A FUSE export (qemu-storage-daemon) under a loop device can only go
     # once the loop device has: the mounts that refused above, again.
     messages += _unmount_under(root, tolerate=False)
@@ -451,6 +460,22 @@ def sweep(run_dir: Path, secret_dirs: list[Path]) -> list[str]:
         msg = SecretDir(d).release()
         if msg:
             messages.append(msg)
+    return messages
+
+
+def detach_orphans(scratch: Path) -> list[str]:
+    """Detach loop devices over files in `scratch`'s run directories that no
+    longer exist: a run whose directory was removed under it (by hand, or while
+    its provisioning was cut short) leaves no journal to replay and no directory
+    to sweep, only loop devices over "…/ext4.img (deleted)"."""
+    messages = []
+    root = scratch.resolve()
+    for image in sorted({b for _dev, b in loop_backings() if b.is_relative_to(root)}):
+        run_dir = root / image.relative_to(root).parts[0]
+        if run_dir.name.startswith("run-") and not run_dir.exists():
+            msg = LoopDevice(image).release()
+            if msg:
+                messages.append(msg)
     return messages
 
 

@@ -226,3 +226,63 @@ def test_two_runs_at_once_share_one_database(tmp_path: Path) -> None:
     assert sorted(per_run.values()) == [4 * 6, 4 * 6]
     count("concurrent runs into one database without loss")
     count("second runs on a busy scratch refused")
+
+
+@requires_root
+def test_teardown_detaches_a_loop_device_whose_image_was_deleted(target_dir: Path) -> None:
+    """The kernel shows such a backing file as "…/ext4.img (deleted)"; it is still ours."""
+    from cryptbench.backends.filesystem import loop_device
+    from cryptbench.session import Session
+
+    session = Session.create(target_dir)
+    try:
+        image = session.path("ext4.img")
+        with open(image, "wb") as f:
+            f.truncate(8 << 20)
+        with loop_device(session, image, direct_io=False) as loop:
+            image.unlink()
+            backing = Path(f"/sys/block/{Path(loop.dev).name}/loop/backing_file").read_text()
+            assert backing.strip().endswith("ext4.img (deleted)")
+    finally:
+        session.close()
+    assert leftovers(target_dir) == []
+    assert not Path(f"/sys/block/{Path(loop.dev).name}/loop/backing_file").exists()
+    count("loop devices over a deleted image detached at teardown")
+
+
+KILLED_WITH_A_LOOP = """
+import os, sys, time
+from pathlib import Path
+from cryptbench.backends.filesystem import loop_device
+from cryptbench.session import Session
+session = Session.create(Path(sys.argv[1]))
+image = session.path("ext4.img")
+with open(image, "wb") as f:
+    f.truncate(8 << 20)
+with loop_device(session, image, direct_io=False) as loop:
+    print(loop.dev, session.run_dir, flush=True)
+    time.sleep(600)
+"""
+
+
+@requires_root
+def test_cleanup_detaches_loops_of_a_run_whose_directory_was_removed(target_dir: Path) -> None:
+    """Seen here: a run stopped while provisioning, its run directory removed
+    under it, left loop devices over "…/ext4.img (deleted)", and `cleanup` said
+    "nothing to clean up"."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WITH_A_LOOP, str(target_dir)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    dev, run_dir = proc.stdout.readline().split()
+    proc.kill()
+    proc.wait()
+    subprocess.run(["rm", "-rf", run_dir], check=True)  # the directory goes, the loop device stays
+    backing = Path(f"/sys/block/{Path(dev).name}/loop/backing_file")
+    assert backing.read_text().strip() == f"{run_dir}/ext4.img (deleted)"
+    clean = cli("cleanup", "--target", str(target_dir))
+    assert clean.returncode == 0, clean.stderr
+    assert f"detached {dev}" in clean.stdout, clean.stdout
+    assert not backing.exists()
+    assert "nothing to clean up" in cli("cleanup", "--target", str(target_dir)).stdout
+    count("loop devices of a removed run directory detached by cleanup")

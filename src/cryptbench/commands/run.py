@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cryptbench import __version__
+from cryptbench import __version__, resources
 from cryptbench.adaptive import Controller, Question, questions
 from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec
 from cryptbench.cipher import ceilings, userspace
@@ -35,7 +35,7 @@ from cryptbench.runner import (
     run_rounds,
     target_lost,
 )
-from cryptbench.session import Session, candidate_run_dirs, recover
+from cryptbench.session import MARKER, Session, candidate_run_dirs, recover, scratch_root
 from cryptbench.store import Store, default_db_path
 from cryptbench.suite import WorkloadSpec, primary_metric
 from cryptbench.verify import marker_in_backing, probe_direct_io
@@ -56,6 +56,11 @@ def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str
         done = recover(run_dir, registry)
         if done:
             messages.extend(done)
+    for target in targets:
+        root = scratch_root(target)
+        if (root / MARKER).is_file():  # only a scratch root cryptbench made
+            with signals_blocked():
+                messages.extend(resources.detach_orphans(root))
     return messages
 
 
