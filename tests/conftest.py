@@ -22,9 +22,9 @@ from hypothesis import settings
 
 from cryptbench.backends import REGISTRY, Target, TargetSpec
 from cryptbench.keys import secret_dirs_of
-from cryptbench.resources import BLKIO, THROTTLE_FILES
 from cryptbench.session import Session
 from cryptbench.system import mounts
+from cryptbench.throttle import BLKIO, CGROUP, THROTTLE_FILES
 from tests import kernel_lab
 from tests.reliability import FIGURES
 
@@ -70,12 +70,15 @@ DAEMONS = frozenset({"fio", "gocryptfs", "qemu-storage-daemon", "securefs", "cry
 
 
 def loop_throttles() -> list[str]:
-    """Throttle rules on loop devices (major 7): only known-answer targets set them."""
+    """Throttle rules on loop devices (major 7), and cgroup v2 throttles'
+    cgroups: only known-answer targets set them."""
     rules = []
     for name in THROTTLE_FILES:
         path = BLKIO / name
         if path.exists():
             rules += [f"{line} ({name})" for line in path.read_text().splitlines() if line.startswith("7:")]
+    if (CGROUP / "cgroup.controllers").exists():
+        rules += [f"cgroup {d}" for d in CGROUP.glob("cryptbench-*")]
     return rules
 
 

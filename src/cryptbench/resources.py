@@ -26,6 +26,7 @@ import psutil
 
 from cryptbench.errors import ProvisionError
 from cryptbench.system import is_mountpoint, mounts, which
+from cryptbench.throttle import BLKIO, CGROUP, THROTTLE_FILES, v1_rules
 
 
 @dataclass
@@ -317,46 +318,62 @@ class FscryptKey(Resource):
         return f"removed fscrypt key {self.identifier[:8]}…"
 
 
-BLKIO = Path("/sys/fs/cgroup/blkio")  # cgroup v1's block I/O controller
-THROTTLE_FILES = ("blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device")
-
-
-def throttle_rules(device: str, root: Path = BLKIO) -> dict[str, int]:
-    """The root cgroup's bytes/s limits on `device` (major:minor), by file."""
-    found = {}
-    for name in THROTTLE_FILES:
-        for line in (root / name).read_text().splitlines():
-            dev, _, rate = line.partition(" ")
-            if dev == device:
-                found[name] = int(rate)
-    return found
-
-
 @dataclass
 class Throttle(Resource):
-    """A bytes/s limit, read and write, on a loop device cryptbench attached,
-    set in cgroup v1's root blkio group (so every process's I/O to it, and
-    writeback, is throttled). The device number outlives the attachment (a
-    detached loopN keeps its rule and a later user would inherit it), so it
-    is journaled with the rate, and only a rule still at that rate is lifted."""
+    """A bytes/s limit, read and write, on a loop device cryptbench attached
+    (throttle.py). cgroup v1: set in the root blkio group; the device number
+    outlives the attachment (a detached loopN keeps its rule and a later user
+    would inherit it), so it is journaled with the rate, and only a rule still
+    at that rate is lifted. cgroup v2: set in `cgroup`, a child cgroup
+    cryptbench made for it, which is removed (with any fio still in it)."""
 
     kind: ClassVar[str] = "throttle"
     device: str  # major:minor
     rate: int  # bytes/s
-    root: Path = BLKIO
+    root: Path = BLKIO  # v1's blkio group
+    cgroup: str = ""  # v2: the child cgroup's path; "" on v1
 
     def set(self) -> None:
+        if self.cgroup:
+            Path(self.cgroup).mkdir()
+            (Path(self.cgroup) / "io.max").write_text(f"{self.device} rbps={self.rate} wbps={self.rate}\n")
+            return
         for name in THROTTLE_FILES:
             (self.root / name).write_text(f"{self.device} {self.rate}\n")
 
     def release(self) -> str | None:
+        if self.cgroup:
+            return _remove_cgroup(Path(self.cgroup))
         try:
-            ours = [n for n, r in throttle_rules(self.device, self.root).items() if r == self.rate]
+            ours = [n for n, r in v1_rules(self.device, self.root).items() if r == self.rate]
         except FileNotFoundError:
             return None
         for name in ours:
             (self.root / name).write_text(f"{self.device} 0\n")
         return f"lifted the {self.rate} bytes/s throttle on block device {self.device}" if ours else None
+
+
+def _remove_cgroup(cgroup: Path) -> str | None:
+    """Remove a cgroup cryptbench made, stopping what is still in it (only a
+    fio it started there, after a SIGKILL of cryptbench) first."""
+    if not cgroup.is_dir():
+        return None
+    last: OSError | None = None
+    for attempt in range(40):
+        procs = (cgroup / "cgroup.procs").read_text().split()
+        if procs and (cgroup / "cgroup.kill").exists():
+            (cgroup / "cgroup.kill").write_text("1")
+        elif procs:
+            for pid in procs:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+        try:
+            cgroup.rmdir()
+            return f"removed cgroup {cgroup} and its block I/O throttle"
+        except OSError as e:  # EBUSY while a killed process is still leaving
+            last = e
+            time.sleep(0.05 * (attempt + 1))
+    raise ProvisionError(f"could not remove cgroup {cgroup}: {last}")
 
 
 KINDS: dict[str, type[Resource]] = {
@@ -447,6 +464,11 @@ def sweep(run_dir: Path, secret_dirs: list[Path]) -> list[str]:
     # filesystem and its loop device.
     for dev in sorted(Path("/dev/mapper").glob(f"cryptbench-{root.name}-*")):
         msg = DmCrypt(dev.name).release()
+        if msg:
+            messages.append(msg)
+    # cgroup v2 throttles, named likewise (their fio was stopped above).
+    for cgroup in sorted(CGROUP.glob(f"cryptbench-{root.name}-*")):
+        msg = _remove_cgroup(cgroup)
         if msg:
             messages.append(msg)
     for image in {backing for _dev, backing in loop_backings() if backing.is_relative_to(root)}:

@@ -275,6 +275,8 @@ def run_trial(
     if spec.workload.view == "backing":
         opts = replace(opts, filename=backing_file(ctx.session, target))
         fio = partial(fio, readonly=True)
+    if target.cgroup is not None:
+        fio = partial(fio, cgroup=target.cgroup)
     job_text = render_job(spec.workload, opts)
     row = _trial_row(spec, target, job_text)
     try:

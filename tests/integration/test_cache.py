@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from cryptbench import throttle
 from cryptbench.backends.base import iter_files
 from cryptbench.engines.fio import parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.measure.cache import drop_caches, resident_bytes
+from cryptbench.resources import Throttle
 from cryptbench.suite import WorkloadSpec
 from tests.conftest import provisioned, requires_root
 
@@ -30,17 +32,16 @@ def test_drop_leaves_nothing_resident(target_dir: Path, backend: str) -> None:
         assert resident_bytes(files) == 0
 
 
-def _throttle_file() -> Path:
-    return Path("/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device")
-
-
 @requires_root
 def test_write_throughput_includes_the_final_fsync(target_dir: Path) -> None:
     """Known answer: behind a 20 MB/s throttle, a buffered write that ends with
     end_fsync=1 cannot report more than 20 MB/s. If fio left the fsync out of its
-    runtime, it would report page-cache speed (GB/s)."""
-    if not _throttle_file().exists():
-        pytest.skip("no cgroup v1 blkio throttling here (blkio.throttle.write_bps_device)")
+    runtime, it would report page-cache speed (GB/s). On cgroup v2 this also
+    proves the throttle reaches writeback: the pages fio dirtied are written
+    back on its cgroup's account."""
+    how = throttle.mode()
+    if how.version is None:
+        pytest.skip(f"no block I/O throttling here: {how.reason}")
     limit = 20_000_000  # bytes/s
     with provisioned(target_dir, "ext4-loop", 32 << 20) as (session, t):
         dev = Path(t.details["loop_device"]).name
@@ -48,10 +49,14 @@ def test_write_throughput_includes_the_final_fsync(target_dir: Path) -> None:
         job = session.path("throttled.fio")
         opts = JobOptions(t.path / "d", 16 << 20, False, "psync", False, 1)
         job.write_text(render_job(WorkloadSpec("seq-write", "write", 1 << 20, 1), opts))
-        _throttle_file().write_text(f"{major_minor} {limit}\n")
+        cgroup = how.root / f"cryptbench-{session.run_dir.name}-durability" if how.version == 2 else None
+        if cgroup is not None:
+            throttle.enable_v2_controllers(how.root)
+        rule = session.acquire(Throttle(major_minor, limit, how.root, str(cgroup or "")))
         try:
-            m = parse_fio_json(run_fio(job, session))
+            rule.set()
+            m = parse_fio_json(run_fio(job, session, cgroup=cgroup))
         finally:
-            _throttle_file().write_text(f"{major_minor} 0\n")
+            session.release(rule)
         assert m.throughput <= limit * 1.15
         assert m.throughput >= limit * 0.25  # and the measurement is of that device

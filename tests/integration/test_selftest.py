@@ -14,7 +14,7 @@ import pytest
 
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import selftest
-from cryptbench.resources import throttle_rules
+from cryptbench.throttle import mode, v1_rules, v2_rules
 from tests.conftest import cli, leftovers, loop_throttles, provisioned
 from tests.reliability import count
 
@@ -39,10 +39,22 @@ def test_selftest_finds_the_known_answer(target_dir: Path, tmp_path: Path) -> No
 
 def test_the_throttle_is_on_while_provisioned_and_lifted_after(target_dir: Path) -> None:
     _needs_throttling()
+    how = mode()
     with provisioned(target_dir, "throttle-40", 16 << 20) as (_session, t):
         number = (Path("/sys/block") / Path(t.details["loop_device"]).name / "dev").read_text().strip()
-        assert set(throttle_rules(number).values()) == {40_000_000}
-    assert throttle_rules(number) == {}
+        assert how.label in t.details["throttle"]
+        if how.version == 1:
+            assert set(v1_rules(number).values()) == {40_000_000}
+        else:  # v2: in a cgroup of its own, which fio runs in
+            assert t.cgroup is not None and v2_rules(number, t.cgroup) == {
+                "rbps": 40_000_000,
+                "wbps": 40_000_000,
+            }
+    if how.version == 1:
+        assert v1_rules(number) == {}
+    else:
+        assert not t.cgroup.exists()
+    assert not loop_throttles()
 
 
 def test_cleanup_lifts_the_throttle_after_a_sigkill(target_dir: Path, tmp_path: Path) -> None:

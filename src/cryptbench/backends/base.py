@@ -102,6 +102,9 @@ class Target:
     # (e.g. the file a FUSE export presents to a loop device).
     cached: tuple[Path, ...] = ()
     medium: str = "device"  # device or ram, as the spec asked
+    # A cgroup (v2) that fio must run in for this target: a known-answer
+    # target's throttle lives there (throttle.py). None elsewhere.
+    cgroup: Path | None = None
 
 
 class Backend(ABC):

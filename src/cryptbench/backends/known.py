@@ -1,8 +1,8 @@
 """Known-answer targets: cryptbench checks itself against answers it knows.
 
 `throttle-40` and `throttle-20` are ext4 on a loop device whose block I/O the
-kernel limits to 40 and 20 MB/s (cgroup v1 blkio throttling, on the root
-group, so every process's I/O and writeback obey it). Whatever else is true
+kernel limits to 40 and 20 MB/s (throttle.py: cgroup v1's blkio on the root
+group, or cgroup v2's io.max on a cgroup of cryptbench's that fio runs in). Whatever else is true
 of the machine, the second is half as fast as the first on sequential work:
 a run must report 0.50 with an interval that contains it
 (`cryptbench selftest`). `plain-twin` is a second plain directory beside
@@ -22,21 +22,19 @@ from cryptbench.backends.ext4image import probe_ext4_loop
 from cryptbench.backends.ext4loop import Ext4LoopBackend
 from cryptbench.backends.plain import PlainBackend
 from cryptbench.errors import ProvisionError
-from cryptbench.resources import BLKIO, THROTTLE_FILES, Throttle, throttle_rules
+from cryptbench.resources import Throttle
 from cryptbench.session import Session
+from cryptbench.throttle import Mode, enable_v2_controllers, mode, v1_rules
 
 MB = 1_000_000  # the decimal megabyte disk rates are quoted in
 
 
-def probe_throttling(root: Path = BLKIO) -> Availability:
+def probe_throttling(how: Mode | None = None) -> Availability:
     if os.geteuid() != 0:
         return Availability(False, "throttling a block device needs root")
-    if not all((root / name).exists() for name in THROTTLE_FILES):
-        return Availability(
-            False,
-            f"cgroup v1 block I/O throttling is not mounted here ({root}/{THROTTLE_FILES[0]}); "
-            "cryptbench does not yet throttle through cgroup v2's io.max",
-        )
+    how = how or mode()
+    if how.version is None:
+        return Availability(False, how.reason)
     return probe_ext4_loop()
 
 
@@ -51,7 +49,7 @@ class ThrottledBackend(Ext4LoopBackend):
         self.baseline = baseline
         self.summary = (
             f"known answer: ext4 on a loop device the kernel throttles to {rate_mb} MB/s "
-            "(cryptbench selftest)"
+            f"({mode().label}; cryptbench selftest)"
         )
 
     def probe(self) -> Availability:
@@ -59,19 +57,30 @@ class ThrottledBackend(Ext4LoopBackend):
 
     @contextmanager
     def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
+        how = mode()
         with super().provision(session, spec, data_bytes) as t:
             loop = t.details["loop_device"]
             number = (Path("/sys/block") / Path(loop).name / "dev").read_text().strip()
-            if throttle_rules(number):
-                raise ProvisionError(
-                    f"{loop} ({number}) already has a block I/O throttle that cryptbench did not set; "
-                    "refusing to change it"
-                )
-            throttle = Throttle(number, self.rate)
+            if how.version == 1:
+                if v1_rules(number, how.root):
+                    raise ProvisionError(
+                        f"{loop} ({number}) already has a block I/O throttle that cryptbench did not set; "
+                        "refusing to change it"
+                    )
+                throttle = Throttle(number, self.rate, how.root)
+            else:
+                enable_v2_controllers(how.root)
+                # Named after the run directory, as dm-crypt mappings are, so
+                # that `cleanup` finds it after a SIGKILL.
+                n = t.backing[0].parent.name
+                cgroup = how.root / f"cryptbench-{session.run_dir.name}-{spec.slug}-{n}"
+                throttle = Throttle(number, self.rate, cgroup=str(cgroup))
+                t.cgroup = cgroup
             session.acquire(throttle)
             try:
                 throttle.set()
-                t.details["throttle"] = f"{self.rate} bytes/s read and write on {number} (cgroup v1 blkio)"
+                where = f", fio runs in {t.cgroup}" if t.cgroup else ""
+                t.details["throttle"] = f"{self.rate} bytes/s read and write on {number} ({how.label}{where})"
                 yield t
             finally:
                 session.release(throttle)

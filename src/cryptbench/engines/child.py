@@ -30,6 +30,7 @@ def run_child(
     timeout: float,
     env: dict[str, str] | None = None,
     patience: tuple[float, Callable[[], str | None]] | None = None,
+    name: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run argv to its end and return its exit status and output.
 
@@ -37,8 +38,9 @@ def run_child(
     error; a timeout is a TrialError ("did not finish within …"). With
     `patience` (seconds, check), every that many seconds the check is asked
     whether to go on waiting: a reason not to is raised as `Stalled`.
+    `name`: what to call it, where argv[0] only starts it (a shell that execs it).
     """
-    name = argv[0].rsplit("/", 1)[-1]
+    name = name or argv[0].rsplit("/", 1)[-1]
     proc = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,

@@ -16,6 +16,7 @@ from cryptbench.engines.child import run_child
 from cryptbench.errors import TrialError
 from cryptbench.session import Session
 from cryptbench.system import which
+from cryptbench.throttle import in_cgroup
 
 FIO_TIMEOUT = 1800.0  # seconds; a trial that takes longer is broken, not slow
 
@@ -114,20 +115,20 @@ def parse_job(job: dict[str, Any]) -> FioMeasurement:
     )
 
 
-def run_fio(jobfile: Path, session: Session | None = None, *, readonly: bool = False) -> str:
+def run_fio(
+    jobfile: Path, session: Session | None = None, *, readonly: bool = False, cgroup: Path | None = None
+) -> str:
     """Run one job file; return fio's JSON text.
 
     fio runs as a journaled child of its own session (engines/child.py).
     `readonly`: fio refuses to write or trim anything (--readonly).
+    `cgroup`: fio starts inside it (a target's cgroup v2 throttle).
     """
     exe = which("fio")
     if exe is None:
         raise TrialError("fio is not installed (apt-get install fio)")
-    done = run_child(
-        [exe, "--output-format=json", *(["--readonly"] if readonly else []), str(jobfile)],
-        session,
-        FIO_TIMEOUT,
-    )
+    argv = [exe, "--output-format=json", *(["--readonly"] if readonly else []), str(jobfile)]
+    done = run_child(in_cgroup(argv, cgroup) if cgroup else argv, session, FIO_TIMEOUT, name="fio")
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines()
         raise TrialError(f"fio exited with status {done.returncode}: {lines[-1] if lines else ''}")

@@ -1,0 +1,37 @@
+"""Throttling through cgroup v2's io.max, on a kernel that mounts only v2 (as
+Debian 12, Ubuntu and Fedora do): the known answer, the throttle's own cgroup
+given back after a normal run and after a SIGKILL, and the durability proof.
+The same tests run on this host through v1's blkio (tests/integration)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cryptbench import throttle
+from tests.integration import test_cache, test_selftest
+
+pytestmark = [pytest.mark.lab, pytest.mark.integration]
+
+
+@pytest.fixture(autouse=True)
+def _cgroup_v2_only() -> None:
+    how = throttle.mode()
+    assert how.version == 2, f"the lab should offer cgroup v2 only: {how.label} {how.reason}"
+
+
+def test_selftest_finds_the_known_answer_through_io_max(target_dir: Path, tmp_path: Path) -> None:
+    test_selftest.test_selftest_finds_the_known_answer(target_dir, tmp_path)
+
+
+def test_the_io_max_cgroup_is_there_while_provisioned_and_gone_after(target_dir: Path) -> None:
+    test_selftest.test_the_throttle_is_on_while_provisioned_and_lifted_after(target_dir)
+
+
+def test_cleanup_removes_the_io_max_cgroup_after_a_sigkill(target_dir: Path, tmp_path: Path) -> None:
+    test_selftest.test_cleanup_lifts_the_throttle_after_a_sigkill(target_dir, tmp_path)
+
+
+def test_write_throughput_includes_the_final_fsync_under_io_max(target_dir: Path) -> None:
+    test_cache.test_write_throughput_includes_the_final_fsync(target_dir)
