@@ -7,6 +7,7 @@ over through files or stdin; see backends).
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import subprocess
@@ -44,6 +45,25 @@ def kernel_module(name: str, root: Path = MODULES, release: str | None = None) -
         except OSError:
             continue
     return None
+
+
+def kernel_config(
+    option: str, boot: Path = Path("/boot"), proc: Path = Path("/proc/config.gz")
+) -> str | None:
+    """The running kernel's build setting for `option` (CONFIG_…): "y", "m",
+    "n" when unset, or None when neither /proc/config.gz nor
+    /boot/config-RELEASE (as distributions ship it) can be read."""
+    try:
+        text = gzip.decompress(proc.read_bytes()).decode(errors="replace")
+    except (OSError, EOFError):
+        try:
+            text = (boot / f"config-{os.uname().release}").read_text(errors="replace")
+        except OSError:
+            return None
+    for line in text.splitlines():
+        if line.startswith(f"{option}="):
+            return line.split("=", 1)[1].strip()
+    return "n"
 
 
 def run_cmd(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from cryptbench.backends.base import FILESYSTEMS
 from cryptbench.backends.filesystem import MIN_FS_BYTES, fs_image_size, mkfs_command
-from cryptbench.system import kernel_module
+from cryptbench.system import kernel_config, kernel_module
 
 
 def test_every_filesystem_is_made_without_discard() -> None:
@@ -52,3 +53,15 @@ def test_a_filesystem_module_counts_as_support(tmp_path: Path) -> None:
     assert kernel_module("crc16", root, "6.1.0-test") is None
     assert kernel_module("xfs", root, "6.1.0-test") is None
     assert kernel_module("ext4", root, "another-release") is None  # no index for it: not there
+
+
+def test_the_kernel_config_is_read_from_boot_when_proc_has_none(tmp_path: Path) -> None:
+    release = os.uname().release
+    (tmp_path / f"config-{release}").write_text(
+        "CONFIG_FS_ENCRYPTION=y\nCONFIG_EXT4_FS=m\n# CONFIG_X is not set\n"
+    )
+    missing = tmp_path / "no-config.gz"
+    assert kernel_config("CONFIG_FS_ENCRYPTION", tmp_path, missing) == "y"
+    assert kernel_config("CONFIG_EXT4_FS", tmp_path, missing) == "m"
+    assert kernel_config("CONFIG_X", tmp_path, missing) == "n"
+    assert kernel_config("CONFIG_X", tmp_path / "nowhere", missing) is None

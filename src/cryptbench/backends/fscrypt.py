@@ -26,6 +26,7 @@ from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_l
 from cryptbench.errors import ProvisionError
 from cryptbench.resources import FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, FscryptKey
 from cryptbench.session import Session
+from cryptbench.system import kernel_config
 
 FS_IOC_SET_ENCRYPTION_POLICY = 0x800C6613
 FS_IOC_GET_ENCRYPTION_POLICY_EX = 0xC0096616
@@ -111,7 +112,13 @@ class FscryptBackend(Backend):
         base = probe_ext4_loop()
         if not base.ok:
             return base
-        if not Path("/sys/fs/ext4/features/encryption").exists():
+        # /sys/fs/ext4 exists once ext4 is loaded; before that (a module
+        # mount has not loaded yet) the kernel's build configuration says.
+        if Path("/sys/fs/ext4").is_dir():
+            has = Path("/sys/fs/ext4/features/encryption").exists()
+        else:
+            has = kernel_config("CONFIG_FS_ENCRYPTION") != "n"  # unknown: the key ioctl will tell
+        if not has:
             return Availability(False, "kernel was built without ext4 encryption (CONFIG_FS_ENCRYPTION)")
         if not _kernel_at_least(5, 4):
             return Availability(False, "fscrypt v2 policies need Linux 5.4 or later")

@@ -156,10 +156,20 @@ def _userspace(doc: dict[str, Any], use: CipherUse) -> tuple[float, int] | None:
     return None
 
 
-def _af_alg(doc: dict[str, Any], use: CipherUse) -> float | None:
-    for r in doc.get("kernel", {}).get("af_alg", {}).get("results", []):
-        if r["algorithm"] == use.algorithm and r["unit"] == use.unit:
-            return float(r["throughput"])
+def _af_alg(doc: dict[str, Any], use: CipherUse) -> tuple[float, int] | None:
+    """AF_ALG's figure for the layer's unit on the cores it uses (bytes/s, cores).
+    Documents before the multi-core figure have one core's only."""
+    rows = [
+        r
+        for r in doc.get("kernel", {}).get("af_alg", {}).get("results", [])
+        if r["algorithm"] == use.algorithm and r["unit"] == use.unit
+    ]
+    if not rows:
+        return None
+    cores = max(r.get("cores", 1) for r in rows) if use.parallel else 1
+    for r in rows:
+        if r.get("cores", 1) == cores:
+            return float(r["throughput"]), cores
     return None
 
 
@@ -231,9 +241,14 @@ class Resolver:
         return Ceiling(None, f"{label}: not measured ({UNKNOWN_HINT})"), 1
 
     def _kernel(self, use: CipherUse, target: str, workload: str) -> Ceiling:
-        rate = _af_alg(self.run_cipher, use)
-        if rate is not None:
-            return Ceiling(rate, f"the kernel's {use.algorithm} through AF_ALG, measured by this run")
+        found = _af_alg(self.run_cipher, use)
+        if found is not None:
+            rate, cores = found
+            return Ceiling(
+                rate,
+                f"the kernel's {use.algorithm} through AF_ALG, {use.unit}-byte requests, {_cores(cores)}, "
+                "measured by this run (two system calls per request: a lower bound)",
+            )
         direction = self.directions.get(workload, "mixed")
         twins = self._twins(target.removeprefix(RAM_PREFIX), direction)
         if twins is not None:

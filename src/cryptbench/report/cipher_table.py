@@ -57,8 +57,9 @@ def render(doc: dict[str, Any], out: Console) -> None:
     if af["available"]:
         for r in af["results"]:
             out.print(
-                f"kernel {r['algorithm']} through AF_ALG, {format_bytes(r['unit'])} per request, one core: "
-                f"{format_rate(r['throughput'])}"
+                f"kernel {r['algorithm']} through AF_ALG, {format_bytes(r['unit'])} per request, "
+                f"{_cores(r.get('cores', 1))}: {format_rate(r['throughput'])} (a lower bound: "
+                "two system calls per request)"
             )
     else:
         out.print(f"kernel throughput through AF_ALG: not measured: {af['reason']}")
@@ -82,3 +83,7 @@ def render(doc: dict[str, Any], out: Console) -> None:
         else:
             line += f"; {c['explanation']}"
         out.print(line)
+
+
+def _cores(n: int) -> str:
+    return "one core" if n == 1 else f"{n} requests in flight on {n} cores"
