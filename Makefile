@@ -1,7 +1,7 @@
 # Two commands: `make run` and `make test`. Both set up what they need first.
 VENV   := .venv
-# The C timing loop is built by pip install: a change to it, or to how it is built, reinstalls.
-BUILT  := pyproject.toml setup.py src/cryptbench/cipher/_units.c
+# The C timing loops are built by pip install: a change to it, or to how it is built, reinstalls.
+BUILT  := pyproject.toml setup.py src/cryptbench/cipher/_units.c src/cryptbench/cipher/_af_alg.c
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILT) | cksum | cut -d' ' -f1)
 ARGS   ?=
 PYTEST_ARGS ?=

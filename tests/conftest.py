@@ -57,6 +57,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     if lab is not None:
         terminalreporter.section("kernel lab")
         terminalreporter.write_line(lab.summary())
+        for nodeid, o in lab.outcomes.items():
+            for name, value in o.figures:  # not performance figures under TCG: behaviour's evidence
+                terminalreporter.write_line(f"{nodeid.rsplit('::', 1)[-1]}: {name}: {value}")
     skipped = [r for r in terminalreporter.stats.get("skipped", []) if isinstance(r.longrepr, tuple)]
     if skipped:
         # Every skip by name, not grouped: none may hide a broken path.

@@ -50,6 +50,7 @@ class Outcome:
     outcome: str = "passed"  # passed, failed or skipped
     report: str = ""  # the guest's failure report (with what the test printed), or the skip reason
     seconds: float = 0.0  # wall time in the guest, all phases
+    figures: list[tuple[str, str]] = field(default_factory=list)  # what the test recorded (record_property)
 
 
 @dataclass
@@ -228,6 +229,7 @@ def read_results(path: Path) -> dict[str, Outcome]:
             continue  # a line torn by a guest that died
         o = outcomes.setdefault(rec["nodeid"], Outcome())
         o.seconds += rec["duration"]
+        o.figures += [(str(k), str(v)) for k, v in rec.get("properties", [])]
         if rec["outcome"] == "failed":
             o.outcome, o.report = "failed", f"{o.report}\n[{rec['when']}] {rec['longrepr']}".strip()
         elif rec["outcome"] == "skipped" and o.outcome == "passed":
@@ -247,6 +249,7 @@ def report_line(report: pytest.TestReport) -> dict[str, object]:
         "outcome": report.outcome,
         "longrepr": longrepr,
         "duration": report.duration,
+        "properties": [[k, str(v)] for k, v in report.user_properties],
     }
 
 
@@ -270,6 +273,7 @@ class LabItem(pytest.Item):
         if got is None:
             tail = "\n".join(lab.console.splitlines()[-60:])
             pytest.fail(f"no result from the kernel lab (vng exit {lab.returncode}); console:\n{tail}", False)
+        self.user_properties += got.figures
         where = f"in the kernel lab ({Path(lab.kernel).name}, {lab.accel.upper()})"
         if got.outcome == "failed":  # pytest's report holds the captured output already
             pytest.fail(f"{where}:\n{got.report}", pytrace=False)

@@ -164,3 +164,17 @@ def test_a_worker_that_dies_is_an_error_at_once() -> None:
     threading.Thread(target=kill_a_worker, daemon=True).start()
     with pytest.raises(CryptbenchError, match=r"an OpenSSL timing process died \(exit status -9\)"):
         userspace.rates(userspace.case("aes-256-gcm", 4096), 20.0, 2, "cryptography")
+
+
+def test_af_alg_where_the_kernel_has_none_is_an_oserror_from_either_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """This host's kernel has no AF_ALG (the lab's has: tests/lab/test_af_alg.py): both the C
+    loop and the Python one refuse with the kernel's errno, not a crash or a zero figure."""
+    if kernel.af_alg_unavailable() is None:
+        pytest.skip("this kernel has AF_ALG; the refusal is for kernels without it")
+    with pytest.raises(OSError):
+        kernel.af_alg_throughput("xts(aes)", 64, 4096, 0.05, 2)
+    monkeypatch.setattr(kernel, "_af_alg", None)
+    with pytest.raises(OSError):
+        kernel.af_alg_throughput("xts(aes)", 64, 4096, 0.05, 1)

@@ -7,8 +7,8 @@ instructions; `classify` holds the rules, documented in docs/methodology.md.
 
 Throughput is measured through AF_ALG (the kernel's crypto socket) where the
 kernel offers it, one data unit per request, as dm-crypt and fscrypt submit
-them, on one core and with a request in flight per core: a lower bound, since
-every request also costs two system calls. Where it does not, `cryptbench
+them, on one core and with a request in flight per core, timed in C
+(_af_alg.c) where it was built, else from Python (a lower bound). Where it does not, `cryptbench
 cipher` measures the encrypted stack on RAM instead (commands/cipher.py).
 """
 
@@ -20,6 +20,11 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+try:
+    from cryptbench.cipher import _af_alg  # type: ignore[attr-defined]
+except ImportError:  # not built (no compiler or Python headers at install): timed from Python
+    _af_alg = None
 
 PROC_CRYPTO = Path("/proc/crypto")
 
@@ -154,50 +159,65 @@ def af_alg_unavailable() -> str | None:
     return None
 
 
+def af_alg_engine() -> str:
+    """What times AF_ALG requests: "C" (the loop in _af_alg.c) or "Python" (a lower bound)."""
+    return "C" if _af_alg is not None else "Python"
+
+
 def af_alg_throughput(algorithm: str, key_bytes: int, unit: int, seconds: float, workers: int = 1) -> float:
     """Bytes/s of the kernel's `algorithm` through AF_ALG: one request per data
     unit, as dm-crypt and fscrypt submit them, with `workers` requests in
-    flight (a thread and a socket each; Python leaves its lock in the system
-    calls), as dm-crypt's workqueue spreads a stream over every core.
+    flight (a thread and a socket each, outside Python's lock), as dm-crypt's
+    workqueue spreads a stream over every core.
 
-    Each request costs two system calls from Python on top of the cipher's
-    work, so the figure is a lower bound of what the kernel's cipher does
-    inside the kernel, most of all for small units.
+    Each request also costs two system calls. From the C loop that is all it
+    costs beyond the cipher; from Python (where the loop was not built) the
+    interpreter's overhead comes on top, and the figure is a lower bound.
     """
     key = os.urandom(key_bytes)
-    data = os.urandom(unit)
-    stop = threading.Event()
     moved = [0] * workers
+    took = [0.0] * workers
     failed: list[OSError] = []
+    loop = _c_loop if _af_alg is not None else _python_loop
 
     def work(i: int) -> None:
         try:
-            with socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0) as alg:
-                alg.bind(("skcipher", algorithm))
-                alg.setsockopt(socket.SOL_ALG, socket.ALG_SET_KEY, key)
-                op, _ = alg.accept()
-                with op:
-                    sector = i << 40  # each worker its own sectors, as a disk's requests
-                    while not stop.is_set():
-                        for _ in range(64):
-                            iv = sector.to_bytes(16, "little")  # plain64 IVs: the sector number
-                            op.sendmsg_afalg([data], op=socket.ALG_OP_ENCRYPT, iv=iv)
-                            op.recv(unit)
-                            sector += 1
-                        moved[i] += 64 * unit
+            # Each worker its own sectors, as a disk's concurrent requests.
+            moved[i], took[i] = loop(algorithm, key, unit, seconds, i << 40)
         except OSError as e:
             failed.append(e)
-            stop.set()
 
     threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(workers)]
-    start = time.perf_counter()
     for t in threads:
         t.start()
-    stop.wait(seconds)
-    stop.set()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - start
     if failed:
         raise failed[0]
-    return sum(moved) / elapsed
+    return sum(moved) / max(took)
+
+
+def _c_loop(algorithm: str, key: bytes, unit: int, seconds: float, first: int) -> tuple[int, float]:
+    assert _af_alg is not None
+    done, took = _af_alg.encrypt_for(algorithm, key, unit, seconds, first)
+    return int(done), float(took)
+
+
+def _python_loop(algorithm: str, key: bytes, unit: int, seconds: float, first: int) -> tuple[int, float]:
+    data = os.urandom(unit)
+    with socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0) as alg:
+        alg.bind(("skcipher", algorithm))
+        alg.setsockopt(socket.SOL_ALG, socket.ALG_SET_KEY, key)
+        op, _ = alg.accept()
+        with op:
+            done, sector, start = 0, first, time.perf_counter()
+            while True:
+                for _ in range(64):
+                    iv = sector.to_bytes(16, "little")  # plain64 IVs: the sector number
+                    op.sendmsg_afalg([data], op=socket.ALG_OP_ENCRYPT, iv=iv)
+                    op.recv(unit)
+                    sector += 1
+                done += 64 * unit
+                elapsed = time.perf_counter() - start
+                if elapsed >= seconds:
+                    return done, elapsed

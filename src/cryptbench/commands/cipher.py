@@ -174,7 +174,12 @@ def measure(
         "kernel": {
             "drivers": [d.to_json() for d in drivers],
             "missing": missing,
-            "af_alg": {"available": af_alg_why is None, "reason": af_alg_why or "", "results": []},
+            "af_alg": {
+                "available": af_alg_why is None,
+                "reason": af_alg_why or "",
+                "engine": kernel.af_alg_engine(),  # C, or Python (lower bounds)
+                "results": [],
+            },
             "ram_stack": {"measured": False, "reason": ""},
         },
     }
