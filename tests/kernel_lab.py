@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.reliability import count
+
 REPO = Path(__file__).resolve().parent.parent
 IN_GUEST = os.environ.get("CRYPTBENCH_LAB") == "guest"
 REQUIRE = os.environ.get("CRYPTBENCH_REQUIRE_LAB") == "1"
@@ -65,6 +67,7 @@ class LabRun:
     unavailable: str = ""  # why the lab could not run at all, or ""
     console: str = ""  # everything the guest printed
     outcomes: dict[str, Outcome] = field(default_factory=dict)  # by node id
+    figures: dict[str, int] = field(default_factory=dict)  # the guest's reliability figures
 
     def summary(self) -> str:
         if self.unavailable:
@@ -209,7 +212,7 @@ def boot(nodeids: list[str]) -> LabRun:
         lab.returncode = _run_vng(argv, log, LAB_SECONDS)
         lab.seconds = time.monotonic() - start
         lab.console = log.read_text(errors="replace")
-        lab.outcomes = read_results(scratch / RESULTS)
+        lab.outcomes, lab.figures = read_results(scratch / RESULTS)
         if lab.returncode is None:
             lab.console += f"\n[stopped after {LAB_SECONDS:.0f} s]"
     finally:
@@ -217,24 +220,30 @@ def boot(nodeids: list[str]) -> LabRun:
     return lab
 
 
-def read_results(path: Path) -> dict[str, Outcome]:
-    """The guest's reports, one JSON line per test phase, merged per test."""
+def read_results(path: Path) -> tuple[dict[str, Outcome], dict[str, int]]:
+    """The guest's reports, one JSON line per test phase, merged per test; and
+    the reliability figures its tests counted (a last line, when it got there)."""
     outcomes: dict[str, Outcome] = {}
+    figures: dict[str, int] = {}
     if not path.exists():
-        return outcomes
+        return outcomes, figures
     for line in path.read_text(errors="replace").splitlines():
         try:
             rec = json.loads(line)
         except json.JSONDecodeError:
             continue  # a line torn by a guest that died
+        if "figures" in rec:
+            figures = rec["figures"]
+            continue
         o = outcomes.setdefault(rec["nodeid"], Outcome())
         o.seconds += rec["duration"]
-        o.figures += [(str(k), str(v)) for k, v in rec.get("properties", [])]
+        if rec.get("properties"):  # each phase's report repeats those recorded before it
+            o.figures = [(str(k), str(v)) for k, v in rec["properties"]]
         if rec["outcome"] == "failed":
             o.outcome, o.report = "failed", f"{o.report}\n[{rec['when']}] {rec['longrepr']}".strip()
         elif rec["outcome"] == "skipped" and o.outcome == "passed":
             o.outcome, o.report = "skipped", rec["longrepr"]
-    return outcomes
+    return outcomes, figures
 
 
 def report_line(report: pytest.TestReport) -> dict[str, object]:
@@ -265,6 +274,8 @@ class LabItem(pytest.Item):
         if lab is None:
             lab = boot(self.lab_ids)
             self.config.stash[LAB_RUN] = lab
+            for name, n in lab.figures.items():
+                count(f"{name} (kernel lab)", n)
         if lab.unavailable:
             if REQUIRE:
                 pytest.fail(f"the kernel lab could not run: {lab.unavailable}", pytrace=False)
