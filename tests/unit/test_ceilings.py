@@ -144,6 +144,25 @@ def test_af_alg_comes_first_then_the_twins_then_a_stored_ram_stack() -> None:
     assert ceiling.throughput is None
 
 
+def test_af_alg_ceilings_use_the_cores_the_layer_can_use_and_say_how_they_were_timed() -> None:
+    rows = [
+        {"algorithm": "xts(aes)", "unit": 4096, "cores": 1, "throughput": 39.1e6},
+        {"algorithm": "xts(aes)", "unit": 4096, "cores": 2, "throughput": 75.1e6},
+        {"algorithm": "xts(aes)", "unit": 512, "cores": 2, "throughput": 20.3e6},
+    ]
+    doc = {"kernel": {"af_alg": {"engine": "C", "results": rows}}}
+    # dm-crypt's workqueue spreads a stream over every core; without it the submitting thread encrypts.
+    ceiling, _ = _resolver(doc).resolve("luks-aes256", "luks-aes256", "seq1m-q8-write")
+    assert ceiling.throughput == 75.1e6 and "4096-byte requests, 2 cores" in ceiling.source
+    assert "lower bound" not in ceiling.source
+    ceiling, _ = _resolver(doc).resolve("luks-aes256-noqueue", "luks-aes256-noqueue", "seq1m-q8-write")
+    assert ceiling.throughput == 39.1e6 and "one core" in ceiling.source
+    # Timed from Python (no C loop built), or before the engine was recorded: a lower bound.
+    doc["kernel"]["af_alg"]["engine"] = "Python"
+    ceiling, _ = _resolver(doc).resolve("luks-aes256", "luks-aes256", "seq1m-q8-write")
+    assert ceiling.source.endswith("(timed from Python: a lower bound)")
+
+
 def test_a_backend_without_a_cipher_has_no_ceiling() -> None:
     ceiling, _ = _resolver().resolve("ext4-loop", "ext4-loop", "seq1m-q8-read")
     assert ceiling.throughput is None and "declares no cipher use" in ceiling.source

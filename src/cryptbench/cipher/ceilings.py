@@ -143,27 +143,10 @@ def _timed_from_python(doc: dict[str, Any]) -> str:
     return ""
 
 
-def _userspace(doc: dict[str, Any], use: CipherUse) -> tuple[float, int] | None:
-    """OpenSSL's rate (bytes/s) for the layer's case, and the cores it ran on."""
-    wanted = openssl_case(use)
-    rows = [r for r in doc.get("userspace", []) if (r["cipher"], r["unit"]) == wanted]
-    if not rows:
-        return None
-    cores = max(r["cores"] for r in rows) if use.parallel else 1
-    for r in rows:
-        if r["cores"] == cores:
-            return float(r["throughput"]), cores
-    return None
-
-
-def _af_alg(doc: dict[str, Any], use: CipherUse) -> tuple[float, int] | None:
-    """AF_ALG's figure for the layer's unit on the cores it uses (bytes/s, cores).
-    Documents before the multi-core figure have one core's only."""
-    rows = [
-        r
-        for r in doc.get("kernel", {}).get("af_alg", {}).get("results", [])
-        if r["algorithm"] == use.algorithm and r["unit"] == use.unit
-    ]
+def _on_cores(rows: list[dict[str, Any]], use: CipherUse) -> tuple[float, int] | None:
+    """The figure (bytes/s) of `rows` on the cores the layer uses: all it was
+    timed on for a layer that spreads its work, else one; and those cores.
+    Rows without `cores` (AF_ALG before it had more than one) are one core's."""
     if not rows:
         return None
     cores = max(r.get("cores", 1) for r in rows) if use.parallel else 1
@@ -171,6 +154,18 @@ def _af_alg(doc: dict[str, Any], use: CipherUse) -> tuple[float, int] | None:
         if r.get("cores", 1) == cores:
             return float(r["throughput"]), cores
     return None
+
+
+def _userspace(doc: dict[str, Any], use: CipherUse) -> tuple[float, int] | None:
+    """OpenSSL's rate (bytes/s) for the layer's case, and the cores it ran on."""
+    wanted = openssl_case(use)
+    return _on_cores([r for r in doc.get("userspace", []) if (r["cipher"], r["unit"]) == wanted], use)
+
+
+def _af_alg(doc: dict[str, Any], use: CipherUse) -> tuple[float, int] | None:
+    """AF_ALG's rate (bytes/s) for the layer's algorithm and unit, and the cores it ran on."""
+    rows = doc.get("kernel", {}).get("af_alg", {}).get("results", [])
+    return _on_cores([r for r in rows if (r["algorithm"], r["unit"]) == (use.algorithm, use.unit)], use)
 
 
 def _ram_stack(doc: dict[str, Any], direction: str) -> float | None:
