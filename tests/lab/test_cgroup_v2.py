@@ -5,11 +5,13 @@ The same tests run on this host through v1's blkio (tests/integration)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from cryptbench import throttle
+from tests.conftest import cli
 from tests.integration import test_cache, test_selftest
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
@@ -35,3 +37,12 @@ def test_cleanup_removes_the_io_max_cgroup_after_a_sigkill(target_dir: Path, tmp
 
 def test_write_throughput_includes_the_final_fsync_under_io_max(target_dir: Path) -> None:
     test_cache.test_write_throughput_includes_the_final_fsync(target_dir)
+
+
+def test_backends_says_io_max_is_used() -> None:
+    proc = cli("backends", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    for name in ("throttle-40", "throttle-20"):
+        assert rows[name]["available"], rows[name]["reason"]
+        assert "cgroup v2 io.max" in rows[name]["summary"]
