@@ -1,0 +1,63 @@
+"""The kernel lab's bookkeeping: the guest's reports merged per test, a guest
+that died mid-line, and what the guest is told to run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests import kernel_lab
+
+
+def _line(nodeid: str, when: str, outcome: str, longrepr: str = "", **extra: object) -> str:
+    rec = {"nodeid": nodeid, "when": when, "outcome": outcome, "longrepr": longrepr, "duration": 1.5}
+    return json.dumps(rec | extra)
+
+
+def test_phases_merge_into_one_outcome_per_test(tmp_path: Path) -> None:
+    path = tmp_path / kernel_lab.RESULTS
+    path.write_text(
+        "\n".join(
+            [
+                _line("t.py::ok", "setup", "passed"),
+                _line("t.py::ok", "call", "passed", properties=[["AF_ALG", "75.1 MB/s"]]),
+                _line("t.py::ok", "teardown", "passed", properties=[["AF_ALG", "75.1 MB/s"]]),
+                _line("t.py::bad", "setup", "passed"),
+                _line("t.py::bad", "call", "failed", "AssertionError: 270 %"),
+                _line("t.py::bad", "teardown", "failed", "left behind: loop0"),
+                _line("t.py::skip", "setup", "skipped", "Skipped: no adiantum"),
+                json.dumps({"figures": {"SIGKILLs with a dm-crypt mapping open, cleaned up": 1}}),
+                '{"nodeid": "t.py::torn", "when": "ca',  # the guest died while writing
+            ]
+        )
+    )
+    outcomes, figures = kernel_lab.read_results(path)
+    assert set(outcomes) == {"t.py::ok", "t.py::bad", "t.py::skip"}
+    assert outcomes["t.py::ok"].outcome == "passed" and outcomes["t.py::ok"].seconds == 4.5
+    assert outcomes["t.py::ok"].figures == [("AF_ALG", "75.1 MB/s")]  # once, though two phases carry it
+    bad = outcomes["t.py::bad"]
+    assert bad.outcome == "failed"
+    assert "[call] AssertionError: 270 %" in bad.report and "[teardown] left behind: loop0" in bad.report
+    assert outcomes["t.py::skip"].outcome == "skipped" and "no adiantum" in outcomes["t.py::skip"].report
+    assert figures == {"SIGKILLs with a dm-crypt mapping open, cleaned up": 1}
+
+
+def test_no_results_file_means_no_outcomes(tmp_path: Path) -> None:
+    assert kernel_lab.read_results(tmp_path / "missing.jsonl") == ({}, {})
+
+
+def test_the_guest_loads_only_what_a_distribution_boot_would(tmp_path: Path) -> None:
+    script = kernel_lab.guest_script(tmp_path, ["tests/lab/test_luks.py::test_x[luks-aes128]"])
+    assert "modprobe loop\n" in script and "modprobe dm_mod\n" in script
+    commands = [line for line in script.splitlines() if not line.startswith(("#", "echo"))]
+    assert not [c for c in commands if "ext4" in c]  # ext4 is left for mount to load
+    assert "mkfs.xfs" in script and "CRYPTBENCH_LAB=guest" in script
+    assert "'tests/lab/test_luks.py::test_x[luks-aes128]'" in script
+
+
+def test_the_vng_command_names_the_accelerator_and_the_disk(tmp_path: Path) -> None:
+    tcg = kernel_lab.vng_command("/boot/vmlinuz-6.1.0-56-amd64", "tcg", tmp_path, tmp_path / "d.img", "true")
+    assert "--disable-kvm" in tcg and f"--rwdir={tmp_path}" in tcg and tcg[-2:] == ["--", "true"]
+    assert any(a.startswith("--qemu-opts=-drive file=") and "if=virtio" in a for a in tcg)
+    kvm = kernel_lab.vng_command("/boot/vmlinuz-6.1.0-56-amd64", "kvm", tmp_path, None, "true")
+    assert "--disable-kvm" not in kvm and not any(a.startswith("--qemu-opts") for a in kvm)
