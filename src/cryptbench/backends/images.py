@@ -237,11 +237,11 @@ class ImageBackend(Backend):
             # Not --direct-io=on: loop's direct I/O onto a FUSE export corrupted
             # the filesystem here (mkfs then fsck). The export is not page-cached
             # (qemu opens it direct_io), so buffered loop I/O caches nothing twice.
-            with loop_device(session, paths.export, direct_io=False) as dev:
+            with loop_device(session, paths.export, direct_io=False) as loop:
                 if first:
-                    run_cmd(mkfs_command(spec.fs, dev))
-                with mounted(session, spec.fs, dev, paths.mountpoint):
-                    set_autoclear(dev)
+                    run_cmd(mkfs_command(spec.fs, loop.dev))
+                with mounted(session, spec.fs, loop.dev, paths.mountpoint):
+                    set_autoclear(loop.dev)
                     if first:
                         (paths.mountpoint / "data").mkdir()
                     yield daemon
