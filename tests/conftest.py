@@ -64,6 +64,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     if lab is not None:
         terminalreporter.section("kernel lab")
         terminalreporter.write_line(lab.summary())
+        for nodeid, o in lab.outcomes.items():  # each by name: the lab is not the host's -v
+            terminalreporter.write_line(f"{o.outcome.upper()} {nodeid} ({o.seconds:.0f} s in the guest)")
         for nodeid, o in lab.outcomes.items():
             for name, value in o.figures:  # not performance figures under TCG: behaviour's evidence
                 terminalreporter.write_line(f"{nodeid.rsplit('::', 1)[-1]}: {name}: {value}")
