@@ -9,10 +9,10 @@ import pytest
 
 from cryptbench import throttle
 from cryptbench.backends.base import iter_files
+from cryptbench.backends.known import throttled
 from cryptbench.engines.fio import parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.measure.cache import drop_caches, resident_bytes
-from cryptbench.resources import Throttle
 from cryptbench.suite import WorkloadSpec
 from tests.conftest import provisioned, requires_root
 
@@ -49,14 +49,7 @@ def test_write_throughput_includes_the_final_fsync(target_dir: Path) -> None:
         job = session.path("throttled.fio")
         opts = JobOptions(t.path / "d", 16 << 20, False, "psync", False, 1)
         job.write_text(render_job(WorkloadSpec("seq-write", "write", 1 << 20, 1), opts))
-        cgroup = how.root / f"cryptbench-{session.run_dir.name}-durability" if how.version == 2 else None
-        if cgroup is not None:
-            throttle.enable_v2_controllers(how.root)
-        rule = session.acquire(Throttle(major_minor, limit, how.root, str(cgroup or "")))
-        try:
-            rule.set()
+        with throttled(session, major_minor, limit, "durability") as cgroup:
             m = parse_fio_json(run_fio(job, session, cgroup=cgroup))
-        finally:
-            session.release(rule)
         assert m.throughput <= limit * 1.15
         assert m.throughput >= limit * 0.25  # and the measurement is of that device

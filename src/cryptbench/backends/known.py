@@ -57,33 +57,45 @@ class ThrottledBackend(Ext4LoopBackend):
 
     @contextmanager
     def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
-        how = mode()
         with super().provision(session, spec, data_bytes) as t:
-            loop = t.details["loop_device"]
-            number = (Path("/sys/block") / Path(loop).name / "dev").read_text().strip()
-            if how.version == 1:
-                if v1_rules(number, how.root):
-                    raise ProvisionError(
-                        f"{loop} ({number}) already has a block I/O throttle that cryptbench did not set; "
-                        "refusing to change it"
-                    )
-                throttle = Throttle(number, self.rate, how.root)
-            else:
-                enable_v2_controllers(how.root)
-                # Named after the run directory, as dm-crypt mappings are, so
-                # that `cleanup` finds it after a SIGKILL.
-                n = t.backing[0].parent.name
-                cgroup = how.root / f"cryptbench-{session.run_dir.name}-{spec.slug}-{n}"
-                throttle = Throttle(number, self.rate, cgroup=str(cgroup))
+            number = (Path("/sys/block") / Path(t.details["loop_device"]).name / "dev").read_text().strip()
+            # The provisioning's number tells a reset target's cgroup from the last one's.
+            with throttled(session, number, self.rate, f"{spec.slug}-{t.backing[0].parent.name}") as cgroup:
                 t.cgroup = cgroup
-            session.acquire(throttle)
-            try:
-                throttle.set()
-                where = f", fio runs in {t.cgroup}" if t.cgroup else ""
-                t.details["throttle"] = f"{self.rate} bytes/s read and write on {number} ({how.label}{where})"
+                where = f", fio runs in {cgroup}" if cgroup else ""
+                t.details["throttle"] = (
+                    f"{self.rate} bytes/s read and write on {number} ({mode().label}{where})"
+                )
                 yield t
-            finally:
-                session.release(throttle)
+
+
+@contextmanager
+def throttled(session: Session, device: str, rate: int, name: str) -> Iterator[Path | None]:
+    """Limit block device `device` (major:minor) to `rate` bytes/s, read and
+    write, until exit; yield the cgroup fio must run in (cgroup v2), or None
+    (v1: the rule binds every process). A v2 cgroup is named after the run
+    directory and `name`, as dm-crypt mappings are, so that `cleanup` finds it
+    after a SIGKILL."""
+    how = mode()
+    if how.version is None:
+        raise ProvisionError(how.reason)
+    if how.version == 1:
+        if v1_rules(device, how.root):
+            raise ProvisionError(
+                f"block device {device} already has a block I/O throttle that cryptbench did not set; "
+                "refusing to change it"
+            )
+        rule, cgroup = Throttle(device, rate, how.root), None
+    else:
+        enable_v2_controllers(how.root)
+        cgroup = how.root / f"cryptbench-{session.run_dir.name}-{name}"
+        rule = Throttle(device, rate, cgroup=str(cgroup))
+    session.acquire(rule)
+    try:
+        rule.set()
+        yield cgroup
+    finally:
+        session.release(rule)
 
 
 class PlainTwinBackend(PlainBackend):
