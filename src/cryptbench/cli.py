@@ -29,6 +29,12 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+DETAILS_HELP = (
+    "after the answer, everything: the full table with intervals, the repetition, each target's I/O, "
+    "every warning, efficiency, queue depth and the diagnosis"
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="cryptbench", description="What does encrypting storage cost on this machine?")
     p.add_argument("--version", action="version", version=f"cryptbench {__version__}")
@@ -114,6 +120,11 @@ def _parser() -> argparse.ArgumentParser:
         "to tell the device's cost from the layer's",
     )
     r.add_argument("--json", action="store_true", help="print the result document as JSON on stdout")
+    r.add_argument(
+        "--details",
+        action="store_true",
+        help=DETAILS_HELP,
+    )
 
     su = sub.add_parser(
         "suites", help="the built-in suites; for a study preset, what it follows and corrects"
@@ -144,6 +155,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--db", type=Path)
     s.add_argument("--json", action="store_true")
+    s.add_argument(
+        "--details",
+        action="store_true",
+        help=DETAILS_HELP,
+    )
 
     rp = sub.add_parser(
         "report", help="export a stored run: an HTML page with charts, chart images, CSV, Markdown, JSON"
@@ -266,6 +282,11 @@ def _parser() -> argparse.ArgumentParser:
     fr.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")
     fr.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
     fr.add_argument("--json", action="store_true", help="print the result document as JSON on stdout")
+    fr.add_argument(
+        "--details",
+        action="store_true",
+        help=DETAILS_HELP,
+    )
 
     c = sub.add_parser("cleanup", help="tear down what a crashed run left behind")
     c.add_argument("--target", help="also look in this target directory's scratch space")
@@ -331,7 +352,7 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         _print_json(outcome.document)
     else:
-        console_report.render(outcome.document, out)
+        console_report.render(outcome.document, out, details=args.details)
     failed = outcome.document["trials"]["failed"]
     if outcome.status == "complete" and outcome.exit_code == 1:
         err.print(f"{failed} trial(s) failed or could not run; the notes above say why")
@@ -413,7 +434,7 @@ def _show(args: argparse.Namespace, out: Console) -> int:
     if args.json:
         _print_json(doc)
     else:
-        console_report.render(doc, out, metric=args.metric)
+        console_report.render(doc, out, metric=args.metric, details=args.details)
     return 0
 
 
@@ -610,7 +631,7 @@ def _fleet(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         _print_json(outcome.document)
     else:
-        console_report.render(outcome.document, out)
+        console_report.render(outcome.document, out, details=args.details)
     if outcome.status == "interrupted":
         err.print(
             f"interrupted; {outcome.document['trials']['ok']} finished trial(s) kept as run {outcome.run_id}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from cryptbench.engines.apps import AppResult, AppWorkload
 from cryptbench.engines.fio import FioMeasurement
@@ -48,6 +49,11 @@ _APP_METRICS = (
 CATALOG.update({m.name: m for m in _APP_METRICS})
 PRIMARY = "throughput"
 PHASE_METRICS = ("throughput", *(m.name for m in _APP_METRICS))
+
+
+def primary_of(plan: dict[str, Any], workload: str) -> str:
+    """The metric a workload is compared on (runs before app workloads stored none: throughput)."""
+    return str(plan.get("primary_metrics", {}).get(workload, PRIMARY))
 
 
 def info(name: str) -> MetricInfo:

@@ -101,6 +101,27 @@ def speed_ratio(
     return ratio(target, baseline, seed)
 
 
+def geometric_mean_ratio(pairs: list[tuple[list[float], list[float]]], seed: int = 0) -> Ratio:
+    """The geometric mean, over workloads, of median(a) / median(b) for each (a, b) pair of
+    samples, with a percentile-bootstrap interval that resamples every sample on its own
+    (unpaired: trials of different targets are not matched). No interval when any sample
+    has fewer than 2 values."""
+    arrays = [np.asarray(x, dtype=float) for pair in pairs for x in pair]
+
+    def statistic(*xs: np.ndarray, axis: int = -1) -> np.ndarray:
+        logs = [
+            np.log(np.median(a, axis=axis) / np.median(b, axis=axis))
+            for a, b in zip(xs[::2], xs[1::2], strict=True)
+        ]
+        return np.exp(np.mean(logs, axis=0))
+
+    point = float(statistic(*arrays))
+    if any(len(a) < 2 for a in arrays):
+        return Ratio(point, None, None)
+    lo, hi = _bootstrap(tuple(arrays), statistic, seed)
+    return Ratio(point, lo, hi)
+
+
 def halfwidth(r: Ratio) -> float | None:
     """How far the 95 % interval of a ratio reaches from the estimate, in
     ratio units (0.05: five percentage points of change either way, the way

@@ -112,7 +112,7 @@ def test_a_suite_across_four_hosts(target_dir: Path, tmp_path: Path) -> None:
             assert (r["worst_host"], r["worst"]) == max(own.items(), key=lambda kv: kv[1])
 
         # The other commands read the fleet run as any other.
-        shown = cli("show", "latest", "--db", str(db))
+        shown = cli("show", "latest", "--details", "--db", str(db))
         assert shown.returncode == 0 and "Fleet: hosts" in shown.stdout and "h4/fscrypt" in shown.stdout
         gate = cli("check", "--max-overhead", "1%", "--db", str(db))
         assert gate.returncode == 1

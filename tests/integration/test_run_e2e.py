@@ -134,7 +134,7 @@ def test_a_byte_budget_ends_the_repetition(target_dir: Path, tmp_path: Path) -> 
     db = tmp_path / "r.sqlite"
     proc = cli(
         "run", "--backends", "plain", "--suite", str(SEQ_SUITE), "--size", TINY, "--max-bytes", "1M",
-        "--target", str(target_dir), "--db", str(db),
+        "--target", str(target_dir), "--db", str(db), "--details",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "stopped by max-bytes" in proc.stdout

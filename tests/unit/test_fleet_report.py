@@ -74,7 +74,7 @@ def test_markdown_and_terminal_show_the_spread() -> None:
     assert len(spread) == len(DOC["fleet"]["overheads"])
     assert all(line.count("|") == 9 for line in spread)
     out = io.StringIO()
-    console.render(DOC, Console(file=out, width=200, color_system=None))
+    console.render(DOC, Console(file=out, width=200, color_system=None), details=True)
     shown = out.getvalue()
     assert "Fleet: hosts" in shown and "stands out" in shown
     assert all(o["worst_host"] in shown for o in DOC["fleet"]["overheads"])

@@ -9,6 +9,7 @@ import pytest
 from rich.console import Console
 
 from cryptbench.report import console as console_report
+from cryptbench.report import study_summary
 from cryptbench.report.study_summary import build, drop_min_max, twin_of
 
 MIB = 1 << 20
@@ -114,11 +115,11 @@ def test_the_console_shows_both_summaries_and_says_what_the_cache_did() -> None:
     assert "longest and shortest trials dropped" in text
     assert "3 of 5" in text and "3.000" in text and "1.000" in text
     assert "the page cache inflated it" in text
-    line = console_report._page_cache_line(
+    line = study_summary.page_cache_line(
         {**summary["page_cache"][0], "ratio": 0.5, "ci_low": 0.4, "ci_high": 0.6}
     )
     assert "the study's command was slower" in line
-    line = console_report._page_cache_line(
+    line = study_summary.page_cache_line(
         {**summary["page_cache"][0], "ratio": 1.0, "ci_low": 0.8, "ci_high": 1.2}
     )
     assert line.endswith("no clear difference")

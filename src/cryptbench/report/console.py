@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.metrics import PRIMARY, info
-from cryptbench.report import cost_console, fleet_console
+from cryptbench.report import answer_console, cost_console, fleet_console, ranking, study_summary
 from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.units import format_bytes, format_duration, format_value
 
@@ -123,8 +123,23 @@ def _repeats(plan: dict[str, Any]) -> str:
     return f"{rule['min_repeats']} to {rule['max_repeats']} repeats to ±{rule['precision'] * 100:g}%"
 
 
-def render(doc: dict[str, Any], console: Console, metric: str | None = None) -> None:
-    """The run as a table: each workload's own metric (its primary), or `metric` for all."""
+def render(
+    doc: dict[str, Any], console: Console, metric: str | None = None, *, details: bool = False
+) -> None:
+    """The answer on one screen (answer_console); with details, or for another metric than each
+    workload's own, the answer's header and ranking and then everything: the full table, the
+    repetition, each target's I/O, every warning, efficiency, queue depth, diagnosis."""
+    if not details and metric is None:
+        answer_console.render(doc, console)
+        return
+    console.print(Text(answer_console.header(doc), style="bold"))
+    for line in ranking.sentences(doc):
+        console.print(line)
+    console.print()
+    _full(doc, console, metric)
+
+
+def _full(doc: dict[str, Any], console: Console, metric: str | None) -> None:
     plan = doc["plan"]
     modes = sorted({t["io_mode"] for t in doc["targets"]})
     fleet = plan.get("fleet")
@@ -201,26 +216,7 @@ def _study_summary(doc: dict[str, Any], console: Console) -> None:
     console.print()
     console.print(table)
     for p in summary["page_cache"]:
-        console.print(f"• {_page_cache_line(p)}")
-
-
-def _page_cache_line(p: dict[str, Any]) -> str:
-    """What the page cache (or the command's own work) did to a study command's figure."""
-    interval = "" if p["ci_low"] is None else f" [{p['ci_low']:.2f}, {p['ci_high']:.2f}]"
-    if p["ci_low"] is not None and p["ci_low"] > 1:
-        verdict = "the page cache inflated it"
-    elif p["ci_high"] is not None and p["ci_high"] < 1:
-        verdict = (
-            "the study's command was slower: its own work in the clock "
-            "(dd reading /dev/urandom) cost more than the page cache saved"
-        )
-    else:
-        verdict = "no clear difference"
-    return (
-        f"{p['target']}: {p['workload']} (as published, no fsync) {_mbps(p['published_throughput'])} MB/s, "
-        f"{p['durable']} (durable) {_mbps(p['durable_throughput'])} MB/s: "
-        f"{p['ratio']:.2f}x{interval} the durable speed; {verdict}"
-    )
+        console.print(f"• {study_summary.page_cache_line(p)}")
 
 
 def _footer(doc: dict[str, Any], console: Console, metric: str | None, *, by_target: bool) -> None:

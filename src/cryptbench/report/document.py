@@ -10,7 +10,9 @@ lower of plain's on its medium and its cipher's ceiling, with where that
 ceiling came from, and CPU-seconds per GB), qd_curves[] (the change against
 the baseline by queue depth, per pattern that ran at several depths),
 diagnosis[] (per encrypted target, sentences naming its limit, and each
-workload's finding), and for a suite
+workload's finding), ranking[] (schema 2: per host and medium, the encrypted
+targets ranked by their cost against plain overall, per family and per
+workload, with ties, and those not ranked with why), and for a suite
 that follows a study with its own summary, study_summary. Throughput is in
 bytes/s and latency in seconds. Later versions add keys; they do not rename.
 """
@@ -28,13 +30,13 @@ from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher import ceilings
 from cryptbench.errors import UsageError
 from cryptbench.fleet import spread
-from cryptbench.metrics import CATALOG, PRIMARY, info
-from cryptbench.report import diagnosis, study_summary
+from cryptbench.metrics import CATALOG, PRIMARY, info, primary_of
+from cryptbench.report import diagnosis, ranking, study_summary
 from cryptbench.run_warnings import RunWarning, WarningKind
 from cryptbench.store import Store
 from cryptbench.units import format_value
 
-DOCUMENT_SCHEMA = 1
+DOCUMENT_SCHEMA = 2  # 2 added ranking
 MIN_SAMPLES = 3  # below this an interval is no more than the samples' range
 HIGH_CV = 0.10  # coefficient of variation above which a result is flagged
 SLOW_FIRST = 0.80  # a first trial below 80 % of the others' median is flagged
@@ -173,6 +175,7 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
     doc["efficiency"] = [] if fleet_hosts else [e.to_json() for e in efficiency(store, run_id, doc)]
     doc["qd_curves"] = qd_curves(doc)
     doc["warnings"] = [w.to_json() for w in find_warnings(doc, trials)]
+    doc["ranking"] = ranking.build(doc)
     doc["conclusions"] = conclusions(doc)
     doc["diagnosis"] = [] if fleet_hosts else [d.to_json() for d in diagnosis.diagnose(doc)]
     if fleet_hosts:
@@ -289,11 +292,6 @@ def require_metric(doc: dict[str, Any], metric: str) -> None:
     if not any(r["metric"] == metric for r in doc["results"]):
         known = sorted({r["metric"] for r in doc["results"]})
         raise UsageError(f"run {doc['run_id']} has no metric {metric[:40]!r} (it has: {', '.join(known)})")
-
-
-def primary_of(plan: dict[str, Any], workload: str) -> str:
-    """The metric a workload is compared on (runs before app workloads stored none: throughput)."""
-    return str(plan.get("primary_metrics", {}).get(workload, PRIMARY))
 
 
 def _baselines(t: dict[str, Any], tmap: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:

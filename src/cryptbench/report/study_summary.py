@@ -120,3 +120,26 @@ def build(
                 }
             )
     return {"method": method, "description": DESCRIPTIONS[method], "rows": rows, "page_cache": page_cache}
+
+
+def page_cache_line(p: dict[str, Any]) -> str:
+    """What the page cache (or the command's own work) did to a study command's figure."""
+    interval = "" if p["ci_low"] is None else f" [{p['ci_low']:.2f}, {p['ci_high']:.2f}]"
+    if p["ci_low"] is not None and p["ci_low"] > 1:
+        verdict = "the page cache inflated it"
+    elif p["ci_high"] is not None and p["ci_high"] < 1:
+        verdict = (
+            "the study's command was slower: its own work in the clock "
+            "(dd reading /dev/urandom) cost more than the page cache saved"
+        )
+    else:
+        verdict = "no clear difference"
+    return (
+        f"{p['target']}: {p['workload']} (as published, no fsync) {_mbps(p['published_throughput'])} MB/s, "
+        f"{p['durable']} (durable) {_mbps(p['durable_throughput'])} MB/s: "
+        f"{p['ratio']:.2f}x{interval} the durable speed; {verdict}"
+    )
+
+
+def _mbps(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e6:,.1f}"

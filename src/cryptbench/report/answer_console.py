@@ -1,0 +1,254 @@
+"""The default terminal report: the answer on one screen.
+
+In order: one header line; which way of encrypting costs least (the ranking);
+a compact matrix, a row per target and a column per workload, each cell the
+change against the target's baseline with the half-width of its interval;
+one line per encrypted target naming what limits it; one line counting the
+warnings and the precision reached, with the command that shows everything
+(`show N --details`, which prints console.render's full report).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cryptbench.metrics import PRIMARY, primary_of
+from cryptbench.report import ranking, study_summary
+from cryptbench.report.document import results_by_key, speed_change
+from cryptbench.units import format_bytes, format_duration, format_value
+
+# Rich's SIMPLE box pads each column by one space on either side and puts one between columns.
+PADDING = 3
+MIN_CELL = 6  # the narrowest workload column: its header's pieces fold to this
+
+
+def _seconds(doc: dict[str, Any]) -> float | None:
+    st = doc.get("stopping")
+    return None if not st else float(st["seconds"])
+
+
+def header(doc: dict[str, Any]) -> str:
+    """Suite, targets, trials, time spent on them and the bytes the device wrote."""
+    plan = doc["plan"]
+    fleet = plan.get("fleet")
+    kind = "fleet run" if fleet else "run"
+    trials = f"{doc['trials']['ok']} trials"
+    if doc["trials"]["failed"]:
+        trials += f" (+{doc['trials']['failed']} failed)"
+    seconds = _seconds(doc)
+    if seconds is not None:
+        trials += f" in {format_duration(seconds)}"
+    text = f"{kind.capitalize()} {doc['run_id']} ({doc['suite']} suite"
+    if fleet:
+        text += f", {len(fleet['hosts'])} hosts"
+    text += ")" if doc["status"] == "complete" else f", {doc['status']})"
+    text += f": {len(doc['targets'])} targets, {trials}"
+    dw = doc.get("device_writes")
+    if dw:
+        text += f"; {dw['device']} wrote {format_bytes(int(dw['bytes']))}"
+    return text
+
+
+def _plain_cell(r: dict[str, Any]) -> str:
+    if r["unit"] == "bytes/s":
+        mb = r["median"] / 1e6
+        return f"{mb:.0f}" if mb >= 10 else f"{mb:.1f}"
+    return format_value(r["median"], r["unit"])
+
+
+def _change_cell(c: dict[str, Any]) -> Text:
+    pct, interval, differs = speed_change(c)
+    if interval is None:
+        return Text(f"{pct:+.0f}", style="yellow")
+    half = max(pct - interval[0], interval[1] - pct)
+    style = ("red" if pct < 0 else "green") if differs else ""
+    return Text(f"{pct:+.0f}±{half:.0f}", style=style)
+
+
+def _cells(doc: dict[str, Any], workloads: list[str]) -> list[tuple[str, str, list[Text]]]:
+    """(target, what its cells are against, a cell per workload)."""
+    results = results_by_key(doc)
+    comps = {(c["workload"], c["target"], c["baseline"]): c for c in doc["comparisons"]}
+    rows = []
+    for t in doc["targets"]:
+        cells = []
+        for w in workloads:
+            r = results.get((w, t["name"], primary_of(doc["plan"], w)))
+            if r is None:
+                cells.append(Text("failed", style="red"))
+            elif not t["baseline"]:
+                cells.append(Text(_plain_cell(r), style="dim"))
+            else:
+                c = comps.get((w, t["name"], t["baseline"]))
+                cells.append(Text("-") if c is None else _change_cell(c))
+        against = (
+            f"vs {t['baseline']}"
+            if t["baseline"]
+            else ("MB/s" if _all_throughput(doc, workloads) else "median")
+        )
+        rows.append((t["name"], against, cells))
+    return rows
+
+
+def _all_throughput(doc: dict[str, Any], workloads: list[str]) -> bool:
+    return all(primary_of(doc["plan"], w) == PRIMARY for w in workloads)
+
+
+def _fold(name: str, width: int) -> str:
+    """A workload's name over lines no wider than its column, broken after a '-'."""
+    lines: list[str] = []
+    for piece in name.replace("-", "- ").split(" "):
+        if lines and len(lines[-1]) + len(piece) <= width:
+            lines[-1] += piece
+        else:
+            lines.append(piece)
+    return "\n".join(lines)
+
+
+def _tables(doc: dict[str, Any], width: int) -> list[Table]:
+    """The matrix, split into several tables of workload columns where one would not fit."""
+    workloads = [w for w in doc["plan"]["workloads"] if any(r["workload"] == w for r in doc["results"])]
+    rows = _cells(doc, workloads)
+    if not rows or not workloads:
+        return []
+    first = max(len(name) for name, _a, _c in rows) + PADDING
+    second = max(len(a) for _n, a, _c in rows) + PADDING
+    cell = [max(MIN_CELL, *(len(c[i].plain) for _n, _a, c in rows)) for i in range(len(workloads))]
+    tables, start = [], 0
+    while start < len(workloads):
+        # no padding outside the table's edges: the last column saves its gap
+        room, end = width + PADDING - first - second, start
+        while end < len(workloads) and (end == start or room >= cell[end] + PADDING):
+            room -= cell[end] + PADDING
+            end += 1
+        table = Table(box=box.SIMPLE, pad_edge=False, show_edge=False, padding=(0, 1))
+        table.add_column("target", style="bold", no_wrap=True)
+        table.add_column("", no_wrap=True, style="dim")
+        for i in range(start, end):
+            table.add_column(_fold(workloads[i], cell[i]), justify="right", no_wrap=True, min_width=cell[i])
+        for name, against, cells in rows:
+            table.add_row(name, against, *cells[start:end])
+        tables.append(table)
+        start = end
+    return tables
+
+
+LIMITS = {
+    "inconsistent-bound": "bounds that contradict its speed",
+    "device-bound": "the device",
+    "kernel-cipher-bound": "the kernel's cipher",
+    "userspace-cipher-bound": "its userspace cipher",
+    "daemon-bound": "its FUSE daemon",
+    "cpu-saturated": "the CPU, saturated",
+    "layer-bound": "the layer itself",
+    "unknown": "unknown (no rule applies)",
+}
+
+
+def limit_lines(doc: dict[str, Any]) -> list[str]:
+    """One line per diagnosed target: the limit found at most of its workloads."""
+    lines = []
+    for d in doc.get("diagnosis", []):
+        findings = d["findings"]
+        if not findings:
+            continue
+        counts = Counter(f["rule"] for f in findings)
+        # the diagnosis orders its groups (known rules before unknown, then by count)
+        rule = min(counts, key=lambda r: (r == "unknown", -counts[r]))
+        effs = sorted(f["efficiency"] for f in findings if f.get("efficiency") is not None)
+        median = f" (median {effs[len(effs) // 2]:.0%} of its bound)" if effs else ""
+        hint = ""
+        if rule == "unknown" and any("cryptbench cipher" in f["sentence"] for f in findings):
+            hint = "; `cryptbench cipher` measures its cipher"
+        lines.append(
+            f"{d['target']}: {LIMITS.get(rule, rule)} at {counts[rule]} of {len(findings)}{median}{hint}"
+        )
+    return lines
+
+
+def _span(values: list[float]) -> str:
+    lo, hi = min(values) * 100, max(values) * 100
+    return f"±{lo:.1f}%" if round(lo, 1) == round(hi, 1) else f"±{lo:.1f}% to ±{hi:.1f}%"
+
+
+def precision_line(doc: dict[str, Any]) -> str:
+    """How many comparisons the run answered to the asked precision, and how far the rest got."""
+    st = doc.get("stopping")
+    base = [c for c in doc["comparisons"] if c["kind"] == "baseline"]
+    reached = [c["precision"] for c in base if c.get("precision") is not None]
+    if st and st["rule"]["precision"] is not None:
+        goal = st["rule"]["precision"]
+        answers = st["answers"]
+        done = [a for a in answers if a["stopped_by"] == "precision"]
+        rest = [
+            a["halfwidth"] for a in answers if a["stopped_by"] != "precision" and a["halfwidth"] is not None
+        ]
+        text = f"{len(done)} of {len(answers)} comparisons answered to ±{goal * 100:g}%"
+        return text + (f", the rest {_span(rest)}" if rest else "")
+    if reached:
+        return f"{len(base)} comparisons, fixed trials: {_span(reached)}"
+    return f"{len(base)} comparisons, without intervals"
+
+
+SERIOUS = ("interrupted", "failed-trials", "encryption-unverified", "io-mode-mismatch", "cache-not-dropped")
+
+
+def warnings_lines(doc: dict[str, Any]) -> list[Text]:
+    counts = Counter(w["kind"] for w in doc["warnings"])
+    line = Text()
+    if not counts:
+        line.append("No warnings")
+    else:
+        kinds = sorted(counts, key=lambda k: (k not in SERIOUS, -counts[k]))
+        line.append("Warnings: ")
+        for i, k in enumerate(kinds):
+            line.append(", " if i else "")
+            line.append(f"{counts[k]} {k}", style="red" if k in SERIOUS else "yellow")
+    line.append(".")
+    return [
+        line,
+        Text(f"Precision: {precision_line(doc)}."),
+        Text(f"Every figure, warning and the diagnosis: cryptbench show {doc['run_id']} --details"),
+    ]
+
+
+def render(doc: dict[str, Any], console: Console) -> None:
+    console.print(Text(header(doc), style="bold"))
+    for line in ranking.sentences(doc):
+        console.print(line)
+    console.print()
+    for table in _tables(doc, console.width):
+        console.print(table)
+    console.print(
+        "[dim]Change in speed against the baseline named beside each target, in %, ± the half-width "
+        "of its 95% interval; coloured where that interval excludes no change.[/dim]"
+    )
+    limits = limit_lines(doc)
+    if limits:
+        console.print()
+        console.print("[bold]What limits each[/bold] (at how many workloads; the diagnosis in the details):")
+        for line in limits:
+            console.print(line)
+    summary = doc.get("study_summary")
+    if summary and summary["page_cache"]:
+        console.print()
+        for p in summary["page_cache"]:
+            console.print(f"• {study_summary.page_cache_line(p)}")
+    fleet = doc.get("fleet")
+    if fleet:
+        console.print()
+        console.print(f"Fleet: {len(fleet['hosts'])} hosts; each overhead's spread over them is in the details.")
+        for h in fleet["hosts"]:
+            if h["status"] != "ok":
+                console.print(Text(f"{h['name']} {h['status']}: {h.get('reason') or 'no reason recorded'}", style="red"))
+    console.print()
+    for line in warnings_lines(doc):
+        console.print(line)
+    if doc["trials"]["failed"]:
+        console.print(f"[red]{doc['trials']['failed']} trial(s) failed[/red]; the details say where and why.")
