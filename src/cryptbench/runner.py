@@ -77,6 +77,7 @@ class Progress(Protocol):
     def phase(self, text: str) -> None: ...
     def add_trials(self, count: int) -> None: ...
     def trial_done(self, spec: TrialSpec, ok: bool) -> None: ...
+    def round_started(self, number: int, seconds_left: float | None) -> None: ...
 
 
 class NullProgress:
@@ -87,6 +88,9 @@ class NullProgress:
         pass
 
     def trial_done(self, spec: TrialSpec, ok: bool) -> None:
+        pass
+
+    def round_started(self, number: int, seconds_left: float | None) -> None:
         pass
 
 
@@ -484,6 +488,7 @@ def run_rounds(
         spent=spend.over,
         run_block=run_block,
         on_change=on_change,
+        seconds=spend.seconds,
     )
     return executor.finish()
 
@@ -501,12 +506,14 @@ def interleave(
     spent: Callable[[Stopping], StopReason | None],
     run_block: Callable[[Workload, list[str], int, int], int],
     on_change: Callable[[], None] = lambda: None,
+    seconds: Callable[[], float] = lambda: 0.0,
 ) -> None:
     """Interleaved rounds until the controller has every answer or a budget is
     spent; budgets are checked before each block, so a block (a workload on
     every target it needs) is never split. `run_block(workload, targets,
     round, block)` runs one and returns the next block number; `lost` is read
-    as it grows; `on_change` stores the answers."""
+    as it grows; `on_change` stores the answers; `seconds` is the time the trials
+    have taken, for the progress's budget left."""
     metric_of = {a.question.workload: a.question.metric for a in controller.answers}
     rng = random.Random(seed)
     block = rounds = 0
@@ -519,6 +526,8 @@ def interleave(
             return
         blocks = round_blocks(rng, workloads, targets, controller.needed(rounds))
         progress.add_trials(sum(len(names) for _w, names in blocks))
+        limit = controller.rule.max_time
+        progress.round_started(rounds + 1, None if limit is None else max(0.0, limit - seconds()))
         for w, names in blocks:
             reason = spent(controller.rule)
             if reason is not None:

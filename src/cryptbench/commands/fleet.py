@@ -484,6 +484,7 @@ def execute(
                     spent=spend.over,
                     run_block=coordinator.run_block,
                     on_change=record,
+                    seconds=spend.seconds,
                 )
             finally:
                 coordinator.finish()

@@ -243,10 +243,14 @@ def render(doc: dict[str, Any], console: Console) -> None:
     fleet = doc.get("fleet")
     if fleet:
         console.print()
-        console.print(f"Fleet: {len(fleet['hosts'])} hosts; each overhead's spread over them is in the details.")
+        console.print(
+            f"Fleet: {len(fleet['hosts'])} hosts; each overhead's spread over them is in the details."
+        )
         for h in fleet["hosts"]:
             if h["status"] != "ok":
-                console.print(Text(f"{h['name']} {h['status']}: {h.get('reason') or 'no reason recorded'}", style="red"))
+                console.print(
+                    Text(f"{h['name']} {h['status']}: {h.get('reason') or 'no reason recorded'}", style="red")
+                )
     console.print()
     for line in warnings_lines(doc):
         console.print(line)
