@@ -299,23 +299,13 @@ def _print_json(obj: Any) -> None:
 
 def _backends(args: argparse.Namespace, out: Console) -> int:
     from cryptbench.commands import backends
+    from cryptbench.report import backends_console
 
     rows = backends.run()
     if args.json:
         _print_json(rows)
         return 0
-    table = Table(show_lines=False)
-    for col in ("backend", "available", "encrypted", "baseline", "what / why not"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(
-            r["name"],
-            "[green]yes[/green]" if r["available"] else "[red]no[/red]",
-            "yes" if r["encrypted"] else "no",
-            r["baseline"] or "-",
-            r["summary"] if r["available"] else r["reason"],
-        )
-    out.print(table)
+    backends_console.render(rows, out)
     return 0
 
 

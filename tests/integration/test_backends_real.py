@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from cryptbench.backends import DirectIO
 from cryptbench.measure.environment import kernel_driver
 from cryptbench.system import mount_entry
 from cryptbench.verify import marker_in_backing, probe_direct_io
-from tests.conftest import provisioned
+from tests.conftest import cli, provisioned
 
 SIZE = 8 << 20
 
@@ -62,3 +64,23 @@ def test_gocryptfs(target_dir: Path) -> None:
         assert probe_direct_io(session, t)[0] is DirectIO.BUFFERED
         pid = helper.pid
     assert not psutil.pid_exists(pid), psutil.Process(pid).as_dict(["status", "ppid", "name", "cmdline"])
+
+
+def test_backends_reads_at_80_columns() -> None:
+    """`cryptbench backends` as a user sees it in an 80-column terminal: nothing wider,
+    every backend's paragraph (what it is, or why it is not here) over at most two lines."""
+    env = {**os.environ, "COLUMNS": "80"}
+    shown = cli("backends", env=env)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    rows = json.loads(cli("backends", "--json").stdout)
+    paragraphs = [i for i, line in enumerate(lines) if line.startswith("  ") and not line.startswith("    ")]
+    for start, end in zip(paragraphs, [*paragraphs[1:], len(lines)], strict=True):
+        body = [line for line in lines[start:end] if line.startswith("    ")]
+        assert len(body) <= 1, lines[start:end]  # the head line and at most one more
+    for r in rows:
+        assert any(lines[i].startswith(f"  {r['name']}: ") for i in paragraphs), r["name"]
+    for r in rows:
+        if not r["available"]:
+            assert r["reason"].split()[0] in shown.stdout
