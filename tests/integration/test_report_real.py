@@ -20,6 +20,7 @@ from PIL import Image
 
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import run as run_cmd
+from cryptbench.report import ranking
 from cryptbench.store import Store
 from tests.conftest import cli, requires_root
 from tests.unit.test_export_html import Page
@@ -105,7 +106,7 @@ def _chart_images_for_posts_and_slides(db: Path, exports: Path) -> None:
     assert done.returncode == 0, done.stderr
     pngs = sorted(p.stem for p in (exports / "png").iterdir())
     svgs = sorted(p.stem for p in (exports / "svg").iterdir())
-    assert pngs == svgs and {"bars-sequential-1m", "overhead", "latency", "cpu"} <= set(pngs)
+    assert pngs == svgs and {"ranking", "bars-sequential-1m", "overhead", "latency", "cpu"} <= set(pngs)
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in (exports / "png").iterdir())
     assert all(ET.parse(p).getroot().tag.endswith("svg") for p in (exports / "svg").iterdir())
     # never over its own files either, and a refusal writes nothing else asked for in the same command
@@ -164,15 +165,20 @@ def _the_html_page_in_a_browser(db: Path, doc: dict, exports: Path) -> None:
     page = Page()
     page.feed(dom.stdout)  # the DOM as the browser built it, not the file's text
     assert page.sections == [
-        "verdict", "environment", "bars", "overhead", "latency", "cpu", "efficiency", "warnings", "numbers",
+        "ranking", "verdict", "environment", "bars", "overhead", "latency", "cpu", "efficiency", "warnings",
+        "numbers",
     ]  # fmt: skip
     assert page.charts == [
-        "bars-sequential-1m", "overhead", "latency", "cpu",
+        "ranking", "bars-sequential-1m", "overhead", "latency", "cpu",
     ]  # fmt: skip
     assert page.svgs == len(page.charts) and page.external == []
     assert len(page.rows["summary-table"]) == 2 * len(doc["targets"])  # two workloads
     text = " ".join(page.text)
     assert all(s in text for d in doc["diagnosis"] for s in d["sentences"])
+    # the page opens with the ranking: its sentence comes before the diagnosis
+    flat = " ".join(text.split())
+    first = " ".join(ranking.sentences(doc)[0].split())
+    assert flat.index(first) < flat.index(" ".join(doc["diagnosis"][0]["sentences"][0].split()))
     assert "helper gocryptfs" in text  # the daemon's own CPU line, from the sampled timeline
     SHOTS.mkdir(parents=True, exist_ok=True)
     shutil.copy(page_file, SHOTS / "report.html")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.report import charts, export_html
+from cryptbench.report import charts, export_html, ranking
 from cryptbench.report.export_markdown import change_text, median_text
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "documents"
@@ -71,6 +71,7 @@ class Page(HTMLParser):
 @pytest.fixture(scope="module")
 def page_and_doc() -> tuple[Page, dict, list[charts.Chart]]:
     doc = json.loads((FIXTURES / "quick-fscrypt-gocryptfs-ram.json").read_text())
+    doc["ranking"] = ranking.build(doc)  # recorded at schema 1, before the ranking
     made = charts.build(doc, [])
     page = Page()
     page.feed(export_html.render(doc, made))
@@ -80,9 +81,11 @@ def page_and_doc() -> tuple[Page, dict, list[charts.Chart]]:
 def test_every_section_and_each_chart_inline(page_and_doc: tuple[Page, dict, list[charts.Chart]]) -> None:
     page, _doc, made = page_and_doc
     assert page.sections == [
-        "verdict", "environment", "bars", "overhead", "latency", "efficiency", "warnings", "numbers",
+        "ranking", "verdict", "environment", "bars", "overhead", "latency", "efficiency", "warnings",
+        "numbers",
     ]  # fmt: skip
-    assert page.charts == [c.name for c in made]
+    # the ranking's chart opens the page, whatever order the charts were made in
+    assert page.charts[0] == "ranking" and sorted(page.charts) == sorted(c.name for c in made)
     assert page.svgs == len(made)
     # Built without timelines (as for a run stored before schema 4): the page says why no CPU chart.
     assert "No CPU-over-time chart" in " ".join(page.text)
@@ -118,6 +121,29 @@ def test_the_tables_hold_the_documents_figures(page_and_doc: tuple[Page, dict, l
     )
     assert ["rnd4k-q32-write", "gocryptfs", median_text(r), "plain", change_text(c)] in summary
     assert len(page.rows["full-table"]) == len(doc["results"])
+
+
+def test_the_page_opens_with_the_ranking(page_and_doc: tuple[Page, dict, list[charts.Chart]]) -> None:
+    page, doc, made = page_and_doc
+    text = " ".join(" ".join(page.text).split())
+    first, *_ = ranking.sentences(doc)
+    assert first.startswith("On the device: cheapest here: gocryptfs")
+    # the ranking's sentences come before the diagnosis
+    assert text.index(first) < text.index(doc["diagnosis"][0]["sentences"][0])
+    chart = next(c for c in made if c.name == "ranking")
+    labels = [t.get_text() for ax in chart.figure.axes for t in ax.get_yticklabels()]
+    # one panel per medium and family: overall, sequential, random, on the device and on RAM
+    assert labels[:2] == ["gocryptfs (cheapest)", "fscrypt"] and len(chart.figure.axes) == 6
+
+
+def test_warnings_are_grouped_by_kind_and_collapsed(
+    page_and_doc: tuple[Page, dict, list[charts.Chart]],
+) -> None:
+    _page, doc, _made = page_and_doc
+    html = export_html.render(doc, [])
+    kinds = {w["kind"] for w in doc["warnings"]}
+    assert html.count('<details class="warnings"') == len(kinds)
+    assert '<details class="warnings" data-kind="' in html and "<details open" not in html
 
 
 def test_names_from_a_suite_are_text_not_markup() -> None:

@@ -235,9 +235,12 @@ def bar_charts(doc: dict[str, Any]) -> list[Chart]:
 Bar = tuple[str, float, tuple[float, float] | None, bool]  # label, change %, its interval, clear
 
 
-def _change_figure(panels: list[tuple[str, str, list[Bar]]], xlabel: str) -> Figure:
+def _change_figure(
+    panels: list[tuple[str, str, list[Bar]]], xlabel: str, colour_of: dict[str, str] | None = None
+) -> Figure:
     """Horizontal bars of a change in percent, one panel per (title, colour, bars), with whiskers.
-    A clear change (its interval excludes none) is filled; the rest are grey."""
+    A clear change (its interval excludes none) is filled; the rest are grey. With `colour_of`,
+    a bar takes its label's colour instead of its panel's."""
     count = sum(len(bars) for _, _, bars in panels)
     fig = Figure(figsize=(WIDTH, 0.9 + 0.22 * count + 0.35 * len(panels)), layout="constrained")
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
@@ -259,7 +262,8 @@ def _change_figure(panels: list[tuple[str, str, list[Bar]]], xlabel: str) -> Fig
                         va="center",
                         fontsize=7,
                     )
-            ax.barh(y, min(pct, CLIP), 0.7, color=colour if clear else "#d9d9d9", edgecolor=colour, zorder=1)
+            own = colour if colour_of is None else colour_of.get(bars[y][0].split(" ")[0], colour)
+            ax.barh(y, min(pct, CLIP), 0.7, color=own if clear else "#d9d9d9", edgecolor=own, zorder=1)
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_xlim(-105, right)
         ax.set_yticks(range(len(bars)), [label for label, _, _, _ in bars])
@@ -275,6 +279,50 @@ def _change_figure(panels: list[tuple[str, str, list[Bar]]], xlabel: str) -> Fig
         ncols=2,
     )
     return fig
+
+
+def ranking_chart(doc: dict[str, Any]) -> Chart | None:
+    """The ranking (report/ranking.py): each encrypted target's change in speed against plain,
+    cheapest first, overall and, where the run has several, per family of workloads."""
+    sections = [s for s in doc.get("ranking") or [] if s["overall"]]
+    if not sections:
+        return None
+    several = len(sections) > 1
+    panels: list[tuple[str, str, list[Bar]]] = []
+    for s in sections:
+        where = ""
+        if several:
+            where = " ".join(
+                [
+                    *([f"on {s['host']}"] if s["host"] else []),
+                    "on RAM" if s["medium"] == "ram" else "on the device",
+                ]
+            )
+            where = f" {where}"
+        n = len(s["workloads"])
+        groups = [(f"Overall{where}: geometric mean over {n} workload{'s' if n != 1 else ''}", s["overall"])]
+        if len(s["families"]) > 1:
+            groups += [
+                (f"{f['family'].capitalize()}{where} ({len(f['workloads'])})", f["entries"])
+                for f in s["families"]
+            ]
+        for title, entries in groups:
+            bars: list[Bar] = []
+            for e in entries:
+                pct, interval, clear = speed_change(e)
+                label = e["target"] + ("" if e["verdict"] == "costlier" else f" ({e['verdict']})")
+                bars.append((label, pct, interval, clear))
+            panels.append((title, GREYS[0], bars))
+    figure = _change_figure(panels, "change in speed against plain, % (negative: slower)", colours(doc))
+    return Chart(
+        "ranking",
+        "ranking",
+        "Which way of encrypting costs least here",
+        "Each encrypted target's change in speed against plain on the same medium, cheapest first: the "
+        "geometric mean of its per-workload ratios, whiskers at the 95 % bootstrap interval over the "
+        "trials. Targets marked tied cannot be told apart from the cheapest (their intervals reach it).",
+        figure,
+    )
 
 
 def overhead_chart(doc: dict[str, Any]) -> Chart | None:
@@ -513,6 +561,7 @@ def build(doc: dict[str, Any], timelines: list[TrialTimeline]) -> list[Chart]:
     with matplotlib.rc_context(STYLE):  # spines, grid and fonts are set when artists are made
         charts = bar_charts(doc)
         for chart in (
+            ranking_chart(doc),
             overhead_chart(doc),
             latency_chart(doc),
             cpu_chart(doc, timelines),

@@ -14,6 +14,8 @@ import jinja2
 
 from cryptbench import __version__
 from cryptbench.report import charts as charts_mod
+from cryptbench.report import ranking
+from cryptbench.report.answer_console import SERIOUS, precision_line
 from cryptbench.report.console import stopping_lines
 from cryptbench.report.cost_console import sources
 from cryptbench.report.export_markdown import summary_rows
@@ -22,6 +24,7 @@ from cryptbench.units import format_bytes, format_rate, format_value
 
 # The chart sections, in the page's order: (Chart.kind, heading, a sentence under it).
 CHART_SECTIONS = (
+    ("ranking", "Which costs least", ""),
     (
         "bars",
         "Results by workload family",
@@ -117,15 +120,24 @@ def efficiency_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     return out
 
 
+def warning_groups(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The warnings by kind, serious kinds (failed trials, unproven encryption, …) first."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for w in doc["warnings"]:
+        groups.setdefault(w["kind"], []).append(w)
+    order = sorted(groups, key=lambda k: (k not in SERIOUS, -len(groups[k])))
+    return [{"kind": k, "serious": k in SERIOUS, "list": groups[k]} for k in order]
+
+
 def render(doc: dict[str, Any], charts: list[charts_mod.Chart]) -> str:
     by_kind: dict[str, list[dict[str, str]]] = {kind: [] for kind, _, _ in CHART_SECTIONS}
     for c in charts:
         by_kind[c.kind].append({"name": c.name, "title": c.title, "caption": c.caption, "svg": c.svg()})
     efficiency = efficiency_rows(doc)
-    sections = [("verdict", "Verdict"), ("environment", "Environment")]
+    sections = [("ranking", "Which costs least"), ("verdict", "Diagnosis"), ("environment", "Environment")]
     fleet = doc.get("fleet")
     sections += [("fleet", "Fleet")] if fleet else []
-    sections += [(kind, title) for kind, title, _ in CHART_SECTIONS if by_kind[kind]]
+    sections += [(kind, title) for kind, title, _ in CHART_SECTIONS[1:] if by_kind[kind]]
     sections += [("efficiency", "Where the cost goes")] if efficiency else []
     sections += [("warnings", "Warnings"), ("numbers", "Numbers")]
     return ENV.get_template("report.html.j2").render(
@@ -139,6 +151,9 @@ def render(doc: dict[str, Any], charts: list[charts_mod.Chart]) -> str:
         efficiency=efficiency,
         ceiling_sources=sources(doc),
         stopping=stopping_lines(doc),
+        ranking_sentences=ranking.sentences(doc),
+        precision=precision_line(doc),
+        warning_groups=warning_groups(doc),
         summary=summary_rows(doc),
         full=full_rows(doc),
         # Saying why a chart is missing: runs stored before schema 4 kept only each trial's totals.
