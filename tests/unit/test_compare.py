@@ -260,3 +260,20 @@ def test_terminal_and_json_say_the_same() -> None:
     data = json.loads(json.dumps(comp.to_json()))
     assert data["counts"] == comp.counts() and len(data["rows"]) == len(comp.rows)
     assert data["rows"][0]["words"] == comp.rows[0].times()
+
+
+def test_terminal_at_80_columns_keeps_every_figure_whole() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    comp = _compare(DOC, _scaled(DOC, 0.5))
+    buf = StringIO()
+    compare_console.render(comp, Console(file=buf, width=80))
+    lines = buf.getvalue().splitlines()
+    assert max(map(len, lines)) <= 80 and not any("…" in line for line in lines)
+    text = buf.getvalue()
+    for r in comp.rows:
+        assert r.times() in text  # "2.00 ± 1.14 times slower", on one line each
+    for o in export_compare_html.overhead_cells(comp):
+        assert o["a"] in text and o["b"] in text

@@ -12,9 +12,9 @@ from cryptbench.report import cost_console
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
 
-def _printed(name: str) -> str:
+def _printed(name: str, width: int = 120) -> str:
     doc = json.loads((DOCS / name).read_text())
-    console = Console(record=True, width=120, color_system=None)
+    console = Console(record=True, width=width, color_system=None)
     cost_console.render(doc, console)
     return console.export_text()
 
@@ -23,8 +23,10 @@ def test_efficiency_sources_and_diagnosis_are_printed() -> None:
     text = _printed("quick-fscrypt-gocryptfs-ram.json")
     assert "Efficiency: achieved over the lower (bold) of plain" in text
     # fscrypt at seq1m-q8-read: 51.3 MB/s, plain 414.3, its kernel cipher 55.3, 93%
-    row = next(line for line in text.splitlines() if "seq1m-q8-read" in line and "fscrypt" in line)
-    assert row.split()[2:7] == ["51.3", "414.3", "55.3", "93%", "40.2"]
+    lines = text.splitlines()
+    under = lines[next(i for i, line in enumerate(lines) if line.strip() == "fscrypt") :]
+    row = next(line for line in under if "seq1m-q8-read" in line)
+    assert row.split()[1:6] == ["51.3", "414.3", "55.3", "93%", "40.2"]
     assert "cipher of fscrypt, ram:fscrypt: this run's RAM twins at seq1m-q8-read" in text
     assert "cipher of gocryptfs, ram:gocryptfs: OpenSSL aes-256-gcm on 4096-byte units, 2 cores" in text
     assert "Diagnosis" in text and "• fscrypt: 51.3 MB/s at seq1m-q8-read. The kernel's xts(aes)" in text
@@ -32,7 +34,33 @@ def test_efficiency_sources_and_diagnosis_are_printed() -> None:
 
 def test_the_queue_depth_table_has_a_column_per_depth() -> None:
     text = _printed("qd-sweep-fscrypt.json")
-    header = next(line for line in text.splitlines() if "pattern" in line)
+    lines = text.splitlines()
+    header = next(line for line in lines if "pattern" in line)
     assert [w for w in header.split() if w.startswith("QD")] == ["QD1", "QD4", "QD16", "QD32"]
-    rows = [line for line in text.splitlines() if "randread 4 KiB" in line and "fscrypt vs" in line]
-    assert len(rows) == 1 and rows[0].count("%") == 4
+    under = lines[next(i for i, line in enumerate(lines) if line.strip() == "randread 4 KiB") :]
+    row = next(line for line in under if "fscrypt vs ext4-loop" in line)
+    # wide enough for the intervals: each depth's cost with its own
+    assert row.split()[3:] == [
+        "65",
+        "[48,",
+        "73]",
+        "74",
+        "[73,",
+        "76]",
+        "82",
+        "[76,",
+        "84]",
+        "78",
+        "[72,",
+        "84]",
+    ]
+
+
+def test_at_80_columns_the_tables_keep_every_figure_whole() -> None:
+    text = _printed("qd-sweep-fscrypt.json", width=80)
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= 80 and "…" not in text
+    under = lines[next(i for i, line in enumerate(lines) if line.strip() == "randread 4 KiB") :]
+    row = next(line for line in under if "fscrypt vs ext4-loop" in line)
+    assert row.split()[3:] == ["65±18", "74±2", "82±6", "78±6"]  # the half-width where intervals do not fit
+    assert "percent slower, ±95% half-width" in " ".join(text.split())

@@ -171,3 +171,17 @@ def test_a_fleet_run_matches_each_of_its_hosts(db: Path) -> None:
         assert [r["id"] for r in history.run(db=db, host=host).runs] == [run_id], host
     assert [r["id"] for r in history.run(db=db, host="b").runs] == [3]
     assert history.run(db=db, host="rack2").runs == []
+
+
+def test_terminal_tables_at_80_columns_keep_every_figure_whole(db: Path) -> None:
+    for found in (history.run(db=db), history.run(db=db, workload="read")):
+        buf = StringIO()
+        render(found, Console(file=buf, width=80))
+        lines = buf.getvalue().splitlines()
+        cut = [line for line in lines if "…" in line and "median per run" not in line]  # the title's "1 … 4"
+        assert max(map(len, lines)) <= 80 and not cut
+        for r in found.runs:  # each run's row whole, with its start and its trials
+            assert any(
+                r["started_at"][:16].replace("T", " ") in line and r["status"] in line for line in lines
+            )
+    assert "[1] read, gocryptfs: bytes per trial differ between these runs" in buf.getvalue()

@@ -109,12 +109,15 @@ def test_the_console_shows_both_summaries_and_says_what_the_cache_did() -> None:
         }
         for w in PLAN["workloads"]
     ]
-    out = Console(record=True, width=200)
+    out = Console(record=True, width=80)
     console_report._study_summary({"study_summary": summary, "results": results}, out)
     text = out.export_text()
     assert "longest and shortest trials dropped" in text
-    assert "3 of 5" in text and "3.000" in text and "1.000" in text
-    assert "the page cache inflated it" in text
+    rows = [line.split() for line in text.splitlines() if line.strip().startswith("plain ")]
+    assert rows and all(row[1] == "3/5" for row in rows)  # trials used of those run
+    assert "3.000" in text and "1.000" in text and "1.0 [1, 1]" in text
+    assert max(len(line) for line in text.splitlines() if "│" in line or line.startswith("  ")) <= 80
+    assert "the page cache inflated it" in " ".join(text.split())
     line = study_summary.page_cache_line(
         {**summary["page_cache"][0], "ratio": 0.5, "ci_low": 0.4, "ci_high": 0.6}
     )

@@ -3,10 +3,13 @@ with its interval and how its significance was decided, the overheads side by si
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from cryptbench.report.export_compare_html import overhead_cells, row_cells
+from cryptbench.report.narrow import table_width
 from cryptbench.report.run_comparison import METHOD, Comparison
 from cryptbench.units import format_value
 
@@ -29,36 +32,79 @@ def render(comp: Comparison, out: Console) -> None:
     for label, only in (("only in A", comp.only_in_a), ("only in B", comp.only_in_b)):
         if only:
             out.print(f"[dim]{label}[/dim]: {', '.join(only)}", highlight=False)
-    table = Table(title="B's speed against A's, per workload and target")
-    for col in ("workload", "target", "A (n)", "B (n)", "B/A [95 % CI]", "B is", "significant?"):
-        table.add_column(col, overflow="fold")
-    for r, cells in zip(comp.rows, row_cells(comp), strict=True):
-        words = f"[bold]{cells['words']}[/bold]" if r.significant else cells["words"]
-        mark = f"[bold]{cells['mark']}[/bold]" if r.significant else cells["mark"]
-        table.add_row(
-            r.workload,
-            r.target,
-            f"{format_value(r.a_median, r.unit)} ({r.a_n})",
-            f"{format_value(r.b_median, r.unit)} ({r.b_n})",
-            cells["ratio"],
-            words,
-            f"{mark}: {cells['evidence']}",
-        )
-    out.print(table)
+    out.print(_rows_table(comp, out.width))
     out.print(f"[dim]{METHOD}[/dim]", highlight=False)
     overheads = overhead_cells(comp)
     if overheads:
-        ot = Table(title="Each encrypted target's overhead against its baseline, in each run")
-        for col in ("workload", "target", "against", "A", "B", "changed?"):
-            ot.add_column(col, overflow="fold")
-        for o in overheads:
+        ot = Table(
+            title="Each encrypted target's overhead against its baseline, in each run",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+        )
+        for col in ("workload / target", "A", "B", "changed?"):
+            ot.add_column(col, no_wrap=True, justify="left" if col[0] in "wc" else "right")
+        pairs = [f"  {o['target']} vs {o['baseline']}" for o in overheads]
+        columns = [pairs, [o["a"] for o in overheads], [o["b"] for o in overheads], ["no clear change"]]
+        two_lines = table_width(columns) > out.width  # the baseline under the target
+        workload = None
+        for o, pair in zip(overheads, pairs, strict=True):
+            if o["workload"] != workload:
+                workload = o["workload"]
+                ot.add_row(Text(workload, style="bold"))
             ot.add_row(
-                o["workload"],
-                o["target"],
-                o["baseline"],
+                f"  {o['target']}\n    vs {o['baseline']}" if two_lines else pair,
                 o["a"],
                 o["b"],
-                "[bold]yes[/bold]: intervals disjoint" if o["changed"] else "no clear change",
+                "[bold]yes[/bold] (disjoint)" if o["changed"] else "no clear change",
             )
         out.print(ot)
     out.print(comp.summary(), highlight=False)
+
+
+def _rows_table(comp: Comparison, width: int) -> Table:
+    """A row per target under a row per workload: with each side's median and trials, B/A with
+    its interval, B in words and whether it is significant; where that is wider than the
+    terminal, B/A is left to the words (x ± y times) and the medians share a column."""
+    cells = row_cells(comp)
+    wide = [
+        [
+            f"  {r.target}",
+            f"{format_value(r.a_median, r.unit)} ({r.a_n})",
+            f"{format_value(r.b_median, r.unit)} ({r.b_n})",
+            c["ratio"],
+            c["words"],
+            f"{c['mark']}: {c['evidence']}",
+        ]
+        for r, c in zip(comp.rows, cells, strict=True)
+    ]
+    heads_wide = ("workload / target", "A (n)", "B (n)", "B/A [95 % CI]", "B is", "significant?")
+    sections = [f"{r.workload}" for r in comp.rows]
+    columns = [[*col, head] for col, head in zip(zip(*wide, strict=True), heads_wide, strict=True)]
+    columns[0] += sections
+    compact = table_width(columns) > width
+    table = Table(
+        title="B's speed against A's, per workload and target", title_justify="left", box=box.SIMPLE_HEAD
+    )
+    if compact:
+        heads = ("workload / target", "A → B (trials)", "B is / significant?")
+    else:
+        heads = ("workload / target", "A (n)", "B (n)", "B/A [95 % CI]", "B is", "significant?")
+    for col in heads:
+        table.add_column(
+            col, no_wrap=True, justify="right" if col in ("A (n)", "B (n)", "B/A [95 % CI]") else "left"
+        )
+    workload = None
+    for r, c, row in zip(comp.rows, cells, wide, strict=True):
+        if r.workload != workload:
+            workload = r.workload
+            table.add_row(Text(workload, style="bold"))
+        style = "bold" if r.significant else ""
+        if compact:
+            a = f"{format_value(r.a_median, r.unit)} ({r.a_n}) →"
+            b = f"{format_value(r.b_median, r.unit)} ({r.b_n})"
+            table.add_row(
+                row[0], f"{a}\n{b}", Text(f"{c['words']}\n{c['mark']}: {c['evidence']}", style=style)
+            )
+        else:
+            table.add_row(*row[:4], Text(row[4], style=style), Text(row[5], style=style))
+    return table

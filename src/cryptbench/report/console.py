@@ -1,9 +1,12 @@
-"""The terminal report: one table, the targets, warnings and conclusions."""
+"""The terminal report: the answer on one screen (answer_console), and under --details
+everything: a row per workload and target, the repetition, each target's I/O, every
+warning, efficiency, queue depth, diagnosis and conclusions."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -11,13 +14,8 @@ from rich.text import Text
 from cryptbench.metrics import PRIMARY, info
 from cryptbench.report import answer_console, cost_console, fleet_console, ranking, study_summary
 from cryptbench.report.document import primary_of, results_by_key, speed_change
+from cryptbench.report.narrow import table_width
 from cryptbench.units import format_bytes, format_duration, format_value
-
-
-def _fmt(value: float, unit: str) -> str:
-    if "/" in unit and unit not in ("bytes/s", "s/GB"):
-        return _number(value)  # pictures/min, files/s, …: the unit is in the row's header
-    return format_value(value, unit)
 
 
 def _number(value: float) -> str:
@@ -25,30 +23,37 @@ def _number(value: float) -> str:
 
 
 def _interval(lo: float | None, hi: float | None, unit: str, median: float) -> str:
-    """The interval in the median's unit and scale, which the cell shows above it."""
+    """The interval in the median's unit and scale (MB/s for a throughput)."""
     if lo is None or hi is None:
         return "[no interval]"
-    if unit == "bytes/s":  # in MB/s, the unit of the table, whatever the median's size
+    if unit == "bytes/s":
         return f"[{lo / 1e6:.0f}, {hi / 1e6:.0f}]"
     if unit == "s":
         scale = 1e6 if median < 1e-3 else 1e3 if median < 1 else 1.0
         return f"[{_number(lo * scale)}, {_number(hi * scale)}]"
     if "/" in unit and unit != "s/GB":
         return f"[{_number(lo)}, {_number(hi)}]"
-    return f"[{_fmt(lo, unit)}, {_fmt(hi, unit)}]"
+    return f"[{format_value(lo, unit)}, {format_value(hi, unit)}]"
 
 
-def _median_cell(r: dict[str, Any], unit: str) -> Text:
-    return Text(f"{_fmt(r['median'], unit)}\n{_interval(r['ci_low'], r['ci_high'], unit, r['median'])}")
+def _relative(r: dict[str, Any]) -> str:
+    """The interval's larger reach from the median, as a share of it: the compact form."""
+    if r["ci_low"] is None or r["ci_high"] is None or not r["median"]:
+        return "no interval"
+    return f"±{max(r['median'] - r['ci_low'], r['ci_high'] - r['median']) / abs(r['median']):.0%}"
 
 
-def _change(c: dict[str, Any]) -> Text:
-    """The change against the baseline, in percent, with its interval."""
+def _change(c: dict[str, Any] | None, compact: bool) -> Text:
+    """The change against a baseline, in percent, with its interval (or its larger half-width)."""
+    if c is None:
+        return Text("")
     pct, interval, differs = speed_change(c)
     if interval is None:
         return Text(f"{pct:+.0f}%", style="yellow")
     lo, hi = interval
     style = ("red" if pct < 0 else "green") if differs else "dim"
+    if compact:
+        return Text(f"{pct:+.0f}±{max(pct - lo, hi - pct):.0f}%", style=style)
     return Text(f"{pct:+.0f}% [{lo:+.0f}, {hi:+.0f}]", style=style)
 
 
@@ -60,60 +65,76 @@ def _io_line(t: dict[str, Any]) -> str:
     return f"buffered I/O ({t['direct_io_reason']})"
 
 
-# With more targets than this, the table turns: a row per target (study 003's
-# table of image kind x encryption x state), a column per workload.
-WIDE = 5
-
-
-def _of_plain(c: dict[str, Any]) -> Text:
-    """A target's throughput as a percentage of plain's, with its interval."""
-    if c["ci_low"] is None:
-        return Text(f"{c['ratio']:.0%} of plain", style="yellow")
-    return Text(f"{c['ratio']:.0%} [{c['ci_low']:.0%}, {c['ci_high']:.0%}] of plain")
-
-
 def _metric_for(doc: dict[str, Any], workload: str, metric: str | None) -> str:
     return metric if metric is not None else primary_of(doc["plan"], workload)
 
 
-def _workload_header(doc: dict[str, Any], workload: str, metric: str | None) -> str:
-    """The workload's name, and its metric when that is not throughput."""
-    m = _metric_for(doc, workload, metric)
-    if m == PRIMARY or metric is not None:
-        return workload
-    unit = info(m).unit
-    return f"{workload}\n({'seconds' if unit == 's' else unit})"
+def _plain_of(t: dict[str, Any]) -> str | None:
+    """The plain target a target is also held to, where its own baseline is another."""
+    return None if not t["baseline"] or t["baseline"].endswith("plain") else t["baseline"]
 
 
-def _by_target(doc: dict[str, Any], title: str, metric: str | None) -> Table:
-    table = Table(title=title, title_justify="left", show_lines=True)
-    table.add_column("target", style="bold")
-    workloads = [w for w in doc["plan"]["workloads"] if any(r["workload"] == w for r in doc["results"])]
-    for w in workloads:
-        table.add_column(_workload_header(doc, w, metric), justify="right")
+def _rows(
+    doc: dict[str, Any], metric: str | None, compact: bool
+) -> list[tuple[dict[str, Any], list[list[Any]]]]:
+    """Per target, a row per workload: name, median, interval, change against the baseline
+    and (for a target whose baseline is not plain) against plain."""
     results = results_by_key(doc)
-    comps = {(c["workload"], c["target"], c["baseline"]): c for c in doc["comparisons"]}
+    comps = {(c["workload"], c["target"], c["kind"]): c for c in doc["comparisons"]}
+    workloads = [w for w in doc["plan"]["workloads"] if any(r["workload"] == w for r in doc["results"])]
+    out = []
     for t in doc["targets"]:
-        cells: list[Text | str] = [f"{t['name']}\nvs {t['baseline']}" if t["baseline"] else t["name"]]
+        rows = []
         for w in workloads:
             m = _metric_for(doc, w, metric)
             r = results.get((w, t["name"], m))
             if r is None:
-                cells.append(Text("failed", style="red"))
+                rows.append([f"  {w}", Text("failed", style="red"), "", Text(""), Text("")])
                 continue
-            cell = _median_cell(r, r["unit"])
-            if m == primary_of(doc["plan"], w):
-                base = comps.get((w, t["name"], t["baseline"]))
-                if base is not None and t["baseline"] != "plain":
-                    cell.append("\n")
-                    cell.append_text(_change(base))
-                plain = comps.get((w, t["name"], "plain"))
-                if plain is not None:
-                    cell.append("\n")
-                    cell.append_text(_of_plain(plain))
-            cells.append(cell)
-        table.add_row(*cells)
-    return table
+            primary = m == primary_of(doc["plan"], w)
+            base = comps.get((w, t["name"], "baseline")) if primary else None
+            plain = comps.get((w, t["name"], "plain")) if primary else None
+            rows.append(
+                [
+                    f"  {w}",
+                    format_value(r["median"], r["unit"]),
+                    _relative(r) if compact else _interval(r["ci_low"], r["ci_high"], r["unit"], r["median"]),
+                    _change(base, compact),
+                    _change(plain, compact),
+                ]
+            )
+        out.append((t, rows))
+    return out
+
+
+def _long_table(doc: dict[str, Any], metric: str | None, width: int) -> tuple[Table, bool]:
+    """A row per workload under a row per target. Where the intervals would not fit `width`,
+    each figure carries its interval's larger reach instead (±)."""
+    compact = False
+    rows = _rows(doc, metric, compact=False)
+    cells = [r for _t, rs in rows for r in rs]
+    # a target's row wraps its "(vs baseline)" where it must: only its longest word counts
+    words = [w for t, _ in rows for w in f"{t['name']} (vs {t['baseline']})".split()]
+    columns = [[*(str(c[0]) for c in cells), *words], *([str(c[i]) for c in cells] for i in range(1, 5))]
+    if table_width(columns) > width:
+        compact = True
+        rows = _rows(doc, metric, compact=True)
+    with_plain = any(str(c[4]) for _t, rs in rows for c in rs)
+    table = Table(box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("target / workload", overflow="fold")
+    table.add_column("median", justify="right", no_wrap=True)
+    table.add_column("±95%" if compact else "95% interval", justify="right", no_wrap=True)
+    table.add_column("vs baseline", justify="right", no_wrap=True)
+    if with_plain:
+        table.add_column("vs plain", justify="right", no_wrap=True)
+    for t, rs in rows:
+        name = Text(t["name"], style="bold")
+        if t["baseline"]:
+            name.append(f" (vs {t['baseline']})", style="dim")
+        table.add_row(name)
+        for i, r in enumerate(rs):
+            table.add_row(*(r if with_plain else r[:4]), end_section=i == len(rs) - 1)
+    return table, compact
 
 
 def _repeats(plan: dict[str, Any]) -> str:
@@ -142,48 +163,15 @@ def render(
 def _full(doc: dict[str, Any], console: Console, metric: str | None) -> None:
     plan = doc["plan"]
     modes = sorted({t["io_mode"] for t in doc["targets"]})
-    fleet = plan.get("fleet")
-    kind = f"fleet run of {len(fleet['hosts'])} hosts" if fleet else "run"
-    title = (
-        f"cryptbench {kind} {doc['run_id']} — {doc['suite']} suite, {format_bytes(plan['size'])} per target, "
-        f"{_repeats(plan)}, {'/'.join(modes)} I/O, {plan['data']} data"
+    console.print(
+        f"[bold]Every figure[/bold]: {format_bytes(plan['size'])} per target, {_repeats(plan)}, "
+        f"{'/'.join(modes)} I/O, {plan['data']} data"
     )
-    if len(doc["targets"]) > WIDE:
-        console.print(_by_target(doc, title, metric))
-        _study_summary(doc, console)
-        _footer(doc, console, metric, by_target=True)
-        fleet_console.render(doc, console)
-        return
-    table = Table(title=title, title_justify="left", show_lines=True)
-    table.add_column("workload", style="bold")
-    targets = [t["name"] for t in doc["targets"]]
-    baselines = {t["name"]: t["baseline"] for t in doc["targets"]}
-    for t in targets:
-        header = f"{t}\nvs {baselines[t]}" if baselines[t] and metric is None else t
-        table.add_column(header, justify="right")
-    results = results_by_key(doc)
-    # The table shows each target against its own baseline; the comparisons
-    # with plain are in the conclusions and the JSON document.
-    comps = {(c["workload"], c["target"]): c for c in doc["comparisons"] if c["kind"] == "baseline"}
-    for w in doc["plan"]["workloads"]:
-        m = _metric_for(doc, w, metric)
-        if not any((w, t, m) in results for t in targets):
-            continue
-        cells: list[Text | str] = [_workload_header(doc, w, metric)]
-        for t in targets:
-            r = results.get((w, t, m))
-            if r is None:
-                cells.append(Text("failed", style="red"))
-                continue
-            cell = _median_cell(r, r["unit"])
-            if m == primary_of(doc["plan"], w) and (w, t) in comps:
-                cell.append("\n")
-                cell.append_text(_change(comps[(w, t)]))
-            cells.append(cell)
-        table.add_row(*cells)
+    table, compact = _long_table(doc, metric, console.width)
     console.print(table)
+    _legend(doc, console, metric, compact)
     _study_summary(doc, console)
-    _footer(doc, console, metric, by_target=False)
+    _footer(doc, console)
     fleet_console.render(doc, console)
 
 
@@ -192,22 +180,33 @@ def _mbps(value: float | None) -> str:
 
 
 def _study_summary(doc: dict[str, Any], console: Console) -> None:
-    """The study's own figures beside ours, and what the page cache made of its commands."""
+    """The study's own figures beside ours, a row per target under a row per workload, and
+    what the page cache made of its commands."""
     summary = doc.get("study_summary")
     if not summary or not summary["rows"]:
         return
-    table = Table(title=f"The study's own summary: {summary['description']}", title_justify="left")
-    for name in ("workload", "target", "trials used", "mean (s)", "sd (s)", "MB/s"):
-        table.add_column(name, justify="left" if name in ("workload", "target") else "right")
-    table.add_column("cryptbench: median MB/s\n[95% interval]", justify="right")
+    table = Table(
+        title=f"The study's own summary: {summary['description']}", title_justify="left", box=box.SIMPLE_HEAD
+    )
+    table.add_column("workload / target", no_wrap=True)
+    for name in ("used", "mean s", "sd s", "MB/s"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("ours: median MB/s\n[95% interval]", justify="right", no_wrap=True)
     results = {(r["workload"], r["target"]): r for r in doc["results"] if r["metric"] == PRIMARY}
+    workload = None
     for row in summary["rows"]:
+        if row["workload"] != workload:
+            workload = row["workload"]
+            table.add_row(Text(workload, style="bold"))
         r = results.get((row["workload"], row["target"]))
-        ours = "-" if r is None else _median_cell(r, r["unit"])
+        ours = (
+            "-"
+            if r is None
+            else f"{_mbps(r['median'])} {_interval(r['ci_low'], r['ci_high'], r['unit'], r['median'])}"
+        )
         table.add_row(
-            row["workload"],
-            row["target"],
-            f"{row['used']} of {row['n']}",
+            f"  {row['target']}",
+            f"{row['used']}/{row['n']}",
             "-" if row["mean_seconds"] is None else f"{row['mean_seconds']:.3f}",
             "-" if row["sd_seconds"] is None else f"{row['sd_seconds']:.3f}",
             _mbps(row["throughput"]),
@@ -215,28 +214,32 @@ def _study_summary(doc: dict[str, Any], console: Console) -> None:
         )
     console.print()
     console.print(table)
+    console.print("[dim]used: the trials the study's rule kept, of those run.[/dim]")
     for p in summary["page_cache"]:
         console.print(f"• {study_summary.page_cache_line(p)}")
 
 
-def _footer(doc: dict[str, Any], console: Console, metric: str | None, *, by_target: bool) -> None:
+def _legend(doc: dict[str, Any], console: Console, metric: str | None, compact: bool) -> None:
     shown = {_metric_for(doc, w, metric) for w in doc["plan"]["workloads"]}
     if shown == {PRIMARY}:
-        what = "Median throughput in MB/s (10^6 bytes/s)"
+        what = "Median throughput; intervals in MB/s (10^6 bytes/s)"
     elif len(shown) == 1:
         m = info(next(iter(shown)))
         unit = "in MB/s (10^6 bytes/s)" if m.unit == "bytes/s" else "" if "/" in m.unit else f"in {m.unit}"
-        what = f"Median {m.label} {unit}".rstrip()
+        what = f"Median {m.label}; intervals {unit}".rstrip()
     else:
-        what = "Each workload's median, in the unit named under it (throughput in MB/s, 10^6 bytes/s),"
-    where = "row's" if by_target else "column's header"
-    plain = "; 'of plain': the target's speed as a share of plain's, with its interval" if by_target else ""
+        what = "Each workload's median; intervals in its unit (MB/s for throughput, ms or µs for times)"
+    if compact:  # the form chosen where intervals would not fit the terminal
+        what = "Each workload's median; ±95%: its 95% interval's larger reach from it, as a share of it"
     console.print(
-        f"[dim]{what} with its 95% bootstrap interval; "
-        f"+/-% is the change in speed against the baseline named in the {where}, with its 95% interval "
-        f"(for a time, speed is its inverse; red/green: the interval excludes no change){plain}.[/dim]"
+        f"[dim]{what}, 95% bootstrap over the trials; vs baseline/plain: the change in speed against "
+        "the target's baseline (named beside it) and against plain, with its 95% interval (for a time, "
+        "speed is its inverse; red/green: the interval excludes no change).[/dim]"
     )
     console.print()
+
+
+def _footer(doc: dict[str, Any], console: Console) -> None:
     dw = doc.get("device_writes")
     if dw:
         console.print(

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from cryptbench.report.narrow import table_width
+
 LOW = 0.5  # efficiency below this is shown in red, as a layer that wastes half its bound
 
 
@@ -31,6 +33,8 @@ def _figure(e: dict[str, Any], which: str) -> Text:
 
 
 def efficiency_table(doc: dict[str, Any]) -> Table | None:
+    """A row per workload under a row naming the target: a target's name can be as long as
+    image-qcow2-aes256@rewrite and would otherwise squeeze the figures at 80 columns."""
     rows = doc.get("efficiency", [])
     if not rows:
         return None
@@ -39,22 +43,21 @@ def efficiency_table(doc: dict[str, Any]) -> Table | None:
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )
-    table.add_column("target", style="bold")
-    table.add_column("workload")
+    table.add_column("target / workload", no_wrap=True)
     for header in ("MB/s", "plain", "cipher", "eff.", "CPU s/GB\n(plain)"):
-        table.add_column(header, justify="right")
+        table.add_column(header, justify="right", no_wrap=True)
     by_target: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in rows:
         by_target[e["target"]].append(e)
     for target, es in by_target.items():
+        table.add_row(Text(target, style="bold"))
         for i, e in enumerate(es):
             eff = e["efficiency"]
             cell = Text("?" if eff is None else f"{eff:.0%}")
             if eff is not None and eff < LOW:
                 cell.stylize("red")
             table.add_row(
-                target if i == 0 else "",
-                e["workload"],
+                f"  {e['workload']}",
                 _mb(e["achieved"]),
                 _figure(e, "plain"),
                 _figure(e, "cipher"),
@@ -74,31 +77,49 @@ def sources(doc: dict[str, Any]) -> list[str]:
     return [f"{', '.join(ts)}: {source}" for source, ts in users.items()]
 
 
-def qd_table(doc: dict[str, Any]) -> Table | None:
+def qd_cell(p: dict[str, Any] | None, compact: bool) -> str:
+    """A depth's cost in percent with its interval, or (compact) its larger half-width."""
+    if p is None:
+        return "-"
+    pct = p["overhead_percent"]
+    if p["overhead_low"] is None:
+        return f"{pct:.0f}"
+    lo, hi = p["overhead_low"], p["overhead_high"]
+    if compact:
+        return f"{pct:.0f}±{max(pct - lo, hi - pct):.0f}"
+    return f"{pct:.0f} [{lo:.0f}, {hi:.0f}]"
+
+
+def qd_table(doc: dict[str, Any], width: int = 200) -> Table | None:
+    """A row per target under a row naming the pattern. Each cell holds the interval where the
+    table fits `width` that way, else the interval's larger half-width (65±13)."""
     curves = doc.get("qd_curves", [])
     if not curves:
         return None
     depths = sorted({p["iodepth"] for c in curves for p in c["points"]})
+    names = [f"{c['target']} vs {c['baseline']}" for c in curves]
+    full = [[qd_cell({p["iodepth"]: p for p in c["points"]}.get(d), False) for d in depths] for c in curves]
+    needed = table_width([names, *zip(*full, strict=True)])
+    compact = needed > width
+    what = "half-width" if compact else "interval"
     table = Table(
-        title="Cost against the baseline by queue depth (percent slower, 95% interval)", title_justify="left"
+        title=f"Cost against the baseline by queue depth (percent slower, ±95% {what})"
+        if compact
+        else "Cost against the baseline by queue depth (percent slower, with the 95% interval)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
     )
-    table.add_column("pattern")
-    table.add_column("target")
+    table.add_column("pattern / target", no_wrap=True)
     for d in depths:
-        table.add_column(f"QD{d}", justify="right")
-    for c in curves:
+        table.add_column(f"QD{d}", justify="right", no_wrap=True)
+    pattern = None
+    for c, name in zip(curves, names, strict=True):
+        here = f"{c['rw']} {c['bs'] // 1024} KiB"
+        if here != pattern:
+            table.add_row(Text(here, style="bold"))
+            pattern = here
         at = {p["iodepth"]: p for p in c["points"]}
-        cells = []
-        for d in depths:
-            p = at.get(d)
-            if p is None:
-                cells.append("-")
-            elif p["overhead_low"] is None:
-                cells.append(f"{p['overhead_percent']:.0f}%")
-            else:
-                lo, hi = p["overhead_low"], p["overhead_high"]
-                cells.append(f"{p['overhead_percent']:.0f}% [{lo:.0f}, {hi:.0f}]")
-        table.add_row(f"{c['rw']} {c['bs'] // 1024} KiB", f"{c['target']} vs {c['baseline']}", *cells)
+        table.add_row(f"  {name}", *(qd_cell(at.get(d), compact) for d in depths))
     return table
 
 
@@ -114,7 +135,7 @@ def render(doc: dict[str, Any], console: Console) -> None:
         )
         for line in sources(doc):
             console.print(f"[dim]cipher of {line}[/dim]")
-    qd = qd_table(doc)
+    qd = qd_table(doc, console.width)
     if qd is not None:
         console.print()
         console.print(qd)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from cryptbench.report.fleet_rows import SPREAD_NOTE, host_rows, overhead_rows
 
@@ -16,30 +18,44 @@ def render(doc: dict[str, Any], out: Console) -> None:
     if not fleet:
         return
     out.print()
-    hosts = Table(title="Fleet: hosts", title_justify="left")
-    for col in ("host", "address", "status", "machine", "kernel", "xts(aes)", "targets"):
-        hosts.add_column(col)
+    out.print("[bold]Fleet: hosts[/bold]")
     for h in host_rows(fleet):
         status = "[green]ok[/green]" if h["ok"] else f"[red]{escape(h['status'])}[/red]"
-        hosts.add_row(
-            h["host"], h["address"], status, escape(h["machine"]), h["kernel"], h["xts_aes"], h["targets"]
+        out.print(
+            f"  [bold]{escape(h['host'])}[/bold] ({escape(h['address'])}): {status}; {escape(h['machine'])}, "
+            f"kernel {escape(h['kernel'])}, xts(aes) {escape(h['xts_aes'])}; targets {escape(h['targets'])}",
+            highlight=False,
         )
-    out.print(hosts)
     rows = overhead_rows(fleet)
     if not rows:
         out.print("No encrypted target has a comparison on any host.")
         return
+    # a row per target under a row per workload, and what stands out listed under the table,
+    # so the figures keep their width at 80 columns
     table = Table(
         title="Fleet: overhead against each host's own baseline (share of its speed lost)",
         title_justify="left",
+        box=box.SIMPLE_HEAD,
     )
-    for col in ("workload", "target", "hosts", "median", "p10", "p90", "worst host", "stands out"):
-        table.add_column(col, justify="right" if col in ("hosts", "median", "p10", "p90") else "left")
+    table.add_column("workload / target", no_wrap=True)
+    for col in ("hosts", "median", "p10", "p90", "worst host"):
+        table.add_column(col, justify="left" if col == "worst host" else "right", no_wrap=True)
+    workload, notes = None, []
     for r in rows:
+        if r["workload"] != workload:
+            workload = r["workload"]
+            table.add_row(Text(workload, style="bold"))
+        mark = ""
+        if r["stand_out"] != "-":
+            notes.append(f"{r['workload']}, {r['target']}: {r['stand_out']}")
+            mark = f" [{len(notes)}]"
         table.add_row(
-            *(escape(r[k]) for k in ("workload", "target", "hosts", "median", "p10", "p90")),
-            escape(r["worst"]),
-            escape(r["stand_out"]),
+            f"  {escape(r['target'])}",
+            *(escape(r[k]) for k in ("hosts", "median", "p10", "p90")),
+            escape(r["worst"]) + mark,
         )
     out.print(table)
+    out.print("[bold]stands out[/bold]: " + ("none" if not notes else ""))
+    for i, note in enumerate(notes, 1):
+        out.print(f"  [{i}] {escape(note)}", highlight=False)
     out.print(f"[dim]{SPREAD_NOTE}[/dim]")
