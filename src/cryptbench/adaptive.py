@@ -20,6 +20,7 @@ identical targets contain 1.00 under this rule.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -199,14 +200,37 @@ class Controller:
         for a in self.open:
             a.stopped_by = reason
 
-    def needed(self, rounds: int) -> dict[str, set[str]] | None:
-        """Per workload, the targets the open questions need in the next round;
-        None (every target) for the first min_repeats rounds, so that every
-        target is measured, asked about or not."""
+    def remaining(self, a: Answer) -> float:
+        """Trials the question's target is estimated to need before its interval reaches the
+        precision: a half-width shrinks about as 1/sqrt(trials). Infinite without an estimate."""
+        if self.rule.precision is None or a.halfwidth is None or a.samples < 1:
+            return math.inf
+        return max(1.0, a.samples * (a.halfwidth / self.rule.precision) ** 2 - a.samples)
+
+    def needed(self, rounds: int, capacity: float | None = None) -> dict[str, set[str]] | None:
+        """Per workload, the targets the open questions need in the next round, the workload
+        of the question nearest its answer first; None (every target) for the first
+        min_repeats rounds, so that every target is measured, asked about or not.
+
+        With `capacity` (the trials the time budget has left room for), the questions that
+        would not be answered within it wait: those nearest their answer take the trials,
+        so a budget-bound run answers as many questions as it can. The others stay open,
+        and get trials as soon as the chosen ones close."""
         if rounds < self.rule.min_repeats:
             return None
+        chosen = sorted(self.open, key=self.remaining)
+        if capacity is not None and self.rule.precision is not None:
+            kept: list[Answer] = []
+            cost = 0.0
+            for a in chosen:
+                c = min(self.remaining(a), self.rule.max_repeats - rounds) * len(a.question.targets)
+                if kept and cost + c > capacity:
+                    continue
+                kept.append(a)
+                cost += c
+            chosen = kept
         out: dict[str, set[str]] = {}
-        for a in self.open:
+        for a in chosen:
             out.setdefault(a.question.workload, set()).update(a.question.targets)
         return out
 

@@ -59,10 +59,14 @@ def round_blocks(
     targets: list[str],
     need: dict[str, set[str]] | None,
 ) -> list[tuple[Workload, list[str]]]:
-    """One round: the workloads in a random order, and for each a block of the
-    targets it needs (all with `need` None) in a random order."""
+    """One round: the workloads in a random order (with `need`, in its order: the one
+    nearest an answer first), and for each a block of the targets it needs (all with
+    `need` None) in a random order."""
     order = list(workloads)
     rng.shuffle(order)
+    if need is not None:
+        rank = {name: i for i, name in enumerate(need)}
+        order.sort(key=lambda w: rank.get(w.name, len(rank)))
     blocks = []
     for w in order:
         if need is not None and w.name not in need:
@@ -516,7 +520,7 @@ def interleave(
     have taken, for the progress's budget left."""
     metric_of = {a.question.workload: a.question.metric for a in controller.answers}
     rng = random.Random(seed)
-    block = rounds = 0
+    block = rounds = trials = 0
     while True:
         controller.review(rounds, primary_samples(store, run_id, metric_of), set(lost))
         on_change()
@@ -524,10 +528,13 @@ def interleave(
         # count) even when a lost target closed every question early.
         if controller.done and rounds >= controller.rule.min_repeats:
             return
-        blocks = round_blocks(rng, workloads, targets, controller.needed(rounds))
-        progress.add_trials(sum(len(names) for _w, names in blocks))
         limit = controller.rule.max_time
-        progress.round_started(rounds + 1, None if limit is None else max(0.0, limit - seconds()))
+        left = None if limit is None else max(0.0, limit - seconds())
+        # the trials the time left has room for, at the pace so far
+        capacity = None if left is None or not trials else left / (seconds() / trials)
+        blocks = round_blocks(rng, workloads, targets, controller.needed(rounds, capacity))
+        progress.add_trials(sum(len(names) for _w, names in blocks))
+        progress.round_started(rounds + 1, left)
         for w, names in blocks:
             reason = spent(controller.rule)
             if reason is not None:
@@ -535,4 +542,5 @@ def interleave(
                 on_change()
                 return
             block = run_block(w, names, rounds, block)
+            trials += len(names)
         rounds += 1

@@ -158,7 +158,7 @@ def test_precise_comparisons_stop_and_noisy_ones_go_on_with_their_baseline(tmp_p
     ex, c = _rounds(
         tmp_path,
         Stopping(0.05, 3, 8, None, None),
-        {"plain": (100, 0.5), "steady": (50, 0.25), "noisy": (50, 15)},
+        {"plain": (100, 0.5), "steady": (50, 0.25), "noisy": (50, 25)},
     )
     by = {(a.question.workload, a.question.target): a for a in c.answers}
     for w in WORKLOADS:
@@ -212,3 +212,18 @@ def test_the_other_targets_go_on_when_one_is_lost(tmp_path: Path) -> None:
     run_rounds(cast(Any, ex), WORKLOADS, ["plain", "enc"], controller, spend, 3)
     assert {a.stopped_by for a in controller.answers} == {StopReason.TARGET_LOST}
     assert sum(s.target == "plain" for s in ex.specs) == 4 * len(WORKLOADS)
+
+
+def test_a_tight_time_budget_gives_its_trials_to_the_questions_nearest_an_answer() -> None:
+    qs = [Question(w, t, "plain", "throughput", True) for w, t in (("w1", "a"), ("w2", "b"), ("w3", "c"))]
+    c = Controller(Stopping(0.05, 3, 10, None, 60.0), qs, 0)
+    for a, hw in zip(c.answers, (0.06, 0.20, 0.08), strict=True):
+        a.halfwidth, a.samples = hw, 3
+    # trials each target still needs, as 1/sqrt(n) predicts: 1.3, 45 and 4.7
+    assert [round(c.remaining(a), 1) for a in c.answers] == [1.3, 45.0, 4.7]
+    assert list(c.needed(3) or {}) == ["w1", "w3", "w2"]  # nearest first, all of them
+    # room for 20 trials: w1 (2 x 1.3) and w3 (2 x 4.7) fit, w2 (2 x 7 rounds left) waits
+    assert c.needed(3, capacity=20.0) == {"w1": {"a", "plain"}, "w3": {"c", "plain"}}
+    # with room for none, the nearest still gets its trials
+    assert c.needed(3, capacity=0.0) == {"w1": {"a", "plain"}}
+    assert c.needed(2, capacity=0.0) is None  # the first rounds measure every target
