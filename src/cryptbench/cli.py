@@ -338,7 +338,7 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     for msg in outcome.recovered:
         err.print(f"cleanup of a crashed run: {msg}")
     for note in outcome.document["notes"]:
-        err.print(f"note: {note}")
+        err.print(f"note: {note}", soft_wrap=True)
     if args.json:
         _print_json(outcome.document)
     else:
@@ -579,7 +579,7 @@ def _serve(args: argparse.Namespace, out: Console, err: Console) -> int:
         names = ", ".join(t["name"] for t in manifest["targets"])
         err.print(f"serving {names} on {manifest['listen']} (manifest: {path}); SIGINT or SIGTERM stops it")
         for s in manifest["skipped"]:
-            err.print(f"note: skipped {s['backend']}: {s['reason']}")
+            err.print(f"note: skipped {s['backend']}: {s['reason']}", soft_wrap=True)
 
     with RichProgress(err) as progress:
         outcome = serve.run(
@@ -617,7 +617,7 @@ def _fleet(args: argparse.Namespace, out: Console, err: Console) -> int:
             progress=progress,
         )
     for note in outcome.document["notes"]:
-        err.print(f"note: {note}")
+        err.print(f"note: {note}", soft_wrap=True)
     if args.json:
         _print_json(outcome.document)
     else:

@@ -37,12 +37,13 @@ DEFAULT_MAX_REPEATS = 10
 PRECISION_RANGE = (0.1, 50.0)  # percent
 # Adaptive runs' default budgets. Bytes: a tenth of the free space, at most
 # 8 GiB (wear is the user's cost; more only when asked, --max-bytes). Time:
-# five minutes of trials, so that the default run ends in a few minutes on a
-# noisy machine too. A fixed count (--repeats, a study's suite) is run in full
-# unless a budget is given.
+# four minutes of trials, so that with provisioning, the data files and the
+# teardown the default run answers within five minutes on a noisy machine
+# too. A fixed count (--repeats, a study's suite) is run in full unless a
+# budget is given.
 DEFAULT_MAX_BYTES_FRACTION = 0.10
 DEFAULT_MAX_BYTES_CAP = 8 << 30
-DEFAULT_MAX_TIME = 300.0  # seconds
+DEFAULT_MAX_TIME = 240.0  # seconds
 SIZE_ALIGN = 1 << 20  # data files are whole MiB so that every block size divides them
 # --ram: the twins may take at most half the memory the kernel calls available,
 # so that the page cache and fio keep room; the tmpfs gets a little slack for

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+import pytest
 
 from cryptbench.backends import DEFAULT, REGISTRY
 from cryptbench.commands import run as run_cmd
 from cryptbench.commands import show
+from cryptbench.plan import DEFAULT_MAX_TIME
+from cryptbench.report import ranking
 from cryptbench.store import Store
 from tests.conftest import cli
 
@@ -98,7 +103,7 @@ def test_adaptive_repetition_for_real(target_dir: Path, tmp_path: Path) -> None:
         "min_repeats": 2,
         "max_repeats": 4,
         "max_bytes": st["rule"]["max_bytes"],
-        "max_time": 300.0,
+        "max_time": DEFAULT_MAX_TIME,
     }
     # ext4-loop and plain were added as baselines: compared with, not asked about
     assert {(a["target"], a["baseline"]) for a in st["answers"]} == {("fscrypt", "ext4-loop")}
@@ -142,3 +147,35 @@ def test_a_byte_budget_ends_the_repetition(target_dir: Path, tmp_path: Path) -> 
     assert doc["stopping"]["stopped_by"] == "max-bytes"
     # the first write block crossed the budget: nothing ran after it
     assert doc["trials"]["ok"] <= 2
+
+
+def test_the_default_output_answers_first_on_one_80_column_screen(target_dir: Path, tmp_path: Path) -> None:
+    """A real run through the command line, piped as into a log: stdout is the
+    header, the ranking, the matrix and the pointer to the details, every line
+    within 80 columns; stderr has a progress line per round, not a blank bar."""
+    encrypted = [n for n in ("gocryptfs", "fscrypt") if REGISTRY[n].probe().ok]
+    if not encrypted:
+        pytest.skip(
+            "neither gocryptfs nor fscrypt is available here: " + REGISTRY["gocryptfs"].probe().reason
+        )
+    db = tmp_path / "r.sqlite"
+    env = os.environ.copy() | {"COLUMNS": "80"}
+    proc = cli(
+        "run", "--backends", ",".join(encrypted), "--size", TINY, "--repeats", "2", "--seed", "3",
+        "--target", str(target_dir), "--db", str(db), env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.rstrip("\n").split("\n")
+    assert max(len(line) for line in lines) <= 80, proc.stdout
+    assert len(lines) <= 40, proc.stdout
+    doc = show.run(ref="latest", db=db)
+    assert lines[0].startswith(f"Run {doc['run_id']} (quick suite): {len(doc['targets'])} targets, ")
+    first = ranking.sentences(doc)[0]
+    assert " ".join(lines[1:4]).startswith(first[:40]), proc.stdout
+    assert lines[-1] == f"Every figure, warning and the diagnosis: cryptbench show {doc['run_id']} --details"
+    assert "trials: round 1, 0 done of " in proc.stderr and "trials: round 2, " in proc.stderr
+    # --details still prints the full report, and the same answer opens show
+    again = cli("show", "latest", "--db", str(db), env=env)
+    assert again.stdout == proc.stdout
+    details = cli("show", "latest", "--details", "--db", str(db), env=env)
+    assert len(details.stdout.splitlines()) > len(lines) and "Diagnosis" in details.stdout

@@ -147,7 +147,7 @@ LIMITS = {
     "daemon-bound": "its FUSE daemon",
     "cpu-saturated": "the CPU, saturated",
     "layer-bound": "the layer itself",
-    "unknown": "unknown (no rule applies)",
+    "unknown": "not identified (no diagnosis rule fits)",
 }
 
 

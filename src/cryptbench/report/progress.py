@@ -62,7 +62,8 @@ class RichProgress:
     def phase(self, text: str) -> None:
         self._start()
         if self.task is None:
-            self.console.print(f"[dim]{text}…[/dim]")
+            # soft_wrap: a log keeps each line whole; a terminal wraps it itself
+            self.console.print(f"[dim]{text}…[/dim]", soft_wrap=True)
 
     def add_trials(self, count: int) -> None:
         """More trials to run: all of them for a fixed count, a round at a time when adaptive."""
@@ -89,6 +90,7 @@ class RichProgress:
             f"trials: round {self.round}, {self.done} done{failed} of {self.total} planned so far{budget}",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
 
     def trial_done(self, spec: TrialSpec, ok: bool) -> None:
