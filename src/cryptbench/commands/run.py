@@ -119,8 +119,9 @@ def _decide_device(requested: str, targets: dict[str, Target]) -> tuple[dict[str
     if not not_direct:
         return {n: True for n in targets}, "direct I/O for every target: each honours O_DIRECT"
     names = ", ".join(t.name for t in not_direct)
+    verb = "does" if len(not_direct) == 1 else "do"
     return {n: False for n in targets}, (
-        f"buffered I/O for every target, like for like, because {names} do(es) not honour O_DIRECT "
+        f"buffered I/O for every target, like for like, because {names} {verb} not honour O_DIRECT "
         "(writes end with fsync; caches are dropped before every trial)"
     )
 
