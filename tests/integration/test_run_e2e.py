@@ -155,9 +155,8 @@ def test_the_default_output_answers_first_on_one_80_column_screen(target_dir: Pa
     within 80 columns; stderr has a progress line per round, not a blank bar."""
     encrypted = [n for n in ("gocryptfs", "fscrypt") if REGISTRY[n].probe().ok]
     if not encrypted:
-        pytest.skip(
-            "neither gocryptfs nor fscrypt is available here: " + REGISTRY["gocryptfs"].probe().reason
-        )
+        why = "; ".join(f"{n}: {REGISTRY[n].probe().reason}" for n in ("gocryptfs", "fscrypt"))
+        pytest.skip(f"no encrypted target to rank here ({why})")
     db = tmp_path / "r.sqlite"
     env = os.environ.copy() | {"COLUMNS": "80"}
     proc = cli(
