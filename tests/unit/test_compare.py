@@ -20,6 +20,7 @@ from cryptbench import stats
 from cryptbench.errors import UsageError
 from cryptbench.report import charts, compare_console, export_compare_html
 from cryptbench.report.run_comparison import Row, compare, mann_whitney_possible
+from tests.unit.bootstrap_oracle import exact_distribution, quantile, ratio_of_medians
 from tests.unit.test_export_html import Page
 
 DOC = json.loads(
@@ -82,7 +83,10 @@ def test_ratio_and_interval_are_the_bootstrap_of_the_two_sample_sets() -> None:
     b_s = [v * f for v, f in zip(a_s, (0.7, 0.9, 1.1), strict=True)]
     assert row.ratio == pytest.approx(statistics.median(b_s) / statistics.median(a_s))
     assert row.ratio_low is not None and row.ratio_high is not None
-    assert row.ratio_low <= row.ratio_high
+    # against every resample of both sides enumerated, not against SciPy again
+    exact = exact_distribution([b_s, a_s], ratio_of_medians)
+    assert quantile(exact, 0.015) <= row.ratio_low <= quantile(exact, 0.035)
+    assert quantile(exact, 0.965) <= row.ratio_high <= quantile(exact, 0.985)
 
 
 @pytest.mark.parametrize(

@@ -2,16 +2,15 @@
 (tests/fixtures/documents/), some altered the way a failure or a faster layer would."""
 
 import copy
-import itertools
 import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from cryptbench import stats
 from cryptbench.report import ranking
+from tests.unit.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
@@ -140,17 +139,9 @@ def test_all_tied_when_intervals_overlap() -> None:
 
 
 def _exact_quantiles(pairs: list[tuple[list[float], list[float]]], qs: tuple[float, ...]) -> list[float]:
-    """Every bootstrap resample of tiny samples, enumerated with its probability: an oracle
-    independent of SciPy for the percentile interval of the geometric mean."""
-    samples = [s for pair in pairs for s in pair]
-    resamples = [list(itertools.product(s, repeat=len(s))) for s in samples]
-    values = []
-    for combo in itertools.product(*resamples):
-        medians = [float(np.median(c)) for c in combo]
-        logs = [math.log(a / b) for a, b in zip(medians[::2], medians[1::2], strict=True)]
-        values.append(math.exp(sum(logs) / len(logs)))
-    values.sort()
-    return [values[min(len(values) - 1, int(q * len(values)))] for q in qs]
+    """The percentile interval of the geometric mean, from every resample enumerated."""
+    values = exact_distribution([s for pair in pairs for s in pair], geometric_mean_of_ratios)
+    return [quantile(values, q) for q in qs]
 
 
 def test_geometric_mean_interval_matches_exact_enumeration() -> None:

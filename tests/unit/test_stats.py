@@ -1,7 +1,9 @@
 import numpy as np
 import pytest
+from scipy.stats import binom
 
 from cryptbench import stats
+from tests.unit.bootstrap_oracle import exact_distribution, quantile, ratio_of_medians
 
 
 def test_summary_of_known_values() -> None:
@@ -23,9 +25,51 @@ def test_one_sample_has_no_interval() -> None:
     assert r.ratio == pytest.approx(1 / 2.05) and r.ci_low is None
 
 
-def test_intervals_are_reproducible_with_a_seed() -> None:
+def test_intervals_are_reproducible_with_a_seed_and_differ_with_another() -> None:
     values = list(np.random.default_rng(3).normal(100, 10, 12))
-    assert stats.summarize(values, seed=9) == stats.summarize(values, seed=9)
+    other = list(np.random.default_rng(4).normal(80, 10, 12))
+    first = stats.summarize(values, seed=9)
+    assert stats.summarize(list(values), seed=9) == first
+    # (a median's interval is made of its bootstrap distribution's atoms, which twenty
+    # seeds all land on here; a ratio of two medians has enough values to show the seed)
+    r = stats.ratio(other, values, seed=9)
+    assert stats.ratio(list(other), list(values), seed=9) == r
+    assert len({(x.ci_low, x.ci_high) for x in (stats.ratio(other, values, seed=k) for k in range(5))}) > 1
+
+
+def test_median_interval_is_the_exact_bootstrap_quantiles() -> None:
+    """For an odd n the median of a resample is at most the j-th smallest value exactly
+    when (n+1)/2 draws or more are: a binomial tail, so the bootstrap distribution of
+    the median is known without resampling. With 7 values its 2.5 % and 97.5 %
+    quantiles are the 2nd and 6th smallest (CDF 0.0102, 0.108, …, 0.8917, 0.9898):
+    10 000 resamples land on them with overwhelming probability."""
+    values = [31.0, 12.0, 55.0, 18.0, 40.0, 26.0, 47.0]
+    n, need = len(values), (len(values) + 1) // 2
+    cdf = [float(binom.sf(need - 1, n, j / n)) for j in range(1, n + 1)]
+    ordered = sorted(values)
+    low = ordered[next(j for j, c in enumerate(cdf) if c >= (1 - stats.CONFIDENCE) / 2)]
+    high = ordered[next(j for j, c in enumerate(cdf) if c >= 1 - (1 - stats.CONFIDENCE) / 2)]
+    assert (low, high) == (18.0, 47.0)  # the oracle itself, against the table above
+    for seed in (1, 2, 3):
+        s = stats.summarize(values, seed=seed)
+        assert (s.ci_low, s.ci_high) == (low, high)
+
+
+def test_ratio_interval_matches_the_exact_bootstrap_distribution() -> None:
+    """Four trials a side: all 256 x 256 resample pairs enumerated. The percentile
+    bounds lie within a band around the exact 2.5 % and 97.5 % quantiles that the
+    resampling noise of 10 000 draws cannot leave, and that an 80 % interval misses."""
+    target, baseline = [52.0, 61.0, 47.0, 58.0], [100.0, 93.0, 108.0, 97.0]
+    exact = exact_distribution([target, baseline], ratio_of_medians)
+    lo_band = (quantile(exact, 0.015), quantile(exact, 0.035))
+    hi_band = (quantile(exact, 0.965), quantile(exact, 0.985))
+    assert quantile(exact, 0.10) > lo_band[1] and quantile(exact, 0.90) < hi_band[0]  # bands discriminate
+    for seed in (1, 2, 3):
+        r = stats.ratio(target, baseline, seed=seed)
+        assert r.ratio == pytest.approx(55.0 / 98.5)
+        assert r.ci_low is not None and r.ci_high is not None
+        assert lo_band[0] <= r.ci_low <= lo_band[1]
+        assert hi_band[0] <= r.ci_high <= hi_band[1]
 
 
 def test_ratio_of_a_scaled_copy_is_exact() -> None:
