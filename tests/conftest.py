@@ -180,3 +180,29 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
         check=False,
         env=env if env is not None else os.environ.copy(),
     )
+
+
+def need_backend(name: str) -> None:
+    """Skip with the reason `cryptbench backends` gives when the backend cannot run here."""
+    avail = REGISTRY[name].probe()
+    if not avail.ok:
+        pytest.skip(f"{name} unavailable here: {avail.reason}")
+
+
+def available(names: Iterator[str] | list[str] | tuple[str, ...]) -> list[str]:
+    """The backends of `names` that can run here. A module that runs only these also
+    declares `test_includes` with `includes(names)`, so each one left out shows as a
+    skip with its reason instead of shrinking the list silently."""
+    return [n for n in names if REGISTRY[n].probe().ok]
+
+
+def includes(names: list[str] | tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """A test, one case per backend, that skips with the reason where the backend is
+    missing: the module's runs then cover the rest, and the report says what they lack."""
+
+    @pytest.mark.parametrize("backend", list(names))
+    def test_includes(backend: str) -> None:
+        need_backend(backend)
+        assert REGISTRY[backend].probe().ok
+
+    return test_includes

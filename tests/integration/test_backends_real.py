@@ -8,12 +8,15 @@ import subprocess
 from pathlib import Path
 
 import psutil
+import pytest
 
 from cryptbench.backends import DirectIO
 from cryptbench.measure.environment import kernel_driver
 from cryptbench.system import mount_entry
 from cryptbench.verify import marker_in_backing, probe_direct_io
 from tests.conftest import cli, provisioned
+
+pytestmark = pytest.mark.integration
 
 SIZE = 8 << 20
 

@@ -16,6 +16,8 @@ from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.suite import WorkloadSpec
 from tests.conftest import provisioned, requires_root
 
+pytestmark = pytest.mark.integration
+
 SIZE = 8 << 20
 
 

@@ -14,6 +14,8 @@ import pytest
 from cryptbench.session import Session
 from tests.conftest import cli, requires_root
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.mark.parametrize(
     ("args", "message"),

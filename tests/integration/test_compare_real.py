@@ -16,6 +16,8 @@ from cryptbench.commands import run as run_cmd
 from tests.conftest import cli, requires_root
 from tests.unit.test_export_html import Page
 
+pytestmark = pytest.mark.integration
+
 SEQ_SUITE = Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml"
 
 

@@ -25,10 +25,14 @@ from cryptbench.backends import REGISTRY
 from cryptbench.commands import run
 from cryptbench.errors import DiskFull
 from cryptbench.runner import NullProgress, TrialSpec
-from tests.conftest import cli, leftovers, requires_root
+from tests.conftest import available, cli, includes, leftovers, requires_root
 from tests.reliability import count
 
-ALL = ",".join(n for n in ("plain", "ext4-loop", "fscrypt", "gocryptfs") if REGISTRY[n].probe().ok)
+pytestmark = pytest.mark.integration
+
+WANTED = ("plain", "ext4-loop", "fscrypt", "gocryptfs")
+ALL = ",".join(available(WANTED))
+test_includes = includes(WANTED)
 
 
 class Strike(NullProgress):

@@ -27,6 +27,8 @@ from tests import fleet_hosts
 from tests.conftest import cli, leftovers
 from tests.reliability import count
 
+pytestmark = pytest.mark.integration
+
 SEQ = str(Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml")
 BACKENDS = "plain,fscrypt"
 

@@ -19,8 +19,10 @@ import pytest
 
 from cryptbench.backends import REGISTRY
 from cryptbench.measure.cache import drop_caches
-from tests.conftest import cli, leftovers, provisioned, requires_root
+from tests.conftest import available, cli, leftovers, need_backend, provisioned, requires_root
 from tests.reliability import count
+
+pytestmark = pytest.mark.integration
 
 OVERLAYS = ("securefs", "cryfs", "encfs")
 IMAGES = [n for n in REGISTRY if n.startswith("image-")]
@@ -38,16 +40,6 @@ rw = "read"
 bs = "1M"
 iodepth = 1
 """
-
-
-def _available(names: list[str] | tuple[str, ...]) -> list[str]:
-    return [n for n in names if REGISTRY[n].probe().ok]
-
-
-def _need(backend: str) -> None:
-    avail = REGISTRY[backend].probe()
-    if not avail.ok:
-        pytest.skip(f"{backend} unavailable here: {avail.reason}")
 
 
 def _suite(tmp_path: Path) -> str:
@@ -80,20 +72,22 @@ def _run(target_dir: Path, tmp_path: Path, backends: list[str], *extra: str) -> 
 
 @pytest.mark.parametrize("backend", OVERLAYS)
 def test_fuse_overlay_measured_for_real(target_dir: Path, tmp_path: Path, backend: str) -> None:
-    _need(backend)
+    need_backend(backend)
     doc = _run(target_dir, tmp_path, [backend])
     t = {x["name"]: x for x in doc["targets"]}[backend]
     assert t["encryption_verified"] is True and t["marker_in_backing"] is False
     assert t["details"]["cipher"] and f"{backend} (pid" in t["details"]["helpers"]
     assert doc["trials"]["failed"] == 0 and doc["trials"]["ok"] == 4
     helper = [r for r in doc["results"] if r["target"] == backend and r["metric"] == "helper_cpu_seconds"]
-    # Recorded per trial; at 4 MiB the daemon's share can be under one clock tick.
-    assert len(helper) == 2 and all(r["median"] >= 0 for r in helper)
+    assert len(helper) == 2
+    # Recorded per trial. Reading 4 MiB back can cost the daemon less than one clock
+    # tick, but encrypting and writing it costs several (64 MiB took 0.49 s or more here).
+    assert {r["workload"]: r["median"] for r in helper}["write"] > 0
 
 
 @requires_root
 def test_every_image_kind_and_cipher_in_both_states(target_dir: Path, tmp_path: Path) -> None:
-    names = _available(IMAGES)
+    names = available(IMAGES)
     if not names:
         pytest.skip(f"image backends unavailable here: {REGISTRY['image-raw'].probe().reason}")
     doc = _run(target_dir, tmp_path, names, "--state", "fresh,rewrite")
@@ -113,13 +107,15 @@ def test_every_image_kind_and_cipher_in_both_states(target_dir: Path, tmp_path: 
     threads = [r for r in doc["results"] if r["metric"] == "helper_threads" and r["target"] != "plain"]
     assert threads and all(r["median"] >= 1 for r in threads)
     of_plain = {(c["target"], c["workload"]) for c in doc["comparisons"] if c["baseline"] == "plain"}
-    assert ("image-qcow2-aes256@rewrite", "write") in of_plain or "image-qcow2-aes256" not in names
+    # every image backend needs the same tools, so all of them are here when one is
+    assert names == IMAGES
+    assert ("image-qcow2-aes256@rewrite", "write") in of_plain
 
 
 @requires_root
 @pytest.mark.parametrize("fs", ["xfs", "btrfs"])
 def test_images_hold_the_filesystem_asked_for(target_dir: Path, tmp_path: Path, fs: str) -> None:
-    _need("image-qcow2-aes128")
+    need_backend("image-qcow2-aes128")
     doc = _run(target_dir, tmp_path, ["image-qcow2-aes128"], "--fs", fs)
     t = {x["name"]: x for x in doc["targets"]}["image-qcow2-aes128@fresh"]
     assert t["details"]["filesystem"] == fs and t["details"]["mount"].startswith(fs)
@@ -151,7 +147,7 @@ def test_state_is_what_it_says_and_data_survives_the_stack(target_dir: Path, bac
 
 @requires_root
 def test_sigkill_with_image_and_fuse_daemons_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
-    names = _available(["image-qcow2-aes256", "securefs"])
+    names = available(["image-qcow2-aes256", "securefs"])
     if not names:
         pytest.skip("neither image-qcow2-aes256 nor securefs is available here")
     args = ["run", "--backends", ",".join(names), "--size", "8M", "--repeats", "3"]
@@ -160,13 +156,21 @@ def test_sigkill_with_image_and_fuse_daemons_then_cleanup(target_dir: Path, tmp_
         [sys.executable, "-m", "cryptbench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     deadline = time.monotonic() + 120
-    while not any("qemu-storage-daemon" in x or "securefs (pid" in x for x in leftovers(target_dir)):
+    daemons = [
+        d for b, d in (("image-qcow2-aes256", "qemu-storage-daemon"), ("securefs", "securefs")) if b in names
+    ]
+
+    def daemons_up() -> list[str]:
+        # leftovers() lists a helper as "process PID ARGV…"
+        return [x for x in leftovers(target_dir) if x.startswith("process ") and any(d in x for d in daemons)]
+
+    while not daemons_up():
         assert proc.poll() is None and time.monotonic() < deadline, "no daemon came up"
         time.sleep(0.1)
     time.sleep(1)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate()
-    assert leftovers(target_dir)  # a real mess: mounts, loop devices, daemons
+    assert daemons_up(), leftovers(target_dir)  # a real mess: the daemons outlive the run
     clean = cli("cleanup", "--target", str(target_dir))
     assert clean.returncode == 0, clean.stderr
     assert leftovers(target_dir) == []

@@ -13,6 +13,8 @@ import pytest
 
 from tests.conftest import leftovers
 
+pytestmark = pytest.mark.integration
+
 NOBODY = 65534
 
 

@@ -25,6 +25,8 @@ from cryptbench.store import Store
 from tests.conftest import cli, requires_root
 from tests.unit.test_export_html import Page
 
+pytestmark = pytest.mark.integration
+
 SEQ_SUITE = Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml"
 # Where the browser's screenshots stay after the test, for a person to look at (git ignores it).
 SHOTS = Path(os.environ.get("CRYPTBENCH_TEST_OUTPUT", Path(__file__).parent.parent.parent / "test-output"))

@@ -18,6 +18,8 @@ from cryptbench.throttle import mode, v1_rules, v2_rules
 from tests.conftest import cli, leftovers, loop_throttles, provisioned
 from tests.reliability import count
 
+pytestmark = pytest.mark.integration
+
 
 def _needs_throttling() -> None:
     avail = REGISTRY[selftest.SLOW].probe()
@@ -76,7 +78,11 @@ def test_cleanup_lifts_the_throttle_after_a_sigkill(target_dir: Path, tmp_path: 
         time.sleep(0.05)
         for f in target_dir.glob("cryptbench/run-*/journal.jsonl"):
             journal = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
-    time.sleep(0.5)  # past the write of the rule
+    # the journal entry comes before the rule: wait until the kernel has the rule itself,
+    # so that the kill leaves a throttle for cleanup to lift
+    while not loop_throttles():
+        assert proc.poll() is None and time.monotonic() < deadline, "the throttle never reached the kernel"
+        time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done = cli("cleanup", "--target", str(target_dir))

@@ -13,11 +13,16 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from cryptbench.backends import REGISTRY
-from tests.conftest import cli, leftovers
+from tests.conftest import available, cli, includes, leftovers
 from tests.reliability import count
 
-ALL = ",".join(n for n in REGISTRY if REGISTRY[n].probe().ok)
+pytestmark = pytest.mark.integration
+
+ALL = ",".join(available(list(REGISTRY)))
+test_includes = includes(list(REGISTRY))
 
 
 def _lay_sentinels(root: Path) -> None:
