@@ -1,0 +1,65 @@
+"""What every renderer prints for the documents recorded by real runs
+(tests/fixtures/documents), kept byte for byte in tests/golden/outputs/: a change of
+output shows here as a diff, and a refactoring that means to change nothing must
+leave every file as it is.
+
+After a change of output that is meant, write the files again and read the diff:
+    CRYPTBENCH_GOLDEN=write .venv/bin/pytest tests/unit/test_golden_outputs.py
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from cryptbench.report import console, export_markdown, ranking
+
+DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+GOLDEN = Path(__file__).parent.parent / "golden" / "outputs"
+NAMES = sorted(p.stem for p in DOCS.glob("*.json"))
+WRITE = os.environ.get("CRYPTBENCH_GOLDEN") == "write"
+
+
+def _console_text(doc: dict[str, Any], width: int, details: bool) -> str:
+    out = io.StringIO()
+    console.render(doc, Console(file=out, width=width, color_system=None), details=details)
+    return out.getvalue()
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "answer-80.txt": lambda d: _console_text(d, 80, details=False),
+    "answer-120.txt": lambda d: _console_text(d, 120, details=False),
+    "details-80.txt": lambda d: _console_text(d, 80, details=True),
+    "details-120.txt": lambda d: _console_text(d, 120, details=True),
+    "report.md": export_markdown.render,
+    "ranking.json": lambda d: json.dumps(d["ranking"], indent=2) + "\n",
+}
+
+
+def _doc(name: str) -> dict[str, Any]:
+    doc = json.loads((DOCS / f"{name}.json").read_text())
+    doc["ranking"] = ranking.build(doc)  # recorded before schema 2 added it
+    return doc
+
+
+def test_every_recorded_document_is_covered() -> None:
+    assert len(NAMES) >= 5
+
+
+@pytest.mark.parametrize("kind", sorted(RENDERERS))
+@pytest.mark.parametrize("name", NAMES)
+def test_output_is_byte_identical(name: str, kind: str) -> None:
+    text = RENDERERS[kind](_doc(name))
+    path = GOLDEN / f"{name}.{kind}"
+    if WRITE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}: write them (this module's docstring says how)"
+    assert text == path.read_text(), f"{path} differs: diff it against this output"
