@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from itertools import chain
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from cryptbench.adaptive import Controller, Samples, Stopping, StopReason
 from cryptbench.backends.base import Target, cache_files, iter_files
@@ -35,10 +35,10 @@ from cryptbench.errors import CryptbenchError, DiskFull, TargetLost, TrialError
 from cryptbench.measure import cpu, cpu_timeline
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.measure.device import bytes_written
-from cryptbench.metrics import app_metrics, trial_metrics
 from cryptbench.session import Session
 from cryptbench.store import Store, now_iso
 from cryptbench.suite import Workload, WorkloadSpec
+from cryptbench.trial_metrics import app_metrics, trial_metrics
 
 DATA_FILE = "cryptbench.dat"
 T = TypeVar("T")
@@ -544,3 +544,15 @@ def interleave(
             block = run_block(w, names, rounds, block)
             trials += len(names)
         rounds += 1
+
+
+def stopping_record(controller: Controller, spend: Spend) -> dict[str, Any]:
+    """What decided how many trials ran, as the store keeps it (the document's `stopping`)."""
+    return {
+        "rule": controller.rule.to_json(),
+        "answers": controller.to_json(),
+        "stopped_by": None if controller.stopped_by is None else str(controller.stopped_by),
+        "bytes_written": spend.bytes(),
+        "bytes_source": "device" if spend.device_start is not None else "workloads",
+        "seconds": spend.seconds(),
+    }

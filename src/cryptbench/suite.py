@@ -14,12 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench.engines.apps import APPS, AppWorkload
+from cryptbench.engines.fio_workload import READS, VIEWS, WRITES, WorkloadSpec
 from cryptbench.errors import UsageError
 from cryptbench.units import parse_size
 
-READS = frozenset({"read", "randread"})
-VIEWS = ("decrypted", "backing")
-WRITES = frozenset({"write", "randwrite"})
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 MAX_IODEPTH = 1024
 MAX_BLOCK = 64 << 20
@@ -30,24 +28,6 @@ MAX_SUITE_FILE = 1 << 20  # bytes
 # A study's own way of summarising its trials, shown beside the median and
 # interval (report/study_summary.py holds the arithmetic).
 SUMMARIES = ("drop-min-max",)
-
-
-@dataclass(frozen=True)
-class WorkloadSpec:
-    """One fio pattern run against every target."""
-
-    name: str
-    rw: str  # fio rw= value: read, write, randread, randwrite
-    bs: int  # block size, bytes
-    iodepth: int  # I/Os in flight, count
-    # decrypted: the data file through the target; backing: the target's
-    # ciphertext underneath it (its image file, or the data file's encrypted
-    # twin), read-only, as study 002 read the raw disk beside the decrypted one
-    view: str = "decrypted"
-
-    @property
-    def is_write(self) -> bool:
-        return self.rw in WRITES
 
 
 Workload = WorkloadSpec | AppWorkload

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from cryptbench.backends import DirectIO, Target
-from cryptbench.commands.run import decide_io_modes
 from cryptbench.errors import UsageError
+from cryptbench.pipeline.provision import decide_io_modes
 from cryptbench.report.document import _baselines
 from tests.unit.test_plan import _plan as plan_with
 

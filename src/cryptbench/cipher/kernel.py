@@ -9,7 +9,7 @@ Throughput is measured through AF_ALG (the kernel's crypto socket) where the
 kernel offers it, one data unit per request, as dm-crypt and fscrypt submit
 them, on one core and with a request in flight per core, timed in C
 (_af_alg.c) where it was built, else from Python (a lower bound). Where it does not, `cryptbench
-cipher` measures the encrypted stack on RAM instead (commands/cipher.py).
+cipher` measures the encrypted stack on RAM instead (pipeline/cipher_speed.py).
 """
 
 from __future__ import annotations

@@ -1,204 +1,28 @@
 """`cryptbench cipher`: what the ciphers alone can do here, the ceilings a stack is held to.
-
-Userspace: OpenSSL (cipher/userspace.py), per data unit, one core and all
-cores. Kernel: the driver each algorithm the backends need resolves to
-(/proc/crypto), and its speed: through AF_ALG where the kernel offers it,
-otherwise as the encrypted stack on RAM (fscrypt against ext4-loop, both in an
-image on a loop device over a tmpfs file), where no disk hides the cipher.
+The measuring is pipeline/cipher_speed.py's, which a run also uses for its own layers' ciphers.
 """
 
 from __future__ import annotations
 
-import statistics
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from cryptbench import __version__
-from cryptbench.backends import REGISTRY, Target, TargetSpec
-from cryptbench.backends.ext4image import image_size
-from cryptbench.cipher import kernel, userspace
-from cryptbench.cipher.ceilings import separate
-from cryptbench.engines.fio import parse_fio_json, probe_ioengine, run_fio
-from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.errors import UsageError
-from cryptbench.interrupts import interruptible, signals_blocked
+from cryptbench.interrupts import interruptible
 from cryptbench.measure import environment
-from cryptbench.measure.cache import drop_caches
-from cryptbench.plan import RAM_FRACTION, RAM_SLACK, SIZE_ALIGN, mem_available
-from cryptbench.runner import NullProgress, Progress
-from cryptbench.session import Session, check_target_dir
+from cryptbench.pipeline.cipher_speed import (
+    DEFAULT_RAM_SIZE,
+    DEFAULT_REPEATS,
+    DEFAULT_SECONDS,
+    measure,
+    ram_stack_bytes,
+)
+from cryptbench.plan import RAM_FRACTION, SIZE_ALIGN, mem_available
+from cryptbench.runner import Progress
+from cryptbench.session import check_target_dir
 from cryptbench.store import Store, default_db_path
-from cryptbench.suite import WorkloadSpec
 from cryptbench.units import parse_duration, parse_size
-
-SCHEMA = 2  # 2: "engine" and "lower_bounds" (the C loop against the system libcrypto)
-DEFAULT_SECONDS = 0.3  # per measurement
-DEFAULT_REPEATS = 3
-DEFAULT_RAM_SIZE = "64M"  # bytes written and read per RAM-stack trial
-RAM_BACKENDS = ("ext4-loop", "fscrypt")  # the same image stack without and with the kernel cipher
-RAM_BLOCK = 1 << 20  # bytes per I/O of the RAM-stack jobs
-RAM_DEPTH = 8
-
-
-def ram_stack_bytes(size: int) -> int:
-    """The tmpfs the RAM stack needs for `size`-byte trials: both images, and a run's slack."""
-    return sum(image_size(size) for _ in RAM_BACKENDS) + RAM_SLACK
-
-
-def ram_stack_unavailable() -> str | None:
-    for name in RAM_BACKENDS:
-        avail = REGISTRY[name].probe()
-        if not avail.ok:
-            return f"{name} cannot run here: {avail.reason}"
-    return None
-
-
-def _ram_trial(session: Session, target: Target, rw: str, size: int, engine: str, seed: int) -> float:
-    job = session.path("jobs", f"cipher-{target.backend}-{rw}.fio")
-    job.parent.mkdir(exist_ok=True)
-    spec = WorkloadSpec(f"ram-{rw}", rw, RAM_BLOCK, RAM_DEPTH)
-    # Buffered: fscrypt does not honour O_DIRECT. Writes end with fsync (the
-    # cipher runs at writeback); reads start from a dropped cache (the cipher
-    # runs as the pages come in). The tmpfs under the loop device stays.
-    opts = JobOptions(target.path / "cipher-data", size, False, engine, False, seed)
-    job.write_text(render_job(spec, opts))
-    drop_caches([])
-    return parse_fio_json(run_fio(job, session)).throughput
-
-
-def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progress) -> dict[str, Any]:
-    """fscrypt and ext4-loop on RAM, write then read, `repeats` times in alternating order."""
-    session: Session | None = None
-    samples: dict[tuple[str, str], list[float]] = {
-        (b, rw): [] for b in RAM_BACKENDS for rw in ("write", "read")
-    }
-    try:
-        with signals_blocked():
-            session = Session.create(target_dir)
-        session.ram_bytes = ram_stack_bytes(size)
-        with ExitStack() as stack:
-            targets: dict[str, Target] = {}
-            for name in RAM_BACKENDS:
-                progress.phase(f"provisioning ram:{name}")
-                spec = TargetSpec(name, medium="ram")
-                targets[name] = stack.enter_context(REGISTRY[name].provision(session, spec, size))
-            engine = probe_ioengine(session.path("ioengine-probe"))
-            for i in range(repeats):
-                order = RAM_BACKENDS if i % 2 == 0 else tuple(reversed(RAM_BACKENDS))
-                for name in order:
-                    for rw in ("write", "read"):
-                        progress.phase(f"ram:{name} {rw}, round {i + 1} of {repeats}")
-                        samples[(name, rw)].append(_ram_trial(session, targets[name], rw, size, engine, i))
-    finally:
-        with signals_blocked():
-            if session is not None:
-                session.close()
-    ciphers = []
-    median = {k: statistics.median(xs) for k, xs in samples.items()}
-    rows = [
-        {"target": f"ram:{name}", "direction": rw, "throughput": median[(name, rw)], "samples": xs}
-        for (name, rw), xs in samples.items()
-    ]
-    for rw in ("write", "read"):
-        enc, plain = median[("fscrypt", rw)], median[("ext4-loop", rw)]
-        est = separate(enc, plain)
-        ciphers.append(
-            {
-                "algorithm": "xts(aes)",
-                "direction": rw,
-                "stack": enc,
-                "without_cipher": plain,
-                "throughput": est,
-                "explanation": (
-                    "1/cipher = 1/(fscrypt on RAM) - 1/(ext4-loop on RAM)"
-                    if est is not None
-                    else "fscrypt on RAM was not slower than ext4-loop on RAM: the cipher's cost is noise"
-                ),
-            }
-        )
-    return {"size": size, "block": RAM_BLOCK, "iodepth": RAM_DEPTH, "results": rows, "cipher": ciphers}
-
-
-def measure_af_alg(seconds: float, repeats: int) -> list[dict[str, Any]]:
-    """xts(aes) per data unit on one core and with a request in flight on every
-    core (dm-crypt's workqueue; fscrypt's writeback threads), like OpenSSL's figures."""
-    rows = []
-    for unit in (512, 4096):
-        for cores in dict.fromkeys((1, userspace.cores())):
-            xs = [kernel.af_alg_throughput("xts(aes)", 64, unit, seconds, cores) for _ in range(repeats)]
-            row = {"algorithm": "xts(aes)", "key_bits": 512, "unit": unit, "cores": cores}
-            rows.append(row | {"throughput": statistics.median(xs), "samples": xs})
-    return rows
-
-
-def measure(
-    *,
-    seconds: float = DEFAULT_SECONDS,
-    repeats: int = DEFAULT_REPEATS,
-    kernel_stack: bool = True,
-    ram_size: int = 64 << 20,
-    target_dir: Path = Path("/var/tmp"),
-    cells: list[tuple[userspace.CipherCase, int]] | None = None,
-    progress: Progress | None = None,
-) -> dict[str, Any]:
-    """The cipher document: userspace figures (each case on one core and on
-    all, or the (case, workers) `cells` given), kernel drivers and kernel figures."""
-    progress = progress or NullProgress()
-    if cells is None:
-        cells = userspace.grid(userspace.CASES, (1, userspace.cores()))
-    ok = []
-    skipped = []
-    for c in dict.fromkeys(c for c, _w in cells):
-        why = userspace.unavailable(c)
-        if why is None:
-            ok.append(c)
-        else:
-            skipped.append({"cipher": c.name, "unit": c.unit, "reason": why})
-    cells = [(c, w) for c, w in cells if c in ok]
-    progress.phase(f"userspace ciphers: {len(cells)} figures x {repeats}")
-    engine = userspace.engine()
-    measured = userspace.measure(cells, seconds, repeats, engine)
-    drivers, missing = kernel.drivers()
-    af_alg_why = kernel.af_alg_unavailable()
-    doc: dict[str, Any] = {
-        "schema": SCHEMA,
-        "library": userspace.library(engine),
-        "engine": engine,  # schema 1 had none: all its figures were timed from Python
-        "lower_bounds": userspace.lower_bounds(engine),
-        "cores": userspace.cores(),
-        "seconds": seconds,
-        "repeats": repeats,
-        "userspace": [m.to_json() for m in measured],
-        "unavailable": skipped,
-        "kernel": {
-            "drivers": [d.to_json() for d in drivers],
-            "missing": missing,
-            "af_alg": {
-                "available": af_alg_why is None,
-                "reason": af_alg_why or "",
-                "engine": kernel.af_alg_engine(),  # C, or Python (lower bounds)
-                "results": [],
-            },
-            "ram_stack": {"measured": False, "reason": ""},
-        },
-    }
-    if af_alg_why is None:
-        progress.phase("kernel xts(aes) through AF_ALG")
-        doc["kernel"]["af_alg"]["results"] = measure_af_alg(seconds, repeats)
-    ram = doc["kernel"]["ram_stack"]
-    why = ram_stack_unavailable()
-    if not kernel_stack:
-        ram["reason"] = "not asked (--no-kernel-stack)"
-    elif why is not None:
-        ram["reason"] = why
-    else:
-        ram.update(measure_ram_stack(target_dir, ram_size, repeats, progress), measured=True)
-        # fscrypt instantiated xts(aes): the drivers can be named now if they could not before.
-        if missing:
-            drivers, missing = kernel.drivers()
-            doc["kernel"]["drivers"], doc["kernel"]["missing"] = [d.to_json() for d in drivers], missing
-    return doc
 
 
 def run(

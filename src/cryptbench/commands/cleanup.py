@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from cryptbench import keys
-from cryptbench.commands.run import recover_stale
 from cryptbench.errors import UsageError
+from cryptbench.pipeline.provision import recover_stale
 from cryptbench.resources import SecretDir
 from cryptbench.session import candidate_run_dirs
 

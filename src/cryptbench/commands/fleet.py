@@ -27,7 +27,6 @@ from typing import Any
 
 from cryptbench import __version__
 from cryptbench.adaptive import Controller, Question, Stopping, questions
-from cryptbench.commands.run import stopping_record
 from cryptbench.engines.fio import FIO_TIMEOUT, fio_version
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.errors import CryptbenchError, Interrupted, TrialError, UnavailableError, UsageError
@@ -37,12 +36,13 @@ from cryptbench.fleet.hosts import HostSpec
 from cryptbench.fleet.manifest import Manifest, ManifestTarget, parse
 from cryptbench.interrupts import interruptible, signals_blocked, take_pending
 from cryptbench.measure import environment
-from cryptbench.metrics import fleet_trial_metrics, info
+from cryptbench.metrics import info
 from cryptbench.plan import stopping_rule
 from cryptbench.report import document
-from cryptbench.runner import NullProgress, Progress, Spend, TrialSpec, interleave, note_lost
+from cryptbench.runner import NullProgress, Progress, Spend, TrialSpec, interleave, note_lost, stopping_record
 from cryptbench.store import Store, default_db_path, now_iso
 from cryptbench.suite import Suite, Workload, WorkloadSpec, check_size_range, load_suite, primary_metric
+from cryptbench.trial_metrics import fleet_trial_metrics
 from cryptbench.units import format_bytes
 
 MANIFEST_TIMEOUT = 60.0  # seconds for a host's manifest_command (an ssh round trip, say)

@@ -6,67 +6,13 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cryptbench.errors import UsageError
-from cryptbench.report.document import primary_of
+from cryptbench.metrics import primary_of
+from cryptbench.report.history_model import History, Point, Series
 from cryptbench.store import Store, default_db_path
-
-
-@dataclass(frozen=True)
-class Point:
-    run_id: int
-    started_at: str  # ISO 8601, UTC
-    median: float  # of the run's trials, in the series' unit
-    n: int  # trials
-    size: int | None  # bytes per trial in that run
-    io_mode: str  # direct or buffered, as that run's target ran
-
-
-@dataclass(frozen=True)
-class Series:
-    """One workload and target's median of a metric, run by run (oldest first)."""
-
-    workload: str
-    target: str
-    metric: str
-    unit: str
-    points: list[Point]
-
-    def caveats(self) -> list[str]:
-        """What changed between the points besides the system under test."""
-        out = []
-        if len({p.size for p in self.points if p.size is not None}) > 1:
-            out.append("bytes per trial differ between these runs")
-        if len({p.io_mode for p in self.points}) > 1:
-            out.append("I/O mode differs between these runs")
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "workload": self.workload,
-            "target": self.target,
-            "metric": self.metric,
-            "unit": self.unit,
-            "points": [p.__dict__ for p in self.points],
-            "caveats": self.caveats(),
-        }
-
-
-@dataclass(frozen=True)
-class History:
-    runs: list[dict[str, Any]]  # newest first
-    metric: str | None = None  # the series' metric; None: no series asked for
-    series: list[Series] = field(default_factory=list)
-
-    def run_ids(self) -> list[int]:
-        """The runs a series can have a point in, oldest first (the sparkline's columns)."""
-        return [r["id"] for r in reversed(self.runs)]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"runs": self.runs, "metric": self.metric, "series": [s.to_json() for s in self.series]}
 
 
 def _runs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

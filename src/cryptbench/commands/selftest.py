@@ -15,8 +15,8 @@ from typing import Any, cast
 
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.known import ThrottledBackend
-from cryptbench.commands import run as run_cmd
 from cryptbench.errors import UnavailableError, UsageError
+from cryptbench.pipeline import execute as run_cmd
 from cryptbench.runner import Progress
 from cryptbench.units import format_bytes, parse_size
 

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench import __version__
-from cryptbench.commands.run import Provisioned, provision_all, recover_stale, target_row
 from cryptbench.engines.fio import probe_ioengine
 from cryptbench.errors import Interrupted, ProvisionError, UsageError
 from cryptbench.fleet import manifest as manifest_mod
@@ -29,6 +28,7 @@ from cryptbench.fleet import server
 from cryptbench.fleet.address import listen_address
 from cryptbench.interrupts import interruptible, signals_blocked, take_pending
 from cryptbench.measure import environment
+from cryptbench.pipeline.provision import Provisioned, provision_all, recover_stale, target_row
 from cryptbench.plan import Plan, build_plan
 from cryptbench.runner import DATA_FILE, NullProgress, Progress, target_lost
 from cryptbench.session import Session

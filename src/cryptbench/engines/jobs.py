@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptbench.suite import WorkloadSpec
+from cryptbench.engines.fio_workload import WorkloadSpec
 
 PERCENTILES = (50.0, 99.0, 99.9)
 LAYOUT_BLOCK = 1 << 20  # bytes per I/O when writing the data file

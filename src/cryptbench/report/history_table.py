@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from cryptbench.commands.history import History, Series
+from cryptbench.report.history_model import History, Series
 from cryptbench.report.narrow import table_width
 from cryptbench.units import format_value
 

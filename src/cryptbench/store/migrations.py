@@ -94,7 +94,7 @@ def _v2_to_v3(db: sqlite3.Connection) -> None:
             measured_at TEXT NOT NULL,         -- ISO 8601, UTC
             tool_version TEXT NOT NULL,
             environment_json TEXT NOT NULL,
-            result_json TEXT NOT NULL          -- commands/cipher.py's document
+            result_json TEXT NOT NULL          -- pipeline/cipher_speed.py's document
         );
         CREATE INDEX ciphers_run ON ciphers(run_id)
         """,

@@ -1,0 +1,230 @@
+"""A whole run of a plan: the session and its scratch lock, recovery of dead runs,
+provisioning, the cipher figures, the data files, the interleaved trials, and
+teardown on every way out (success, error, SIGINT/SIGTERM). `cryptbench run` and
+`cryptbench selftest` are this with their own plans."""
+
+from __future__ import annotations
+
+import resource
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptbench import __version__
+from cryptbench.adaptive import Controller, Question, questions
+from cryptbench.cipher import ceilings, userspace
+from cryptbench.engines.apps import AppWorkload
+from cryptbench.engines.fio import probe_ioengine
+from cryptbench.errors import CryptbenchError, Interrupted
+from cryptbench.interrupts import interruptible, signals_blocked, take_pending
+from cryptbench.measure import environment
+from cryptbench.measure.device import device_of
+from cryptbench.metrics import info
+from cryptbench.pipeline import cipher_speed
+from cryptbench.pipeline.provision import provision_all, recover_stale, target_row
+from cryptbench.plan import Plan, build_plan
+from cryptbench.report import document
+from cryptbench.runner import (
+    Executor,
+    NullProgress,
+    Progress,
+    Spend,
+    TrialContext,
+    app_env,
+    run_rounds,
+    stopping_record,
+)
+from cryptbench.session import Session
+from cryptbench.store import Store, default_db_path
+from cryptbench.suite import WorkloadSpec, primary_metric
+
+
+@dataclass
+class RunOutcome:
+    run_id: int
+    status: str  # complete, interrupted, failed
+    document: dict[str, Any]
+    recovered: list[str] = field(default_factory=list)  # what stale runs left and we removed
+    exit_code: int = 0
+
+
+def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None = None) -> RunOutcome:
+    session: Session | None = None
+    run_id: int | None = None
+    recovered: list[str] = []
+    status, exit_code = "failed", 1
+    try:
+        # The scratch lock first: a second run must not recover (or disturb)
+        # anything. A signal now waits until the session exists to tear it down.
+        with signals_blocked():
+            session = Session.create(plan.target_dir, registry)
+            session.passphrase = plan.passphrase
+            session.ram_bytes = plan.ram_bytes
+        recovered = recover_stale([plan.target_dir], registry)
+        run_id = store.insert_run(
+            plan.suite.name, plan.to_json(), environment.collect(plan.target_dir), __version__
+        )
+        for name in plan.added_baselines:
+            store.add_note(run_id, f"added {name} as a baseline")
+        for name, reason in plan.skipped:
+            store.add_note(run_id, f"skipped {name}: {reason}")
+        _ok, failed = _measure(plan, store, run_id, session, progress)
+        # Complete, but a script checking the exit status must hear of failures.
+        status, exit_code = "complete", 1 if failed else 0
+    except Interrupted as e:
+        status, exit_code = "interrupted", e.exit_code
+    except CryptbenchError as e:
+        if run_id is None:
+            raise
+        store.add_note(run_id, f"failed: {e}")
+        raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None
+    finally:
+        # Teardown holds SIGINT/SIGTERM to its end, whenever they arrive.
+        with signals_blocked():
+            try:
+                if session is not None:
+                    progress.phase("tearing down")
+                    session.close()
+            finally:
+                late = take_pending()
+                if late is not None:
+                    exit_code = 128 + late
+                    if run_id is not None:
+                        store.add_note(run_id, f"signal {late} arrived during teardown; teardown completed")
+                if run_id is not None:
+                    store.finish_run(run_id, status)
+    if run_id is None:
+        raise Interrupted(exit_code - 128)  # nothing was stored to report
+    return RunOutcome(run_id, status, document.build(store, run_id), recovered, exit_code)
+
+
+def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: Progress) -> tuple[int, int]:
+    """Provision, prove, lay out and run every trial; teardown is the caller's.
+
+    Returns (trials that succeeded, trials that failed or could not run)."""
+    with ExitStack() as stack:
+        provisioned, note = provision_all(plan, session, progress, stack)
+        targets, direct = provisioned.targets, provisioned.direct
+        if note:
+            store.add_note(run_id, note)
+        engine = probe_ioengine(session.path("ioengine-probe"))
+        env = environment.collect(plan.target_dir)  # now with xts(aes) instantiated
+        env["ioengine"] = engine
+        store.update_environment(run_id, env)
+        for t in targets.values():
+            store.insert_target(run_id, target_row(t, direct[t.name]))
+        time_ciphers(plan, store, run_id, env, progress)
+        ctx = TrialContext(
+            session,
+            store,
+            run_id,
+            plan.size,
+            engine,
+            plan.zero_data,
+            plan.suite.write_new_file,
+            device_of(plan.target_dir),
+        )
+        provisioned.ctx = ctx
+        workload_seeds = {w.name: (plan.seed + i) % 2**32 for i, w in enumerate(plan.suite.workloads)}
+        if any(isinstance(w, WorkloadSpec) and not w.is_write for w in plan.suite.workloads):
+            for t in targets.values():
+                provisioned.lay_out(t)
+        for w in plan.suite.workloads:
+            if isinstance(w, AppWorkload):
+                progress.phase(f"making the inputs of {w.name}")
+                w.make_inputs(app_env(ctx, w, next(iter(targets.values())), workload_seeds[w.name]))
+        executor = Executor(ctx, provisioned, direct, workload_seeds, progress)
+        writes = {w.name for w in plan.suite.workloads if w.is_write}
+        spend = Spend(ctx, writes)
+        controller = Controller(plan.rule, run_questions(plan), plan.seed)
+
+        def record() -> None:
+            store.set_stopping(run_id, stopping_record(controller, spend))
+
+        return run_rounds(executor, plan.suite.workloads, list(targets), controller, spend, plan.seed, record)
+
+
+CIPHER_SECONDS = 0.2  # per cipher figure the run takes: enough for a ceiling, not a study
+CIPHER_REPEATS = 3
+
+
+def time_ciphers(plan: Plan, store: Store, run_id: int, env: dict[str, Any], progress: Progress) -> None:
+    """OpenSSL on the ciphers the run's layers use (and AF_ALG where the kernel
+    has it), before any trial, stored with the run: the ceilings its
+    efficiency figures are held to (cipher/ceilings.py)."""
+    wanted = ceilings.openssl_cells({t.backend for t in plan.targets}, userspace.cores())
+    cases = {(c.name, c.unit): c for c in userspace.CASES}
+    cells = [(cases[key], workers) for key, workers in wanted if key in cases]
+    if not cells:
+        return
+    doc = cipher_speed.measure(
+        seconds=CIPHER_SECONDS, repeats=CIPHER_REPEATS, kernel_stack=False, cells=cells, progress=progress
+    )
+    store.insert_cipher(run_id, doc, env, __version__)
+
+
+def run_questions(plan: Plan) -> list[Question]:
+    """What the run must answer: per workload's primary metric, each target asked for (not a
+    baseline cryptbench added) against its baseline."""
+    workloads = []
+    for w in plan.suite.workloads:
+        metric = primary_metric(w)
+        workloads.append((w.name, (metric, info(metric).higher_is_better)))
+    asked = {t.name for t in plan.targets if t.backend not in plan.added_baselines}
+    return questions(workloads, {t.name: plan.baseline_of(t) for t in plan.targets}, asked)
+
+
+def run(
+    *,
+    backends: str | None = None,
+    suite: str = "quick",
+    size: str | None = None,
+    repeats: int | None = None,
+    seed: int | None = None,
+    target: str = "/var/tmp",
+    io_mode: str = "auto",
+    data: str = "random",
+    db: Path | None = None,
+    passphrase_file: str | None = None,
+    state: str | None = None,
+    fs: str | None = None,
+    as_published: bool = False,
+    precision: str | None = None,
+    min_repeats: int | None = None,
+    max_repeats: int | None = None,
+    max_bytes: str | None = None,
+    max_time: str | None = None,
+    ram: bool = False,
+    progress: Progress | None = None,
+    registry: Path | None = None,
+) -> RunOutcome:
+    plan = build_plan(
+        backends=backends,
+        suite=suite,
+        size=size,
+        repeats=repeats,
+        seed=seed,
+        target=target,
+        io_mode=io_mode,
+        data=data,
+        db=db or default_db_path(),
+        passphrase_file=passphrase_file,
+        state=state,
+        fs=fs,
+        as_published=as_published,
+        precision=precision,
+        min_repeats=min_repeats,
+        max_repeats=max_repeats,
+        max_bytes=max_bytes,
+        max_time=max_time,
+        ram=ram,
+    )
+    # A core dump of a run would hold its keys.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    store = Store.open(plan.db_path)
+    try:
+        with interruptible():
+            return execute(plan, store, progress or NullProgress(), registry)
+    finally:
+        store.close()

@@ -1,0 +1,196 @@
+"""Every target of a plan up and ready to measure: provisioned, proven encrypted,
+its O_DIRECT probed, the I/O mode decided like for like, and the data file laid
+out; and what a dead run left behind, recovered first. Shared by `run`, `serve`
+and `cleanup`."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from cryptbench import resources
+from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec
+from cryptbench.engines.fio import run_fio
+from cryptbench.engines.jobs import render_layout
+from cryptbench.errors import DiskFull, ProvisionError, TrialError
+from cryptbench.interrupts import signals_blocked
+from cryptbench.plan import Plan
+from cryptbench.runner import ENOSPC_TEXT, Progress, TrialContext, job_options, target_lost
+from cryptbench.session import MARKER, Session, candidate_run_dirs, recover, scratch_root
+from cryptbench.verify import marker_in_backing, probe_direct_io
+
+
+def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str]:
+    messages: list[str] = []
+    for run_dir in candidate_run_dirs(targets, registry):
+        done = recover(run_dir, registry)
+        if done:
+            messages.extend(done)
+    for target in targets:
+        root = scratch_root(target)
+        if (root / MARKER).is_file():  # only a scratch root cryptbench made
+            with signals_blocked():
+                messages.extend(resources.detach_orphans(root))
+    return messages
+
+
+def prove_encryption(session: Session, targets: dict[str, Target]) -> None:
+    for t in targets.values():
+        t.marker_in_backing = marker_in_backing(session, t)
+    for t in targets.values():
+        if not t.encrypted:
+            continue
+        if t.marker_in_backing:
+            raise ProvisionError(
+                f"plaintext written through {t.name} appeared in its backing storage: "
+                "the target is not encrypted, refusing to measure it"
+            )
+        base = targets.get(t.baseline or "")
+        # Without the positive control the absence of the marker proves nothing.
+        t.encryption_verified = bool(base is not None and base.marker_in_backing)
+
+
+def probe_direct(session: Session, targets: dict[str, Target]) -> None:
+    """What O_DIRECT does on each target, probed, beside what its backend declared."""
+    for t in targets.values():
+        declared = t.direct_io_reason
+        t.direct_io, evidence = probe_direct_io(session, t)
+        t.direct_io_reason = (
+            f"{declared}; {evidence}" if declared and t.direct_io is not DirectIO.HONOURED else evidence
+        )
+
+
+def decide_io_modes(requested: str, targets: dict[str, Target]) -> tuple[dict[str, bool], str | None]:
+    """Direct I/O per target, and a note explaining the choice.
+
+    The device targets decide; a RAM twin follows them unless it refuses
+    O_DIRECT. On tmpfs every page is resident by nature, so the probe's "stayed
+    in the page cache" says nothing there, and must not turn the device targets
+    buffered.
+    """
+    ram = {n: t for n, t in targets.items() if t.medium == "ram"}
+    device = {n: t for n, t in targets.items() if n not in ram}
+    modes, note = _decide_device(requested, device)
+    follow = bool(device) and all(modes.values()) if requested == "auto" else requested == "direct"
+    for n, t in ram.items():
+        modes[n] = follow and t.direct_io is not DirectIO.REFUSED
+    return modes, note
+
+
+def _decide_device(requested: str, targets: dict[str, Target]) -> tuple[dict[str, bool], str | None]:
+    not_direct = [t for t in targets.values() if t.direct_io is not DirectIO.HONOURED]
+    if requested == "buffered":
+        return {n: False for n in targets}, "buffered I/O for every target, as asked (--io-mode buffered)"
+    if requested == "direct":
+        note = None
+        if not_direct:
+            note = "direct I/O where honoured; buffered on " + ", ".join(t.name for t in not_direct)
+        return {n: t.direct_io is DirectIO.HONOURED for n, t in targets.items()}, note
+    if not not_direct:
+        return {n: True for n in targets}, "direct I/O for every target: each honours O_DIRECT"
+    names = ", ".join(t.name for t in not_direct)
+    verb = "does" if len(not_direct) == 1 else "do"
+    return {n: False for n in targets}, (
+        f"buffered I/O for every target, like for like, because {names} {verb} not honour O_DIRECT "
+        "(writes end with fsync; caches are dropped before every trial)"
+    )
+
+
+def target_row(t: Target, direct: bool) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "backend": t.backend,
+        "baseline": t.baseline,
+        "encrypted": t.encrypted,
+        "io_mode": "direct" if direct else "buffered",
+        "direct_io": str(t.direct_io),
+        "direct_io_reason": t.direct_io_reason,
+        "marker_in_backing": t.marker_in_backing,
+        "encryption_verified": t.encryption_verified,
+        "medium": t.medium,
+        "details": {**t.details, "helpers": ", ".join(f"{h.name} (pid {h.pid})" for h in t.helpers)},
+    }
+
+
+class Provisioned:
+    """The run's targets by name, each torn down on its own, so that a stateful
+    target can be made anew before a write trial (runner.prepare)."""
+
+    def __init__(self, plan: Plan, session: Session, progress: Progress) -> None:
+        self.plan = plan
+        self.session = session
+        self.progress = progress
+        self.targets: dict[str, Target] = {}
+        self._stacks: dict[str, ExitStack] = {}
+        self._specs: dict[str, TargetSpec] = {}
+        self.direct: dict[str, bool] = {}
+        self.ctx: TrialContext | None = None
+
+    def __getitem__(self, name: str) -> Target:
+        return self.targets[name]
+
+    def up(self, spec: TargetSpec) -> Target:
+        stack = ExitStack()
+        try:
+            t = stack.enter_context(
+                REGISTRY[spec.backend].provision(self.session, spec, self.plan.target_bytes)
+            )
+        except BaseException:
+            stack.close()
+            raise
+        t.name, t.baseline, t.medium = spec.name, self.plan.baseline_of(spec), spec.medium
+        self._stacks[spec.name], self._specs[spec.name], self.targets[spec.name] = stack, spec, t
+        return t
+
+    def reset(self, name: str) -> Target:
+        old = self.targets[name]
+        self._stacks.pop(name).close()
+        new = self.up(self._specs[name])
+        # Proven once, on the first of these identical stacks.
+        new.marker_in_backing, new.encryption_verified = old.marker_in_backing, old.encryption_verified
+        new.direct_io, new.direct_io_reason = old.direct_io, old.direct_io_reason
+        return new
+
+    def lay_out(self, target: Target) -> None:
+        """Write the data file the read trials read, before any clock starts."""
+        assert self.ctx is not None
+        self.progress.phase(f"writing the {self.plan.size >> 20} MiB data file on {target.name}")
+        layout = self.session.path("jobs", f"layout-{self._specs[target.name].slug}.fio")
+        layout.parent.mkdir(exist_ok=True)
+        layout.write_text(
+            render_layout(job_options(self.ctx, target, self.direct[target.name], self.plan.seed))
+        )
+        try:
+            run_fio(layout, self.session)
+        except TrialError as e:
+            if ENOSPC_TEXT in str(e):
+                raise DiskFull(
+                    f"the target filesystem filled up during the data file's layout on {target.name} "
+                    f"({ENOSPC_TEXT}); the run stopped"
+                ) from None
+            why = target_lost(target, "while the data file was written") or str(e)
+            raise ProvisionError(f"could not write the data file on {target.name}: {why}") from None
+
+    def close(self) -> None:
+        while self._stacks:
+            _name, stack = self._stacks.popitem()  # the newest first
+            stack.close()
+
+
+def provision_all(
+    plan: Plan, session: Session, progress: Progress, stack: ExitStack
+) -> tuple[Provisioned, str | None]:
+    """Every target of the plan up, proven encrypted, its O_DIRECT probed and the
+    I/O mode decided like for like; torn down when `stack` closes. Returns the
+    targets and the note explaining the I/O mode."""
+    provisioned = Provisioned(plan, session, progress)
+    stack.callback(provisioned.close)
+    for spec in plan.targets:
+        progress.phase(f"provisioning {spec.name}")
+        provisioned.up(spec)
+    progress.phase("proving encryption")
+    prove_encryption(session, provisioned.targets)
+    probe_direct(session, provisioned.targets)
+    provisioned.direct, note = decide_io_modes(plan.io_mode, provisioned.targets)
+    return provisioned, note

@@ -1,0 +1,96 @@
+"""The package's layers, as data, and a check that no module imports from a layer
+above its own, and that no command imports another (what commands share lives in
+pipeline/). Imports inside functions count too: a late import is still a
+dependency. A new module must be given a layer here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).parent.parent.parent / "src"
+PACKAGE = SRC / "cryptbench"
+
+# Lowest first. A module may import from its own layer and the ones below it.
+LAYERS: list[tuple[str, ...]] = [
+    # foundations: no I/O of their own beyond the system calls they name
+    (
+        "errors", "units", "system", "stats", "metrics", "run_warnings", "throttle",
+        "interrupts", "keys", "store", "suites",
+    ),
+    ("resources", "session"),  # what a run owns, journaled and released
+    ("backends", "engines", "measure", "cipher", "verify", "fleet"),  # the real components
+    ("suite", "adaptive", "trial_metrics"),  # what to run and how many times
+    ("plan", "runner"),  # choices checked; trials ordered and run
+    ("report",),  # the document and everything that renders it
+    ("pipeline",),  # the stages commands share
+    ("commands",),
+    ("cli", "__main__"),
+]  # fmt: skip
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_module(dotted: str) -> bool:
+    base = SRC.joinpath(*dotted.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _imports(path: Path) -> set[str]:
+    """The cryptbench modules a file imports, each resolved to the module itself (a name
+    imported from a package counts as its submodule where it is one)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "cryptbench"}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "cryptbench":
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                found.add(sub if _is_module(sub) else node.module)
+    return found - {"cryptbench"}
+
+
+def layer_of(module: str) -> int:
+    """The layer of a dotted module name (cryptbench.report.console: report's)."""
+    top = module.split(".")[1]
+    for i, names in enumerate(LAYERS):
+        if top in names:
+            return i
+    raise AssertionError(f"{module} has no layer: add it to LAYERS in {__file__}")
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_has_a_layer() -> None:
+    for path in MODULES:
+        name = _name(path)
+        if name != "cryptbench":
+            layer_of(name)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_import_runs_up_or_across_commands(path: Path) -> None:
+    me = _name(path)
+    if me == "cryptbench":
+        return
+    for dep in sorted(_imports(path)):
+        assert layer_of(dep) <= layer_of(me), (
+            f"{me} (layer {layer_of(me)}) imports {dep} (layer {layer_of(dep)})"
+        )
+        if me.startswith("cryptbench.commands.") and dep.startswith("cryptbench.commands."):
+            raise AssertionError(f"{me} imports another command, {dep}: move what they share to pipeline/")
+
+
+def test_the_check_sees_a_violation() -> None:
+    """The resolution above finds an upward import when there is one (a positive control)."""
+    assert layer_of("cryptbench.report.console") > layer_of("cryptbench.runner")
+    assert "cryptbench.report.history_model" in _imports(PACKAGE / "report" / "history_table.py")
+    assert "cryptbench.pipeline.execute" in _imports(PACKAGE / "commands" / "run.py")
