@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cryptbench import __version__
+from cryptbench.commands.common_args import add_db, add_details, add_json, add_stopping
 from cryptbench.errors import CryptbenchError, Interrupted
 from cryptbench.report import console as console_report
 from cryptbench.report.progress import RichProgress
@@ -29,19 +30,13 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-DETAILS_HELP = (
-    "after the answer, everything: the full table with intervals, the repetition, each target's I/O, "
-    "every warning, efficiency, queue depth and the diagnosis"
-)
-
-
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="cryptbench", description="What does encrypting storage cost on this machine?")
     p.add_argument("--version", action="version", version=f"cryptbench {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     b = sub.add_parser("backends", help="what can be measured here, and why not the rest")
-    b.add_argument("--json", action="store_true", help="print JSON")
+    add_json(b, "the backends")
 
     r = sub.add_parser("run", help="provision targets and run a suite on each")
     r.add_argument(
@@ -64,32 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--size", help="data file per target, bytes moved per trial (default: the suite's, else 64M)"
     )
-    r.add_argument(
-        "--repeats",
-        type=int,
-        help="a fixed number of trials per workload and target (default: the suite's if it fixes one, "
-        "else adaptive, see --precision)",
-    )
-    r.add_argument(
-        "--precision",
-        metavar="P",
-        help="adaptive: repeat until each comparison's 95%% interval is within ±P of its estimate "
-        "(default 5%%; for a suite that fixes its repeats, asking turns adaptive on)",
-    )
-    r.add_argument("--min-repeats", type=int, help="adaptive: trials before precision is judged (default 3)")
-    r.add_argument("--max-repeats", type=int, help="adaptive: trials at most (default 10)")
-    r.add_argument(
-        "--max-bytes",
-        metavar="SIZE",
-        help="stop repeating once the trials wrote this much (adaptive default: a tenth of the free "
-        "space, at most 8G; a fixed count runs in full unless given)",
-    )
-    r.add_argument(
-        "--max-time",
-        metavar="DURATION",
-        help="stop repeating after this long in trials (90s, 10m, 1h; adaptive default: 5m; "
-        "a fixed count runs in full unless given)",
-    )
+    add_stopping(r, max_bytes=True)
     r.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")
     r.add_argument(
         "--target", default="/var/tmp", help="directory to put scratch space in (default: /var/tmp)"
@@ -101,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
         help="auto: direct if every target honours O_DIRECT, else buffered for all",
     )
     r.add_argument("--data", default="random", choices=["random", "zero"], help="write buffer contents")
-    r.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
+    add_db(r)
     r.add_argument(
         "--passphrase-file",
         metavar="FILE",
@@ -119,18 +89,14 @@ def _parser() -> argparse.ArgumentParser:
         help="also run each backend's stack on RAM (tmpfs, or a loop device over a tmpfs file), "
         "to tell the device's cost from the layer's",
     )
-    r.add_argument("--json", action="store_true", help="print the result document as JSON on stdout")
-    r.add_argument(
-        "--details",
-        action="store_true",
-        help=DETAILS_HELP,
-    )
+    add_json(r)
+    add_details(r)
 
     su = sub.add_parser(
         "suites", help="the built-in suites; for a study preset, what it follows and corrects"
     )
     su.add_argument("name", nargs="?", help="one suite, in full")
-    su.add_argument("--json", action="store_true", help="print JSON")
+    add_json(su, "the suites")
 
     h = sub.add_parser(
         "history", help="runs stored so far; with --workload or --metric, each target's figure over time"
@@ -142,8 +108,8 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument(
         "--metric", help="the metric drawn over time (default: the workload's own; throughput, lat_p99, …)"
     )
-    h.add_argument("--db", type=Path)
-    h.add_argument("--json", action="store_true")
+    add_db(h)
+    add_json(h, "the runs and series")
 
     s = sub.add_parser("show", help="one stored run again")
     s.add_argument("ref", nargs="?", default="latest", help="run id, or latest (default)")
@@ -153,13 +119,9 @@ def _parser() -> argparse.ArgumentParser:
         help="metric for the table instead of each workload's own (throughput, iops, lat_p99, seconds, "
         "an app phase's such as copy.seconds, …)",
     )
-    s.add_argument("--db", type=Path)
-    s.add_argument("--json", action="store_true")
-    s.add_argument(
-        "--details",
-        action="store_true",
-        help=DETAILS_HELP,
-    )
+    add_db(s)
+    add_json(s)
+    add_details(s)
 
     rp = sub.add_parser(
         "report", help="export a stored run: an HTML page with charts, chart images, CSV, Markdown, JSON"
@@ -170,8 +132,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--svg", metavar="DIR", help="each chart as DIR/<chart>.svg (DIR is made if missing)")
     rp.add_argument("--csv", metavar="FILE", help="one row per trial, to a new FILE (- for stdout)")
     rp.add_argument("--markdown", action="store_true", help="print the summary table as Markdown")
-    rp.add_argument("--json", action="store_true", help="print the run's document (as show --json)")
-    rp.add_argument("--db", type=Path)
+    add_json(rp, "the run's document (as show --json)")
+    add_db(rp)
 
     cp = sub.add_parser(
         "compare",
@@ -179,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     cp.add_argument("a", metavar="A", help="run id, or latest")
     cp.add_argument("b", metavar="B", help="run id, or latest")
-    cp.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
+    add_db(cp)
     cp.add_argument("--db-b", type=Path, help="B's database, when it is another (e.g. another machine's)")
     cp.add_argument(
         "--metric", help="compare on this metric instead of each workload's own (as for show --metric)"
@@ -190,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
         help="compare even when the runs did not measure the same things (size, workloads, stacks)",
     )
     cp.add_argument("--html", metavar="FILE", help="the comparison as one self-contained page, to a new FILE")
-    cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_json(cp, "the comparison")
 
     ck = sub.add_parser(
         "check",
@@ -203,8 +165,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="P",
         help="the most speed a target may lose against its baseline on any workload, e.g. 30%%",
     )
-    ck.add_argument("--db", type=Path)
-    ck.add_argument("--json", action="store_true", help="the findings as JSON on stdout")
+    add_db(ck)
+    add_json(ck, "the findings")
 
     st = sub.add_parser(
         "selftest",
@@ -218,8 +180,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     st.add_argument("--precision", metavar="P", help="as for run (default 5%%)")
     st.add_argument("--seed", type=int)
-    st.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
-    st.add_argument("--json", action="store_true", help="print the result document as JSON")
+    add_db(st)
+    add_json(st)
 
     ci = sub.add_parser(
         "cipher",
@@ -234,9 +196,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     ci.add_argument("--ram-size", default="64M", help="bytes per kernel RAM-stack trial (default 64M)")
     ci.add_argument("--target", default="/var/tmp", help="directory to put scratch space in")
-    ci.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
+    add_db(ci)
     ci.add_argument("--no-store", action="store_true", help="do not store the result")
-    ci.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json(ci, "the result")
 
     sv = sub.add_parser(
         "serve",
@@ -274,19 +236,11 @@ def _parser() -> argparse.ArgumentParser:
     fr.add_argument(
         "--suite", default="quick", help="built-in suite or TOML file of fio workloads (default quick)"
     )
-    fr.add_argument("--repeats", type=int, help="a fixed number of trials per workload and target")
-    fr.add_argument("--precision", metavar="P", help="adaptive: each comparison's interval within ±P (5%%)")
-    fr.add_argument("--min-repeats", type=int, help="adaptive: trials before precision is judged (default 3)")
-    fr.add_argument("--max-repeats", type=int, help="adaptive: trials at most (default 10)")
-    fr.add_argument("--max-time", metavar="DURATION", help="stop repeating after this long (default 5m)")
+    add_stopping(fr, max_bytes=False)
     fr.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")
-    fr.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
-    fr.add_argument("--json", action="store_true", help="print the result document as JSON on stdout")
-    fr.add_argument(
-        "--details",
-        action="store_true",
-        help=DETAILS_HELP,
-    )
+    add_db(fr)
+    add_json(fr)
+    add_details(fr)
 
     c = sub.add_parser("cleanup", help="tear down what a crashed run left behind")
     c.add_argument("--target", help="also look in this target directory's scratch space")

@@ -1,0 +1,65 @@
+"""Options several commands take, declared once: where results are stored, JSON
+output, the details, and the stopping rule of a run (model: asv's common_args)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from cryptbench.plan import DEFAULT_MAX_REPEATS, DEFAULT_MAX_TIME, DEFAULT_MIN_REPEATS, DEFAULT_PRECISION
+
+DETAILS_HELP = (
+    "after the answer, everything: the full table with intervals, the repetition, each target's I/O, "
+    "every warning, efficiency, queue depth and the diagnosis"
+)
+
+
+def add_db(parser: argparse.ArgumentParser, *, what: str = "results database") -> None:
+    parser.add_argument("--db", type=Path, help=f"{what} (default: XDG data dir)")
+
+
+def add_json(parser: argparse.ArgumentParser, what: str = "the result document") -> None:
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON on stdout")
+
+
+def add_details(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--details", action="store_true", help=DETAILS_HELP)
+
+
+def add_stopping(parser: argparse.ArgumentParser, *, max_bytes: bool) -> None:
+    """How many trials: a fixed count, or adaptive repetition and its budgets."""
+    minutes = DEFAULT_MAX_TIME / 60
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        help="a fixed number of trials per workload and target (default: the suite's if it fixes one, "
+        "else adaptive, see --precision)",
+    )
+    parser.add_argument(
+        "--precision",
+        metavar="P",
+        help="adaptive: repeat until each comparison's 95%% interval is within ±P of its estimate "
+        f"(default {DEFAULT_PRECISION.replace('%', '%%')}; for a suite that fixes its repeats, asking "
+        "turns adaptive on)",
+    )
+    parser.add_argument(
+        "--min-repeats",
+        type=int,
+        help=f"adaptive: trials before precision is judged (default {DEFAULT_MIN_REPEATS})",
+    )
+    parser.add_argument(
+        "--max-repeats", type=int, help=f"adaptive: trials at most (default {DEFAULT_MAX_REPEATS})"
+    )
+    if max_bytes:
+        parser.add_argument(
+            "--max-bytes",
+            metavar="SIZE",
+            help="stop repeating once the trials wrote this much (adaptive default: a tenth of the free "
+            "space, at most 8G; a fixed count runs in full unless given)",
+        )
+    parser.add_argument(
+        "--max-time",
+        metavar="DURATION",
+        help=f"stop repeating after this long in trials (90s, 10m, 1h; adaptive default: {minutes:g}m; "
+        "a fixed count runs in full unless given)",
+    )
