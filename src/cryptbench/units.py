@@ -126,3 +126,13 @@ def format_value(value: float, unit: str) -> str:
     if "/" in unit:  # pictures/min, files/s, transactions/s
         return f"{value:,.1f} {unit}"
     return f"{value:.3g} {unit}".strip()
+
+
+def format_mb_per_s(bytes_per_s: float | None, missing: str = "-") -> str:
+    """Table figures in MB/s (10^6 bytes/s) with one decimal: '1,045.3'; `missing` for none."""
+    return missing if bytes_per_s is None else f"{bytes_per_s / 1e6:,.1f}"
+
+
+def format_fraction(x: float) -> str:
+    """A fraction as a whole percentage: 0.173 → '17%'."""
+    return f"{x * 100:.0f}%"

@@ -172,7 +172,7 @@ def limit_lines(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _span(values: list[float]) -> str:
+def _halfwidths(values: list[float]) -> str:
     lo, hi = min(values) * 100, max(values) * 100
     return f"±{lo:.1f}%" if round(lo, 1) == round(hi, 1) else f"±{lo:.1f}% to ±{hi:.1f}%"
 
@@ -190,9 +190,9 @@ def precision_line(doc: dict[str, Any]) -> str:
             a["halfwidth"] for a in answers if a["stopped_by"] != "precision" and a["halfwidth"] is not None
         ]
         text = f"{len(done)} of {len(answers)} comparisons answered to ±{goal * 100:g}%"
-        return text + (f", the rest {_span(rest)}" if rest else "")
+        return text + (f", the rest {_halfwidths(rest)}" if rest else "")
     if reached:
-        return f"{len(base)} comparisons, fixed trials: {_span(reached)}"
+        return f"{len(base)} comparisons, fixed trials: {_halfwidths(reached)}"
     return f"{len(base)} comparisons, without intervals"
 
 

@@ -125,7 +125,7 @@ def _scale(unit: str, values: Iterable[float]) -> tuple[float, str]:
     return 1.0, unit
 
 
-def _span(r: dict[str, Any], div: float) -> tuple[float, float] | None:
+def _interval_in(r: dict[str, Any], div: float) -> tuple[float, float] | None:
     """A result's 95 % interval in the chart's unit (None without one)."""
     if r["ci_low"] is None or r["ci_high"] is None:
         return None
@@ -207,7 +207,7 @@ def bar_charts(doc: dict[str, Any]) -> list[Chart]:
                         continue
                     xs.append(j - 0.4 + width * (i + 0.5))
                     ys.append(r["median"] / div)
-                    spans.append(_span(r, div))
+                    spans.append(_interval_in(r, div))
                 ax.bar(xs, ys, width * 0.92, color=palette[tn], label=tn)
                 _whiskers(ax, xs, spans)
             ax.set_xticks(range(len(workloads)), workloads)
@@ -537,7 +537,7 @@ def file_size_chart(doc: dict[str, Any]) -> Chart | None:
             ys = [r["median"] / div for _, r in ps]
             colour = palette[t["name"]]
             ax.plot(xs, ys, marker="o", markersize=3, color=colour, label=t["name"])
-            _whiskers(ax, xs, [_span(r, div) for _, r in ps], colour=colour)
+            _whiskers(ax, xs, [_interval_in(r, div) for _, r in ps], colour=colour)
         ax.set_xscale("log", base=2)
         sizes = sorted({s for (dd, _), ps in points.items() if dd == d for s, _ in ps})
         ax.set_xticks(sizes, [format_bytes(s).replace(".0 ", " ") for s in sizes])

@@ -15,7 +15,7 @@ from cryptbench.metrics import PRIMARY, info
 from cryptbench.report import answer_console, cost_console, fleet_console, ranking, study_summary
 from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.report.narrow import table_width
-from cryptbench.units import format_bytes, format_duration, format_value
+from cryptbench.units import format_bytes, format_duration, format_mb_per_s, format_value
 
 
 def _number(value: float) -> str:
@@ -175,10 +175,6 @@ def _full(doc: dict[str, Any], console: Console, metric: str | None) -> None:
     fleet_console.render(doc, console)
 
 
-def _mbps(value: float | None) -> str:
-    return "-" if value is None else f"{value / 1e6:,.1f}"
-
-
 def _study_summary(doc: dict[str, Any], console: Console) -> None:
     """The study's own figures beside ours, a row per target under a row per workload, and
     what the page cache made of its commands."""
@@ -202,14 +198,16 @@ def _study_summary(doc: dict[str, Any], console: Console) -> None:
         ours = (
             "-"
             if r is None
-            else f"{_mbps(r['median'])} {_interval(r['ci_low'], r['ci_high'], r['unit'], r['median'])}"
+            else format_mb_per_s(r["median"])
+            + " "
+            + _interval(r["ci_low"], r["ci_high"], r["unit"], r["median"])
         )
         table.add_row(
             f"  {row['target']}",
             f"{row['used']}/{row['n']}",
             "-" if row["mean_seconds"] is None else f"{row['mean_seconds']:.3f}",
             "-" if row["sd_seconds"] is None else f"{row['sd_seconds']:.3f}",
-            _mbps(row["throughput"]),
+            format_mb_per_s(row["throughput"]),
             ours,
         )
     console.print()
@@ -270,7 +268,7 @@ def _pm(x: float | None) -> str:
     return "no interval" if x is None else f"±{x * 100:.1f}%"
 
 
-def _span(values: list[int]) -> str:
+def _count_range(values: list[int]) -> str:
     lo, hi = min(values), max(values)
     return f"{lo}" if lo == hi else f"{lo} to {hi}"
 
@@ -307,7 +305,7 @@ def stopping_lines(doc: dict[str, Any]) -> list[str]:
             f"Repetition: adaptive to ±{rule['precision'] * 100:g}% "
             f"({rule['min_repeats']} to {rule['max_repeats']} trials): {len(precise)} of {len(answers)} "
             f"comparisons got there"
-            + (f" in {_span([a['rounds'] for a in precise])} trials" if precise else "")
+            + (f" in {_count_range([a['rounds'] for a in precise])} trials" if precise else "")
             + f"; {spent}{limit}."
         ]
     short = [a for a in answers if a["stopped_by"] not in ("precision", "fixed-repeats")]

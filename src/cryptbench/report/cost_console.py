@@ -11,12 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.report.narrow import table_width
+from cryptbench.units import format_mb_per_s
 
 LOW = 0.5  # efficiency below this is shown in red, as a layer that wastes half its bound
-
-
-def _mb(x: float | None) -> str:
-    return "?" if x is None else f"{x / 1e6:,.1f}"
 
 
 def _cpu(e: dict[str, Any]) -> str:
@@ -29,7 +26,7 @@ def _cpu(e: dict[str, Any]) -> str:
 def _figure(e: dict[str, Any], which: str) -> Text:
     """plain's or the cipher's figure, bold where it is the bound."""
     value = e["plain"] if which == "plain" else e["ceiling"]
-    return Text(_mb(value), style="bold" if e["limit"] == which else "")
+    return Text(format_mb_per_s(value, "?"), style="bold" if e["limit"] == which else "")
 
 
 def efficiency_table(doc: dict[str, Any]) -> Table | None:
@@ -58,7 +55,7 @@ def efficiency_table(doc: dict[str, Any]) -> Table | None:
                 cell.stylize("red")
             table.add_row(
                 f"  {e['workload']}",
-                _mb(e["achieved"]),
+                format_mb_per_s(e["achieved"], "?"),
                 _figure(e, "plain"),
                 _figure(e, "cipher"),
                 cell,

@@ -22,7 +22,7 @@ from typing import Any
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher.ceilings import UNKNOWN_HINT
 from cryptbench.cipher.kernel import classify, is_software
-from cryptbench.units import format_value
+from cryptbench.units import format_fraction, format_rate
 
 DEVICE_NEAR = 0.90  # at least this share of plain's speed: the device sets it
 CIPHER_NEAR = 0.70  # at least this share of a cipher ceiling below plain's: the cipher sets it
@@ -78,14 +78,6 @@ class Diagnosis:
         }
 
 
-def _mb(x: float) -> str:
-    return format_value(x, "bytes/s")
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:.0f}%"
-
-
 @dataclass(frozen=True)
 class Facts:
     """What the rules read about one (target, workload), gathered from the document."""
@@ -109,7 +101,7 @@ class Facts:
 
     @property
     def head(self) -> str:
-        return f"{self.name}: {_mb(self.e['achieved'])} at {self.e['workload']}"
+        return f"{self.name}: {format_rate(self.e['achieved'])} at {self.e['workload']}"
 
 
 def _inconsistent_bound(f: Facts) -> str | None:
@@ -124,7 +116,7 @@ def _inconsistent_bound(f: Facts) -> str | None:
     if e["ceiling"] is not None and e["achieved"] > e["ceiling"]:
         return (
             f"{f.head}: the measured cipher ceiling is below what {f.name} achieved "
-            f"({_mb(e['ceiling'])}: {e['ceiling_source']}), so that ceiling is inconsistent, not a "
+            f"({format_rate(e['ceiling'])}: {e['ceiling_source']}), so that ceiling is inconsistent, not a "
             "bottleneck; no limit can be named from it (a ceiling measured with other data units or "
             "fewer requests in flight than the layer uses would read low)."
         )
@@ -132,7 +124,7 @@ def _inconsistent_bound(f: Facts) -> str | None:
     # (device-bound, next); beyond it, plain cannot have been the bound.
     if e["plain"] is not None and e["limit"] == "plain" and e["achieved"] * DEVICE_NEAR > e["plain"]:
         return (
-            f"{f.head}: faster than plain {f.where} ({_mb(e['plain'])}), its bound, so the bound is "
+            f"{f.head}: faster than plain {f.where} ({format_rate(e['plain'])}), its bound, so the bound is "
             "inconsistent (plain measured low, or the layer caches what plain does not); "
             "no limit can be named."
         )
@@ -144,7 +136,7 @@ def _device_bound(f: Facts) -> str | None:
     if plain is None or f.e["achieved"] < DEVICE_NEAR * plain:
         return None
     return (
-        f"{f.head}, {_pct(f.e['achieved'] / plain)} of plain {f.where} ({_mb(plain)}): "
+        f"{f.head}, {format_fraction(f.e['achieved'] / plain)} of plain {f.where} ({format_rate(plain)}): "
         "the medium, not the encryption, sets the speed."
     )
 
@@ -165,13 +157,13 @@ def _kernel_cipher_bound(f: Facts) -> str | None:
     algorithm = e["cipher"]["algorithm"]
     driver = f"{f.driver}, {f.acceleration}" if f.driver else "a driver /proc/crypto did not name"
     text = (
-        f"{f.head}. The kernel's {algorithm} here is {driver}. Measured at {_mb(e['ceiling'])} "
+        f"{f.head}. The kernel's {algorithm} here is {driver}. Measured at {format_rate(e['ceiling'])} "
         f"({e['ceiling_source']}), the kernel cipher is the bottleneck."
     )
     if f.driver and is_software(f.acceleration) and e["openssl"]:
         hw = "the CPU has AES instructions, so " if f.cpu_has_aes else ""
         text += (
-            f" OpenSSL on this CPU does {_mb(e['openssl'])} with the same cipher and unit on "
+            f" OpenSSL on this CPU does {format_rate(e['openssl'])} with the same cipher and unit on "
             f"{'one core' if e['cores'] == 1 else str(e['cores']) + ' cores'}; "
             f"{hw}a kernel with an AES-NI or VAES driver would remove this limit."
         )
@@ -183,8 +175,8 @@ def _userspace_cipher_bound(f: Facts) -> str | None:
         return None
     e = f.e
     return (
-        f"{f.head}, {_pct(e['achieved'] / e['ceiling'])} of what its cipher does here "
-        f"({_mb(e['ceiling'])}: {e['ceiling_source']}): the layer's cipher is the bottleneck."
+        f"{f.head}, {format_fraction(e['achieved'] / e['ceiling'])} of what its cipher does here "
+        f"({format_rate(e['ceiling'])}: {e['ceiling_source']}): the layer's cipher is the bottleneck."
     )
 
 
@@ -196,8 +188,9 @@ def _daemon_bound(f: Facts) -> str | None:
         return None
     of = "the cipher's speed" if e["limit"] == "cipher" else f"plain's speed {f.where}"
     return (
-        f"{f.name} reaches {_pct(e['efficiency'])} of {of} ({_mb(e['achieved'])} of {_mb(e['bound'])}) "
-        f"at {e['workload']} with {_pct(f.helper_cores)} of a core in its daemon ({f.helper}): "
+        f"{f.name} reaches {format_fraction(e['efficiency'])} of {of} "
+        f"({format_rate(e['achieved'])} of {format_rate(e['bound'])}) "
+        f"at {e['workload']} with {format_fraction(f.helper_cores)} of a core in its daemon ({f.helper}): "
         "the daemon's FUSE round trips dominate, not the cipher."
     )
 
@@ -213,7 +206,8 @@ def _cpu_saturated(f: Facts) -> str | None:
             f"{e['plain_cpu_seconds_per_gb']:.2f}"
         )
     return (
-        f"{f.head}: the CPU was {_pct(f.cpu_utilization)} busy across all {f.cpu_count} cores{cost}. "
+        f"{f.head}: the CPU was {format_fraction(f.cpu_utilization)} busy "
+        f"across all {f.cpu_count} cores{cost}. "
         "The stack is CPU-bound (cipher, layer and fio together): a faster medium would not help."
     )
 
@@ -221,7 +215,7 @@ def _cpu_saturated(f: Facts) -> str | None:
 def _daemon_share(f: Facts) -> str:
     if not f.helper or f.helper_cores is None:
         return ""
-    return f", with its daemon ({f.helper}) at {_pct(f.helper_cores)} of a core"
+    return f", with its daemon ({f.helper}) at {format_fraction(f.helper_cores)} of a core"
 
 
 def _layer_bound(f: Facts) -> str | None:
@@ -245,13 +239,15 @@ def _layer_bound(f: Facts) -> str | None:
         return None  # the cipher has a share in the loss
     if not on_ram and (e["plain"] is None or rate >= LAYER_MARGIN * e["plain"]):
         return None  # on RAM it could outrun the device: the device has a share in the loss
-    ceiling = "" if e["ceiling"] is None else f" and its cipher's {_mb(e['ceiling'])}"
+    ceiling = "" if e["ceiling"] is None else f" and its cipher's {format_rate(e['ceiling'])}"
     if on_ram:
-        text = f"{f.head}, {_pct(rate / ram_plain)} of plain on RAM ({_mb(ram_plain)}){ceiling}"
+        share = format_fraction(rate / ram_plain)
+        text = f"{f.head}, {share} of plain on RAM ({format_rate(ram_plain)}){ceiling}"
     else:
         text = (
-            f"{f.head}; the same stack on RAM does only {_mb(rate)}, "
-            f"{'below' if rate < e['plain'] else 'about'} plain on the device ({_mb(e['plain'])}){ceiling}"
+            f"{f.head}; the same stack on RAM does only {format_rate(rate)}, "
+            f"{'below' if rate < e['plain'] else 'about'} plain on the device "
+            f"({format_rate(e['plain'])}){ceiling}"
         )
     return text + f"{_daemon_share(f)}: the layer itself, not the medium or the cipher, limits it."
 
@@ -263,8 +259,9 @@ def _layer_bound_without_twin(f: Facts) -> str | None:
     if e["achieved"] >= LAYER_SHARE * e["plain"] or e["achieved"] >= LAYER_SHARE * e["ceiling"]:
         return None
     return (
-        f"{f.head}, {_pct(e['achieved'] / e['plain'])} of plain on the device ({_mb(e['plain'])}) with a "
-        f"cipher that does {_mb(e['ceiling'])}{_daemon_share(f)}: neither the device nor the cipher "
+        f"{f.head}, {format_fraction(e['achieved'] / e['plain'])} of plain on the device "
+        f"({format_rate(e['plain'])}) with a "
+        f"cipher that does {format_rate(e['ceiling'])}{_daemon_share(f)}: neither the device nor the cipher "
         "explains it; the layer's own work (or extra I/O it sends the device) limits it, "
         "and --ram would tell the two apart."
     )
@@ -284,7 +281,7 @@ RULES: tuple[tuple[Rule, Callable[[Facts], str | None]], ...] = (
 def _unknown(f: Facts) -> str:
     e = f.e
     share = (
-        f"{_pct(e['efficiency'])} of its bound ({_mb(e['bound'])}, {e['limit']})"
+        f"{format_fraction(e['efficiency'])} of its bound ({format_rate(e['bound'])}, {e['limit']})"
         if e["efficiency"] is not None
         else "no bound known"
     )

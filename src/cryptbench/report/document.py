@@ -515,7 +515,7 @@ def speed_change(c: dict[str, Any]) -> tuple[float, tuple[float, float] | None, 
     return pct, ((c["ci_low"] - 1) * 100, (c["ci_high"] - 1) * 100), c["ci_high"] < 1 or c["ci_low"] > 1
 
 
-def _pct(x: float) -> str:
+def _whole(x: float) -> str:
     return f"{x:.0f}"
 
 
@@ -523,11 +523,11 @@ def _cost(c: dict[str, Any]) -> str:
     """'62% [58, 66]' for a slowdown (or a speed-up, with the sign of a gain)."""
     pct = c["overhead_percent"]
     if c["ci_low"] is None:
-        return f"{_pct(abs(pct))}% (no interval)"
+        return f"{_whole(abs(pct))}% (no interval)"
     lo, hi = (1 - c["ci_high"]) * 100, (1 - c["ci_low"]) * 100
     if pct < 0:
         lo, hi = -hi, -lo
-    return f"{_pct(abs(pct))}% [{_pct(lo)}, {_pct(hi)}]"
+    return f"{_whole(abs(pct))}% [{_whole(lo)}, {_whole(hi)}]"
 
 
 def conclusions(doc: dict[str, Any]) -> list[str]:
@@ -552,9 +552,9 @@ def conclusions(doc: dict[str, Any]) -> list[str]:
             lo = min(c["overhead_percent"] for c in cs)
             worst = max(cs, key=lambda c: c["overhead_percent"])
             span = (
-                f"{_pct(lo)}% to {_pct(worst['overhead_percent'])}%"
+                f"{_whole(lo)}% to {_whole(worst['overhead_percent'])}%"
                 if round(lo) != round(worst["overhead_percent"])
-                else f"{_pct(lo)}%"
+                else f"{_whole(lo)}%"
             )
             what = "throughput" if all(c["metric"] == PRIMARY for c in cs) else "speed"
             lines.append(

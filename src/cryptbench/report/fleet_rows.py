@@ -11,7 +11,7 @@ SPREAD_NOTE = (
 )
 
 
-def pct(v: float | None) -> str:
+def overhead_pct(v: float | None) -> str:
     # Overheads as `check` words them: the share of the baseline's speed lost.
     return "-" if v is None else f"{v:.0f} %"
 
@@ -42,12 +42,16 @@ def overhead_rows(fleet: dict[str, Any]) -> list[dict[str, str]]:
             "workload": r["workload"],
             "target": f"{r['target']} vs {r['baseline']}",
             "hosts": str(r["hosts"]),
-            "median": pct(r["median"]),
-            "p10": pct(r["p10"]),
-            "p90": pct(r["p90"]),
-            "worst": f"{r['worst_host']} {pct(r['worst'])}{interval(r['worst_low'], r['worst_high'])}",
+            "median": overhead_pct(r["median"]),
+            "p10": overhead_pct(r["p10"]),
+            "p90": overhead_pct(r["p90"]),
+            "worst": r["worst_host"]
+            + " "
+            + overhead_pct(r["worst"])
+            + interval(r["worst_low"], r["worst_high"]),
             "stand_out": ", ".join(
-                f"{s['host']} {pct(s['overhead'])} ({s['direction']} than the others' {pct(s['others'])})"
+                f"{s['host']} {overhead_pct(s['overhead'])} "
+                f"({s['direction']} than the others' {overhead_pct(s['others'])})"
                 for s in r["stand_out"]
             )
             or "-",

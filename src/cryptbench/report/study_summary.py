@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cryptbench import stats
+from cryptbench.units import format_mb_per_s
 
 # Parameters by which an as-published workload differs from its corrected twin.
 _STYLE_KEYS = frozenset({"name", "style", "fsync"})
@@ -135,11 +136,8 @@ def page_cache_line(p: dict[str, Any]) -> str:
     else:
         verdict = "no clear difference"
     return (
-        f"{p['target']}: {p['workload']} (as published, no fsync) {_mbps(p['published_throughput'])} MB/s, "
-        f"{p['durable']} (durable) {_mbps(p['durable_throughput'])} MB/s: "
+        f"{p['target']}: {p['workload']} (as published, no fsync) "
+        f"{format_mb_per_s(p['published_throughput'])} MB/s, "
+        f"{p['durable']} (durable) {format_mb_per_s(p['durable_throughput'])} MB/s: "
         f"{p['ratio']:.2f}x{interval} the durable speed; {verdict}"
     )
-
-
-def _mbps(value: float | None) -> str:
-    return "-" if value is None else f"{value / 1e6:,.1f}"
