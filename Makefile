@@ -28,11 +28,12 @@ run: setup
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/mypy
 
 # Timed as a whole, set-up included.
 test:
 	@start=$$(date +%s); $(MAKE) --no-print-directory test-steps; rc=$$?; \
-	echo "make test: exit $$rc after $$(( $$(date +%s) - start )) s in all (set-up, lint, tests, kernel lab)"; \
+	echo "make test: exit $$rc after $$(( $$(date +%s) - start )) s in all (set-up, lint and types, tests, kernel lab)"; \
 	exit $$rc
 
 test-steps: setup test-deps lint

@@ -386,11 +386,11 @@ def build_plan(
         twins = [t for t in targets if t.medium == "ram"]
         ram_space = sum(REGISTRY[t.backend].space_needed(t, target_bytes) for t in twins)
         ram_bytes = ram_space + RAM_SLACK
-        avail = mem_available()
-        if ram_bytes > avail * RAM_FRACTION:
+        memory = mem_available()
+        if ram_bytes > memory * RAM_FRACTION:
             raise UsageError(
                 f"--ram needs {format_bytes(ram_bytes)} of memory for the RAM twins, more than half of the "
-                f"{format_bytes(avail)} available (use a smaller --size or fewer --backends)"
+                f"{format_bytes(memory)} available (use a smaller --size or fewer --backends)"
             )
 
     space = input_bytes + sum(

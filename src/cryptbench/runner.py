@@ -265,13 +265,26 @@ def _store_failure(
         raise e
 
 
+class FioRunner(Protocol):
+    """Runs one job file and returns fio's JSON text (engines/fio.run_fio, or a test's fake)."""
+
+    def __call__(
+        self,
+        jobfile: Path,
+        session: Session | None = None,
+        *,
+        readonly: bool = False,
+        cgroup: Path | None = None,
+    ) -> str: ...
+
+
 def run_trial(
     ctx: TrialContext,
     spec: TrialSpec,
     target: Target,
     direct: bool,
     workload_seed: int,
-    fio: Callable[[Path, Session], str] = run_fio,
+    fio: FioRunner = run_fio,
 ) -> bool:
     """Run one trial and store it at once, failed or not. Returns success.
 

@@ -10,7 +10,9 @@ than print one.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps
@@ -132,7 +134,7 @@ def halfwidth(r: Ratio) -> float | None:
     return max(r.ratio - r.ci_low, r.ci_high - r.ratio)
 
 
-def _bootstrap(data: tuple[np.ndarray, ...], statistic, seed: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+def _bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], seed: int) -> tuple[float, float]:
     if all(np.ptp(d) == 0 for d in data):
         value = float(statistic(*data, axis=-1))
         return value, value  # every resample is the same: the interval is a point

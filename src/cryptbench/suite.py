@@ -155,7 +155,7 @@ def parse_suite(data: dict[str, Any], origin: str) -> Suite:
     workloads = _workloads(_typed(data, "workloads", list, origin), origin, "workload")
     if not workloads:
         raise UsageError(f"{origin}: has no workloads")
-    as_published = ()
+    as_published: tuple[Workload, ...] = ()
     if "as_published" in data:
         as_published = _workloads(_typed(data, "as_published", list, origin), origin, "as_published")
     names = [w.name for w in (*workloads, *as_published)]

@@ -108,17 +108,19 @@ class Target:
 
 
 class Backend(ABC):
-    name: ClassVar[str]
-    encrypted: ClassVar[bool]
-    baseline: ClassVar[str | None]
-    summary: ClassVar[str]
+    # Set on the class where one class is one backend, on the instance where one
+    # class serves several (luks-aes128/-aes256, image-KIND-CIPHER, throttle-N).
+    name: str
+    encrypted: bool
+    baseline: str | None
+    summary: str
     # True: every write trial gets a newly provisioned target in the asked
     # state (fresh, or rewrite), as study 003's state control requires.
     stateful: ClassVar[bool] = False
     # False where a RAM twin means nothing (a throttle needs a block device).
     ram: ClassVar[bool] = True
     # The cipher it runs; None for a layer without one.
-    cipher_use: ClassVar[CipherUse | None] = None
+    cipher_use: CipherUse | None = None
 
     @abstractmethod
     def probe(self) -> Availability:

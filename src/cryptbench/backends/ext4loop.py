@@ -13,7 +13,7 @@ from cryptbench.session import Session
 class Ext4LoopBackend(Backend):
     name = "ext4-loop"
     encrypted = False
-    baseline = "plain"  # what the image + loop layer costs over the bare filesystem
+    baseline: str | None = "plain"  # what the image + loop layer costs over the bare filesystem
     summary = "ext4 in an image file on a loop device, no encryption (fscrypt's baseline)"
 
     def probe(self) -> Availability:

@@ -14,7 +14,7 @@ SLACK = 16 << 20  # bytes: marker and probe files
 class PlainBackend(Backend):
     name = "plain"
     encrypted = False
-    baseline = None
+    baseline: str | None = None
     summary = "a directory on the target filesystem, no encryption"
 
     def probe(self) -> Availability:

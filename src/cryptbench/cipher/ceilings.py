@@ -252,10 +252,10 @@ class Resolver:
         if twins is not None:
             return twins
         for s in self.stored:
-            rate = _ram_stack(s.result, direction)
-            if rate is not None:
+            on_ram = _ram_stack(s.result, direction)
+            if on_ram is not None:
                 return Ceiling(
-                    rate,
+                    on_ram,
                     f"the kernel's {use.algorithm} on the RAM stack ({direction}), "
                     f"cryptbench cipher #{s.id} ({s.measured_at})",
                 )

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 try:
+    # a C extension built at install time (setup.py): there is no .py for mypy to read
     from cryptbench.cipher import _af_alg  # type: ignore[attr-defined]
 except ImportError:  # not built (no compiler or Python headers at install): timed from Python
     _af_alg = None

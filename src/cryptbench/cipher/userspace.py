@@ -41,6 +41,7 @@ from typing import Any
 from cryptbench.errors import CryptbenchError
 
 try:
+    # a C extension built at install time (setup.py): there is no .py for mypy to read
     from cryptbench.cipher import _units  # type: ignore[attr-defined]
 except ImportError:  # not built: no compiler, Python headers or libssl-dev at install time
     _units = None
@@ -162,9 +163,10 @@ def _timed(c: CipherCase, seconds: float, using: str | None = None) -> tuple[int
             return total, elapsed
 
 
-def _worker(c: CipherCase, seconds: float, go: object, out: object) -> None:
-    go.wait()  # type: ignore[attr-defined]
-    out.put(_timed(c, seconds, "cryptography"))  # type: ignore[attr-defined]
+def _worker(c: CipherCase, seconds: float, go: Any, out: Any) -> None:
+    # go and out: a multiprocessing Event and Queue, whose context-bound types mypy cannot name
+    go.wait()
+    out.put(_timed(c, seconds, "cryptography"))
 
 
 def _result(out: Any, procs: list[Any], seconds: float) -> tuple[int, float]:
@@ -173,7 +175,7 @@ def _result(out: Any, procs: list[Any], seconds: float) -> tuple[int, float]:
     deadline = time.monotonic() + seconds + WORKER_GRACE
     while time.monotonic() < deadline:
         try:
-            return out.get(timeout=0.1)  # type: ignore[no-any-return]
+            return out.get(timeout=0.1)
         except queue.Empty:
             dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
             if dead:

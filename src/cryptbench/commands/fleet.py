@@ -423,7 +423,9 @@ def execute(
 ) -> FleetOutcome:
     size, zero = check_manifests(hosts, workloads)
     usable = [h for h in hosts if h.manifest is not None]
-    targets = [f"{h.spec.name}/{t.name}" for h in usable for t in h.manifest.targets]  # type: ignore[union-attr]
+    targets = [
+        f"{h.spec.name}/{t.name}" for h in usable if h.manifest is not None for t in h.manifest.targets
+    ]
     run_id = store.insert_run(
         suite.name,
         plan_json(suite, workloads, hosts, size, zero, rule, seed, targets),

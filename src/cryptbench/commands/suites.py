@@ -3,7 +3,7 @@ study it follows and what it corrects."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from typing import Any
 
 from cryptbench.engines.apps import AppWorkload
@@ -14,11 +14,16 @@ from cryptbench.units import format_bytes
 def _workload(w: Any) -> dict[str, Any]:
     if isinstance(w, AppWorkload):
         # the parameters the suite set, beside the app's summary
-        params = [
-            f"{f.name}={getattr(w, f.name)}"
-            for f in fields(w)
-            if f.name != "name" and getattr(w, f.name) != f.default
-        ]
+        # every app workload is a dataclass; the check is what lets fields() be typed
+        params: list[str] = (
+            [
+                f"{f.name}={getattr(w, f.name)}"
+                for f in fields(w)
+                if f.name != "name" and getattr(w, f.name) != f.default
+            ]
+            if is_dataclass(w)
+            else []
+        )
         what = f"{w.app}{' (' + ', '.join(params) + ')' if params else ''}: {w.summary}"
         return {"name": w.name, "kind": "app", "app": w.app, "what": what, "metric": primary_metric(w)}
     what = f"fio rw={w.rw} bs={format_bytes(w.bs)} iodepth={w.iodepth}"

@@ -22,7 +22,7 @@ CPU_FLAGS_OF_INTEREST = ("aes", "vaes", "pclmulqdq", "vpclmulqdq", "avx2", "avx5
 
 
 def _cpuinfo() -> tuple[str, list[str]]:
-    model, flags = "unknown", []
+    model, flags = "unknown", list[str]()
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:

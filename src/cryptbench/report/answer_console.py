@@ -252,7 +252,7 @@ def render(doc: dict[str, Any], console: Console) -> None:
                     Text(f"{h['name']} {h['status']}: {h.get('reason') or 'no reason recorded'}", style="red")
                 )
     console.print()
-    for line in warnings_lines(doc):
-        console.print(line)
+    for text in warnings_lines(doc):
+        console.print(text)
     if doc["trials"]["failed"]:
         console.print(f"[red]{doc['trials']['failed']} trial(s) failed[/red]; the details say where and why.")

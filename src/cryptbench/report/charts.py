@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,8 @@ from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.units import format_bytes
 
 WIDTH = 7.0  # inches: readable when scaled down to a phone's width, not sparse on a desktop
-STYLE = {
+# Any: Matplotlib types rc_context's keys as a Literal of every rc name
+STYLE: Any = {
     "svg.fonttype": "none",  # text stays text: searchable, selectable, scales with the page
     "svg.hashsalt": "cryptbench",  # the same run draws the same file
     "font.size": 9,
@@ -61,7 +62,10 @@ class Chart:
         """The chart as a PNG (150 dpi) or a standalone SVG file, for posts and slides."""
         buf = io.BytesIO()
         with matplotlib.rc_context(STYLE):
-            meta = {"Date": None} if fmt == "svg" else {"Software": "cryptbench (Matplotlib)"}
+            # no date in an SVG, so that the same run draws the same file
+            meta: dict[str, str | None] = (
+                {"Date": None} if fmt == "svg" else {"Software": "cryptbench (Matplotlib)"}
+            )
             self.figure.savefig(buf, format=fmt, dpi=150, metadata=meta, bbox_inches="tight")
         return buf.getvalue()
 
@@ -134,7 +138,7 @@ def _interval_in(r: dict[str, Any], div: float) -> tuple[float, float] | None:
 
 def _whiskers(
     ax: Any,
-    positions: list[float],
+    positions: Sequence[float],
     spans: list[tuple[float, float] | None],
     *,
     horizontal: bool = False,

@@ -85,6 +85,7 @@ def _rows_table(comp: Comparison, width: int) -> Table:
     table = Table(
         title="B's speed against A's, per workload and target", title_justify="left", box=box.SIMPLE_HEAD
     )
+    heads: tuple[str, ...]
     if compact:
         heads = ("workload / target", "A → B (trials)", "B is / significant?")
     else:

@@ -220,8 +220,8 @@ def efficiency(store: Store, run_id: int, doc: dict[str, Any]) -> list[ceilings.
             achieved = medians.get((w, t["name"], PRIMARY))
             if not t["encrypted"] or achieved is None:
                 continue
-            plain = RAM_PREFIX + "plain" if t["medium"] == "ram" else "plain"
-            plain = plain if plain in names and (w, plain, PRIMARY) in medians else None
+            candidate = RAM_PREFIX + "plain" if t["medium"] == "ram" else "plain"
+            plain = candidate if candidate in names and (w, candidate, PRIMARY) in medians else None
             ceiling, cores = resolver.resolve(t["name"], t["backend"], w)
             out.append(
                 ceilings.Efficiency(

@@ -120,6 +120,7 @@ class Store:
                 version += 1
 
     def transaction(self) -> sqlite3.Connection:
+        # a context manager that yields the connection, not a connection: callers only `with` it
         return _Tx(self.db)  # type: ignore[return-value]
 
     def close(self) -> None:
@@ -404,7 +405,7 @@ class _Tx:
             raise
         return self.db
 
-    def __exit__(self, exc_type, exc, tb) -> None:  # type: ignore[no-untyped-def]
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         try:
             self.db.execute("ROLLBACK" if exc_type else "COMMIT")
         finally:
