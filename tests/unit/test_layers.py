@@ -17,7 +17,7 @@ PACKAGE = SRC / "cryptbench"
 LAYERS: list[tuple[str, ...]] = [
     # foundations: no I/O of their own beyond the system calls they name
     (
-        "errors", "units", "system", "stats", "metrics", "run_warnings", "throttle",
+        "errors", "units", "system", "stats", "metrics", "throttle",
         "interrupts", "keys", "store", "suites",
     ),
     ("resources", "session"),  # what a run owns, journaled and released

@@ -20,27 +20,19 @@ bytes/s and latency in seconds. Later versions add keys; they do not rename.
 from __future__ import annotations
 
 import json
-import statistics
 from collections import defaultdict
 from typing import Any
 
 from cryptbench import stats
-from cryptbench.adaptive import BUDGETS, StopReason
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher import ceilings
 from cryptbench.errors import UsageError
 from cryptbench.fleet import spread
 from cryptbench.metrics import CATALOG, PRIMARY, info, primary_of
-from cryptbench.report import diagnosis, ranking, study_summary
-from cryptbench.run_warnings import RunWarning, WarningKind
+from cryptbench.report import diagnosis, ranking, study_summary, warning_rules
 from cryptbench.store import Store
-from cryptbench.units import format_value
 
 DOCUMENT_SCHEMA = 2  # 2 added ranking
-MIN_SAMPLES = 3  # below this an interval is no more than the samples' range
-HIGH_CV = 0.10  # coefficient of variation above which a result is flagged
-SLOW_FIRST = 0.80  # a first trial below 80 % of the others' median is flagged
-CACHE_TOLERANCE = 0.01  # fraction of the data size allowed to stay resident
 STORED_CIPHERS = 20  # newest standalone cipher measurements searched for this machine's
 
 
@@ -174,7 +166,7 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
     # and the coordinator's stored ceilings describe another machine.
     doc["efficiency"] = [] if fleet_hosts else [e.to_json() for e in efficiency(store, run_id, doc)]
     doc["qd_curves"] = qd_curves(doc)
-    doc["warnings"] = [w.to_json() for w in find_warnings(doc, trials)]
+    doc["warnings"] = [w.to_json() for w in warning_rules.find(doc, trials)]
     doc["ranking"] = ranking.build(doc)
     doc["conclusions"] = conclusions(doc)
     doc["diagnosis"] = [] if fleet_hosts else [d.to_json() for d in diagnosis.diagnose(doc)]
@@ -307,202 +299,6 @@ def _baselines(t: dict[str, Any], tmap: dict[str, dict[str, Any]]) -> list[tuple
     if not ram and RAM_PREFIX + t["name"] in tmap:
         out.append((RAM_PREFIX + t["name"], "ram"))
     return out
-
-
-def find_warnings(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[RunWarning]:
-    found: list[RunWarning] = []
-    env = doc["environment"]
-    size = doc["plan"]["size"]
-    if doc["status"] == "interrupted":
-        found.append(
-            RunWarning(
-                WarningKind.INTERRUPTED, "the run was interrupted; figures cover the trials that finished"
-            )
-        )
-    if env.get("cache_drop") == "fadvise":
-        found.append(
-            RunWarning(
-                WarningKind.CACHE_DROP_LIMITED,
-                "not run as root: caches were dropped with fadvise only, so the backing files of "
-                "layered targets may have been read from memory; run as root for drop_caches",
-            )
-        )
-    crypto = env.get("kernel_crypto", {})
-    if crypto.get("generic_software_aes") and any(t["backend"] == "fscrypt" for t in doc["targets"]):
-        flags = env.get("cpu_flags", [])
-        has = " although the CPU has AES instructions" if "aes" in flags else ""
-        driver = crypto.get("xts(aes)") or crypto.get("aes")
-        found.append(
-            RunWarning(
-                WarningKind.GENERIC_KERNEL_AES,
-                f"the kernel's AES is a generic software implementation ({driver})"
-                f"{has}: kernel encryption (fscrypt, dm-crypt) runs without AES-NI here, which makes it slow",
-            )
-        )
-    for t in doc["targets"]:
-        if t["encrypted"] and t["encryption_verified"] is not True:
-            found.append(
-                RunWarning(
-                    WarningKind.ENCRYPTION_UNVERIFIED,
-                    "the proof of encryption did not pass for this target",
-                    target=t["name"],
-                )
-            )
-    for r in doc["results"]:
-        if r["metric"] != primary_of(doc["plan"], r["workload"]):
-            continue
-        w, tn, values = r["workload"], r["target"], r["samples"]
-        if r["n"] < MIN_SAMPLES:
-            found.append(
-                RunWarning(
-                    WarningKind.FEW_SAMPLES,
-                    f"{r['n']} sample(s): the interval is at best their range; "
-                    f"use --repeats {MIN_SAMPLES} or more",
-                    w,
-                    tn,
-                )
-            )
-        if r["cv"] > HIGH_CV:
-            found.append(
-                RunWarning(
-                    WarningKind.HIGH_VARIATION,
-                    f"{info(r['metric']).label} varies by {r['cv']:.0%} (CV) between trials",
-                    w,
-                    tn,
-                )
-            )
-        for i in stats.outliers(values):
-            found.append(
-                RunWarning(
-                    WarningKind.OUTLIER,
-                    f"trial {i + 1} of {r['n']} is an outlier ({format_value(values[i], r['unit'])} "
-                    f"against a median of {format_value(r['median'], r['unit'])}); kept, not dropped",
-                    w,
-                    tn,
-                )
-            )
-        d = stats.drift(values)
-        if d is not None:
-            way = "down" if d.change < 0 else "up"
-            found.append(
-                RunWarning(
-                    WarningKind.DRIFT,
-                    f"{info(r['metric']).label} drifts {way} by {abs(d.change):.0%} from the first trial "
-                    f"to the last (Spearman rho {d.rho:+.2f}, p = {d.p:.1g}): the machine changed during "
-                    "the run (a cache filling, throttling, a neighbour); the median mixes its states",
-                    w,
-                    tn,
-                )
-            )
-        groups = stats.modes(values)
-        if groups is not None:
-            low, high = groups
-            found.append(
-                RunWarning(
-                    WarningKind.BIMODAL,
-                    f"the samples form two groups, {len(low)} around "
-                    f"{format_value(statistics.median(low), r['unit'])} and {len(high)} around "
-                    f"{format_value(statistics.median(high), r['unit'])}: the median describes neither; "
-                    "find what switches between them before trusting the comparison",
-                    w,
-                    tn,
-                )
-            )
-        if r["n"] >= MIN_SAMPLES:
-            mid = statistics.median(values[1:])
-            # The first trial's speed relative to the others' (a time inverted).
-            speed = mid / values[0] if info(r["metric"]).higher_is_better is False else values[0] / mid
-            if speed < SLOW_FIRST:
-                found.append(
-                    RunWarning(
-                        WarningKind.SLOW_FIRST_TRIAL,
-                        f"the first trial ran at {speed:.0%} of the others' median speed; "
-                        "a warm-up effect (caches, allocation) may be mixed in",
-                        w,
-                        tn,
-                    )
-                )
-    failed: dict[tuple[str, str], list[str]] = defaultdict(list)
-    resident: dict[tuple[str, str], int] = defaultdict(int)
-    # On a RAM twin every page is resident by nature: that is its medium, not a cache.
-    on_ram = {t["name"] for t in doc["targets"] if t.get("medium") == "ram"}
-    for t in trials:
-        key = (t["workload"], t["target"])
-        if t["status"] != "ok":
-            failed[key].append(t["error"] or "unknown error")
-        if t["target"] not in on_ram and (t["cache_resident_bytes"] or 0) > CACHE_TOLERANCE * size:
-            resident[key] = max(resident[key], t["cache_resident_bytes"])
-    for (w, tn), errors in failed.items():
-        found.append(
-            RunWarning(WarningKind.FAILED_TRIALS, f"{len(errors)} trial(s) failed: {errors[0]}", w, tn)
-        )
-    for (w, tn), n in resident.items():
-        found.append(
-            RunWarning(
-                WarningKind.CACHE_NOT_DROPPED,
-                f"up to {n // 1024} KiB of the data stayed in the page cache before a trial",
-                w,
-                tn,
-            )
-        )
-    found += _imprecise(doc)
-    modes = {t["name"]: t["io_mode"] for t in doc["targets"]}
-    seen = set()
-    for c in doc["comparisons"]:
-        pair = (c["target"], c["baseline"])
-        if modes.get(pair[0]) != modes.get(pair[1]) and pair not in seen:
-            seen.add(pair)
-            found.append(
-                RunWarning(
-                    WarningKind.IO_MODE_MISMATCH,
-                    f"{pair[0]} ran {modes[pair[0]]} I/O but {pair[1]} ran {modes[pair[1]]}: "
-                    "the comparison mixes page-cache cost with the layer's",
-                    target=pair[0],
-                )
-            )
-    return found
-
-
-SHORT = (StopReason.MAX_REPEATS, *BUDGETS)  # stopped before the asked precision
-NOT_NARROWING = 0.80  # the final half-width is still this much of the early one
-
-
-def _imprecise(doc: dict[str, Any]) -> list[RunWarning]:
-    """A comparison that stopped short of the asked precision, and whether
-    more trials would have helped: its interval after the first min_repeats
-    trials against its interval now."""
-    rule = doc.get("stopping", {}).get("rule")
-    if not rule or rule["precision"] is None:
-        return []
-    seed = int(doc["plan"].get("seed", 0))
-    samples = {(r["workload"], r["target"], r["metric"]): r["samples"] for r in doc["results"]}
-    found = []
-    for c in doc["comparisons"]:
-        if c["stopped_by"] not in SHORT or c["precision"] is None:
-            continue
-        message = (
-            f"±{c['precision'] * 100:.1f}% against {c['baseline']}, not the asked "
-            f"±{rule['precision'] * 100:g}% (stopped by {c['stopped_by']})"
-        )
-        a = samples.get((c["workload"], c["target"], c["metric"]), [])
-        b = samples.get((c["workload"], c["baseline"], c["metric"]), [])
-        k = rule["min_repeats"]
-        if len(a) > k and len(b) > k:
-            early = stats.halfwidth(
-                stats.speed_ratio(
-                    a[:k],
-                    b[:k],
-                    info(c["metric"]).higher_is_better,
-                    stats.figure_seed(seed, c["workload"], c["target"], c["baseline"]),
-                )
-            )
-            if early is not None and c["precision"] >= NOT_NARROWING * early:
-                message += (
-                    f"; it is not narrowing (±{early * 100:.1f}% after {k} trials, "
-                    f"±{c['precision'] * 100:.1f}% after {len(a)}): more trials alone will not help"
-                )
-        found.append(RunWarning(WarningKind.IMPRECISE, message, c["workload"], c["target"]))
-    return found
 
 
 def speed_change(c: dict[str, Any]) -> tuple[float, tuple[float, float] | None, bool]:
