@@ -36,7 +36,7 @@ from cryptbench.measure import cpu, cpu_timeline
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.measure.device import bytes_written
 from cryptbench.session import Session
-from cryptbench.store import Store, now_iso
+from cryptbench.store import Store, TrialRecord, now_iso
 from cryptbench.suite import Workload, WorkloadSpec
 from cryptbench.trial_metrics import app_metrics, trial_metrics
 
@@ -205,7 +205,7 @@ def _measure(
     ctx: TrialContext,
     target: Target,
     files: list[Path],
-    row: dict[str, object],
+    row: TrialRecord,
     what: str,
     work: Callable[[], T],
 ) -> tuple[T, Meters]:
@@ -214,9 +214,9 @@ def _measure(
 
     A failure while a helper of the target died is the target's loss, not the trial's.
     """
-    row["cache_method"] = str(drop_caches(files))
+    row.cache_method = str(drop_caches(files))
     # What is still resident now would be served from memory: record it.
-    row["cache_resident_bytes"] = resident_bytes(files)
+    row.cache_resident_bytes = resident_bytes(files)
     written = bytes_written(ctx.device)
     before = cpu.snapshot(target.helpers)
     sampler = cpu_timeline.Sampler(target.helpers).start()
@@ -228,7 +228,7 @@ def _measure(
             raise TargetLost(f"{lost} ({what}: {_why(e) if isinstance(e, OSError) else e})") from None
         raise
     finally:
-        row["cpu_timeline"] = sampler.stop().to_json()
+        row.cpu_timeline = sampler.stop().to_json()
     after = cpu.snapshot(target.helpers)
     written_after = bytes_written(ctx.device)
     lost = target_lost(target, "during this trial")
@@ -238,23 +238,23 @@ def _measure(
     return out, Meters(cpu.usage(before, after), device)
 
 
-def _trial_row(spec: TrialSpec, target: Target, job: str) -> dict[str, object]:
-    return {
-        "seq": spec.seq,
-        "block": spec.block,
-        "repeat": spec.repeat,
-        "workload": spec.workload.name,
-        "target": target.name,
-        "started_at": now_iso(),
-        "job_file": job,
-    }
+def _trial_row(spec: TrialSpec, target: Target, job: str) -> TrialRecord:
+    return TrialRecord(
+        seq=spec.seq,
+        block=spec.block,
+        repeat=spec.repeat,
+        workload=spec.workload.name,
+        target=target.name,
+        started_at=now_iso(),
+        job_file=job,
+    )
 
 
 def _store_failure(
-    ctx: TrialContext, spec: TrialSpec, target: Target, row: dict[str, object], e: TrialError
+    ctx: TrialContext, spec: TrialSpec, target: Target, row: TrialRecord, e: TrialError
 ) -> None:
     """Store the failed trial; raise DiskFull if the target filled up, TargetLost again if lost."""
-    row.update(status="failed", error=str(e))
+    row.status, row.error = "failed", str(e)
     ctx.store.insert_trial(ctx.run_id, row, [])
     if ENOSPC_TEXT in str(e):
         raise DiskFull(
@@ -313,12 +313,12 @@ def run_trial(
             )
         except OSError as e:  # the scratch filesystem full, a FUSE mount gone, …
             raise TrialError(_why(e)) from None
-        row["raw_output"] = raw
+        row.raw_output = raw
         measurement = parse_fio_json(raw)
     except TrialError as e:
         _store_failure(ctx, spec, target, row, e)
         return False
-    row["status"] = "ok"
+    row.status = "ok"
     ctx.store.insert_trial(ctx.run_id, row, trial_metrics(measurement, meters.cpu, meters.device_written))
     return True
 
@@ -370,8 +370,8 @@ def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_s
                 f"{target.name}: could not clean up after a failed trial: {clean_error}"
             ) from None
         return False
-    row["status"] = "ok"
-    row["raw_output"] = json.dumps(result.to_json(), sort_keys=True)
+    row.status = "ok"
+    row.raw_output = json.dumps(result.to_json(), sort_keys=True)
     ctx.store.insert_trial(ctx.run_id, row, app_metrics(workload, result, meters.cpu, meters.device_written))
     return True
 

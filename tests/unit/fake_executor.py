@@ -7,7 +7,7 @@ import random
 from typing import Any, cast
 
 from cryptbench.runner import NullProgress, TrialContext, TrialSpec
-from cryptbench.store import MetricValue, Store
+from cryptbench.store import MetricValue, Store, TrialRecord
 
 
 class FakeExecutor:
@@ -36,7 +36,7 @@ class FakeExecutor:
         written = float(1 << 20) if spec.workload.is_write else 0.0
         self.ctx.store.insert_trial(
             self.ctx.run_id,
-            row,
+            TrialRecord(**row),
             [
                 MetricValue("throughput", "bytes/s", self.rng.gauss(mean, sd)),
                 MetricValue("io_bytes", "bytes", written or float(1 << 20)),

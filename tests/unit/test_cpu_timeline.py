@@ -10,7 +10,7 @@ from cryptbench.backends.base import Helper
 from cryptbench.measure import cpu_timeline
 from cryptbench.measure.cpu import CpuSnapshot
 from cryptbench.measure.cpu_timeline import CpuTimeline, Sampler
-from cryptbench.store import MetricValue, Store
+from cryptbench.store import MetricValue, Store, TrialRecord
 
 
 def _snap(wall: float, busy: float, **helpers: float) -> CpuSnapshot:
@@ -83,9 +83,9 @@ def test_store_keeps_a_trials_timeline(tmp_path: Path) -> None:
         "status": "ok",
     }
     trial_id = store.insert_trial(
-        run_id, {**row, "cpu_timeline": timeline}, [MetricValue("iops", "1/s", 1.0)]
+        run_id, TrialRecord(**row, cpu_timeline=timeline), [MetricValue("iops", "1/s", 1.0)]
     )
-    store.insert_trial(run_id, {**row, "seq": 1}, [])
+    store.insert_trial(run_id, TrialRecord(**{**row, "seq": 1}), [])
     assert store.cpu_timelines(run_id) == {trial_id: timeline}
     store.close()
 

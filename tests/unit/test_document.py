@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.report import document
-from cryptbench.store import MetricValue, Store
+from cryptbench.store import MetricValue, Store, TrialRecord
 
 CONTRACT_TARGET_KEYS = {"name", "backend", "baseline", "io_mode", "encryption_verified"}
 CONTRACT_RESULT_KEYS = {
@@ -66,22 +66,24 @@ def _store(
                 "cache_resident_bytes": resident,
             }
             store.insert_trial(
-                run_id, row, [MetricValue("throughput", "bytes/s", v), MetricValue("lat_p99", "s", 1e-3)]
+                run_id,
+                TrialRecord(**row),
+                [MetricValue("throughput", "bytes/s", v), MetricValue("lat_p99", "s", 1e-3)],
             )
             seq += 1
     for i in range(failed):
         store.insert_trial(
             run_id,
-            {
-                "seq": seq + i,
-                "block": 0,
-                "repeat": 0,
-                "workload": "w1",
-                "target": "gocryptfs",
-                "started_at": "x",
-                "status": "failed",
-                "error": "fio exited with status 1: boom",
-            },
+            TrialRecord(
+                seq=seq + i,
+                block=0,
+                repeat=0,
+                workload="w1",
+                target="gocryptfs",
+                started_at="x",
+                status="failed",
+                error="fio exited with status 1: boom",
+            ),
             [],
         )
     store.finish_run(run_id, "complete")
@@ -206,7 +208,7 @@ def test_a_time_is_compared_as_speed(tmp_path: Path) -> None:
             seconds = v * factor * (1.5 if i == 0 and target == "plain" else 1.0)
             store.insert_trial(
                 run_id,
-                row,
+                TrialRecord(**row),
                 [MetricValue("seconds", "s", seconds), MetricValue("extract.seconds", "s", seconds / 2)],
             )
             seq += 1

@@ -15,7 +15,7 @@ from rich.console import Console
 from cryptbench.commands import history
 from cryptbench.errors import UsageError
 from cryptbench.report.history_table import GAP, line, render, sparkline
-from cryptbench.store import MetricValue, Store
+from cryptbench.store import MetricValue, Store, TrialRecord
 
 
 def _target(name: str, backend: str, io_mode: str = "direct") -> dict:
@@ -55,7 +55,7 @@ def _add_run(
             trial = {"seq": seq, "block": 0, "repeat": seq, "workload": w, "target": t,
                      "started_at": "2026-11-22T00:00:00Z", "status": "ok"}  # fmt: skip
             metrics = [MetricValue("throughput", "bytes/s", v), MetricValue("lat_p99", "s", v / 1e11)]
-            store.insert_trial(run_id, trial, metrics)
+            store.insert_trial(run_id, TrialRecord(**trial), metrics)
             seq += 1
     store.finish_run(run_id, "complete")
     return run_id

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.errors import StoreError
-from cryptbench.store import MetricValue, Store
+from cryptbench.store import MetricValue, Store, TrialRecord
 from cryptbench.store.migrations import SCHEMA_VERSION
 
 
@@ -31,7 +31,7 @@ def test_trial_is_visible_to_another_connection_at_once(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
     store = Store.open(path)
     run_id = store.insert_run("quick", {"seed": 1}, {}, "0")
-    store.insert_trial(run_id, _trial(0), [MetricValue("throughput", "bytes/s", 1e8)])
+    store.insert_trial(run_id, TrialRecord(**_trial(0)), [MetricValue("throughput", "bytes/s", 1e8)])
     other = sqlite3.connect(path)
     assert other.execute("SELECT count(*) FROM metrics").fetchone()[0] == 1
     other.close()

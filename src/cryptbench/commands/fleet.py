@@ -40,7 +40,7 @@ from cryptbench.metrics import info
 from cryptbench.plan import stopping_rule
 from cryptbench.report import document
 from cryptbench.runner import NullProgress, Progress, Spend, TrialSpec, interleave, note_lost, stopping_record
-from cryptbench.store import Store, default_db_path, now_iso
+from cryptbench.store import Store, TrialRecord, default_db_path, now_iso
 from cryptbench.suite import Suite, Workload, WorkloadSpec, check_size_range, load_suite, primary_metric
 from cryptbench.trial_metrics import fleet_trial_metrics
 from cryptbench.units import format_bytes
@@ -350,24 +350,24 @@ class Coordinator:
             r = results[h]
             if h in rerun:
                 continue
-            row = {
-                "seq": self.seq,
-                "block": block,
-                "repeat": repeat,
-                "workload": workload.name,
-                "target": f"{h}/{name}",
-                "started_at": started,
-                "job_file": texts[h],
-                "raw_output": r.raw,
-                "cache_method": "fio invalidate=1 (the data file's pages only)",
-            }
+            row = TrialRecord(
+                seq=self.seq,
+                block=block,
+                repeat=repeat,
+                workload=workload.name,
+                target=f"{h}/{name}",
+                started_at=started,
+                job_file=texts[h],
+                raw_output=r.raw,
+                cache_method="fio invalidate=1 (the data file's pages only)",
+            )
             self.seq += 1
             if r.measurement is not None:
-                row["status"] = "ok"
+                row.status = "ok"
                 self.store.insert_trial(self.run_id, row, fleet_trial_metrics(r.measurement))
                 self.ok += 1
             else:
-                row.update(status="failed", error=r.error)
+                row.error = r.error
                 self.store.insert_trial(self.run_id, row, [])
                 self.failed += 1
                 if r.lost:

@@ -27,6 +27,26 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+@dataclass
+class TrialRecord:
+    """One trial as the store keeps it: made before the trial, filled in by the
+    measurement (runner.py, or a fleet's coordinator), inserted once, ok or failed."""
+
+    seq: int  # the trial's place in the run's order, from 0
+    block: int  # the interleaved block it ran in
+    repeat: int  # the round, from 0
+    workload: str
+    target: str
+    started_at: str  # ISO 8601, UTC
+    status: str = "failed"  # ok or failed; ok only once the trial's figures are in
+    error: str | None = None  # why it failed, in words
+    cache_method: str | None = None  # how the caches were dropped before it
+    cache_resident_bytes: int | None = None  # bytes of its files still in the page cache after the drop
+    job_file: str | None = None  # the fio job text, or an app task's parameters as JSON
+    raw_output: str | None = None  # fio's JSON, or the task's result, as produced
+    cpu_timeline: dict[str, Any] | None = None  # CPU sampled through the trial (measure/cpu_timeline)
+
+
 @dataclass(frozen=True)
 class MetricValue:
     name: str
@@ -226,7 +246,7 @@ class Store:
             )
         return [_row(cur, r) for r in cur.fetchall()]
 
-    def insert_trial(self, run_id: int, trial: dict[str, Any], metrics: list[MetricValue]) -> int:
+    def insert_trial(self, run_id: int, trial: TrialRecord, metrics: list[MetricValue]) -> int:
         with self.transaction():
             cur = self.db.execute(
                 "INSERT INTO trials (run_id, seq, block, repeat, workload, target, started_at, status,"
@@ -234,18 +254,18 @@ class Store:
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run_id,
-                    trial["seq"],
-                    trial["block"],
-                    trial["repeat"],
-                    trial["workload"],
-                    trial["target"],
-                    trial["started_at"],
-                    trial["status"],
-                    trial.get("error"),
-                    trial.get("cache_method"),
-                    trial.get("cache_resident_bytes"),
-                    trial.get("job_file"),
-                    trial.get("raw_output"),
+                    trial.seq,
+                    trial.block,
+                    trial.repeat,
+                    trial.workload,
+                    trial.target,
+                    trial.started_at,
+                    trial.status,
+                    trial.error,
+                    trial.cache_method,
+                    trial.cache_resident_bytes,
+                    trial.job_file,
+                    trial.raw_output,
                 ),
             )
             trial_id = int(cur.lastrowid or 0)
@@ -253,10 +273,10 @@ class Store:
                 "INSERT INTO metrics (trial_id, name, unit, value) VALUES (?,?,?,?)",
                 [(trial_id, m.name, m.unit, m.value) for m in metrics],
             )
-            if trial.get("cpu_timeline") is not None:
+            if trial.cpu_timeline is not None:
                 self.db.execute(
                     "INSERT INTO cpu_timelines (trial_id, timeline_json) VALUES (?,?)",
-                    (trial_id, json.dumps(trial["cpu_timeline"], separators=(",", ":"))),
+                    (trial_id, json.dumps(trial.cpu_timeline, separators=(",", ":"))),
                 )
             return trial_id
 
