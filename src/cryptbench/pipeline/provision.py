@@ -22,6 +22,8 @@ from cryptbench.verify import marker_in_backing, probe_direct_io
 
 
 def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str]:
+    """Tear down what dead runs left in these scratch spaces (their lock is free), and
+    loop devices over files of run directories that are gone; what was removed, in words."""
     messages: list[str] = []
     for run_dir in candidate_run_dirs(targets, registry):
         done = recover(run_dir, registry)
