@@ -19,7 +19,16 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from cryptbench.report import console, export_markdown, ranking
+from cryptbench.report import (
+    charts,
+    console,
+    diagnosis,
+    document,
+    export_html,
+    export_markdown,
+    ranking,
+    warning_rules,
+)
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 GOLDEN = Path(__file__).parent.parent / "golden" / "outputs"
@@ -33,13 +42,41 @@ def _console_text(doc: dict[str, Any], width: int, details: bool) -> str:
     return out.getvalue()
 
 
+def _json(value: object) -> str:
+    return json.dumps(value, indent=2) + "\n"
+
+
+def _derived(doc: dict[str, Any]) -> str:
+    """The sections document.build derives from the core (targets, results,
+    comparisons), recomputed from the recorded core: trials are not in a document,
+    so the rules that read them see none."""
+    return _json(
+        {
+            "qd_curves": document.qd_curves(doc),
+            "conclusions": document.conclusions(doc),
+            "warnings": [w.to_json() for w in warning_rules.find(doc, [])],
+            "diagnosis": [d.to_json() for d in diagnosis.diagnose(doc)],
+        }
+    )
+
+
+def _charts(doc: dict[str, Any]) -> str:
+    """Which charts the page draws, with their titles and captions (the SVG itself is
+    Matplotlib's, not ours)."""
+    return _json([[c.kind, c.name, c.title, c.caption] for c in charts.build(doc, [])])
+
+
 RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "answer-80.txt": lambda d: _console_text(d, 80, details=False),
     "answer-120.txt": lambda d: _console_text(d, 120, details=False),
     "details-80.txt": lambda d: _console_text(d, 80, details=True),
     "details-120.txt": lambda d: _console_text(d, 120, details=True),
     "report.md": export_markdown.render,
-    "ranking.json": lambda d: json.dumps(d["ranking"], indent=2) + "\n",
+    "ranking.json": lambda d: _json(d["ranking"]),
+    "derived.json": _derived,
+    "charts.json": _charts,
+    "page.html": lambda d: export_html.render(d, []),
+    "document.json": _json,
 }
 
 
