@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, ...]] = [
     # foundations: no I/O of their own beyond the system calls they name
     (
         "errors", "units", "system", "stats", "metrics", "throttle",
-        "interrupts", "keys", "store", "suites",
+        "interrupts", "keys", "store", "suites", "result_model",
     ),
     ("resources", "session"),  # what a run owns, journaled and released
     ("backends", "engines", "measure", "cipher", "verify", "fleet"),  # the real components

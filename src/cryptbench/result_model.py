@@ -1,0 +1,383 @@
+"""The result document as types: what `report/document.build` returns and every
+renderer reads.
+
+Its JSON form is the contract of `--json` and `show --json` (docs/architecture.md
+lists its keys): `to_json()` writes the keys in the order they have always had, and
+`from_json(d).to_json() == d` for every document this version writes
+(tests/unit/test_result_model.py checks it on the recorded ones).
+
+Throughput is in bytes/s and latency in seconds; each field says its unit. A few
+parts stay JSON objects on purpose: the plan and environment as stored, a backend's
+own details, and the sections whose shape the modules that build them own
+(ranking, study summary, fleet); `JsonObject` names them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# A JSON object kept as the store or a section's builder wrote it.
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """One provisioned target of the run."""
+
+    name: str  # unique in the run: backend, then @state, :fs, ram: or host/ where they apply
+    backend: str  # the registry's name
+    baseline: str | None  # the same stack without the cipher; None for plain
+    encrypted: bool
+    io_mode: str  # "direct" or "buffered": what its trials used
+    direct_io: str | None  # whether the layer honours O_DIRECT: "honoured", "ignored", …
+    direct_io_reason: str | None  # the probe's evidence for it
+    marker_in_backing: bool | None  # the plaintext marker was found in the backing store
+    encryption_verified: bool | None  # the proof of encryption passed; None: not encrypted
+    details: JsonObject  # the backend's own facts: cipher, mount, helpers, state, …
+    medium: str = "device"  # "device" or "ram"
+    host: str | None = None  # a fleet run's host label; None on one machine
+
+    def to_json(self) -> JsonObject:
+        return {
+            "name": self.name,
+            "backend": self.backend,
+            "baseline": self.baseline,
+            "encrypted": self.encrypted,
+            "io_mode": self.io_mode,
+            "direct_io": self.direct_io,
+            "direct_io_reason": self.direct_io_reason,
+            "marker_in_backing": self.marker_in_backing,
+            "encryption_verified": self.encryption_verified,
+            "details": self.details,
+            "medium": self.medium,
+            "host": self.host,
+        }
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> TargetInfo:
+        return cls(
+            d["name"],
+            d["backend"],
+            d["baseline"],
+            d["encrypted"],
+            d["io_mode"],
+            d["direct_io"],
+            d["direct_io_reason"],
+            d["marker_in_backing"],
+            d["encryption_verified"],
+            d["details"],
+            d.get("medium", "device"),
+            d.get("host"),
+        )
+
+
+@dataclass(frozen=True)
+class Result:
+    """One metric of one target at one workload, over its trials. Values are in the
+    metric's unit (`unit`: bytes/s for throughput, s for latency, …)."""
+
+    workload: str
+    target: str
+    metric: str
+    unit: str  # the metric's unit as metrics.CATALOG names it
+    samples: list[float]  # one per trial, in the order the trials ran
+    n: int  # count of samples
+    median: float
+    mean: float
+    sd: float  # standard deviation
+    cv: float  # coefficient of variation, sd/mean, a fraction
+    min: float
+    max: float
+    ci_low: float | None  # the median's bootstrap interval (stats.CONFIDENCE)
+    ci_high: float | None
+
+    def to_json(self) -> JsonObject:
+        return {
+            "workload": self.workload,
+            "target": self.target,
+            "metric": self.metric,
+            "unit": self.unit,
+            "samples": self.samples,
+            "n": self.n,
+            "median": self.median,
+            "mean": self.mean,
+            "sd": self.sd,
+            "cv": self.cv,
+            "min": self.min,
+            "max": self.max,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+        }
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Result:
+        return cls(**{k: d[k] for k in _RESULT_KEYS})
+
+
+_RESULT_KEYS = tuple(Result.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A target against one of its baselines at one workload, on the workload's primary
+    metric. `ratio` is the target's speed over the baseline's (below 1: slower), whatever
+    the metric's direction."""
+
+    workload: str
+    target: str
+    baseline: str
+    kind: str  # "baseline" (the same stack without the cipher), "plain", or "ram" (its RAM twin)
+    metric: str
+    ratio: float  # a fraction: target's speed / baseline's
+    ci_low: float | None  # the ratio's bootstrap interval; None without one
+    ci_high: float | None
+    overhead_percent: float  # (1 - ratio) * 100: positive is slower
+    precision: float | None  # the interval's relative half-width, a fraction
+    stopped_by: str | None  # what ended its repetition (adaptive.StopReason); "baseline" kind only
+
+    def to_json(self) -> JsonObject:
+        return {k: getattr(self, k) for k in _COMPARISON_KEYS}
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Comparison:
+        return cls(**{k: d[k] for k in _COMPARISON_KEYS})
+
+
+_COMPARISON_KEYS = tuple(Comparison.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class RunWarning:
+    """Something the reader must know before trusting a figure (report/warning_rules.py
+    holds the rules, one per kind)."""
+
+    kind: str  # a WarningKind's value, e.g. "high-variation"
+    message: str  # one sentence a user can act on
+    workload: str | None = None
+    target: str | None = None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "kind": str(self.kind),
+            "message": self.message,
+            "workload": self.workload,
+            "target": self.target,
+        }
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> RunWarning:
+        return cls(d["kind"], d["message"], d.get("workload"), d.get("target"))
+
+
+@dataclass(frozen=True)
+class QdPoint:
+    iodepth: int  # count
+    workload: str
+    overhead_percent: float  # the change against the baseline, positive is slower
+    overhead_low: float | None  # percent: its interval, the ratio's turned around
+    overhead_high: float | None
+
+    def to_json(self) -> JsonObject:
+        return {k: getattr(self, k) for k in _QD_POINT_KEYS}
+
+
+_QD_POINT_KEYS = tuple(QdPoint.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class QdCurve:
+    """One target's change against its baseline as queue depth grows, for one pattern."""
+
+    rw: str  # fio's rw
+    bs: int  # bytes
+    target: str
+    baseline: str | None
+    points: list[QdPoint]  # by iodepth, ascending
+
+    def to_json(self) -> JsonObject:
+        return {
+            "rw": self.rw,
+            "bs": self.bs,
+            "target": self.target,
+            "baseline": self.baseline,
+            "points": [p.to_json() for p in self.points],
+        }
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> QdCurve:
+        return cls(d["rw"], d["bs"], d["target"], d["baseline"], [QdPoint(**p) for p in d["points"]])
+
+
+@dataclass(frozen=True)
+class Answer:
+    """How one question (a target against its baseline at a workload) was answered."""
+
+    workload: str
+    target: str
+    baseline: str
+    metric: str
+    stopped_by: str | None  # an adaptive.StopReason's value; None while still open
+    rounds: int  # count of rounds it took part in
+    samples: int  # count of trials of the target
+    halfwidth: float | None  # its ratio's interval's relative half-width, a fraction
+
+    def to_json(self) -> JsonObject:
+        return {k: getattr(self, k) for k in _ANSWER_KEYS}
+
+
+_ANSWER_KEYS = tuple(Answer.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """What decided how many trials ran."""
+
+    rule: JsonObject  # adaptive.StoppingRule's JSON: precision, min/max repeats, max bytes, max time
+    answers: list[Answer]
+    stopped_by: str | None  # what ended the run's trials (adaptive.StopReason's value)
+    bytes_written: float  # bytes the trials wrote
+    bytes_source: str  # "device" (its own counter) or "workloads" (what fio reported)
+    seconds: float  # seconds the trials took
+
+    def to_json(self) -> JsonObject:
+        return {
+            "rule": self.rule,
+            "answers": [a.to_json() for a in self.answers],
+            "stopped_by": self.stopped_by,
+            "bytes_written": self.bytes_written,
+            "bytes_source": self.bytes_source,
+            "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Stopping:
+        return cls(
+            d["rule"],
+            [Answer(**a) for a in d["answers"]],
+            d["stopped_by"],
+            d["bytes_written"],
+            d["bytes_source"],
+            d["seconds"],
+        )
+
+
+@dataclass(frozen=True)
+class DeviceWrites:
+    """What wore the scratch device: its own counter over every trial."""
+
+    device: str | None  # the block device's name, e.g. "vda"
+    bytes: float  # bytes written, layers' overhead included
+    trials: int  # count of trials it covers
+
+    def to_json(self) -> JsonObject:
+        return {"device": self.device, "bytes": self.bytes, "trials": self.trials}
+
+
+@dataclass(frozen=True)
+class TrialCounts:
+    ok: int  # count
+    failed: int  # count
+
+    def to_json(self) -> JsonObject:
+        return {"ok": self.ok, "failed": self.failed}
+
+
+@dataclass(frozen=True)
+class Document:
+    """A run's whole result: what it ran on, every figure, and what they mean."""
+
+    schema_version: int
+    run_id: int
+    status: str  # "complete", "interrupted", "failed", or "running"
+    started_at: str  # ISO 8601, UTC
+    finished_at: str | None  # ISO 8601, UTC; None while running
+    tool_version: str
+    suite: str  # the suite's name
+    plan: JsonObject  # plan.Plan's JSON, as stored
+    environment: JsonObject  # measure/environment's facts, as stored
+    targets: list[TargetInfo]
+    results: list[Result]
+    comparisons: list[Comparison]
+    trials: TrialCounts
+    notes: list[str]  # what the plan decided and why, one sentence each
+    stopping: Stopping | None = None  # None for runs stored before adaptive stopping
+    device_writes: DeviceWrites | None = None  # None where the scratch space has no block device
+    study_summary: JsonObject | None = None  # report/study_summary.py's, for a suite that follows a study
+    efficiency: list[JsonObject] = field(default_factory=list)  # cipher/ceilings.Efficiency's JSON
+    qd_curves: list[QdCurve] = field(default_factory=list)
+    warnings: list[RunWarning] = field(default_factory=list)
+    ranking: list[JsonObject] = field(default_factory=list)  # report/ranking.py's sections
+    conclusions: list[str] = field(default_factory=list)  # one sentence per (target, baseline)
+    diagnosis: list[JsonObject] = field(default_factory=list)  # report/diagnosis.Diagnosis's JSON
+    fleet: JsonObject | None = None  # fleet/spread.py's section, for a fleet run
+
+    def to_json(self) -> JsonObject:
+        d: JsonObject = {
+            "schema_version": self.schema_version,
+            "run_id": self.run_id,
+            "status": self.status,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "tool_version": self.tool_version,
+            "suite": self.suite,
+            "plan": self.plan,
+            "environment": self.environment,
+            "targets": [t.to_json() for t in self.targets],
+            "results": [r.to_json() for r in self.results],
+            "comparisons": [c.to_json() for c in self.comparisons],
+            "trials": self.trials.to_json(),
+            "notes": self.notes,
+        }
+        if self.stopping is not None:
+            d["stopping"] = self.stopping.to_json()
+        if self.device_writes is not None:
+            d["device_writes"] = self.device_writes.to_json()
+        if self.study_summary is not None:
+            d["study_summary"] = self.study_summary
+        d["efficiency"] = self.efficiency
+        d["qd_curves"] = [c.to_json() for c in self.qd_curves]
+        d["warnings"] = [w.to_json() for w in self.warnings]
+        d["ranking"] = self.ranking
+        d["conclusions"] = self.conclusions
+        d["diagnosis"] = self.diagnosis
+        if self.fleet is not None:
+            d["fleet"] = self.fleet
+        return d
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Document:
+        stopping, writes = d.get("stopping"), d.get("device_writes")
+        return cls(
+            schema_version=d["schema_version"],
+            run_id=d["run_id"],
+            status=d["status"],
+            started_at=d["started_at"],
+            finished_at=d["finished_at"],
+            tool_version=d["tool_version"],
+            suite=d["suite"],
+            plan=d["plan"],
+            environment=d["environment"],
+            targets=[TargetInfo.from_json(t) for t in d["targets"]],
+            results=[Result.from_json(r) for r in d["results"]],
+            comparisons=[Comparison.from_json(c) for c in d["comparisons"]],
+            trials=TrialCounts(**d["trials"]),
+            notes=d["notes"],
+            stopping=None if stopping is None else Stopping.from_json(stopping),
+            device_writes=None if writes is None else DeviceWrites(**writes),
+            study_summary=d.get("study_summary"),
+            efficiency=d.get("efficiency", []),
+            qd_curves=[QdCurve.from_json(c) for c in d.get("qd_curves", [])],
+            warnings=[RunWarning.from_json(w) for w in d.get("warnings", [])],
+            ranking=d.get("ranking", []),
+            conclusions=d.get("conclusions", []),
+            diagnosis=d.get("diagnosis", []),
+            fleet=d.get("fleet"),
+        )
+
+    def target(self, name: str) -> TargetInfo:
+        """The target of that name (KeyError when the run has none)."""
+        for t in self.targets:
+            if t.name == name:
+                return t
+        raise KeyError(name)

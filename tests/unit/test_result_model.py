@@ -1,0 +1,43 @@
+"""The typed result model keeps the JSON contract byte for byte: each recorded
+document (tests/fixtures/documents, written by real runs) read into the model and
+written out again is the same text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cryptbench.result_model import Document
+
+DOCS = sorted((Path(__file__).parent.parent / "fixtures" / "documents").glob("*.json"))
+
+
+def _indent(text: str) -> int:
+    return len(text.split("\n", 2)[1]) - len(text.split("\n", 2)[1].lstrip(" "))
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.stem)
+def test_a_recorded_document_round_trips_byte_for_byte(path: Path) -> None:
+    text = path.read_text()
+    doc = Document.from_json(json.loads(text))
+    assert json.dumps(doc.to_json(), indent=_indent(text)) + "\n" == text
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.stem)
+def test_the_model_holds_types_not_dicts(path: Path) -> None:
+    doc = Document.from_json(json.loads(path.read_text()))
+    assert doc.targets and all(isinstance(t.encrypted, bool) for t in doc.targets)
+    assert doc.results and all(r.n == len(r.samples) for r in doc.results)
+    assert all(c.target in {t.name for t in doc.targets} for c in doc.comparisons)
+    assert doc.trials.ok > 0 and doc.stopping is not None and doc.stopping.answers
+
+
+def test_a_document_without_optional_sections_writes_none_of_their_keys() -> None:
+    d = json.loads(DOCS[0].read_text())
+    for key in ("stopping", "device_writes", "study_summary", "fleet"):
+        d.pop(key, None)
+    out = Document.from_json(d).to_json()
+    assert not {"stopping", "device_writes", "study_summary", "fleet"} & out.keys()
+    assert list(out) == list(d)
