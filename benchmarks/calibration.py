@@ -65,14 +65,14 @@ def main() -> int:
             if outcome.exit_code != 0:
                 print(f"run {i + 1}: exit {outcome.exit_code}; its comparisons are left out", file=sys.stderr)
                 continue
-            for c in outcome.document["comparisons"]:
-                if c["ci_low"] is None:
+            for c in outcome.document.comparisons:
+                if c.ci_low is None:
                     continue
-                hit = c["ci_low"] <= 1.0 <= c["ci_high"]
+                hit = c.ci_low <= 1.0 <= c.ci_high
                 total += 1
                 hits += hit
-                widths.append(c["precision"])
-                reason = c["stopped_by"] or "fixed-repeats"
+                widths.append(c.precision)
+                reason = c.stopped_by or "fixed-repeats"
                 by_reason[reason] += 1
                 hits_by_reason[reason] += hit
             print(

@@ -45,7 +45,7 @@ def _one(label: str, args: argparse.Namespace, db: Path, precision: str | None) 
         db=db,
     )
     wall = time.monotonic() - started
-    doc = outcome.document
+    doc = outcome.document.to_json()
     if outcome.exit_code != 0:
         print(f"{label}: exit {outcome.exit_code}: {doc['notes']}", file=sys.stderr)
     return {"label": label, "doc": doc, "wall": wall, "bytes": doc["stopping"]["bytes_written"]}

@@ -67,7 +67,10 @@ def main() -> int:
                 )
                 wall = time.monotonic() - started
                 stops = {h.name: fleet_hosts.stop(h) for h in hosts}
-            ok, failed = outcome.document["trials"]["ok"], outcome.document["trials"]["failed"]
+            ok, failed = (
+                outcome.document.trials.ok,
+                outcome.document.trials.failed,
+            )
             rows.append((n, wall, ok, ok + failed))
             print(
                 f"{n} host(s): {wall:.1f} s, {ok} of {ok + failed} trials ok, "

@@ -291,18 +291,18 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
     for msg in outcome.recovered:
         err.print(f"cleanup of a crashed run: {msg}")
-    for note in outcome.document["notes"]:
+    for note in outcome.document.notes:
         err.print(f"note: {note}", soft_wrap=True)
     if args.json:
-        _print_json(outcome.document)
+        _print_json(outcome.document.to_json())
     else:
         console_report.render(outcome.document, out, details=args.details)
-    failed = outcome.document["trials"]["failed"]
+    failed = outcome.document.trials.failed
     if outcome.status == "complete" and outcome.exit_code == 1:
         err.print(f"{failed} trial(s) failed or could not run; the notes above say why")
     if outcome.status == "interrupted":
         err.print(
-            f"interrupted: torn down; {outcome.document['trials']['ok']} finished trial(s) "
+            f"interrupted: torn down; {outcome.document.trials.ok} finished trial(s) "
             f"kept as run {outcome.run_id}"
         )
     return outcome.exit_code
@@ -376,7 +376,7 @@ def _show(args: argparse.Namespace, out: Console) -> int:
     if args.metric is not None:
         document.require_metric(doc, args.metric)
     if args.json:
-        _print_json(doc)
+        _print_json(doc.to_json())
     else:
         console_report.render(doc, out, metric=args.metric, details=args.details)
     return 0
@@ -475,7 +475,7 @@ def _selftest(args: argparse.Namespace, out: Console, err: Console) -> int:
             progress=progress,
         )
     if args.json:
-        _print_json(result.run.document)
+        _print_json(result.run.document.to_json())
     else:
         console_report.render(result.run.document, out)
         out.print()
@@ -570,16 +570,14 @@ def _fleet(args: argparse.Namespace, out: Console, err: Console) -> int:
             db=args.db,
             progress=progress,
         )
-    for note in outcome.document["notes"]:
+    for note in outcome.document.notes:
         err.print(f"note: {note}", soft_wrap=True)
     if args.json:
-        _print_json(outcome.document)
+        _print_json(outcome.document.to_json())
     else:
         console_report.render(outcome.document, out, details=args.details)
     if outcome.status == "interrupted":
-        err.print(
-            f"interrupted; {outcome.document['trials']['ok']} finished trial(s) kept as run {outcome.run_id}"
-        )
+        err.print(f"interrupted; {outcome.document.trials.ok} finished trial(s) kept as run {outcome.run_id}")
     return outcome.exit_code
 
 

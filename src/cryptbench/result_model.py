@@ -9,7 +9,7 @@ lists its keys): `to_json()` writes the keys in the order they have always had, 
 Throughput is in bytes/s and latency in seconds; each field says its unit. A few
 parts stay JSON objects on purpose: the plan and environment as stored, a backend's
 own details, and the sections whose shape the modules that build them own
-(ranking, study summary, fleet); `JsonObject` names them.
+(study summary, fleet); `JsonObject` names them.
 """
 
 from __future__ import annotations
@@ -210,6 +210,112 @@ class QdCurve:
 
 
 @dataclass(frozen=True)
+class RankEntry:
+    """One encrypted target's cost against plain, over one or more workloads."""
+
+    target: str
+    ratio: float  # a fraction: target's speed / plain's (1.0: no cost; 0.4: 60 % slower)
+    ci_low: float | None  # its bootstrap interval; None when a side has < 2 trials
+    ci_high: float | None
+    workloads: int  # count of workloads the ratio is taken over (a geometric mean when > 1)
+    verdict: str = ""  # "cheapest", "tied" (with the cheapest) or "costlier"
+
+    @property
+    def change_percent(self) -> float:  # percent of plain's speed gained (+) or lost (-)
+        return (self.ratio - 1) * 100
+
+    def to_json(self) -> JsonObject:
+        return {
+            "target": self.target,
+            "ratio": self.ratio,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "change_percent": self.change_percent,
+            "workloads": self.workloads,
+            "verdict": self.verdict,
+        }
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> RankEntry:
+        return cls(d["target"], d["ratio"], d["ci_low"], d["ci_high"], d["workloads"], d["verdict"])
+
+
+def _entries(ds: list[JsonObject]) -> list[RankEntry]:
+    return [RankEntry.from_json(e) for e in ds]
+
+
+@dataclass(frozen=True)
+class FamilyRanking:
+    family: str  # "sequential", "random" or "application"
+    workloads: list[str]
+    entries: list[RankEntry]  # cheapest first
+
+    def to_json(self) -> JsonObject:
+        return {
+            "family": self.family,
+            "workloads": self.workloads,
+            "entries": [e.to_json() for e in self.entries],
+        }
+
+
+@dataclass(frozen=True)
+class WorkloadRanking:
+    workload: str
+    entries: list[RankEntry]  # cheapest first
+
+    def to_json(self) -> JsonObject:
+        return {"workload": self.workload, "entries": [e.to_json() for e in self.entries]}
+
+
+@dataclass(frozen=True)
+class NotRanked:
+    target: str
+    reason: str  # why it is not ranked: unproven encryption, failed trials, …
+
+    def to_json(self) -> JsonObject:
+        return {"target": self.target, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class RankingSection:
+    """The encrypted targets beside one plain target: one host and medium."""
+
+    host: str | None  # a fleet run's host label; None on one machine
+    medium: str  # "device" or "ram"
+    plain: str  # the plain target they are set against
+    workloads: list[str]  # those plain has a result at
+    overall: list[RankEntry]  # cheapest first, over every workload
+    families: list[FamilyRanking]
+    per_workload: list[WorkloadRanking]
+    not_ranked: list[NotRanked]
+
+    def to_json(self) -> JsonObject:
+        return {
+            "host": self.host,
+            "medium": self.medium,
+            "plain": self.plain,
+            "workloads": self.workloads,
+            "overall": [e.to_json() for e in self.overall],
+            "families": [f.to_json() for f in self.families],
+            "per_workload": [w.to_json() for w in self.per_workload],
+            "not_ranked": [x.to_json() for x in self.not_ranked],
+        }
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> RankingSection:
+        return cls(
+            d["host"],
+            d["medium"],
+            d["plain"],
+            d["workloads"],
+            _entries(d["overall"]),
+            [FamilyRanking(f["family"], f["workloads"], _entries(f["entries"])) for f in d["families"]],
+            [WorkloadRanking(w["workload"], _entries(w["entries"])) for w in d["per_workload"]],
+            [NotRanked(**x) for x in d["not_ranked"]],
+        )
+
+
+@dataclass(frozen=True)
 class Answer:
     """How one question (a target against its baseline at a workload) was answered."""
 
@@ -307,7 +413,7 @@ class Document:
     efficiency: list[JsonObject] = field(default_factory=list)  # cipher/ceilings.Efficiency's JSON
     qd_curves: list[QdCurve] = field(default_factory=list)
     warnings: list[RunWarning] = field(default_factory=list)
-    ranking: list[JsonObject] = field(default_factory=list)  # report/ranking.py's sections
+    ranking: list[RankingSection] = field(default_factory=list)  # per host and medium
     conclusions: list[str] = field(default_factory=list)  # one sentence per (target, baseline)
     diagnosis: list[JsonObject] = field(default_factory=list)  # report/diagnosis.Diagnosis's JSON
     fleet: JsonObject | None = None  # fleet/spread.py's section, for a fleet run
@@ -338,7 +444,7 @@ class Document:
         d["efficiency"] = self.efficiency
         d["qd_curves"] = [c.to_json() for c in self.qd_curves]
         d["warnings"] = [w.to_json() for w in self.warnings]
-        d["ranking"] = self.ranking
+        d["ranking"] = [r.to_json() for r in self.ranking]
         d["conclusions"] = self.conclusions
         d["diagnosis"] = self.diagnosis
         if self.fleet is not None:
@@ -369,7 +475,7 @@ class Document:
             efficiency=d.get("efficiency", []),
             qd_curves=[QdCurve.from_json(c) for c in d.get("qd_curves", [])],
             warnings=[RunWarning.from_json(w) for w in d.get("warnings", [])],
-            ranking=d.get("ranking", []),
+            ranking=[RankingSection.from_json(r) for r in d.get("ranking", [])],
             conclusions=d.get("conclusions", []),
             diagnosis=d.get("diagnosis", []),
             fleet=d.get("fleet"),

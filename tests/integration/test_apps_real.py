@@ -99,7 +99,7 @@ def test_every_app_workload_on_plain_and_encrypted(target_dir: Path, tmp_path: P
     _need("plain", "gocryptfs", "fscrypt")
     db = tmp_path / "r.sqlite"
     outcome = _run(APPS_SUITE, target_dir, tmp_path, backends="gocryptfs,fscrypt")
-    doc = outcome.document
+    doc = outcome.document.to_json()
     assert outcome.status == "complete" and outcome.exit_code == 0, doc["warnings"]
     targets = [t["name"] for t in doc["targets"]]
     assert targets == ["plain", "gocryptfs", "ext4-loop", "fscrypt"]
@@ -154,7 +154,7 @@ def test_every_app_workload_on_plain_alone(target_dir: Path, tmp_path: Path) -> 
     """Each application workload for real with nothing but plain: no root, FUSE or
     fscrypt needed, so a machine without the encrypted layers still runs every app."""
     outcome = _run(APPS_SUITE, target_dir, tmp_path, backends="plain")
-    doc = outcome.document
+    doc = outcome.document.to_json()
     assert outcome.status == "complete" and outcome.exit_code == 0, doc["warnings"]
     assert [t["name"] for t in doc["targets"]] == ["plain"]
     assert doc["trials"] == {"ok": len(PRIMARY) * 2, "failed": 0}
@@ -177,7 +177,7 @@ def test_app_workload_on_a_stateful_image(target_dir: Path, tmp_path: Path) -> N
     _need("image-sparse-aes128")
     suite = 'name = "img"\n[[workloads]]\nname = "copy"\napp = "folder-copy"\nfile_size = "1M"\n'
     outcome = _run(suite, target_dir, tmp_path, backends="image-sparse-aes128", state="rewrite")
-    doc = outcome.document
+    doc = outcome.document.to_json()
     assert outcome.status == "complete" and outcome.exit_code == 0, doc["warnings"]
     assert [t["name"] for t in doc["targets"]] == [
         "plain",
@@ -229,7 +229,7 @@ def test_dd_writes_with_the_studys_summary_and_its_own_commands(target_dir: Path
         backends="gocryptfs,fscrypt",
         as_published=True,
     )
-    doc = outcome.document
+    doc = outcome.document.to_json()
     assert outcome.status == "complete" and outcome.exit_code == 0, doc["warnings"]
     targets = [t["name"] for t in doc["targets"]]
     assert doc["trials"] == {"ok": 4 * len(targets) * 4, "failed": 0}

@@ -96,7 +96,7 @@ def test_a_tiny_ram_run(target_dir: Path, tmp_path: Path) -> None:
         db=tmp_path / "r.sqlite",
         ram=True,
     )
-    doc = outcome.document
+    doc = outcome.document.to_json()
     assert outcome.status == "complete" and outcome.exit_code == 0
     names = [t["name"] for t in doc["targets"]]
     assert names == ["plain", "ext4-loop", "fscrypt", "ram:plain", "ram:ext4-loop", "ram:fscrypt"]

@@ -31,8 +31,8 @@ def _run(target_dir: Path, db: Path, size: str, repeats: int, seed: int) -> dict
         target=str(target_dir),
         db=db,
     )
-    assert outcome.status == "complete" and outcome.document["trials"]["failed"] == 0
-    return outcome.document
+    assert outcome.status == "complete" and outcome.document.trials.failed == 0
+    return outcome.document.to_json()
 
 
 @requires_root

@@ -133,7 +133,7 @@ def test_a_helper_that_dies_fails_its_trial_and_the_run_goes_on(target_dir: Path
     con = sqlite3.connect(db)
     failed = con.execute("SELECT target, error FROM trials WHERE status='failed'").fetchall()
     plain_ok = con.execute("SELECT count(*) FROM trials WHERE target='plain' AND status='ok'").fetchone()[0]
-    notes = " ".join(outcome.document["notes"])
+    notes = " ".join(outcome.document.notes)
     con.close()
     assert len(failed) == 1, failed
     assert failed[0][0] == "gocryptfs"

@@ -22,6 +22,7 @@ from cryptbench.backends import REGISTRY
 from cryptbench.commands import fleet as fleet_cmd
 from cryptbench.fleet import client
 from cryptbench.fleet.address import parse as parse_address
+from cryptbench.result_model import TrialCounts
 from cryptbench.runner import NullProgress, TrialSpec
 from tests import fleet_hosts
 from tests.conftest import cli, leftovers
@@ -65,7 +66,7 @@ def test_a_suite_across_four_hosts(target_dir: Path, tmp_path: Path) -> None:
     with fleet_hosts.fleet(4, target_dir, BACKENDS, "8M") as hosts:
         toml = fleet_hosts.hosts_toml(hosts, tmp_path / "hosts.toml")
         outcome = fleet_cmd.run(hosts=toml, suite=SEQ, repeats=3, seed=5, db=db)
-        doc = outcome.document
+        doc = outcome.document.to_json()
         assert (outcome.status, outcome.exit_code) == ("complete", 0), doc["notes"]
         address = {h.name: h.address for h in hosts}
 
@@ -121,9 +122,9 @@ def test_a_suite_across_four_hosts(target_dir: Path, tmp_path: Path) -> None:
         assert all(f"{h.name}/fscrypt" in gate.stdout for h in hosts)
         worst_overhead = {
             h.name: max(
-                (1 - c["ratio"]) * 100
-                for c in outcome.document["comparisons"]
-                if c["target"] == f"{h.name}/fscrypt" and c["kind"] == "baseline"
+                (1 - c.ratio) * 100
+                for c in outcome.document.comparisons
+                if c.target == f"{h.name}/fscrypt" and c.kind == "baseline"
             )
             for h in hosts
         }
@@ -187,7 +188,7 @@ def test_hosts_that_stop_answering_fail_alone(target_dir: Path, tmp_path: Path) 
         strike = _Strike({9: (killed, signal.SIGKILL), 14: (frozen, signal.SIGSTOP)})
         outcome = fleet_cmd.run(hosts=toml, suite=SEQ, repeats=4, seed=3, db=db, progress=strike)
         assert strike.struck == ["h2", "h3"]
-        doc = outcome.document
+        doc = outcome.document.to_json()
         assert (outcome.status, outcome.exit_code) == ("complete", 1)
         status = {h["name"]: h for h in doc["fleet"]["hosts"]}
         assert status["h1"]["status"] == "ok"
@@ -267,7 +268,7 @@ def test_serve_on_a_unix_socket_keeps_it_private(target_dir: Path, tmp_path: Pat
             f'[[host]]\nname = "local"\naddress = "unix:{sock}"\nmanifest_command = {json.dumps(manifest)}\n'
         )
         outcome = fleet_cmd.run(hosts=toml, suite=SEQ, repeats=2, seed=1, db=tmp_path / "f.sqlite")
-        assert outcome.exit_code == 0 and outcome.document["trials"] == {"ok": 4, "failed": 0}
+        assert outcome.exit_code == 0 and outcome.document.trials == TrialCounts(ok=4, failed=0)
         assert json.loads(_trials(tmp_path / "f.sqlite")[0]["raw_output"])["hostname"] == str(sock)
     finally:
         proc.terminate()

@@ -21,6 +21,7 @@ from PIL import Image
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import run as run_cmd
 from cryptbench.report import ranking
+from cryptbench.result_model import Document
 from cryptbench.store import Store
 from tests.conftest import cli, requires_root
 from tests.unit.test_export_html import Page
@@ -47,7 +48,7 @@ def test_report_exports_a_real_run(target_dir: Path, tmp_path: Path) -> None:
         db=db,
     )
     assert outcome.status == "complete"
-    doc = outcome.document
+    doc = outcome.document.to_json()
     exports = tmp_path / "exports"
     exports.mkdir()
     _the_csv_reads_back_as_the_runs_own_figures(db, doc, exports)
@@ -179,7 +180,7 @@ def _the_html_page_in_a_browser(db: Path, doc: dict, exports: Path) -> None:
     assert all(s in text for d in doc["diagnosis"] for s in d["sentences"])
     # the page opens with the ranking: its sentence comes before the diagnosis
     flat = " ".join(text.split())
-    first = " ".join(ranking.sentences(doc)[0].split())
+    first = " ".join(ranking.sentences(Document.from_json(doc))[0].split())
     assert flat.index(first) < flat.index(" ".join(doc["diagnosis"][0]["sentences"][0].split()))
     assert "helper gocryptfs" in text  # the daemon's own CPU line, from the sampled timeline
     SHOTS.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,7 @@ SEQ_SUITE = Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml"
 def test_quick_suite_on_every_available_backend(target_dir: Path, tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
     outcome = run_cmd.run(size=TINY, repeats=2, seed=11, target=str(target_dir), db=db)
-    doc = outcome.document
+    doc = outcome.document.to_json()
     assert outcome.status == "complete" and outcome.exit_code == 0
     here = available(DEFAULT)
     assert [t["name"] for t in doc["targets"]] == here
@@ -52,7 +52,7 @@ def test_quick_suite_on_every_available_backend(target_dir: Path, tmp_path: Path
     # bytes moved per trial are the plan's size
     assert {r["median"] for r in doc["results"] if r["metric"] == "io_bytes"} == {4 << 20}
     store.close()
-    assert show.run(ref="latest", db=db) == doc
+    assert show.run(ref="latest", db=db).to_json() == doc
     assert not list((target_dir / "cryptbench").glob("run-*"))  # scratch removed
 
 
@@ -99,7 +99,7 @@ def test_adaptive_repetition_for_real(target_dir: Path, tmp_path: Path) -> None:
         target=str(target_dir),
         db=db,
     )
-    doc = outcome.document
+    doc = outcome.document.to_json()
     assert outcome.exit_code == 0
     st = doc["stopping"]
     assert st["rule"] == {
@@ -136,7 +136,7 @@ def test_adaptive_repetition_for_real(target_dir: Path, tmp_path: Path) -> None:
     assert sum(counts.values()) == doc["trials"]["ok"]
     assert max(counts.values()) <= 4 * 2
     assert st["bytes_source"] == "device" and st["bytes_written"] >= 2 * 3 * (4 << 20)
-    assert show.run(ref="latest", db=db) == doc
+    assert show.run(ref="latest", db=db).to_json() == doc
 
 
 def test_a_byte_budget_ends_the_repetition(target_dir: Path, tmp_path: Path) -> None:
@@ -148,9 +148,9 @@ def test_a_byte_budget_ends_the_repetition(target_dir: Path, tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr
     assert "stopped by max-bytes" in proc.stdout
     doc = show.run(ref="latest", db=db)
-    assert doc["stopping"]["stopped_by"] == "max-bytes"
+    assert doc.stopping is not None and doc.stopping.stopped_by == "max-bytes"
     # the first write block crossed the budget: nothing ran after it
-    assert doc["trials"]["ok"] <= 2
+    assert doc.trials.ok <= 2
 
 
 def test_the_default_output_answers_first_on_one_80_column_screen(target_dir: Path, tmp_path: Path) -> None:
@@ -172,10 +172,10 @@ def test_the_default_output_answers_first_on_one_80_column_screen(target_dir: Pa
     assert max(len(line) for line in lines) <= 80, proc.stdout
     assert len(lines) <= 40, proc.stdout
     doc = show.run(ref="latest", db=db)
-    assert lines[0].startswith(f"Run {doc['run_id']} (quick suite): {len(doc['targets'])} targets, ")
+    assert lines[0].startswith(f"Run {doc.run_id} (quick suite): {len(doc.targets)} targets, ")
     first = ranking.sentences(doc)[0]
     assert " ".join(lines[1:4]).startswith(first[:40]), proc.stdout
-    assert lines[-1] == f"Every figure, warning and the diagnosis: cryptbench show {doc['run_id']} --details"
+    assert lines[-1] == f"Every figure, warning and the diagnosis: cryptbench show {doc.run_id} --details"
     assert "trials: round 1, 0 done of " in proc.stderr and "trials: round 2, " in proc.stderr
     # --details still prints the full report, and the same answer opens show
     again = cli("show", "latest", "--db", str(db), env=env)

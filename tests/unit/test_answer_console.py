@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 from cryptbench.report import console, ranking
+from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 NAMES = [
@@ -23,14 +24,14 @@ CELL = re.compile(r"^[+-]\d+±\d+$|^[+-]\d+$|^\d+(\.\d)?$|^failed$|^-$")
 
 
 def _doc(name: str) -> dict:
-    doc = json.loads((DOCS / f"{name}.json").read_text())
-    doc["ranking"] = ranking.build(doc)
-    return doc
+    return json.loads((DOCS / f"{name}.json").read_text())
 
 
 def _shown(doc: dict, width: int, details: bool = False) -> list[str]:
     out = io.StringIO()
-    console.render(doc, Console(file=out, width=width, color_system=None), details=details)
+    console.render(
+        Document.from_json(doc), Console(file=out, width=width, color_system=None), details=details
+    )
     return out.getvalue().splitlines()
 
 
@@ -103,7 +104,7 @@ def test_a_failed_cell_and_an_unverified_target_show() -> None:
         }
     )
     doc["trials"]["failed"] = 2
-    doc["ranking"] = ranking.build(doc)
+    doc["ranking"] = [s.to_json() for s in ranking.build(Document.from_json(doc))]
     lines = _shown(doc, 80)
     assert any(line.startswith("cryfs ") and "failed" in line for line in lines)
     text = " ".join(" ".join(lines).split())

@@ -13,12 +13,13 @@ from matplotlib.container import BarContainer
 
 from cryptbench.report import charts
 from cryptbench.report.document import speed_change
+from cryptbench.result_model import Document
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
-def _doc(name: str) -> dict:
-    return json.loads((FIXTURES / "documents" / f"{name}.json").read_text())
+def _doc(name: str) -> Document:
+    return Document.from_json(json.loads((FIXTURES / "documents" / f"{name}.json").read_text()))
 
 
 def _timelines(name: str) -> list[charts.TrialTimeline]:
@@ -28,7 +29,7 @@ def _timelines(name: str) -> list[charts.TrialTimeline]:
 
 
 @pytest.fixture(scope="module")
-def ram_doc() -> dict:
+def ram_doc() -> Document:
     return _doc("quick-fscrypt-gocryptfs-ram")
 
 
@@ -41,7 +42,7 @@ def _bars(chart: charts.Chart) -> dict[str, list[float]]:
     }
 
 
-def test_one_bar_chart_per_family_and_medium(ram_doc: dict) -> None:
+def test_one_bar_chart_per_family_and_medium(ram_doc: Document) -> None:
     made = charts.bar_charts(ram_doc)
     assert [c.name for c in made] == [
         "bars-sequential-1m-device",
@@ -52,11 +53,9 @@ def test_one_bar_chart_per_family_and_medium(ram_doc: dict) -> None:
     assert made[0].title == "Sequential 1 MiB requests, on the device"
 
 
-def test_bars_are_the_documents_medians_in_mb_per_s(ram_doc: dict) -> None:
+def test_bars_are_the_documents_medians_in_mb_per_s(ram_doc: Document) -> None:
     chart = charts.bar_charts(ram_doc)[2]  # random 4 KiB on the device
-    medians = {
-        (r["workload"], r["target"]): r["median"] for r in ram_doc["results"] if r["metric"] == "throughput"
-    }
+    medians = {(r.workload, r.target): r.median for r in ram_doc.results if r.metric == "throughput"}
     workloads = ["rnd4k-q32-read", "rnd4k-q32-write", "rnd4k-q1-read", "rnd4k-q1-write"]
     bars = _bars(chart)
     assert list(bars) == ["plain", "ext4-loop", "fscrypt", "gocryptfs"]
@@ -65,15 +64,15 @@ def test_bars_are_the_documents_medians_in_mb_per_s(ram_doc: dict) -> None:
     assert "MB/s" in chart.figure.axes[0].get_ylabel()
 
 
-def test_the_overhead_chart_draws_each_change_and_says_where_it_clips(ram_doc: dict) -> None:
+def test_the_overhead_chart_draws_each_change_and_says_where_it_clips(ram_doc: Document) -> None:
     chart = charts.overhead_chart(ram_doc)
     assert chart is not None
-    comps = [c for c in ram_doc["comparisons"] if c["kind"] == "baseline"]
-    targets = list(dict.fromkeys(c["target"] for c in comps))
+    comps = [c for c in ram_doc.comparisons if c.kind == "baseline"]
+    targets = list(dict.fromkeys(c.target for c in comps))
     assert [ax.get_title(loc="left").split(" against ")[0] for ax in chart.figure.axes] == targets
     for ax, target in zip(chart.figure.axes, targets, strict=True):
         widths = [p.get_width() for p in ax.patches]
-        mine = [c for c in comps if c["target"] == target]
+        mine = [c for c in comps if c.target == target]
         assert widths == pytest.approx([min(speed_change(c)[0], charts.CLIP) for c in mine])
     clipped = [c for c in comps if speed_change(c)[1] and speed_change(c)[1][1] > charts.CLIP]
     labels = [t.get_text() for ax in chart.figure.axes for t in ax.texts]
@@ -81,25 +80,25 @@ def test_the_overhead_chart_draws_each_change_and_says_where_it_clips(ram_doc: d
     assert f"→ {speed_change(clipped[0])[1][1]:+.0f} %" in labels
 
 
-def test_latency_panels_per_workload_on_a_log_axis(ram_doc: dict) -> None:
+def test_latency_panels_per_workload_on_a_log_axis(ram_doc: Document) -> None:
     chart = charts.latency_chart(ram_doc)
     assert chart is not None
     panels = [ax for ax in chart.figure.axes if ax.get_visible()]
-    assert [ax.get_title(loc="left") for ax in panels] == ram_doc["plan"]["workloads"]
+    assert [ax.get_title(loc="left") for ax in panels] == ram_doc.plan["workloads"]
     assert all(ax.get_xscale() == "log" for ax in panels)
-    p99 = {(r["workload"], r["target"]): r["median"] for r in ram_doc["results"] if r["metric"] == "lat_p99"}
+    p99 = {(r.workload, r.target): r.median for r in ram_doc.results if r.metric == "lat_p99"}
     xs = {x for line in panels[2].lines for x in line.get_xdata()}
     assert p99[("rnd4k-q32-read", "fscrypt")] * 1e3 in xs  # drawn in ms
 
 
-def test_no_cpu_chart_without_timelines_and_no_file_size_chart_without_a_series(ram_doc: dict) -> None:
+def test_no_cpu_chart_without_timelines_and_no_file_size_chart_without_a_series(ram_doc: Document) -> None:
     made = charts.build(ram_doc, [])
     kinds = [c.kind for c in made]
     assert "cpu" not in kinds and "file-size" not in kinds
     assert kinds.count("overhead") == 1 and kinds.count("latency") == 1
 
 
-def test_inline_svg_is_one_element_with_text_as_text(ram_doc: dict) -> None:
+def test_inline_svg_is_one_element_with_text_as_text(ram_doc: Document) -> None:
     chart = charts.overhead_chart(ram_doc)
     assert chart is not None
     svg = chart.svg()
@@ -110,7 +109,7 @@ def test_inline_svg_is_one_element_with_text_as_text(ram_doc: dict) -> None:
     assert chart.image("png").startswith(b"\x89PNG")
 
 
-def test_charts_inlined_on_one_page_share_no_element_ids(ram_doc: dict) -> None:
+def test_charts_inlined_on_one_page_share_no_element_ids(ram_doc: Document) -> None:
     # clip paths and glyphs are referenced by id: a clash would draw one chart with another's
     ids: list[str] = []
     for chart in charts.build(ram_doc, []):
@@ -123,16 +122,16 @@ def test_charts_inlined_on_one_page_share_no_element_ids(ram_doc: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def series_doc() -> dict:
+def series_doc() -> Document:
     return _doc("write-series-images")
 
 
-def test_file_size_chart_draws_each_size_class(series_doc: dict) -> None:
+def test_file_size_chart_draws_each_size_class(series_doc: Document) -> None:
     chart = charts.file_size_chart(series_doc)
     assert chart is not None
     writes, reads = chart.figure.axes
     assert (writes.get_title(loc="left"), reads.get_title(loc="left")) == ("writes", "reads")
-    medians = {(r["target"], r["metric"]): r["median"] for r in series_doc["results"]}
+    medians = {(r.target, r.metric): r.median for r in series_doc.results}
     line = next(ln for ln in writes.lines if ln.get_label() == "image-qcow2-aes256@fresh")
     assert list(line.get_xdata()) == [2 << 20, 4 << 20, 8 << 20]  # bytes, on a log2 axis
     assert list(line.get_ydata()) == pytest.approx(
@@ -140,7 +139,7 @@ def test_file_size_chart_draws_each_size_class(series_doc: dict) -> None:
     )
 
 
-def test_cpu_chart_puts_trials_back_to_back_with_their_helpers(series_doc: dict) -> None:
+def test_cpu_chart_puts_trials_back_to_back_with_their_helpers(series_doc: Document) -> None:
     timelines = _timelines("write-series-images")
     chart = charts.cpu_chart(series_doc, timelines)
     assert chart is not None
@@ -162,10 +161,10 @@ def test_cpu_chart_puts_trials_back_to_back_with_their_helpers(series_doc: dict)
     assert len(strip.collections) == len(timelines)  # one block per trial in the strip
 
 
-def test_an_interval_that_misses_the_median_is_drawn_as_it_is(ram_doc: dict) -> None:
+def test_an_interval_that_misses_the_median_is_drawn_as_it_is(ram_doc: Document) -> None:
     # With two or three trials a percentile bootstrap interval can lie wholly above the median
     # (seen in a real run): the whisker spans the interval, it is not an offset from the median.
-    doc = json.loads(json.dumps(ram_doc))
+    doc = json.loads(json.dumps(ram_doc.to_json()))
     r = next(
         r
         for r in doc["results"]
@@ -178,13 +177,13 @@ def test_an_interval_that_misses_the_median_is_drawn_as_it_is(ram_doc: dict) -> 
         if (c["workload"], c["target"], c["kind"]) == ("rnd4k-q1-read", "fscrypt", "baseline")
     )
     c["ci_low"], c["ci_high"] = c["ratio"] * 1.05, c["ratio"] * 1.2
-    bars = charts.bar_charts(doc)[2].figure.axes[0]
+    bars = charts.bar_charts(Document.from_json(doc))[2].figure.axes[0]
     segments = [seg for coll in bars.collections for seg in coll.get_segments()]
     assert any(
         seg[0][1] == pytest.approx(r["ci_low"] / 1e6) and seg[1][1] == pytest.approx(r["ci_high"] / 1e6)
         for seg in segments
     )
-    overhead = charts.overhead_chart(doc)
+    overhead = charts.overhead_chart(Document.from_json(doc))
     assert overhead is not None
     fscrypt = next(ax for ax in overhead.figure.axes if ax.get_title(loc="left").startswith("fscrypt "))
     ends = {

@@ -11,10 +11,16 @@ import pytest
 
 from cryptbench.commands import check
 from cryptbench.errors import UsageError
+from cryptbench.result_model import Document
 
 DOC = json.loads(
     (Path(__file__).parent.parent / "fixtures" / "documents" / "quick-fscrypt-gocryptfs-ram.json").read_text()
 )
+
+
+def _evaluate(doc: dict[str, Any], bound: float) -> check.Result:
+    """The gate on a document edited as JSON, the form users see."""
+    return check.evaluate(Document.from_json(doc), bound)
 
 
 def _overhead(target: str, workload: str) -> float:
@@ -27,7 +33,7 @@ def _overhead(target: str, workload: str) -> float:
 
 
 def test_each_encrypted_target_on_the_device_at_each_workload() -> None:
-    result = check.evaluate(DOC, 100)
+    result = _evaluate(DOC, 100)
     assert {(f.target, f.baseline) for f in result.findings} == {
         ("fscrypt", "ext4-loop"),
         ("gocryptfs", "plain"),
@@ -38,13 +44,13 @@ def test_each_encrypted_target_on_the_device_at_each_workload() -> None:
 
 def test_a_target_fails_on_its_worst_workload_and_only_then() -> None:
     worst = max(_overhead("gocryptfs", w) for w in DOC["plan"]["workloads"])
-    assert worst == pytest.approx(check.evaluate(DOC, 0).worst()["gocryptfs"].overhead)
-    just_below = check.evaluate(DOC, worst - 0.5)
+    assert worst == pytest.approx(_evaluate(DOC, 0).worst()["gocryptfs"].overhead)
+    just_below = _evaluate(DOC, worst - 0.5)
     assert not just_below.passed and not just_below.worst()["gocryptfs"].passed
     assert [f.workload for f in just_below.findings if f.target == "gocryptfs" and not f.passed] == [
         max(DOC["plan"]["workloads"], key=lambda w: _overhead("gocryptfs", w))
     ]
-    assert check.evaluate(DOC, worst + 0.5).worst()["gocryptfs"].passed
+    assert _evaluate(DOC, worst + 0.5).worst()["gocryptfs"].passed
 
 
 def test_interval_wording_tells_clear_from_borderline() -> None:
@@ -58,7 +64,7 @@ def test_a_missing_comparison_cannot_pass() -> None:
     doc["comparisons"] = [
         c for c in doc["comparisons"] if not (c["target"] == "fscrypt" and c["workload"] == "rnd4k-q1-read")
     ]
-    result = check.evaluate(doc, 100)
+    result = _evaluate(doc, 100)
     assert not result.passed
     f = result.worst()["fscrypt"]
     assert (f.workload, f.overhead) == ("rnd4k-q1-read", None) and "cannot pass" in f.words(100)
@@ -68,7 +74,7 @@ def test_a_workload_that_failed_everywhere_cannot_pass() -> None:
     doc = copy.deepcopy(DOC)
     doc["results"] = [r for r in doc["results"] if r["workload"] != "rnd4k-q1-write"]
     doc["comparisons"] = [c for c in doc["comparisons"] if c["workload"] != "rnd4k-q1-write"]
-    result = check.evaluate(doc, 100)
+    result = _evaluate(doc, 100)
     assert not result.passed
     assert {(f.target, f.workload) for f in result.findings if f.overhead is None} == {
         ("fscrypt", "rnd4k-q1-write"),
@@ -81,7 +87,7 @@ def test_a_run_without_encrypted_targets_is_an_error() -> None:
     for t in doc["targets"]:
         t["encrypted"] = False
     with pytest.raises(UsageError, match="nothing to check"):
-        check.evaluate(doc, 30)
+        _evaluate(doc, 30)
 
 
 @pytest.mark.parametrize("bound", ["-5%", "101%", "30 percent"])
@@ -109,7 +115,7 @@ def _fleet(worse_on_b: str) -> dict[str, Any]:
 
 def test_a_fleet_run_names_each_targets_worst_host() -> None:
     workload = max(DOC["plan"]["workloads"], key=lambda w: _overhead("fscrypt", w))
-    result = check.evaluate(_fleet(workload), 100)
+    result = _evaluate(_fleet(workload), 100)
     assert {f.host for f in result.findings} == {"a", "b"}
     assert set(result.worst()) == {"a/fscrypt", "b/fscrypt", "a/gocryptfs", "b/gocryptfs"}
     worst = result.worst_hosts()
@@ -118,4 +124,4 @@ def test_a_fleet_run_names_each_targets_worst_host() -> None:
     assert worst["fscrypt"].overhead == pytest.approx(_overhead("fscrypt", workload) + 10)
     assert not worst["fscrypt"].passed and result.worst()["a/fscrypt"].passed
     assert result.to_json()["worst_hosts"]["fscrypt"]["host"] == "b"
-    assert check.evaluate(DOC, 100).worst_hosts() == {}
+    assert _evaluate(DOC, 100).worst_hosts() == {}

@@ -20,6 +20,7 @@ from cryptbench import stats
 from cryptbench.errors import UsageError
 from cryptbench.report import charts, compare_console, export_compare_html
 from cryptbench.report.run_comparison import Row, compare, mann_whitney_possible
+from cryptbench.result_model import Document
 from tests.unit.bootstrap_oracle import exact_distribution, quantile, ratio_of_medians
 from tests.unit.test_export_html import Page
 
@@ -45,7 +46,7 @@ def _row(comp: Any, workload: str, target: str) -> Row:
 
 
 def _compare(a: dict[str, Any], b: dict[str, Any], **kw: Any) -> Any:
-    return compare(a, b, db_a="a.db", db_b="b.db", **kw)
+    return compare(Document.from_json(a), Document.from_json(b), db_a="a.db", db_b="b.db", **kw)
 
 
 def test_ratio_is_b_speed_over_a_for_every_workload_and_target() -> None:
@@ -180,7 +181,12 @@ def test_a_forced_comparison_says_so_on_its_page() -> None:
     b = _scaled(DOC, 1.0)
     b["plan"]["size"] *= 2
     forced = _compare(DOC, b, force=True)
-    html = export_compare_html.render(forced, DOC, b, charts.comparison_chart(forced.rows, {}, 1, 99))
+    html = export_compare_html.render(
+        forced,
+        Document.from_json(DOC),
+        Document.from_json(b),
+        charts.comparison_chart(forced.rows, {}, 1, 99),
+    )
     assert "compared with --force" in html and "data per trial" in html
 
 
@@ -237,8 +243,8 @@ def test_html_page_has_every_section_and_one_row_per_pair() -> None:
     b = _scaled(DOC, 1.25)
     b["suite"] = "<b>quick</b>"
     comp = _compare(DOC, b)
-    chart = charts.comparison_chart(comp.rows, charts.colours(DOC), 1, 99)
-    html = export_compare_html.render(comp, DOC, b, chart)
+    chart = charts.comparison_chart(comp.rows, charts.colours(Document.from_json(DOC)), 1, 99)
+    html = export_compare_html.render(comp, Document.from_json(DOC), Document.from_json(b), chart)
     page = Page()
     page.feed(html)
     assert page.sections == ["summary", "runs", "comparison", "changes", "overheads"]

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from cryptbench.report.console import stopping_lines
+from cryptbench.result_model import Stopping
 
 
-def _doc(precision: float | None, source: str = "device") -> dict[str, Any]:
-    answer = {"workload": "w", "target": "enc", "baseline": "plain", "rounds": 4}
-    return {
-        "stopping": {
+def _stopping(precision: float | None, source: str = "device") -> Stopping:
+    answer = {"workload": "w", "target": "enc", "baseline": "plain", "metric": "throughput", "rounds": 4}
+    return Stopping.from_json(
+        {
             "rule": {
                 "precision": precision,
                 "min_repeats": 3,
@@ -19,18 +18,19 @@ def _doc(precision: float | None, source: str = "device") -> dict[str, Any]:
                 "max_time": 300,
             },
             "answers": [
-                {**answer, "stopped_by": "precision", "halfwidth": 0.04},
-                {**answer, "workload": "v", "stopped_by": "max-time", "halfwidth": 0.171},
+                {**answer, "stopped_by": "precision", "samples": 4, "halfwidth": 0.04},
+                {**answer, "workload": "v", "stopped_by": "max-time", "samples": 4, "halfwidth": 0.171},
             ],
+            "stopped_by": "max-time",
             "bytes_written": 3 << 30,
             "bytes_source": source,
             "seconds": 313.0,
         }
-    }
+    )
 
 
 def test_adaptive_line_counts_the_precise_and_lists_the_rest() -> None:
-    first, *rest = stopping_lines(_doc(0.05))
+    first, *rest = stopping_lines(_stopping(0.05))
     assert "adaptive to ±5%" in first and "1 of 2 comparisons got there in 4 trials" in first
     # the device counter spans the trial phase, resets between trials included
     assert "the trial phase wrote 3.0 GiB (the device counter, resets between trials included)" in first
@@ -39,10 +39,10 @@ def test_adaptive_line_counts_the_precise_and_lists_the_rest() -> None:
 
 
 def test_without_a_device_counter_it_says_whose_count_it_is() -> None:
-    (first, *_rest) = stopping_lines(_doc(None, source="workloads"))
+    (first, *_rest) = stopping_lines(_stopping(None, source="workloads"))
     assert first.startswith("Repetition: 10 trials per workload and target, fixed;")
     assert "(as the workloads counted)" in first
 
 
 def test_no_stopping_record_no_line() -> None:
-    assert stopping_lines({}) == []
+    assert stopping_lines(None) == []

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from cryptbench.report import cost_console
+from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
@@ -15,7 +16,7 @@ DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 def _printed(name: str, width: int = 120) -> str:
     doc = json.loads((DOCS / name).read_text())
     console = Console(record=True, width=width, color_system=None)
-    cost_console.render(doc, console)
+    cost_console.render(Document.from_json(doc), console)
     return console.export_text()
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from cryptbench.report import diagnosis
 from cryptbench.report.diagnosis import Rule
+from cryptbench.result_model import Document, QdCurve, QdPoint
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
@@ -39,7 +40,7 @@ def _row(doc: dict[str, Any], target: str, workload: str) -> dict[str, Any]:
 
 
 def _judge(doc: dict[str, Any], target: str, workload: str) -> diagnosis.Finding:
-    return diagnosis.judge(diagnosis.facts(doc, _row(doc, target, workload)))
+    return diagnosis.judge(diagnosis.facts(Document.from_json(doc), _row(doc, target, workload)))
 
 
 def _set_median(doc: dict[str, Any], target: str, workload: str, metric: str, value: float) -> None:
@@ -130,7 +131,7 @@ def test_userspace_cipher_bound_when_the_cipher_is_the_lower_bound(quick: dict[s
 
 
 def test_a_targets_diagnosis_leads_with_its_commonest_limit(quick: dict[str, Any]) -> None:
-    found = {d.target: d for d in diagnosis.diagnose(quick)}
+    found = {d.target: d for d in diagnosis.diagnose(Document.from_json(quick))}
     assert set(found) == {"fscrypt", "gocryptfs", "ram:fscrypt", "ram:gocryptfs"}
     fscrypt = found["fscrypt"]
     # kernel cipher at 4 workloads, told at the one where fscrypt lost most against plain
@@ -145,7 +146,7 @@ def test_a_targets_diagnosis_leads_with_its_commonest_limit(quick: dict[str, Any
 
 
 def test_the_quick_suites_depths_give_a_queue_depth_sentence(quick: dict[str, Any]) -> None:
-    sentences = {d.target: d.sentences for d in diagnosis.diagnose(quick)}
+    sentences = {d.target: d.sentences for d in diagnosis.diagnose(Document.from_json(quick))}
     assert (
         "fscrypt's cost against ext4-loop grows with queue depth (randwrite 4 KiB: 61% at QD1, 80% at QD32)"
         in sentences["fscrypt"][-1]
@@ -154,17 +155,8 @@ def test_the_quick_suites_depths_give_a_queue_depth_sentence(quick: dict[str, An
     assert "randread" not in sentences["fscrypt"][-1]
 
 
-def _curve(points: list[tuple[int, float, float, float]]) -> dict[str, Any]:
-    return {
-        "rw": "randread",
-        "bs": 4096,
-        "target": "x",
-        "baseline": "y",
-        "points": [
-            {"iodepth": d, "overhead_percent": o, "overhead_low": lo, "overhead_high": hi}
-            for d, o, lo, hi in points
-        ],
-    }
+def _curve(points: list[tuple[int, float, float, float]]) -> QdCurve:
+    return QdCurve("randread", 4096, "x", "y", [QdPoint(d, f"qd{d}", o, lo, hi) for d, o, lo, hi in points])
 
 
 def test_queue_depth_moves_need_ten_points_and_separate_intervals() -> None:
@@ -190,7 +182,7 @@ def test_qd_sweep_run_has_a_curve_per_pattern() -> None:
 
 def test_a_run_without_encrypted_targets_has_no_diagnosis(quick: dict[str, Any]) -> None:
     quick["efficiency"] = []
-    assert diagnosis.diagnose(quick) == []
+    assert diagnosis.diagnose(Document.from_json(quick)) == []
 
 
 def test_an_unknown_ceiling_is_said_with_how_to_measure_it() -> None:

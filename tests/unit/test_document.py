@@ -101,7 +101,7 @@ def test_contract_and_ratio(tmp_path: Path) -> None:
             ("w1", "gocryptfs"): [v * 0.4 for v in STEADY],
         },
     )
-    doc = document.build(store, run_id)
+    doc = document.build(store, run_id).to_json()
     assert doc["schema_version"] == 2 and doc["run_id"] == run_id
     for key in ("environment", "targets", "results", "comparisons", "warnings"):
         assert key in doc
@@ -117,7 +117,7 @@ def test_contract_and_ratio(tmp_path: Path) -> None:
         "gocryptfs costs 60% of throughput against plain on every workload (most at w1: 60% [59, 61])."
     ]
     assert doc["warnings"] == []
-    assert document.build(store, run_id) == doc  # show reproduces run exactly
+    assert document.build(store, run_id).to_json() == doc  # show reproduces run exactly
 
 
 def test_unstable_results_are_flagged_not_hidden(tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ def test_unstable_results_are_flagged_not_hidden(tmp_path: Path) -> None:
         failed=2,
         resident=1 << 20,
     )
-    doc = document.build(store, run_id)
+    doc = document.build(store, run_id).to_json()
     kinds = {(w["kind"], w["target"], w["workload"]) for w in doc["warnings"]}
     assert ("outlier", "plain", "w1") in kinds
     assert ("high-variation", "gocryptfs", "w1") in kinds
@@ -155,7 +155,7 @@ def test_generic_kernel_aes_is_only_mentioned_where_it_matters(tmp_path: Path) -
         "kernel_crypto": {"xts(aes)": "xts(ecb(aes-fixed-time))", "generic_software_aes": True},
     }
     store, run_id = _store(tmp_path, {("w1", "plain"): STEADY}, env=env)
-    kinds = {w["kind"] for w in document.build(store, run_id)["warnings"]}
+    kinds = {w["kind"] for w in document.build(store, run_id).to_json()["warnings"]}
     assert "cache-drop-limited" in kinds
     assert "generic-kernel-aes" not in kinds  # no kernel-crypto target in this run
 
@@ -213,7 +213,7 @@ def test_a_time_is_compared_as_speed(tmp_path: Path) -> None:
             )
             seq += 1
     store.finish_run(run_id, "complete")
-    doc = document.build(store, run_id)
+    doc = document.build(store, run_id).to_json()
     (c,) = doc["comparisons"]
     assert c["metric"] == "seconds"
     assert c["ratio"] == pytest.approx(0.5, rel=0.02)  # half the speed
@@ -243,7 +243,7 @@ def test_instability_is_warned_never_averaged_into_a_confident_number(tmp_path: 
             "seconds": 1.0,
         },
     )
-    doc = document.build(store, run_id)
+    doc = document.build(store, run_id).to_json()
     kinds = {(w["kind"], w["target"]): w["message"] for w in doc["warnings"]}
     assert "drifts down by 4" in kinds[("drift", "plain")]
     assert "two groups, 5 around 50.0 MB/s and 5 around 90.0 MB/s" in kinds[("bimodal", "gocryptfs")]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.report import export_markdown
+from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
@@ -16,7 +17,7 @@ DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 @pytest.mark.parametrize("name", ["default-run.json", "quick-fscrypt-gocryptfs-ram.json"])
 def test_one_row_per_workload_and_target(name: str) -> None:
     doc = json.loads((DOCS / name).read_text())
-    text = export_markdown.render(doc)
+    text = export_markdown.render(Document.from_json(doc))
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| workload")]
     workloads = {r["workload"] for r in doc["results"]}
     assert len(rows) == len(workloads) * len(doc["targets"])
@@ -25,7 +26,7 @@ def test_one_row_per_workload_and_target(name: str) -> None:
 
 def test_the_figures_are_the_documents() -> None:
     doc = json.loads((DOCS / "default-run.json").read_text())
-    text = export_markdown.render(doc)
+    text = export_markdown.render(Document.from_json(doc))
     # fscrypt at seq1m-q8-read, as `cryptbench show` printed this run: 47.5 MB/s, 94 % slower than ext4-loop
     (row,) = [line for line in text.splitlines() if line.startswith("| seq1m-q8-read | fscrypt |")]
     (c,) = [
@@ -41,7 +42,7 @@ def test_the_figures_are_the_documents() -> None:
 
 def test_an_interval_that_spans_no_change_says_so() -> None:
     doc = json.loads((DOCS / "default-run.json").read_text())
-    text = export_markdown.render(doc)
+    text = export_markdown.render(Document.from_json(doc))
     (row,) = [line for line in text.splitlines() if line.startswith("| seq1m-q8-read | ext4-loop |")]
     assert row.endswith("(no clear difference) |")
 
@@ -49,12 +50,12 @@ def test_an_interval_that_spans_no_change_says_so() -> None:
 def test_a_target_without_a_result_is_marked_failed() -> None:
     doc = json.loads((DOCS / "default-run.json").read_text())
     doc["results"] = [r for r in doc["results"] if (r["workload"], r["target"]) != ("seq1m-q8-read", "cryfs")]
-    assert "| seq1m-q8-read | cryfs | failed | | |" in export_markdown.render(doc)
+    assert "| seq1m-q8-read | cryfs | failed | | |" in export_markdown.render(Document.from_json(doc))
 
 
 def test_an_environment_field_an_old_run_lacks_reads_unknown() -> None:
     doc = json.loads((DOCS / "default-run.json").read_text())
     del doc["environment"]["kernel"]
     doc["environment"]["cpu_model"] = None
-    first = export_markdown.render(doc).splitlines()[0]
+    first = export_markdown.render(Document.from_json(doc)).splitlines()[0]
     assert "kernel unknown" in first and "unknown, " in first and "None" not in first

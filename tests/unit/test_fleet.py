@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.errors import SafetyError, UsageError
 from cryptbench.fleet import client, hosts, manifest, spread
 from cryptbench.fleet.address import Address, listen_address, parse
+from cryptbench.result_model import Comparison, TargetInfo
 from cryptbench.suite import WorkloadSpec
 
 CLIENT = Path(__file__).parent.parent / "fixtures" / "fio" / "client"
@@ -345,44 +347,41 @@ def test_a_port_mismatch_is_not_a_result() -> None:
 # -- the spread across hosts ---------------------------------------------------------------
 
 
-def _doc(overheads: dict[str, tuple[float, float, float]]) -> dict[str, Any]:
+def _on_host(name: str, host: str | None, encrypted: bool) -> TargetInfo:
+    backend = name.split("/")[-1]
+    return TargetInfo(name, backend, None, encrypted, "buffered", None, None, None, None, {}, host=host)
+
+
+def _comparison(target: str, baseline: str, ratio: float, low: float, high: float) -> Comparison:
+    overhead = (1 - ratio) * 100
+    return Comparison("w", target, baseline, "baseline", "throughput", ratio, low, high, overhead, None, None)
+
+
+def _ratio(overhead: float, low: float, high: float) -> tuple[float, float, float]:
+    """An overhead in percent and its interval as a speed ratio and its interval."""
+    return 1 - overhead / 100, 1 - high / 100, 1 - low / 100
+
+
+def _doc(overheads: dict[str, tuple[float, float, float]]) -> tuple[list[TargetInfo], list[Comparison]]:
     """Hosts' fscrypt-against-ext4-loop overheads (estimate, low, high), as a document holds them."""
     targets, comparisons = [], []
     for host, (o, low, high) in overheads.items():
-        targets += [
-            {"name": f"{host}/ext4-loop", "host": host, "encrypted": False},
-            {"name": f"{host}/fscrypt", "host": host, "encrypted": True},
-        ]
+        targets += [_on_host(f"{host}/ext4-loop", host, False), _on_host(f"{host}/fscrypt", host, True)]
         comparisons.append(
-            {
-                "workload": "w",
-                "target": f"{host}/fscrypt",
-                "baseline": f"{host}/ext4-loop",
-                "kind": "baseline",
-                "ratio": 1 - o / 100,
-                "ci_low": 1 - high / 100,
-                "ci_high": 1 - low / 100,
-                "overhead_percent": o,
-            }
+            replace(
+                _comparison(
+                    f"{host}/fscrypt", f"{host}/ext4-loop", 1 - o / 100, 1 - high / 100, 1 - low / 100
+                ),
+                overhead_percent=o,
+            )
         )
-        comparisons.append(
-            {
-                "workload": "w",
-                "target": f"{host}/ext4-loop",
-                "baseline": f"{host}/plain",
-                "kind": "baseline",
-                "ratio": 0.9,
-                "ci_low": 0.8,
-                "ci_high": 1.0,
-                "overhead_percent": 10.0,
-            }
-        )
-    return {"targets": targets, "comparisons": comparisons}
+        comparisons.append(_comparison(f"{host}/ext4-loop", f"{host}/plain", 0.9, 0.8, 1.0))
+    return targets, comparisons
 
 
 def test_spread_over_hosts() -> None:
     given = {"a": (20, 17, 23), "b": (22, 19, 25), "c": (21, 17, 26), "d": (60, 55, 66)}
-    (row,) = spread.overheads(_doc(given))
+    (row,) = spread.overheads(*_doc(given))
     values = [o for o, _l, _h in given.values()]
     assert (row["target"], row["baseline"], row["hosts"]) == ("fscrypt", "ext4-loop", 4)
     assert row["median"] == pytest.approx(np.percentile(values, 50))
@@ -398,38 +397,24 @@ def test_spread_over_hosts() -> None:
 def test_a_host_off_the_others_median_but_within_their_intervals_does_not_stand_out() -> None:
     # a three-host fleet run on identical namespace hosts here: h1 read 97 % [95, 98]
     given = {"h1": (97, 95, 98), "h2": (93, 86, 96), "h3": (94, 92, 96)}
-    (row,) = spread.overheads(_doc(given))
+    (row,) = spread.overheads(*_doc(given))
     assert row["stand_out"] == [] and row["worst_host"] == "h1"
     given["h1"] = (99, 97, 100)  # its whole interval above both others' high ends
-    (row,) = spread.overheads(_doc(given))
+    (row,) = spread.overheads(*_doc(given))
     assert [(s["host"], s["direction"]) for s in row["stand_out"]] == [("h1", "higher")]
 
 
 def test_a_host_stands_out_below_too_and_noise_does_not() -> None:
     given = {"a": (50, 45, 55), "b": (52, 30, 70), "c": (51, 48, 54), "d": (10, 5, 15)}
-    (row,) = spread.overheads(_doc(given))
+    (row,) = spread.overheads(*_doc(given))
     assert [(s["host"], s["direction"]) for s in row["stand_out"]] == [("d", "lower")]
 
 
 def test_two_hosts_have_nobody_to_stand_out_from() -> None:
-    (row,) = spread.overheads(_doc({"a": (10, 9, 11), "b": (80, 79, 81)}))
+    (row,) = spread.overheads(*_doc({"a": (10, 9, 11), "b": (80, 79, 81)}))
     assert row["stand_out"] == [] and row["worst_host"] == "b"
 
 
 def test_a_run_on_one_machine_has_no_spread() -> None:
-    doc = {
-        "targets": [{"name": "fscrypt", "host": None, "encrypted": True}],
-        "comparisons": [
-            {
-                "workload": "w",
-                "target": "fscrypt",
-                "baseline": "ext4-loop",
-                "kind": "baseline",
-                "ratio": 0.5,
-                "ci_low": 0.4,
-                "ci_high": 0.6,
-                "overhead_percent": 50.0,
-            }
-        ],
-    }
-    assert spread.overheads(doc) == []
+    targets = [_on_host("fscrypt", None, True)]
+    assert spread.overheads(targets, [_comparison("fscrypt", "ext4-loop", 0.5, 0.4, 0.6)]) == []

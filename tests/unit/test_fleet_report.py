@@ -11,10 +11,12 @@ from pathlib import Path
 from rich.console import Console
 
 from cryptbench.report import console, export_html, export_markdown
+from cryptbench.result_model import Document
 
 DOC = json.loads(
     (Path(__file__).parent.parent / "fixtures" / "documents" / "fleet-three-hosts.json").read_text()
 )
+MODEL = Document.from_json(DOC)
 
 
 def _cells(html: str, section: str) -> list[list[str]]:
@@ -56,7 +58,7 @@ def test_the_fixture_is_a_fleet_of_three() -> None:
 
 
 def test_html_has_the_hosts_and_every_spread_row() -> None:
-    html = export_html.render(DOC, [])
+    html = export_html.render(MODEL, [])
     assert 'href="#fleet"' in html
     rows = _cells(html, "fleet")
     hosts = [r for r in rows if len(r) == 7]
@@ -69,12 +71,12 @@ def test_html_has_the_hosts_and_every_spread_row() -> None:
 
 
 def test_markdown_and_terminal_show_the_spread() -> None:
-    text = export_markdown.render(DOC)
+    text = export_markdown.render(MODEL)
     spread = [line for line in text.splitlines() if line.startswith("| ") and "fscrypt vs ext4-loop" in line]
     assert len(spread) == len(DOC["fleet"]["overheads"])
     assert all(line.count("|") == 9 for line in spread)
     out = io.StringIO()
-    console.render(DOC, Console(file=out, width=200, color_system=None), details=True)
+    console.render(MODEL, Console(file=out, width=200, color_system=None), details=True)
     shown = out.getvalue()
     assert "Fleet: hosts" in shown and "stands out" in shown
     assert all(o["worst_host"] in shown for o in DOC["fleet"]["overheads"])
@@ -83,8 +85,8 @@ def test_markdown_and_terminal_show_the_spread() -> None:
 def test_a_failed_host_reads_as_failed_with_its_reason() -> None:
     doc = json.loads(json.dumps(DOC))
     doc["fleet"]["hosts"][1].update(status="failed", reason="client: host=198.18.0.6 disconnected [x]")
-    rows = _cells(export_html.render(doc, []), "fleet")
+    rows = _cells(export_html.render(Document.from_json(doc), []), "fleet")
     assert rows[1][2] == "failed: client: host=198.18.0.6 disconnected [x]"
     out = io.StringIO()
-    console.render(doc, Console(file=out, width=200, color_system=None))
+    console.render(Document.from_json(doc), Console(file=out, width=200, color_system=None))
     assert "failed: client: host=198.18.0.6 disconnected [x]" in out.getvalue()

@@ -14,7 +14,6 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from rich.console import Console
@@ -28,6 +27,7 @@ from cryptbench.report import (
     export_markdown,
     warning_rules,
 )
+from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 GOLDEN = Path(__file__).parent.parent / "golden" / "outputs"
@@ -35,7 +35,7 @@ NAMES = sorted(p.stem for p in DOCS.glob("*.json"))
 WRITE = os.environ.get("CRYPTBENCH_GOLDEN") == "write"
 
 
-def _console_text(doc: dict[str, Any], width: int, details: bool) -> str:
+def _console_text(doc: Document, width: int, details: bool) -> str:
     out = io.StringIO()
     console.render(doc, Console(file=out, width=width, color_system=None), details=details)
     return out.getvalue()
@@ -45,13 +45,13 @@ def _json(value: object) -> str:
     return json.dumps(value, indent=2) + "\n"
 
 
-def _derived(doc: dict[str, Any]) -> str:
+def _derived(doc: Document) -> str:
     """The sections document.build derives from the core (targets, results,
     comparisons), recomputed from the recorded core: trials are not in a document,
     so the rules that read them see none."""
     return _json(
         {
-            "qd_curves": document.qd_curves(doc),
+            "qd_curves": [c.to_json() for c in document.qd_curves(doc)],
             "conclusions": document.conclusions(doc),
             "warnings": [w.to_json() for w in warning_rules.find(doc, [])],
             "diagnosis": [d.to_json() for d in diagnosis.diagnose(doc)],
@@ -59,27 +59,27 @@ def _derived(doc: dict[str, Any]) -> str:
     )
 
 
-def _charts(doc: dict[str, Any]) -> str:
+def _charts(doc: Document) -> str:
     """Which charts the page draws, with their titles and captions (the SVG itself is
     Matplotlib's, not ours)."""
     return _json([[c.kind, c.name, c.title, c.caption] for c in charts.build(doc, [])])
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+RENDERERS: dict[str, Callable[[Document], str]] = {
     "answer-80.txt": lambda d: _console_text(d, 80, details=False),
     "answer-120.txt": lambda d: _console_text(d, 120, details=False),
     "details-80.txt": lambda d: _console_text(d, 80, details=True),
     "details-120.txt": lambda d: _console_text(d, 120, details=True),
     "report.md": export_markdown.render,
-    "ranking.json": lambda d: _json(d["ranking"]),
+    "ranking.json": lambda d: _json([s.to_json() for s in d.ranking]),
     "derived.json": _derived,
     "charts.json": _charts,
     "page.html": lambda d: export_html.render(d, []),
 }
 
 
-def _doc(name: str) -> dict[str, Any]:
-    return json.loads((DOCS / f"{name}.json").read_text())
+def _doc(name: str) -> Document:
+    return Document.from_json(json.loads((DOCS / f"{name}.json").read_text()))
 
 
 def test_every_recorded_document_is_covered() -> None:

@@ -11,6 +11,7 @@ from cryptbench.backends import DirectIO, Target
 from cryptbench.errors import UsageError
 from cryptbench.pipeline.provision import decide_io_modes
 from cryptbench.report.document import _baselines
+from cryptbench.result_model import TargetInfo
 from tests.unit.test_plan import _plan as plan_with
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="--ram needs root (it mounts a tmpfs)")
@@ -77,7 +78,19 @@ def test_ram_twins_follow_the_device_targets_io_mode() -> None:
 
 def test_comparisons_stay_within_a_medium_and_twins_show_the_device() -> None:
     tmap = {
-        n: {"name": n, "baseline": b, "medium": "ram" if n.startswith("ram:") else "device"}
+        n: TargetInfo(
+            n,
+            n.removeprefix("ram:"),
+            b,
+            False,
+            "buffered",
+            None,
+            None,
+            None,
+            None,
+            {},
+            medium="ram" if n.startswith("ram:") else "device",
+        )
         for n, b in (
             ("plain", None),
             ("ext4-loop", "plain"),

@@ -10,20 +10,19 @@ import pytest
 
 from cryptbench import stats
 from cryptbench.report import ranking
+from cryptbench.result_model import Document
 from tests.unit.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
 
 def _doc(name: str) -> dict:
-    doc = json.loads((DOCS / f"{name}.json").read_text())
-    doc["ranking"] = ranking.build(doc)
-    return doc
+    return json.loads((DOCS / f"{name}.json").read_text())
 
 
 def _rebuilt(doc: dict) -> dict:
     doc = copy.deepcopy(doc)
-    doc["ranking"] = ranking.build(doc)
+    doc["ranking"] = [s.to_json() for s in ranking.build(Document.from_json(doc))]
     return doc
 
 
@@ -37,7 +36,7 @@ def test_clear_winner_and_a_tie_on_the_default_run() -> None:
     # tied: its interval reaches the cheapest's; costlier: it does not
     assert overall[1]["ci_high"] >= best["ci_low"] and overall[2]["ci_high"] < best["ci_low"]
     assert "ext4-loop" not in {e["target"] for e in overall}  # not encrypted: not ranked at all
-    text = " ".join(ranking.sentences(doc))
+    text = " ".join(ranking.sentences(Document.from_json(doc)))
     assert text.startswith("Cheapest here: gocryptfs, -58% [-66, -50] against plain over 6 workloads;")
     assert "securefs cannot be told apart from it" in text and "cryfs costs most" in text
 
@@ -75,7 +74,7 @@ def test_a_target_faster_than_plain_is_ranked_first_and_said_to_be_faster() -> N
     doc = _rebuilt(doc)
     first = doc["ranking"][0]["overall"][0]
     assert first["target"] == "encfs" and first["ci_low"] > 1 and first["change_percent"] > 0
-    assert "encfs ran faster than plain here" in ranking.sentences(doc)[0]
+    assert "encfs ran faster than plain here" in ranking.sentences(Document.from_json(doc))[0]
 
 
 def test_failed_or_unproven_targets_are_never_ranked() -> None:
@@ -101,7 +100,7 @@ def test_failed_or_unproven_targets_are_never_ranked() -> None:
     ]
     assert (
         "Not ranked: securefs (encryption not verified); cryfs (trials failed at rnd4k-q1-read)."
-        in (ranking.sentences(doc)[0])
+        in (ranking.sentences(Document.from_json(doc))[0])
     )
 
 
@@ -117,7 +116,7 @@ def test_a_fleet_run_ranks_per_host_against_that_hosts_plain() -> None:
         "h2/fscrypt",
         "h3/fscrypt",
     ]
-    lines = ranking.sentences(doc)
+    lines = ranking.sentences(Document.from_json(doc))
     assert lines[0].startswith("On h1: only h1/fscrypt was measured encrypted: -89%")
 
 
@@ -133,7 +132,7 @@ def test_all_tied_when_intervals_overlap() -> None:
     doc["targets"] = [t for t in doc["targets"] if t["name"] in keep]
     doc["results"] = [r for r in doc["results"] if r["target"] in keep]
     doc = _rebuilt(doc)
-    assert ranking.sentences(doc)[0].startswith(
+    assert ranking.sentences(Document.from_json(doc))[0].startswith(
         "The 2 encrypted targets cannot be told apart: gocryptfs -58%"
     )
 

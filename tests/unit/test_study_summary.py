@@ -11,6 +11,7 @@ from rich.console import Console
 from cryptbench.report import console as console_report
 from cryptbench.report import study_summary
 from cryptbench.report.study_summary import build, drop_min_max, twin_of
+from cryptbench.result_model import Result
 
 MIB = 1 << 20
 
@@ -98,19 +99,11 @@ def test_no_summary_without_the_suite_asking() -> None:
 def test_the_console_shows_both_summaries_and_says_what_the_cache_did() -> None:
     summary = build(PLAN, _samples(), ["plain"], lambda *parts: 1)
     results = [
-        {
-            "workload": w,
-            "target": "plain",
-            "metric": "throughput",
-            "unit": "bytes/s",
-            "median": 1e6,
-            "ci_low": 0.9e6,
-            "ci_high": 1.1e6,
-        }
+        Result(w, "plain", "throughput", "bytes/s", [1e6], 1, 1e6, 1e6, 0.0, 0.0, 1e6, 1e6, 0.9e6, 1.1e6)
         for w in PLAN["workloads"]
     ]
     out = Console(record=True, width=80)
-    console_report._study_summary({"study_summary": summary, "results": results}, out)
+    console_report._study_summary(summary, results, out)
     text = out.export_text()
     assert "longest and shortest trials dropped" in text
     rows = [line.split() for line in text.splitlines() if line.strip().startswith("plain ")]

@@ -10,6 +10,7 @@ import pytest
 
 from cryptbench.report import warning_rules
 from cryptbench.report.warning_rules import WarningKind
+from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
@@ -37,6 +38,8 @@ def test_the_rules_find_the_recorded_warnings_that_need_no_trials(name: str) -> 
     that read only the document find the same again, in the same order."""
     doc = json.loads((DOCS / f"{name}.json").read_text())
     trial_kinds = {WarningKind.FAILED_TRIALS, WarningKind.CACHE_NOT_DROPPED}
-    again = [w.to_json() for w in warning_rules.find(doc, []) if w.kind not in trial_kinds]
+    again = [
+        w.to_json() for w in warning_rules.find(Document.from_json(doc), []) if w.kind not in trial_kinds
+    ]
     recorded = [w for w in doc["warnings"] if w["kind"] not in trial_kinds]
     assert again == recorded

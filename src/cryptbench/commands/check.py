@@ -19,6 +19,7 @@ from typing import Any
 
 from cryptbench.errors import UsageError
 from cryptbench.report import document
+from cryptbench.result_model import Document
 from cryptbench.store import Store, default_db_path
 from cryptbench.units import parse_percent
 
@@ -101,30 +102,28 @@ def _rank(f: Finding) -> float:
     return float("inf") if f.overhead is None else f.overhead
 
 
-def evaluate(doc: dict[str, Any], bound: float) -> Result:
+def evaluate(doc: Document, bound: float) -> Result:
     """Pure: the findings of one result document against a bound in percent."""
-    comps = {(c["workload"], c["target"]): c for c in doc["comparisons"] if c["kind"] == "baseline"}
+    comps = {(c.workload, c.target): c for c in doc.comparisons if c.kind == "baseline"}
     findings = []
-    for t in doc["targets"]:
-        if not t["encrypted"] or not t["baseline"] or t.get("medium") == "ram":
+    for t in doc.targets:
+        if not t.encrypted or not t.baseline or t.medium == "ram":
             continue
-        for w in doc["plan"]["workloads"]:
-            c = comps.get((w, t["name"]))
+        for w in doc.plan["workloads"]:
+            c = comps.get((w, t.name))
             if c is None:
-                findings.append(Finding(t["name"], t["baseline"], w, None, None, None, False, t.get("host")))
+                findings.append(Finding(t.name, t.baseline, w, None, None, None, False, t.host))
                 continue
             pct, interval, _ = document.speed_change(c)
             overhead = -pct
             low, high = (None, None) if interval is None else (-interval[1], -interval[0])
-            findings.append(
-                Finding(t["name"], t["baseline"], w, overhead, low, high, overhead <= bound, t.get("host"))
-            )
+            findings.append(Finding(t.name, t.baseline, w, overhead, low, high, overhead <= bound, t.host))
     if not findings:
         raise UsageError(
-            f"run {doc['run_id']} has no encrypted target measured against a baseline on the device: "
+            f"run {doc.run_id} has no encrypted target measured against a baseline on the device: "
             "nothing to check"
         )
-    return Result(doc["run_id"], bound, findings)
+    return Result(doc.run_id, bound, findings)
 
 
 def run(*, ref: str = "latest", max_overhead: str, db: Path | None = None) -> Result:

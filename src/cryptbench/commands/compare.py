@@ -13,10 +13,11 @@ from typing import Any
 from cryptbench.errors import UsageError
 from cryptbench.report import charts, document, export_compare_html, run_comparison
 from cryptbench.report.output_files import page_file, write_new
+from cryptbench.result_model import Document
 from cryptbench.store import Store, default_db_path
 
 
-def _document(path: Path, ref: str) -> dict[str, Any]:
+def _document(path: Path, ref: str) -> Document:
     store = Store.open(path, create=False)
     try:
         return document.build(store, store.resolve_run(ref))
@@ -40,8 +41,8 @@ def run(
     path_b = db_b or path_a
     doc_a = _document(path_a, a)
     doc_b = _document(path_b, b)
-    if doc_a["run_id"] == doc_b["run_id"] and path_a.resolve() == path_b.resolve():
-        raise UsageError(f"A and B are the same run ({doc_a['run_id']}): give two runs to compare")
+    if doc_a.run_id == doc_b.run_id and path_a.resolve() == path_b.resolve():
+        raise UsageError(f"A and B are the same run ({doc_a.run_id}): give two runs to compare")
     if metric is not None:
         for doc in (doc_a, doc_b):
             document.require_metric(doc, metric)

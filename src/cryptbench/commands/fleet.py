@@ -39,6 +39,7 @@ from cryptbench.measure import environment
 from cryptbench.metrics import info
 from cryptbench.plan import stopping_rule
 from cryptbench.report import document
+from cryptbench.result_model import Document
 from cryptbench.runner import NullProgress, Progress, Spend, TrialSpec, interleave, note_lost, stopping_record
 from cryptbench.store import Store, TrialRecord, default_db_path, now_iso
 from cryptbench.suite import Suite, Workload, WorkloadSpec, check_size_range, load_suite, primary_metric
@@ -62,7 +63,7 @@ NOT_MEASURED_NOTE = (
 class FleetOutcome:
     run_id: int
     status: str  # complete, interrupted, failed
-    document: dict[str, Any]
+    document: Document
     exit_code: int = 0
 
 

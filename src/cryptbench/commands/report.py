@@ -83,7 +83,7 @@ def run(
             if markdown:
                 out["markdown"] = export_markdown.render(doc)
             if json:
-                out["json"] = doc
+                out["json"] = doc.to_json()
             if html_path or dirs:
                 made = charts.build(doc, timelines(store, run_id))
                 # every name checked before anything is written: a refusal leaves no half-done export

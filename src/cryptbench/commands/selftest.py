@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.known import ThrottledBackend
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.pipeline import execute as run_cmd
+from cryptbench.result_model import Document
 from cryptbench.runner import Progress
 from cryptbench.units import format_bytes, parse_size
 
@@ -72,33 +73,33 @@ class SelftestOutcome:
         return bool(self.checks) and all(c.passed for c in self.checks) and self.run.exit_code == 0
 
 
-def checks(doc: dict[str, Any]) -> list[Check]:
+def checks(doc: Document) -> list[Check]:
     """Each workload's ratio of the two throttled targets, and each target's own rate."""
     found = [
         Check(
-            f"{SLOW} / {FAST}, {c['workload']}",
-            c["ratio"],
-            c["ci_low"],
-            c["ci_high"],
+            f"{SLOW} / {FAST}, {c.workload}",
+            c.ratio,
+            c.ci_low,
+            c.ci_high,
             EXPECTED,
             RATIO_BAND,
             "ratio",
         )
-        for c in doc["comparisons"]
-        if c["target"] == SLOW and c["baseline"] == FAST
+        for c in doc.comparisons
+        if c.target == SLOW and c.baseline == FAST
     ]
     found += [
         Check(
-            f"{r['target']}, {r['workload']}",
-            r["median"],
-            r["ci_low"],
-            r["ci_high"],
-            RATES[r["target"]],
+            f"{r.target}, {r.workload}",
+            r.median,
+            r.ci_low,
+            r.ci_high,
+            RATES[r.target],
             RATE_BAND,
             "bytes/s",
         )
-        for r in doc["results"]
-        if r["target"] in RATES and r["metric"] == "throughput"
+        for r in doc.results
+        if r.target in RATES and r.metric == "throughput"
     ]
     return found
 

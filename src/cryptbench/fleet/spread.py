@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from cryptbench.result_model import Comparison, Document, TargetInfo
+
 STAND_OUT_MIN_HOSTS = 3  # with two, "the others" is one host: nothing to stand out from
 
 
@@ -29,28 +31,28 @@ def local_name(target: str) -> str:
     return target.split("/", 1)[1] if "/" in target else target
 
 
-def _overhead_interval(c: dict[str, Any]) -> tuple[float | None, float | None]:
+def _overhead_interval(c: Comparison) -> tuple[float | None, float | None]:
     # A speed ratio's low end is the overhead's high end.
-    low = None if c["ci_high"] is None else (1 - c["ci_high"]) * 100
-    high = None if c["ci_low"] is None else (1 - c["ci_low"]) * 100
+    low = None if c.ci_high is None else (1 - c.ci_high) * 100
+    high = None if c.ci_low is None else (1 - c.ci_low) * 100
     return low, high
 
 
-def overheads(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def overheads(targets: list[TargetInfo], comparisons: list[Comparison]) -> list[dict[str, Any]]:
     """Per workload and encrypted target, each host's overhead and their spread."""
-    host_of = {t["name"]: t.get("host") for t in doc["targets"]}
-    encrypted = {t["name"] for t in doc["targets"] if t["encrypted"]}
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    for c in doc["comparisons"]:
-        if c["kind"] == "baseline" and c["target"] in encrypted and host_of.get(c["target"]) is not None:
-            groups[(c["workload"], local_name(c["target"]), local_name(c["baseline"]))].append(c)
+    host_of = {t.name: t.host for t in targets}
+    encrypted = {t.name for t in targets if t.encrypted}
+    groups: dict[tuple[str, str, str], list[Comparison]] = defaultdict(list)
+    for c in comparisons:
+        if c.kind == "baseline" and c.target in encrypted and host_of.get(c.target) is not None:
+            groups[(c.workload, local_name(c.target), local_name(c.baseline))].append(c)
     rows = []
     for (workload, target, baseline), cs in groups.items():
-        per_host = []
+        per_host: list[dict[str, Any]] = []
         for c in cs:
             low, high = _overhead_interval(c)
             per_host.append(
-                {"host": host_of[c["target"]], "overhead": c["overhead_percent"], "low": low, "high": high}
+                {"host": host_of[c.target], "overhead": c.overhead_percent, "low": low, "high": high}
             )
         values = np.array([h["overhead"] for h in per_host])
         p10, median, p90 = (float(v) for v in np.percentile(values, [10, 50, 90]))
@@ -100,7 +102,7 @@ def _stand_out(per_host: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
-def fleet_section(doc: dict[str, Any], host_rows: list[dict[str, Any]]) -> dict[str, Any]:
+def fleet_section(doc: Document, host_rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The document's `fleet`: each host (address, status, what it is) and the overheads' spread."""
     hosts = []
     for r in host_rows:
@@ -122,4 +124,4 @@ def fleet_section(doc: dict[str, Any], host_rows: list[dict[str, Any]]) -> dict[
                 "skipped": manifest.get("skipped", []),
             }
         )
-    return {"hosts": hosts, "overheads": overheads(doc)}
+    return {"hosts": hosts, "overheads": overheads(doc.targets, doc.comparisons)}

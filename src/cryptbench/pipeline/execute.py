@@ -25,6 +25,7 @@ from cryptbench.pipeline import cipher_speed
 from cryptbench.pipeline.provision import provision_all, recover_stale, target_row
 from cryptbench.plan import Plan, build_plan
 from cryptbench.report import document
+from cryptbench.result_model import Document
 from cryptbench.runner import (
     Executor,
     NullProgress,
@@ -44,7 +45,7 @@ from cryptbench.suite import WorkloadSpec, primary_metric
 class RunOutcome:
     run_id: int
     status: str  # complete, interrupted, failed
-    document: dict[str, Any]
+    document: Document
     recovered: list[str] = field(default_factory=list)  # what stale runs left and we removed
     exit_code: int = 0
 

@@ -11,7 +11,6 @@ warnings and the precision reached, with the command that shows everything
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -21,6 +20,7 @@ from rich.text import Text
 from cryptbench.metrics import PRIMARY, primary_of
 from cryptbench.report import ranking, study_summary
 from cryptbench.report.document import results_by_key, speed_change
+from cryptbench.result_model import Comparison, Document, Result
 from cryptbench.units import format_bytes, format_duration, format_value
 
 # Rich's SIMPLE box pads each column by one space on either side and puts one between columns.
@@ -28,41 +28,41 @@ PADDING = 3
 MIN_CELL = 6  # the narrowest workload column: its header's pieces fold to this
 
 
-def _seconds(doc: dict[str, Any]) -> float | None:
-    st = doc.get("stopping")
-    return None if not st else float(st["seconds"])
+def _seconds(doc: Document) -> float | None:
+    st = doc.stopping
+    return None if not st else float(st.seconds)
 
 
-def header(doc: dict[str, Any]) -> str:
+def header(doc: Document) -> str:
     """Suite, targets, trials, time spent on them and the bytes the device wrote."""
-    plan = doc["plan"]
+    plan = doc.plan
     fleet = plan.get("fleet")
     kind = "fleet run" if fleet else "run"
-    trials = f"{doc['trials']['ok']} trials"
-    if doc["trials"]["failed"]:
-        trials += f" (+{doc['trials']['failed']} failed)"
+    trials = f"{doc.trials.ok} trials"
+    if doc.trials.failed:
+        trials += f" (+{doc.trials.failed} failed)"
     seconds = _seconds(doc)
     if seconds is not None:
         trials += f" in {format_duration(seconds)}"
-    text = f"{kind.capitalize()} {doc['run_id']} ({doc['suite']} suite"
+    text = f"{kind.capitalize()} {doc.run_id} ({doc.suite} suite"
     if fleet:
         text += f", {len(fleet['hosts'])} hosts"
-    text += ")" if doc["status"] == "complete" else f", {doc['status']})"
-    text += f": {len(doc['targets'])} targets, {trials}"
-    dw = doc.get("device_writes")
+    text += ")" if doc.status == "complete" else f", {doc.status})"
+    text += f": {len(doc.targets)} targets, {trials}"
+    dw = doc.device_writes
     if dw:
-        text += f"; {dw['device']} wrote {format_bytes(int(dw['bytes']))}"
+        text += f"; {dw.device} wrote {format_bytes(int(dw.bytes))}"
     return text
 
 
-def _plain_cell(r: dict[str, Any]) -> str:
-    if r["unit"] == "bytes/s":
-        mb = r["median"] / 1e6
+def _plain_cell(r: Result) -> str:
+    if r.unit == "bytes/s":
+        mb = r.median / 1e6
         return f"{mb:.0f}" if mb >= 10 else f"{mb:.1f}"
-    return format_value(r["median"], r["unit"])
+    return format_value(r.median, r.unit)
 
 
-def _change_cell(c: dict[str, Any]) -> Text:
+def _change_cell(c: Comparison) -> Text:
     pct, interval, differs = speed_change(c)
     if interval is None:
         return Text(f"{pct:+.0f}", style="yellow")
@@ -71,33 +71,31 @@ def _change_cell(c: dict[str, Any]) -> Text:
     return Text(f"{pct:+.0f}±{half:.0f}", style=style)
 
 
-def _cells(doc: dict[str, Any], workloads: list[str]) -> list[tuple[str, str, list[Text]]]:
+def _cells(doc: Document, workloads: list[str]) -> list[tuple[str, str, list[Text]]]:
     """(target, what its cells are against, a cell per workload)."""
     results = results_by_key(doc)
-    comps = {(c["workload"], c["target"], c["baseline"]): c for c in doc["comparisons"]}
+    comps = {(c.workload, c.target, c.baseline): c for c in doc.comparisons}
     rows = []
-    for t in doc["targets"]:
+    for t in doc.targets:
         cells = []
         for w in workloads:
-            r = results.get((w, t["name"], primary_of(doc["plan"], w)))
+            r = results.get((w, t.name, primary_of(doc.plan, w)))
             if r is None:
                 cells.append(Text("failed", style="red"))
-            elif not t["baseline"]:
+            elif not t.baseline:
                 cells.append(Text(_plain_cell(r), style="dim"))
             else:
-                c = comps.get((w, t["name"], t["baseline"]))
+                c = comps.get((w, t.name, t.baseline))
                 cells.append(Text("-") if c is None else _change_cell(c))
         against = (
-            f"vs {t['baseline']}"
-            if t["baseline"]
-            else ("MB/s" if _all_throughput(doc, workloads) else "median")
+            f"vs {t.baseline}" if t.baseline else ("MB/s" if _all_throughput(doc, workloads) else "median")
         )
-        rows.append((t["name"], against, cells))
+        rows.append((t.name, against, cells))
     return rows
 
 
-def _all_throughput(doc: dict[str, Any], workloads: list[str]) -> bool:
-    return all(primary_of(doc["plan"], w) == PRIMARY for w in workloads)
+def _all_throughput(doc: Document, workloads: list[str]) -> bool:
+    return all(primary_of(doc.plan, w) == PRIMARY for w in workloads)
 
 
 def _fold(name: str, width: int) -> str:
@@ -111,9 +109,9 @@ def _fold(name: str, width: int) -> str:
     return "\n".join(lines)
 
 
-def _tables(doc: dict[str, Any], width: int) -> list[Table]:
+def _tables(doc: Document, width: int) -> list[Table]:
     """The matrix, split into several tables of workload columns where one would not fit."""
-    workloads = [w for w in doc["plan"]["workloads"] if any(r["workload"] == w for r in doc["results"])]
+    workloads = [w for w in doc.plan["workloads"] if any(r.workload == w for r in doc.results)]
     rows = _cells(doc, workloads)
     if not rows or not workloads:
         return []
@@ -151,10 +149,10 @@ LIMITS = {
 }
 
 
-def limit_lines(doc: dict[str, Any]) -> list[str]:
+def limit_lines(doc: Document) -> list[str]:
     """One line per diagnosed target: the limit found at most of its workloads."""
     lines = []
-    for d in doc.get("diagnosis", []):
+    for d in doc.diagnosis:
         findings = d["findings"]
         if not findings:
             continue
@@ -177,18 +175,16 @@ def _halfwidths(values: list[float]) -> str:
     return f"±{lo:.1f}%" if round(lo, 1) == round(hi, 1) else f"±{lo:.1f}% to ±{hi:.1f}%"
 
 
-def precision_line(doc: dict[str, Any]) -> str:
+def precision_line(doc: Document) -> str:
     """How many comparisons the run answered to the asked precision, and how far the rest got."""
-    st = doc.get("stopping")
-    base = [c for c in doc["comparisons"] if c["kind"] == "baseline"]
-    reached = [c["precision"] for c in base if c.get("precision") is not None]
-    if st and st["rule"]["precision"] is not None:
-        goal = st["rule"]["precision"]
-        answers = st["answers"]
-        done = [a for a in answers if a["stopped_by"] == "precision"]
-        rest = [
-            a["halfwidth"] for a in answers if a["stopped_by"] != "precision" and a["halfwidth"] is not None
-        ]
+    st = doc.stopping
+    base = [c for c in doc.comparisons if c.kind == "baseline"]
+    reached = [c.precision for c in base if c.precision is not None]
+    if st and st.rule["precision"] is not None:
+        goal = st.rule["precision"]
+        answers = st.answers
+        done = [a for a in answers if a.stopped_by == "precision"]
+        rest = [a.halfwidth for a in answers if a.stopped_by != "precision" and a.halfwidth is not None]
         text = f"{len(done)} of {len(answers)} comparisons answered to ±{goal * 100:g}%"
         return text + (f", the rest {_halfwidths(rest)}" if rest else "")
     if reached:
@@ -199,8 +195,8 @@ def precision_line(doc: dict[str, Any]) -> str:
 SERIOUS = ("interrupted", "failed-trials", "encryption-unverified", "io-mode-mismatch", "cache-not-dropped")
 
 
-def warnings_lines(doc: dict[str, Any]) -> list[Text]:
-    counts = Counter(w["kind"] for w in doc["warnings"])
+def warnings_lines(doc: Document) -> list[Text]:
+    counts = Counter(w.kind for w in doc.warnings)
     line = Text()
     if not counts:
         line.append("No warnings")
@@ -214,11 +210,11 @@ def warnings_lines(doc: dict[str, Any]) -> list[Text]:
     return [
         line,
         Text(f"Precision: {precision_line(doc)}."),
-        Text(f"Every figure, warning and the diagnosis: cryptbench show {doc['run_id']} --details"),
+        Text(f"Every figure, warning and the diagnosis: cryptbench show {doc.run_id} --details"),
     ]
 
 
-def render(doc: dict[str, Any], console: Console) -> None:
+def render(doc: Document, console: Console) -> None:
     console.print(Text(header(doc), style="bold"))
     for line in ranking.sentences(doc):
         console.print(line)
@@ -235,12 +231,12 @@ def render(doc: dict[str, Any], console: Console) -> None:
         console.print("[bold]What limits each[/bold] (at how many workloads; the diagnosis in the details):")
         for line in limits:
             console.print(line)
-    summary = doc.get("study_summary")
+    summary = doc.study_summary
     if summary and summary["page_cache"]:
         console.print()
         for p in summary["page_cache"]:
             console.print(f"• {study_summary.page_cache_line(p)}")
-    fleet = doc.get("fleet")
+    fleet = doc.fleet
     if fleet:
         console.print()
         console.print(
@@ -254,5 +250,5 @@ def render(doc: dict[str, Any], console: Console) -> None:
     console.print()
     for text in warnings_lines(doc):
         console.print(text)
-    if doc["trials"]["failed"]:
-        console.print(f"[red]{doc['trials']['failed']} trial(s) failed[/red]; the details say where and why.")
+    if doc.trials.failed:
+        console.print(f"[red]{doc.trials.failed} trial(s) failed[/red]; the details say where and why.")

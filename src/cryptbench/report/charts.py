@@ -24,6 +24,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from cryptbench.metrics import info
 from cryptbench.report.document import primary_of, results_by_key, speed_change
+from cryptbench.result_model import Document, Result
 from cryptbench.units import format_bytes
 
 WIDTH = 7.0  # inches: readable when scaled down to a phone's width, not sparse on a desktop
@@ -97,16 +98,16 @@ class TrialTimeline:
     timeline: dict[str, Any]  # started_at (epoch s), ends (s), system and helpers (cores)
 
 
-def colours(doc: dict[str, Any]) -> dict[str, str]:
+def colours(doc: Document) -> dict[str, str]:
     """A colour per target; a RAM twin takes its device twin's."""
     out: dict[str, str] = {}
     grey = colour = 0
-    for t in doc["targets"]:
-        name = t["name"]
-        twin = name.split(":", 1)[1] if t.get("medium") == "ram" and ":" in name else None
+    for t in doc.targets:
+        name = t.name
+        twin = name.split(":", 1)[1] if t.medium == "ram" and ":" in name else None
         if twin in out:
             out[name] = out[twin]
-        elif t["encrypted"]:
+        elif t.encrypted:
             out[name] = COLOURS[colour % len(COLOURS)]
             colour += 1
         else:
@@ -129,11 +130,11 @@ def _scale(unit: str, values: Iterable[float]) -> tuple[float, str]:
     return 1.0, unit
 
 
-def _interval_in(r: dict[str, Any], div: float) -> tuple[float, float] | None:
+def _interval_in(r: Result, div: float) -> tuple[float, float] | None:
     """A result's 95 % interval in the chart's unit (None without one)."""
-    if r["ci_low"] is None or r["ci_high"] is None:
+    if r.ci_low is None or r.ci_high is None:
         return None
-    return r["ci_low"] / div, r["ci_high"] / div
+    return r.ci_low / div, r.ci_high / div
 
 
 def _whiskers(
@@ -158,12 +159,12 @@ def _whiskers(
         ax.errorbar(at, mid, yerr=half, fmt="none", ecolor=colour, capsize=2, elinewidth=1, zorder=3)
 
 
-def _family(doc: dict[str, Any], workload: str) -> tuple[str, str]:
+def _family(doc: Document, workload: str) -> tuple[str, str]:
     """(file stem part, title) of a workload's family: fio patterns by access and block size,
     application workloads by the unit they are measured in."""
-    spec = doc["plan"].get("workload_specs", {}).get(workload)
+    spec = doc.plan.get("workload_specs", {}).get(workload)
     if spec is None:
-        metric = info(primary_of(doc["plan"], workload))
+        metric = info(primary_of(doc.plan, workload))
         slug = re.sub(r"[^a-z0-9]+", "-", metric.name.lower()).strip("-") or "other"
         return f"apps-{slug}", f"Application workloads: {metric.label}"
     random = str(spec.get("rw", "")).startswith("rand")
@@ -173,24 +174,24 @@ def _family(doc: dict[str, Any], workload: str) -> tuple[str, str]:
     return f"{kind}-{slug}", f"{kind.capitalize()} {size} requests"
 
 
-def bar_charts(doc: dict[str, Any]) -> list[Chart]:
+def bar_charts(doc: Document) -> list[Chart]:
     """One grouped bar chart per workload family and medium: the median of each workload's own
     metric for every target, whiskers at its 95 % interval."""
     results = results_by_key(doc)
     palette = colours(doc)
-    metric_of = {w: primary_of(doc["plan"], w) for w in doc["plan"]["workloads"]}
+    metric_of = {w: primary_of(doc.plan, w) for w in doc.plan["workloads"]}
     families: dict[tuple[str, str], list[str]] = {}
     titles: dict[str, str] = {}
-    for w in doc["plan"]["workloads"]:
-        if any(r["workload"] == w for r in doc["results"]):
+    for w in doc.plan["workloads"]:
+        if any(r.workload == w for r in doc.results):
             slug, title = _family(doc, w)
             titles[slug] = title
             families.setdefault((slug, info(metric_of[w]).unit), []).append(w)
     charts = []
-    media = list(dict.fromkeys(t.get("medium", "device") for t in doc["targets"]))
+    media = list(dict.fromkeys(t.medium for t in doc.targets))
     for (slug, unit), workloads in families.items():
         for medium in media:
-            targets = [t["name"] for t in doc["targets"] if t.get("medium", "device") == medium]
+            targets = [t.name for t in doc.targets if t.medium == medium]
             rows = {
                 (w, tn): results[(w, tn, metric_of[w])]
                 for w in workloads
@@ -199,7 +200,7 @@ def bar_charts(doc: dict[str, Any]) -> list[Chart]:
             }
             if not rows:
                 continue
-            div, axis_unit = _scale(unit, (r["ci_high"] or r["median"] for r in rows.values()))
+            div, axis_unit = _scale(unit, (r.ci_high or r.median for r in rows.values()))
             fig = Figure(figsize=(WIDTH, 3.4), layout="constrained")
             ax = fig.add_subplot()
             width = 0.8 / len(targets)
@@ -210,7 +211,7 @@ def bar_charts(doc: dict[str, Any]) -> list[Chart]:
                     if r is None:
                         continue
                     xs.append(j - 0.4 + width * (i + 0.5))
-                    ys.append(r["median"] / div)
+                    ys.append(r.median / div)
                     spans.append(_interval_in(r, div))
                 ax.bar(xs, ys, width * 0.92, color=palette[tn], label=tn)
                 _whiskers(ax, xs, spans)
@@ -285,10 +286,10 @@ def _change_figure(
     return fig
 
 
-def ranking_chart(doc: dict[str, Any]) -> Chart | None:
+def ranking_chart(doc: Document) -> Chart | None:
     """The ranking (report/ranking.py): each encrypted target's change in speed against plain,
     cheapest first, overall and, where the run has several, per family of workloads."""
-    sections = [s for s in doc.get("ranking") or [] if s["overall"]]
+    sections = [s for s in doc.ranking or [] if s.overall]
     if not sections:
         return None
     several = len(sections) > 1
@@ -298,23 +299,22 @@ def ranking_chart(doc: dict[str, Any]) -> Chart | None:
         if several:
             where = " ".join(
                 [
-                    *([f"on {s['host']}"] if s["host"] else []),
-                    "on RAM" if s["medium"] == "ram" else "on the device",
+                    *([f"on {s.host}"] if s.host else []),
+                    "on RAM" if s.medium == "ram" else "on the device",
                 ]
             )
             where = f" {where}"
-        n = len(s["workloads"])
-        groups = [(f"Overall{where}: geometric mean over {n} workload{'s' if n != 1 else ''}", s["overall"])]
-        if len(s["families"]) > 1:
+        n = len(s.workloads)
+        groups = [(f"Overall{where}: geometric mean over {n} workload{'s' if n != 1 else ''}", s.overall)]
+        if len(s.families) > 1:
             groups += [
-                (f"{f['family'].capitalize()}{where} ({len(f['workloads'])})", f["entries"])
-                for f in s["families"]
+                (f"{f.family.capitalize()}{where} ({len(f.workloads)})", f.entries) for f in s.families
             ]
         for title, entries in groups:
             bars: list[Bar] = []
             for e in entries:
                 pct, interval, clear = speed_change(e)
-                label = e["target"] + ("" if e["verdict"] == "costlier" else f" ({e['verdict']})")
+                label = e.target + ("" if e.verdict == "costlier" else f" ({e.verdict})")
                 bars.append((label, pct, interval, clear))
             panels.append((title, GREYS[0], bars))
     figure = _change_figure(panels, "change in speed against plain, % (negative: slower)", colours(doc))
@@ -329,20 +329,20 @@ def ranking_chart(doc: dict[str, Any]) -> Chart | None:
     )
 
 
-def overhead_chart(doc: dict[str, Any]) -> Chart | None:
+def overhead_chart(doc: Document) -> Chart | None:
     """Each target's change in speed against its baseline, per workload, with its interval."""
-    comps = [c for c in doc["comparisons"] if c["kind"] == "baseline"]
+    comps = [c for c in doc.comparisons if c.kind == "baseline"]
     if not comps:
         return None
     palette = colours(doc)
-    targets = list(dict.fromkeys(c["target"] for c in comps))
-    workloads = [w for w in doc["plan"]["workloads"] if any(c["workload"] == w for c in comps)]
+    targets = list(dict.fromkeys(c.target for c in comps))
+    workloads = [w for w in doc.plan["workloads"] if any(c.workload == w for c in comps)]
     panels = []
     for tn in targets:
-        mine = {c["workload"]: c for c in comps if c["target"] == tn}
+        mine = {c.workload: c for c in comps if c.target == tn}
         rows = [w for w in workloads if w in mine]
         bars = [(w, *speed_change(mine[w])) for w in rows]
-        panels.append((f"{tn} against {mine[rows[0]]['baseline']}", palette[tn], bars))
+        panels.append((f"{tn} against {mine[rows[0]].baseline}", palette[tn], bars))
     return Chart(
         "overhead",
         "overhead",
@@ -379,18 +379,16 @@ def comparison_chart(rows: list[Any], palette: dict[str, str], a: int, b: int) -
     )
 
 
-def latency_chart(doc: dict[str, Any]) -> Chart | None:
+def latency_chart(doc: Document) -> Chart | None:
     """p50, p99 and p99.9 completion latency per target, one panel per workload, log scale."""
     results = results_by_key(doc)
     palette = colours(doc)
     workloads = [
-        w
-        for w in doc["plan"]["workloads"]
-        if any((w, t["name"], "lat_p50") in results for t in doc["targets"])
+        w for w in doc.plan["workloads"] if any((w, t.name, "lat_p50") in results for t in doc.targets)
     ]
     if not workloads:
         return None
-    names = [t["name"] for t in doc["targets"]]
+    names = [t.name for t in doc.targets]
     cols = 2 if len(workloads) > 1 else 1
     rows = math.ceil(len(workloads) / cols)
     fig = Figure(figsize=(WIDTH, 0.6 + rows * (0.5 + 0.2 * len(names))), layout="constrained")
@@ -399,9 +397,7 @@ def latency_chart(doc: dict[str, Any]) -> Chart | None:
     for ax, w in zip(axes, workloads, strict=False):
         shown = [tn for tn in names if (w, tn, "lat_p50") in results]
         for y, tn in enumerate(shown):
-            present = [
-                (results[(w, tn, m)]["median"] * 1e3, mk) for m, mk, _ in marks if (w, tn, m) in results
-            ]
+            present = [(results[(w, tn, m)].median * 1e3, mk) for m, mk, _ in marks if (w, tn, m) in results]
             ax.plot([v for v, _ in present], [y] * len(present), color=palette[tn], linewidth=1)
             for v, mk in present:
                 ax.plot([v], [y], marker=mk, color=palette[tn], markersize=5, linestyle="none")
@@ -433,13 +429,13 @@ def latency_chart(doc: dict[str, Any]) -> Chart | None:
     )
 
 
-def cpu_chart(doc: dict[str, Any], timelines: list[TrialTimeline]) -> Chart | None:
+def cpu_chart(doc: Document, timelines: list[TrialTimeline]) -> Chart | None:
     """Busy cores over the run, system-wide and per helper process, with which target ran when."""
     timelines = [t for t in timelines if t.timeline.get("ends")]
     if not timelines:
         return None
     palette = colours(doc)
-    media = {t["name"]: t.get("medium", "device") for t in doc["targets"]}
+    media = {t.name: t.medium for t in doc.targets}
     # Trials back to back: between them the run drops caches and remakes stateful targets,
     # which can take longer than the trials themselves and would leave the chart mostly empty.
     start = 0.0
@@ -468,7 +464,7 @@ def cpu_chart(doc: dict[str, Any], timelines: list[TrialTimeline]) -> Chart | No
             sx.extend([start, *xs, math.nan])
             sy.extend([values[0], *values, math.nan])
         start += tl["ends"][-1]
-    cores = doc["environment"].get("cpu_count")
+    cores = doc.environment.get("cpu_count")
     for i, (name, (sx, sy)) in enumerate(series.items()):
         # a helper in its target's colour (gocryptfs's daemon is named gocryptfs)
         colour = "black" if not i else palette.get(name, COLOURS[-i % len(COLOURS)])
@@ -516,31 +512,31 @@ def _hatch(target: str, media: dict[str, str]) -> str | None:
     return "////" if media.get(target) == "ram" else None
 
 
-def file_size_chart(doc: dict[str, Any]) -> Chart | None:
+def file_size_chart(doc: Document) -> Chart | None:
     """Throughput against file size where a write series ran (study 003's chart)."""
     palette = colours(doc)
-    points: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
-    for r in doc["results"]:
-        m = _SERIES.match(r["metric"])
+    points: dict[tuple[str, str], list[tuple[int, Result]]] = {}
+    for r in doc.results:
+        m = _SERIES.match(r.metric)
         if m:
             size = int(m.group(2)) << (20 if m.group(3) == "m" else 10)
-            points.setdefault((m.group(1), r["target"]), []).append((size, r))
+            points.setdefault((m.group(1), r.target), []).append((size, r))
     if not points:
         return None
     directions = [d for d in ("write", "read") if any(k[0] == d for k in points)]
     fig = Figure(figsize=(WIDTH, 3.2), layout="constrained")
     axes = fig.subplots(1, len(directions), sharey=True, squeeze=False)[0]
-    top = max(r["ci_high"] or r["median"] for ps in points.values() for _, r in ps)
+    top = max(r.ci_high or r.median for ps in points.values() for _, r in ps)
     div, axis_unit = _scale("bytes/s", [top])
     for ax, d in zip(axes, directions, strict=True):
-        for t in doc["targets"]:
-            ps = sorted(points.get((d, t["name"]), []), key=lambda p: p[0])
+        for t in doc.targets:
+            ps = sorted(points.get((d, t.name), []), key=lambda p: p[0])
             if not ps:
                 continue
             xs = [s for s, _ in ps]
-            ys = [r["median"] / div for _, r in ps]
-            colour = palette[t["name"]]
-            ax.plot(xs, ys, marker="o", markersize=3, color=colour, label=t["name"])
+            ys = [r.median / div for _, r in ps]
+            colour = palette[t.name]
+            ax.plot(xs, ys, marker="o", markersize=3, color=colour, label=t.name)
             _whiskers(ax, xs, [_interval_in(r, div) for _, r in ps], colour=colour)
         ax.set_xscale("log", base=2)
         sizes = sorted({s for (dd, _), ps in points.items() if dd == d for s, _ in ps})
@@ -560,7 +556,7 @@ def file_size_chart(doc: dict[str, Any]) -> Chart | None:
     )
 
 
-def build(doc: dict[str, Any], timelines: list[TrialTimeline]) -> list[Chart]:
+def build(doc: Document, timelines: list[TrialTimeline]) -> list[Chart]:
     """Every chart the run's data allows, in the report's order."""
     with matplotlib.rc_context(STYLE):  # spines, grid and fonts are set when artists are made
         charts = bar_charts(doc)

@@ -15,6 +15,7 @@ from cryptbench.metrics import PRIMARY, info
 from cryptbench.report import answer_console, cost_console, fleet_console, ranking, study_summary
 from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.report.narrow import table_width
+from cryptbench.result_model import Comparison, Document, JsonObject, Result, RunWarning, Stopping, TargetInfo
 from cryptbench.units import format_bytes, format_duration, format_mb_per_s, format_value
 
 
@@ -36,14 +37,14 @@ def _interval(lo: float | None, hi: float | None, unit: str, median: float) -> s
     return f"[{format_value(lo, unit)}, {format_value(hi, unit)}]"
 
 
-def _relative(r: dict[str, Any]) -> str:
+def _relative(r: Result) -> str:
     """The interval's larger reach from the median, as a share of it: the compact form."""
-    if r["ci_low"] is None or r["ci_high"] is None or not r["median"]:
+    if r.ci_low is None or r.ci_high is None or not r.median:
         return "no interval"
-    return f"±{max(r['median'] - r['ci_low'], r['ci_high'] - r['median']) / abs(r['median']):.0%}"
+    return f"±{max(r.median - r.ci_low, r.ci_high - r.median) / abs(r.median):.0%}"
 
 
-def _change(c: dict[str, Any] | None, compact: bool) -> Text:
+def _change(c: Comparison | None, compact: bool) -> Text:
     """The change against a baseline, in percent, with its interval (or its larger half-width)."""
     if c is None:
         return Text("")
@@ -57,48 +58,46 @@ def _change(c: dict[str, Any] | None, compact: bool) -> Text:
     return Text(f"{pct:+.0f}% [{lo:+.0f}, {hi:+.0f}]", style=style)
 
 
-def _io_line(t: dict[str, Any]) -> str:
-    if t["io_mode"] == "direct":
+def _io_line(t: TargetInfo) -> str:
+    if t.io_mode == "direct":
         return "direct I/O"
-    if t["direct_io"] == "honoured":
+    if t.direct_io == "honoured":
         return "buffered I/O (O_DIRECT works here; buffered to match the other targets)"
-    return f"buffered I/O ({t['direct_io_reason']})"
+    return f"buffered I/O ({t.direct_io_reason})"
 
 
-def _metric_for(doc: dict[str, Any], workload: str, metric: str | None) -> str:
-    return metric if metric is not None else primary_of(doc["plan"], workload)
+def _metric_for(doc: Document, workload: str, metric: str | None) -> str:
+    return metric if metric is not None else primary_of(doc.plan, workload)
 
 
-def _plain_of(t: dict[str, Any]) -> str | None:
+def _plain_of(t: TargetInfo) -> str | None:
     """The plain target a target is also held to, where its own baseline is another."""
-    return None if not t["baseline"] or t["baseline"].endswith("plain") else t["baseline"]
+    return None if not t.baseline or t.baseline.endswith("plain") else t.baseline
 
 
-def _rows(
-    doc: dict[str, Any], metric: str | None, compact: bool
-) -> list[tuple[dict[str, Any], list[list[Any]]]]:
+def _rows(doc: Document, metric: str | None, compact: bool) -> list[tuple[TargetInfo, list[list[Any]]]]:
     """Per target, a row per workload: name, median, interval, change against the baseline
     and (for a target whose baseline is not plain) against plain."""
     results = results_by_key(doc)
-    comps = {(c["workload"], c["target"], c["kind"]): c for c in doc["comparisons"]}
-    workloads = [w for w in doc["plan"]["workloads"] if any(r["workload"] == w for r in doc["results"])]
+    comps = {(c.workload, c.target, c.kind): c for c in doc.comparisons}
+    workloads = [w for w in doc.plan["workloads"] if any(r.workload == w for r in doc.results)]
     out = []
-    for t in doc["targets"]:
+    for t in doc.targets:
         rows = []
         for w in workloads:
             m = _metric_for(doc, w, metric)
-            r = results.get((w, t["name"], m))
+            r = results.get((w, t.name, m))
             if r is None:
                 rows.append([f"  {w}", Text("failed", style="red"), "", Text(""), Text("")])
                 continue
-            primary = m == primary_of(doc["plan"], w)
-            base = comps.get((w, t["name"], "baseline")) if primary else None
-            plain = comps.get((w, t["name"], "plain")) if primary else None
+            primary = m == primary_of(doc.plan, w)
+            base = comps.get((w, t.name, "baseline")) if primary else None
+            plain = comps.get((w, t.name, "plain")) if primary else None
             rows.append(
                 [
                     f"  {w}",
-                    format_value(r["median"], r["unit"]),
-                    _relative(r) if compact else _interval(r["ci_low"], r["ci_high"], r["unit"], r["median"]),
+                    format_value(r.median, r.unit),
+                    _relative(r) if compact else _interval(r.ci_low, r.ci_high, r.unit, r.median),
                     _change(base, compact),
                     _change(plain, compact),
                 ]
@@ -107,14 +106,14 @@ def _rows(
     return out
 
 
-def _long_table(doc: dict[str, Any], metric: str | None, width: int) -> tuple[Table, bool]:
+def _long_table(doc: Document, metric: str | None, width: int) -> tuple[Table, bool]:
     """A row per workload under a row per target. Where the intervals would not fit `width`,
     each figure carries its interval's larger reach instead (±)."""
     compact = False
     rows = _rows(doc, metric, compact=False)
     cells = [r for _t, rs in rows for r in rs]
     # a target's row wraps its "(vs baseline)" where it must: only its longest word counts
-    words = [w for t, _ in rows for w in f"{t['name']} (vs {t['baseline']})".split()]
+    words = [w for t, _ in rows for w in f"{t.name} (vs {t.baseline})".split()]
     columns = [[*(str(c[0]) for c in cells), *words], *([str(c[i]) for c in cells] for i in range(1, 5))]
     if table_width(columns) > width:
         compact = True
@@ -128,9 +127,9 @@ def _long_table(doc: dict[str, Any], metric: str | None, width: int) -> tuple[Ta
     if with_plain:
         table.add_column("vs plain", justify="right", no_wrap=True)
     for t, rs in rows:
-        name = Text(t["name"], style="bold")
-        if t["baseline"]:
-            name.append(f" (vs {t['baseline']})", style="dim")
+        name = Text(t.name, style="bold")
+        if t.baseline:
+            name.append(f" (vs {t.baseline})", style="dim")
         table.add_row(name)
         for i, r in enumerate(rs):
             table.add_row(*(r if with_plain else r[:4]), end_section=i == len(rs) - 1)
@@ -144,9 +143,7 @@ def _repeats(plan: dict[str, Any]) -> str:
     return f"{rule['min_repeats']} to {rule['max_repeats']} repeats to ±{rule['precision'] * 100:g}%"
 
 
-def render(
-    doc: dict[str, Any], console: Console, metric: str | None = None, *, details: bool = False
-) -> None:
+def render(doc: Document, console: Console, metric: str | None = None, *, details: bool = False) -> None:
     """The answer on one screen (answer_console); with details, or for another metric than each
     workload's own, the answer's header and ranking and then everything: the full table, the
     repetition, each target's I/O, every warning, efficiency, queue depth, diagnosis."""
@@ -160,9 +157,9 @@ def render(
     _full(doc, console, metric)
 
 
-def _full(doc: dict[str, Any], console: Console, metric: str | None) -> None:
-    plan = doc["plan"]
-    modes = sorted({t["io_mode"] for t in doc["targets"]})
+def _full(doc: Document, console: Console, metric: str | None) -> None:
+    plan = doc.plan
+    modes = sorted({t.io_mode for t in doc.targets})
     console.print(
         f"[bold]Every figure[/bold]: {format_bytes(plan['size'])} per target, {_repeats(plan)}, "
         f"{'/'.join(modes)} I/O, {plan['data']} data"
@@ -170,15 +167,14 @@ def _full(doc: dict[str, Any], console: Console, metric: str | None) -> None:
     table, compact = _long_table(doc, metric, console.width)
     console.print(table)
     _legend(doc, console, metric, compact)
-    _study_summary(doc, console)
+    _study_summary(doc.study_summary, doc.results, console)
     _footer(doc, console)
     fleet_console.render(doc, console)
 
 
-def _study_summary(doc: dict[str, Any], console: Console) -> None:
+def _study_summary(summary: JsonObject | None, of_run: list[Result], console: Console) -> None:
     """The study's own figures beside ours, a row per target under a row per workload, and
     what the page cache made of its commands."""
-    summary = doc.get("study_summary")
     if not summary or not summary["rows"]:
         return
     table = Table(
@@ -188,7 +184,7 @@ def _study_summary(doc: dict[str, Any], console: Console) -> None:
     for name in ("used", "mean s", "sd s", "MB/s"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("ours: median MB/s\n[95% interval]", justify="right", no_wrap=True)
-    results = {(r["workload"], r["target"]): r for r in doc["results"] if r["metric"] == PRIMARY}
+    results = {(r.workload, r.target): r for r in of_run if r.metric == PRIMARY}
     workload = None
     for row in summary["rows"]:
         if row["workload"] != workload:
@@ -198,9 +194,7 @@ def _study_summary(doc: dict[str, Any], console: Console) -> None:
         ours = (
             "-"
             if r is None
-            else format_mb_per_s(r["median"])
-            + " "
-            + _interval(r["ci_low"], r["ci_high"], r["unit"], r["median"])
+            else format_mb_per_s(r.median) + " " + _interval(r.ci_low, r.ci_high, r.unit, r.median)
         )
         table.add_row(
             f"  {row['target']}",
@@ -217,8 +211,8 @@ def _study_summary(doc: dict[str, Any], console: Console) -> None:
         console.print(f"• {study_summary.page_cache_line(p)}")
 
 
-def _legend(doc: dict[str, Any], console: Console, metric: str | None, compact: bool) -> None:
-    shown = {_metric_for(doc, w, metric) for w in doc["plan"]["workloads"]}
+def _legend(doc: Document, console: Console, metric: str | None, compact: bool) -> None:
+    shown = {_metric_for(doc, w, metric) for w in doc.plan["workloads"]}
     if shown == {PRIMARY}:
         what = "Median throughput; intervals in MB/s (10^6 bytes/s)"
     elif len(shown) == 1:
@@ -237,31 +231,31 @@ def _legend(doc: dict[str, Any], console: Console, metric: str | None, compact: 
     console.print()
 
 
-def _footer(doc: dict[str, Any], console: Console) -> None:
-    dw = doc.get("device_writes")
+def _footer(doc: Document, console: Console) -> None:
+    dw = doc.device_writes
     if dw:
         console.print(
-            f"{dw['device']} wrote {format_bytes(int(dw['bytes']))} during the {dw['trials']} trials "
+            f"{dw.device} wrote {format_bytes(int(dw.bytes))} during the {dw.trials} trials "
             "(its own counter: what the layers added, and anything else the machine wrote "
             "meanwhile, included)"
         )
-    for line in stopping_lines(doc):
+    for line in stopping_lines(doc.stopping):
         console.print(line)
-    for t in doc["targets"]:
+    for t in doc.targets:
         proof = ""
-        if t["encrypted"]:
-            proof = ", encryption verified" if t["encryption_verified"] else ", ENCRYPTION NOT VERIFIED"
-        console.print(f"[bold]{t['name']}[/bold]: {_io_line(t)}{proof}")
-    if doc["warnings"]:
+        if t.encrypted:
+            proof = ", encryption verified" if t.encryption_verified else ", ENCRYPTION NOT VERIFIED"
+        console.print(f"[bold]{t.name}[/bold]: {_io_line(t)}{proof}")
+    if doc.warnings:
         console.print()
-        _warnings(doc["warnings"], console)
+        _warnings(doc.warnings, console)
     cost_console.render(doc, console)
-    if doc["conclusions"]:
+    if doc.conclusions:
         console.print()
-        for line in doc["conclusions"]:
+        for line in doc.conclusions:
             console.print(f"• {line}")
-    if doc["trials"]["failed"]:
-        console.print(f"[red]{doc['trials']['failed']} trial(s) failed[/red]; see the warnings above.")
+    if doc.trials.failed:
+        console.print(f"[red]{doc.trials.failed} trial(s) failed[/red]; see the warnings above.")
 
 
 def _pm(x: float | None) -> str:
@@ -273,23 +267,22 @@ def _count_range(values: list[int]) -> str:
     return f"{lo}" if lo == hi else f"{lo} to {hi}"
 
 
-def stopping_lines(doc: dict[str, Any]) -> list[str]:
+def stopping_lines(st: Stopping | None) -> list[str]:
     """How the run decided how many trials to run, and what stopped each comparison short."""
-    st = doc.get("stopping")
-    if not st:
+    if st is None:
         return []
-    rule, answers = st["rule"], st["answers"]
+    rule, answers = st.rule, st.answers
     spent = (
         # The device counter here spans the whole trial phase, so it also holds
         # the resets of stateful targets between trials, which the per-trial
         # counter printed above leaves out.
-        f"the trial phase wrote {format_bytes(st['bytes_written'])} "
+        f"the trial phase wrote {format_bytes(st.bytes_written)} "
         + (
             "(the device counter, resets between trials included) "
-            if st["bytes_source"] == "device"
+            if st.bytes_source == "device"
             else "(as the workloads counted) "
         )
-        + f"in {format_duration(st['seconds'])}"
+        + f"in {format_duration(st.seconds)}"
     )
     budgets = []
     if rule["max_bytes"] is not None:
@@ -300,38 +293,36 @@ def stopping_lines(doc: dict[str, Any]) -> list[str]:
     if rule["precision"] is None:
         lines = [f"Repetition: {rule['max_repeats']} trials per workload and target, fixed; {spent}{limit}."]
     else:
-        precise = [a for a in answers if a["stopped_by"] == "precision"]
+        precise = [a for a in answers if a.stopped_by == "precision"]
         lines = [
             f"Repetition: adaptive to ±{rule['precision'] * 100:g}% "
             f"({rule['min_repeats']} to {rule['max_repeats']} trials): {len(precise)} of {len(answers)} "
             f"comparisons got there"
-            + (f" in {_count_range([a['rounds'] for a in precise])} trials" if precise else "")
+            + (f" in {_count_range([a.rounds for a in precise])} trials" if precise else "")
             + f"; {spent}{limit}."
         ]
-    short = [a for a in answers if a["stopped_by"] not in ("precision", "fixed-repeats")]
+    short = [a for a in answers if a.stopped_by not in ("precision", "fixed-repeats")]
     for a in short:
-        against = f" vs {a['baseline']}" if a["baseline"] else ""
-        why = a["stopped_by"] or "the run ended"
+        against = f" vs {a.baseline}" if a.baseline else ""
+        why = a.stopped_by or "the run ended"
         lines.append(
-            f"  {a['target']}{against}, {a['workload']}: {_pm(a['halfwidth'])} after {a['rounds']} "
+            f"  {a.target}{against}, {a.workload}: {_pm(a.halfwidth)} after {a.rounds} "
             f"trial(s), stopped by {why}"
         )
     return lines
 
 
-def _warnings(warnings: list[dict[str, Any]], console: Console) -> None:
+def _warnings(warnings: list[RunWarning], console: Console) -> None:
     """One paragraph per kind: run-wide ones as they are, per-result ones listed by place."""
-    by_kind: dict[str, list[dict[str, Any]]] = {}
+    by_kind: dict[str, list[RunWarning]] = {}
     for w in warnings:
-        by_kind.setdefault(w["kind"], []).append(w)
+        by_kind.setdefault(w.kind, []).append(w)
     for kind, items in by_kind.items():
-        if len(items) == 1 or not any(w["workload"] for w in items):
+        if len(items) == 1 or not any(w.workload for w in items):
             for w in items:
-                where = "/".join(x for x in (w["target"], w["workload"]) if x)
-                console.print(
-                    f"[yellow]warning[/yellow] {kind}{' ' + where if where else ''}: {w['message']}"
-                )
+                where = "/".join(x for x in (w.target, w.workload) if x)
+                console.print(f"[yellow]warning[/yellow] {kind}{' ' + where if where else ''}: {w.message}")
             continue
         console.print(f"[yellow]warning[/yellow] {kind} ({len(items)}):")
         for w in items:
-            console.print(f"  {w['target']}/{w['workload']}: {w['message']}")
+            console.print(f"  {w.target}/{w.workload}: {w.message}")

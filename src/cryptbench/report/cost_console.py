@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.report.narrow import table_width
+from cryptbench.result_model import Document, QdPoint
 from cryptbench.units import format_mb_per_s
 
 LOW = 0.5  # efficiency below this is shown in red, as a layer that wastes half its bound
@@ -29,10 +30,10 @@ def _figure(e: dict[str, Any], which: str) -> Text:
     return Text(format_mb_per_s(value, "?"), style="bold" if e["limit"] == which else "")
 
 
-def efficiency_table(doc: dict[str, Any]) -> Table | None:
+def efficiency_table(doc: Document) -> Table | None:
     """A row per workload under a row naming the target: a target's name can be as long as
     image-qcow2-aes256@rewrite and would otherwise squeeze the figures at 80 columns."""
-    rows = doc.get("efficiency", [])
+    rows = doc.efficiency
     if not rows:
         return None
     table = Table(
@@ -65,37 +66,36 @@ def efficiency_table(doc: dict[str, Any]) -> Table | None:
     return table
 
 
-def sources(doc: dict[str, Any]) -> list[str]:
+def sources(doc: Document) -> list[str]:
     """Where the cipher ceilings came from: each source once, with the targets that use it."""
     users: dict[str, list[str]] = defaultdict(list)
-    for e in doc.get("efficiency", []):
+    for e in doc.efficiency:
         if e["target"] not in users[e["ceiling_source"]]:
             users[e["ceiling_source"]].append(e["target"])
     return [f"{', '.join(ts)}: {source}" for source, ts in users.items()]
 
 
-def qd_cell(p: dict[str, Any] | None, compact: bool) -> str:
+def qd_cell(p: QdPoint | None, compact: bool) -> str:
     """A depth's cost in percent with its interval, or (compact) its larger half-width."""
     if p is None:
         return "-"
-    pct = p["overhead_percent"]
-    if p["overhead_low"] is None:
+    pct, lo, hi = p.overhead_percent, p.overhead_low, p.overhead_high
+    if lo is None or hi is None:
         return f"{pct:.0f}"
-    lo, hi = p["overhead_low"], p["overhead_high"]
     if compact:
         return f"{pct:.0f}±{max(pct - lo, hi - pct):.0f}"
     return f"{pct:.0f} [{lo:.0f}, {hi:.0f}]"
 
 
-def qd_table(doc: dict[str, Any], width: int = 200) -> Table | None:
+def qd_table(doc: Document, width: int = 200) -> Table | None:
     """A row per target under a row naming the pattern. Each cell holds the interval where the
     table fits `width` that way, else the interval's larger half-width (65±13)."""
-    curves = doc.get("qd_curves", [])
+    curves = doc.qd_curves
     if not curves:
         return None
-    depths = sorted({p["iodepth"] for c in curves for p in c["points"]})
-    names = [f"{c['target']} vs {c['baseline']}" for c in curves]
-    full = [[qd_cell({p["iodepth"]: p for p in c["points"]}.get(d), False) for d in depths] for c in curves]
+    depths = sorted({p.iodepth for c in curves for p in c.points})
+    names = [f"{c.target} vs {c.baseline}" for c in curves]
+    full = [[qd_cell({p.iodepth: p for p in c.points}.get(d), False) for d in depths] for c in curves]
     needed = table_width([names, *zip(*full, strict=True)])
     compact = needed > width
     what = "half-width" if compact else "interval"
@@ -111,16 +111,16 @@ def qd_table(doc: dict[str, Any], width: int = 200) -> Table | None:
         table.add_column(f"QD{d}", justify="right", no_wrap=True)
     pattern = None
     for c, name in zip(curves, names, strict=True):
-        here = f"{c['rw']} {c['bs'] // 1024} KiB"
+        here = f"{c.rw} {c.bs // 1024} KiB"
         if here != pattern:
             table.add_row(Text(here, style="bold"))
             pattern = here
-        at = {p["iodepth"]: p for p in c["points"]}
+        at = {p.iodepth: p for p in c.points}
         table.add_row(f"  {name}", *(qd_cell(at.get(d), compact) for d in depths))
     return table
 
 
-def render(doc: dict[str, Any], console: Console) -> None:
+def render(doc: Document, console: Console) -> None:
     table = efficiency_table(doc)
     if table is not None:
         console.print()
@@ -136,9 +136,9 @@ def render(doc: dict[str, Any], console: Console) -> None:
     if qd is not None:
         console.print()
         console.print(qd)
-    if doc.get("diagnosis"):
+    if doc.diagnosis:
         console.print()
         console.print("[bold]Diagnosis[/bold]")
-        for d in doc["diagnosis"]:
+        for d in doc.diagnosis:
             for sentence in d["sentences"]:
                 console.print(f"• {sentence}")

@@ -22,6 +22,7 @@ from typing import Any
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher.ceilings import UNKNOWN_HINT
 from cryptbench.cipher.kernel import classify, is_software
+from cryptbench.result_model import Document, QdCurve, TargetInfo
 from cryptbench.units import format_fraction, format_rate
 
 DEVICE_NEAR = 0.90  # at least this share of plain's speed: the device sets it
@@ -83,7 +84,7 @@ class Facts:
     """What the rules read about one (target, workload), gathered from the document."""
 
     e: dict[str, Any]  # the efficiency row
-    target: dict[str, Any]  # the target row
+    target: TargetInfo
     where: str  # on the device, on RAM
     helper_cores: float | None  # helper CPU-seconds per wall second: cores' worth
     helper: str  # the helper's name, or ""
@@ -228,7 +229,7 @@ def _layer_bound(f: Facts) -> str | None:
     ceiling: then the layer's work and any extra I/O it sends the device
     cannot be told apart, and the sentence says so."""
     e = f.e
-    on_ram = f.target.get("medium") == "ram"
+    on_ram = f.target.medium == "ram"
     if not on_ram and f.twin is None:
         return _layer_bound_without_twin(f)
     rate = e["achieved"] if on_ram else f.twin
@@ -295,38 +296,38 @@ def _unknown(f: Facts) -> str:
 class Index:
     """The document's targets by name and medians by (workload, target, metric), built once per document."""
 
-    targets: dict[str, dict[str, Any]]
+    targets: dict[str, TargetInfo]
     medians: dict[tuple[str, str, str], float]
 
     @classmethod
-    def of(cls, doc: dict[str, Any]) -> Index:
+    def of(cls, doc: Document) -> Index:
         return cls(
-            {t["name"]: t for t in doc["targets"]},
-            {(r["workload"], r["target"], r["metric"]): r["median"] for r in doc["results"]},
+            {t.name: t for t in doc.targets},
+            {(r.workload, r.target, r.metric): r.median for r in doc.results},
         )
 
 
-def facts(doc: dict[str, Any], e: dict[str, Any], index: Index | None = None) -> Facts:
+def facts(doc: Document, e: dict[str, Any], index: Index | None = None) -> Facts:
     index = index or Index.of(doc)
     t = index.targets[e["target"]]
     m = index.medians
     w, name = e["workload"], e["target"]
     helper_s, wall = m.get((w, name, "helper_cpu_seconds")), m.get((w, name, "wall_seconds"))
-    helper = str(t["details"].get("helpers", "")).split(" (pid")[0]
-    env = doc["environment"]
+    helper = str(t.details.get("helpers", "")).split(" (pid")[0]
+    env = doc.environment
     driver = None
     acceleration = ""
     if e["cipher"] is not None and e["cipher"]["where"] == "kernel":
         driver = env.get("kernel_crypto", {}).get(e["cipher"]["algorithm"])
         acceleration = classify(driver) if driver else ""
     twin = twin_plain = None
-    if t.get("medium", "device") == "device":
+    if t.medium == "device":
         twin = m.get((w, RAM_PREFIX + name, "throughput"))
         twin_plain = m.get((w, RAM_PREFIX + "plain", "throughput"))
     return Facts(
         e=e,
         target=t,
-        where="on RAM" if t.get("medium") == "ram" else "on the device",
+        where="on RAM" if t.medium == "ram" else "on the device",
         helper_cores=helper_s / wall if helper_s is not None and wall else None,
         helper=helper,
         cpu_utilization=m.get((w, name, "cpu_utilization")),
@@ -350,25 +351,21 @@ def judge(f: Facts) -> Finding:
     return Finding(f.e["workload"], f.name, Rule.UNKNOWN, _unknown(f), f.e["efficiency"], loss)
 
 
-def _qd_shift(curve: dict[str, Any]) -> float | None:
+def _qd_shift(curve: QdCurve) -> float | None:
     """Points of overhead lost from the lowest depth to the highest (negative:
     gained), when the move is QD_SHIFT points or more and the two intervals do
     not overlap; else None."""
-    first, last = curve["points"][0], curve["points"][-1]
-    shift = first["overhead_percent"] - last["overhead_percent"]
+    first, last = curve.points[0], curve.points[-1]
+    shift = first.overhead_percent - last.overhead_percent
     if abs(shift) < QD_SHIFT:
         return None
     lo, hi = (last, first) if shift > 0 else (first, last)
-    if (
-        lo["overhead_high"] is not None
-        and hi["overhead_low"] is not None
-        and lo["overhead_high"] >= hi["overhead_low"]
-    ):
+    if lo.overhead_high is not None and hi.overhead_low is not None and lo.overhead_high >= hi.overhead_low:
         return None
     return float(shift)
 
 
-def _qd_sentences(target: str, curves: list[dict[str, Any]]) -> list[str]:
+def _qd_sentences(target: str, curves: list[QdCurve]) -> list[str]:
     """One sentence per direction of move: the patterns whose cost shrinks, then those where it grows."""
     moves: dict[str, list[str]] = defaultdict(list)
     baseline = ""
@@ -376,9 +373,9 @@ def _qd_sentences(target: str, curves: list[dict[str, Any]]) -> list[str]:
         shift = _qd_shift(c)
         if shift is None:
             continue
-        baseline = c["baseline"]
-        steps = ", ".join(f"{p['overhead_percent']:.0f}% at QD{p['iodepth']}" for p in c["points"])
-        moves["shrinks" if shift > 0 else "grows"].append(f"{c['rw']} {c['bs'] // 1024} KiB: {steps}")
+        baseline = c.baseline or ""
+        steps = ", ".join(f"{p.overhead_percent:.0f}% at QD{p.iodepth}" for p in c.points)
+        moves["shrinks" if shift > 0 else "grows"].append(f"{c.rw} {c.bs // 1024} KiB: {steps}")
     out = []
     for way, why in (
         ("shrinks", "deeper queues hide a cost per request"),
@@ -394,10 +391,10 @@ def _qd_sentences(target: str, curves: list[dict[str, Any]]) -> list[str]:
 MAX_SENTENCES = 2  # rules told per target, besides the queue-depth sentence
 
 
-def diagnose(doc: dict[str, Any]) -> list[Diagnosis]:
+def diagnose(doc: Document) -> list[Diagnosis]:
     by_target: dict[str, list[Finding]] = defaultdict(list)
     index = Index.of(doc)
-    for e in doc.get("efficiency", []):
+    for e in doc.efficiency:
         by_target[e["target"]].append(judge(facts(doc, e, index)))
     out = []
     for target, findings in by_target.items():
@@ -423,7 +420,7 @@ def diagnose(doc: dict[str, Any]) -> list[Diagnosis]:
                 sentences.append(f"No rule explains {where} (the --json document's findings).")
             else:
                 sentences.append(f"Other limits hold at {where} (the --json document's findings).")
-        sentences += _qd_sentences(target, [c for c in doc.get("qd_curves", []) if c["target"] == target])
+        sentences += _qd_sentences(target, [c for c in doc.qd_curves if c.target == target])
         out.append(Diagnosis(target, sentences, findings))
     return out
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
+from dataclasses import replace
 
 from cryptbench import stats
 from cryptbench.backends.base import RAM_PREFIX
@@ -30,41 +30,51 @@ from cryptbench.errors import UsageError
 from cryptbench.fleet import spread
 from cryptbench.metrics import CATALOG, PRIMARY, info, primary_of
 from cryptbench.report import diagnosis, ranking, study_summary, warning_rules
+from cryptbench.result_model import (
+    Comparison,
+    DeviceWrites,
+    Document,
+    QdCurve,
+    QdPoint,
+    RankEntry,
+    Result,
+    Stopping,
+    TargetInfo,
+    TrialCounts,
+)
 from cryptbench.store import Store
 
 DOCUMENT_SCHEMA = 2  # 2 added ranking
 STORED_CIPHERS = 20  # newest standalone cipher measurements searched for this machine's
 
 
-def build(store: Store, run_id: int) -> dict[str, Any]:
+def build(store: Store, run_id: int) -> Document:
     run = store.run_row(run_id)
     plan = json.loads(run["plan_json"])
     env = json.loads(run["environment_json"])
     seed = int(plan.get("seed", 0))
     targets = [
-        {
-            "name": t["name"],
-            "backend": t["backend"],
-            "baseline": t["baseline"],
-            "encrypted": bool(t["encrypted"]),
-            "io_mode": t["io_mode"],
-            "direct_io": t["direct_io"],
-            "direct_io_reason": t["direct_io_reason"],
-            "marker_in_backing": None if t["marker_in_backing"] is None else bool(t["marker_in_backing"]),
-            "encryption_verified": None
-            if t["encryption_verified"] is None
-            else bool(t["encryption_verified"]),
-            "details": json.loads(t["details_json"]),
-            "medium": t.get("medium") or "device",
-            "host": t.get("host"),  # a fleet run's host label; None on one machine
-        }
+        TargetInfo(
+            name=t["name"],
+            backend=t["backend"],
+            baseline=t["baseline"],
+            encrypted=bool(t["encrypted"]),
+            io_mode=t["io_mode"],
+            direct_io=t["direct_io"],
+            direct_io_reason=t["direct_io_reason"],
+            marker_in_backing=None if t["marker_in_backing"] is None else bool(t["marker_in_backing"]),
+            encryption_verified=None if t["encryption_verified"] is None else bool(t["encryption_verified"]),
+            details=json.loads(t["details_json"]),
+            medium=t.get("medium") or "device",
+            host=t.get("host"),  # a fleet run's host label; None on one machine
+        )
         for t in store.target_rows(run_id)
     ]
     trials = store.trial_rows(run_id)
     samples = store.samples(run_id)
 
     workloads = [w for w in plan["workloads"] if any(t["workload"] == w for t in trials)]
-    target_names = [t["name"] for t in targets]
+    target_names = [t.name for t in targets]
     # The catalog's metrics in its order, then an app's phase metrics as it recorded them.
     names = list(dict.fromkeys([*CATALOG, *(m for (_w, _t, m) in samples)]))
     results = []
@@ -76,106 +86,104 @@ def build(store: Store, run_id: int) -> dict[str, Any]:
                     continue
                 s = stats.summarize(values, seed=stats.figure_seed(seed, w, tn, metric))
                 results.append(
-                    {
-                        "workload": w,
-                        "target": tn,
-                        "metric": metric,
-                        "unit": info(metric).unit,
-                        "samples": values,
-                        "n": s.n,
-                        "median": s.median,
-                        "mean": s.mean,
-                        "sd": s.sd,
-                        "cv": s.cv,
-                        "min": s.min,
-                        "max": s.max,
-                        "ci_low": s.ci_low,
-                        "ci_high": s.ci_high,
-                    }
+                    Result(
+                        w,
+                        tn,
+                        metric,
+                        info(metric).unit,
+                        values,
+                        s.n,
+                        s.median,
+                        s.mean,
+                        s.sd,
+                        s.cv,
+                        s.min,
+                        s.max,
+                        s.ci_low,
+                        s.ci_high,
+                    )
                 )
 
+    stopping_json = json.loads(run.get("stopping_json") or "{}")
+    stopping = Stopping.from_json(stopping_json) if stopping_json else None
+    answers = {(a.workload, a.target, a.baseline): a for a in stopping.answers} if stopping else {}
     comparisons = []
-    tmap = {t["name"]: t for t in targets}
+    tmap = {t.name: t for t in targets}
     for w in workloads:
         metric = primary_of(plan, w)
         for t in targets:
             for baseline, kind in _baselines(t, tmap):
-                a = samples.get((w, t["name"], metric))
+                a = samples.get((w, t.name, metric))
                 b = samples.get((w, baseline, metric))
                 if not a or not b:
                     continue
                 r = stats.speed_ratio(
-                    a, b, info(metric).higher_is_better, stats.figure_seed(seed, w, t["name"], baseline)
+                    a, b, info(metric).higher_is_better, stats.figure_seed(seed, w, t.name, baseline)
                 )
+                answer = answers.get((w, t.name, baseline)) if kind == "baseline" else None
                 comparisons.append(
-                    {
-                        "workload": w,
-                        "target": t["name"],
-                        "baseline": baseline,
-                        "kind": kind,
-                        "metric": metric,
-                        "ratio": r.ratio,
-                        "ci_low": r.ci_low,
-                        "ci_high": r.ci_high,
-                        "overhead_percent": (1 - r.ratio) * 100,
-                    }
+                    Comparison(
+                        workload=w,
+                        target=t.name,
+                        baseline=baseline,
+                        kind=kind,
+                        metric=metric,
+                        ratio=r.ratio,
+                        ci_low=r.ci_low,
+                        ci_high=r.ci_high,
+                        overhead_percent=(1 - r.ratio) * 100,
+                        precision=stats.halfwidth(stats.Ratio(r.ratio, r.ci_low, r.ci_high)),
+                        stopped_by=None if answer is None else answer.stopped_by,
+                    )
                 )
 
-    stopping = json.loads(run.get("stopping_json") or "{}")
-    answers = {(a["workload"], a["target"], a["baseline"]): a for a in stopping.get("answers", [])}
-    for c in comparisons:
-        c["precision"] = stats.halfwidth(stats.Ratio(c["ratio"], c["ci_low"], c["ci_high"]))
-        answer = answers.get((c["workload"], c["target"], c["baseline"])) if c["kind"] == "baseline" else None
-        c["stopped_by"] = None if answer is None else answer["stopped_by"]
-
-    doc: dict[str, Any] = {
-        "schema_version": DOCUMENT_SCHEMA,
-        "run_id": run_id,
-        "status": run["status"],
-        "started_at": run["started_at"],
-        "finished_at": run["finished_at"],
-        "tool_version": run["tool_version"],
-        "suite": run["suite"],
-        "plan": plan,
-        "environment": env,
-        "targets": targets,
-        "results": results,
-        "comparisons": comparisons,
-        "trials": {
-            "ok": sum(t["status"] == "ok" for t in trials),
-            "failed": sum(t["status"] != "ok" for t in trials),
-        },
-        "notes": json.loads(run["notes_json"]),
-    }
-    if stopping:
-        doc["stopping"] = stopping
     written = [v for (_w, _t, m), vs in samples.items() if m == "device_bytes_written" for v in vs]
-    if written:
+    doc = Document(
+        schema_version=DOCUMENT_SCHEMA,
+        run_id=run_id,
+        status=run["status"],
+        started_at=run["started_at"],
+        finished_at=run["finished_at"],
+        tool_version=run["tool_version"],
+        suite=run["suite"],
+        plan=plan,
+        environment=env,
+        targets=targets,
+        results=results,
+        comparisons=comparisons,
+        trials=TrialCounts(
+            ok=sum(t["status"] == "ok" for t in trials),
+            failed=sum(t["status"] != "ok" for t in trials),
+        ),
+        notes=json.loads(run["notes_json"]),
+        stopping=stopping,
         # what wears the device: its own counter over every trial, layers' overhead included
-        doc["device_writes"] = {
-            "device": env.get("scratch_device"),
-            "bytes": sum(written),
-            "trials": len(written),
-        }
-    summary = study_summary.build(plan, samples, target_names, lambda *parts: stats.figure_seed(seed, *parts))
-    if summary is not None:
-        doc["study_summary"] = summary
+        device_writes=DeviceWrites(env.get("scratch_device"), sum(written), len(written))
+        if written
+        else None,
+        study_summary=study_summary.build(
+            plan, samples, target_names, lambda *parts: stats.figure_seed(seed, *parts)
+        ),
+    )
     fleet_hosts = store.fleet_host_rows(run_id)
     # Efficiency and diagnosis hold a target to plain and to its cipher's
     # ceiling on its own machine: a fleet run takes neither per host (yet),
     # and the coordinator's stored ceilings describe another machine.
-    doc["efficiency"] = [] if fleet_hosts else [e.to_json() for e in efficiency(store, run_id, doc)]
-    doc["qd_curves"] = qd_curves(doc)
-    doc["warnings"] = [w.to_json() for w in warning_rules.find(doc, trials)]
-    doc["ranking"] = ranking.build(doc)
-    doc["conclusions"] = conclusions(doc)
-    doc["diagnosis"] = [] if fleet_hosts else [d.to_json() for d in diagnosis.diagnose(doc)]
+    doc = replace(
+        doc,
+        efficiency=[] if fleet_hosts else [e.to_json() for e in efficiency(store, run_id, doc)],
+        qd_curves=qd_curves(doc),
+    )
+    doc = replace(doc, warnings=warning_rules.find(doc, trials))
+    doc = replace(doc, ranking=ranking.build(doc))
+    doc = replace(doc, conclusions=conclusions(doc))
+    doc = replace(doc, diagnosis=[] if fleet_hosts else [d.to_json() for d in diagnosis.diagnose(doc)])
     if fleet_hosts:
-        doc["fleet"] = spread.fleet_section(doc, fleet_hosts)
+        doc = replace(doc, fleet=spread.fleet_section(doc, fleet_hosts))
     return doc
 
 
-def efficiency(store: Store, run_id: int, doc: dict[str, Any]) -> list[ceilings.Efficiency]:
+def efficiency(store: Store, run_id: int, doc: Document) -> list[ceilings.Efficiency]:
     """Each encrypted target's throughput against the lower of plain's on its
     medium and its cipher's (cipher/ceilings.py), per workload."""
     run_rows = store.cipher_rows(run_id)
@@ -186,185 +194,181 @@ def efficiency(store: Store, run_id: int, doc: dict[str, Any]) -> list[ceilings.
         for r in store.cipher_rows(None, limit=STORED_CIPHERS)
     ]
     medians = {
-        (r["workload"], r["target"], r["metric"]): r["median"]
-        for r in doc["results"]
-        if r["metric"] in (PRIMARY, "cpu_seconds_per_gb")
+        (r.workload, r.target, r.metric): r.median
+        for r in doc.results
+        if r.metric in (PRIMARY, "cpu_seconds_per_gb")
     }
-    specs = doc["plan"].get("workload_specs", {})
+    specs = doc.plan.get("workload_specs", {})
     resolver = ceilings.Resolver(
-        doc["environment"],
+        doc.environment,
         json.loads(run_rows[0]["result_json"]) if run_rows else None,
         stored,
         {(w, t): v for (w, t, m), v in medians.items() if m == PRIMARY},
         {
-            t["name"].removeprefix(RAM_PREFIX): (t["baseline"] or "").removeprefix(RAM_PREFIX) or None
-            for t in doc["targets"]
+            t.name.removeprefix(RAM_PREFIX): (t.baseline or "").removeprefix(RAM_PREFIX) or None
+            for t in doc.targets
         },
-        {w: ceilings.direction(specs.get(w, {}).get("rw")) for w in doc["plan"]["workloads"]},
+        {w: ceilings.direction(specs.get(w, {}).get("rw")) for w in doc.plan["workloads"]},
         ceilings.bulk_workloads(specs),
     )
-    names = {t["name"] for t in doc["targets"]}
+    names = {t.name for t in doc.targets}
     out = []
-    for w in doc["plan"]["workloads"]:
+    for w in doc.plan["workloads"]:
         if specs.get(w, {}).get("view", "decrypted") != "decrypted":
             continue  # reading the ciphertext runs no cipher: no ceiling applies
-        for t in doc["targets"]:
-            achieved = medians.get((w, t["name"], PRIMARY))
-            if not t["encrypted"] or achieved is None:
+        for t in doc.targets:
+            achieved = medians.get((w, t.name, PRIMARY))
+            if not t.encrypted or achieved is None:
                 continue
-            candidate = RAM_PREFIX + "plain" if t["medium"] == "ram" else "plain"
+            candidate = RAM_PREFIX + "plain" if t.medium == "ram" else "plain"
             plain = candidate if candidate in names and (w, candidate, PRIMARY) in medians else None
-            ceiling, cores = resolver.resolve(t["name"], t["backend"], w)
+            ceiling, cores = resolver.resolve(t.name, t.backend, w)
             out.append(
                 ceilings.Efficiency(
                     w,
-                    t["name"],
+                    t.name,
                     achieved,
                     None if plain is None else medians[(w, plain, PRIMARY)],
                     plain,
-                    ceilings.cipher_use(t["backend"]),
+                    ceilings.cipher_use(t.backend),
                     ceiling,
                     cores,
-                    resolver.openssl(t["backend"]),
-                    medians.get((w, t["name"], "cpu_seconds_per_gb")),
+                    resolver.openssl(t.backend),
+                    medians.get((w, t.name, "cpu_seconds_per_gb")),
                     None if plain is None else medians.get((w, plain, "cpu_seconds_per_gb")),
                 )
             )
     return out
 
 
-def qd_curves(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def qd_curves(doc: Document) -> list[QdCurve]:
     """Each target's change against its baseline as queue depth grows, per
     pattern (rw and block size) that ran at two or more depths."""
-    specs = doc["plan"].get("workload_specs", {})
+    specs = doc.plan.get("workload_specs", {})
     families: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)
-    for w in doc["plan"]["workloads"]:
+    for w in doc.plan["workloads"]:
         s = specs.get(w)
         depths = {d for d, _w in families[(s["rw"], s["bs"])]} if s is not None else set()
         # the first workload at each depth (a study's as-published twin repeats a pattern)
         if s is not None and s.get("view", "decrypted") == "decrypted" and s["iodepth"] not in depths:
             families[(s["rw"], s["bs"])].append((s["iodepth"], w))
-    against_baseline = {
-        (c["workload"], c["target"]): c for c in doc["comparisons"] if c["kind"] == "baseline"
-    }
+    against_baseline = {(c.workload, c.target): c for c in doc.comparisons if c.kind == "baseline"}
     curves = []
     for (rw, bs), members in families.items():
         if len(members) < 2:
             continue
         members.sort()
-        for t in doc["targets"]:
+        for t in doc.targets:
             points = []
             for depth, w in members:
-                c = against_baseline.get((w, t["name"]))
+                c = against_baseline.get((w, t.name))
                 if c is not None:
                     points.append(
-                        {
-                            "iodepth": depth,
-                            "workload": w,
-                            "overhead_percent": c["overhead_percent"],
+                        QdPoint(
+                            depth,
+                            w,
+                            c.overhead_percent,
                             # the overhead's interval: the ratio's, turned around
-                            "overhead_low": None if c["ci_high"] is None else (1 - c["ci_high"]) * 100,
-                            "overhead_high": None if c["ci_low"] is None else (1 - c["ci_low"]) * 100,
-                        }
+                            None if c.ci_high is None else (1 - c.ci_high) * 100,
+                            None if c.ci_low is None else (1 - c.ci_low) * 100,
+                        )
                     )
             if len(points) >= 2:
-                curves.append(
-                    {"rw": rw, "bs": bs, "target": t["name"], "baseline": t["baseline"], "points": points}
-                )
+                curves.append(QdCurve(rw, bs, t.name, t.baseline, points))
     return curves
 
 
-def results_by_key(doc: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+def results_by_key(doc: Document) -> dict[tuple[str, str, str], Result]:
     """A document's results by (workload, target, metric)."""
-    return {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
+    return {(r.workload, r.target, r.metric): r for r in doc.results}
 
 
-def require_metric(doc: dict[str, Any], metric: str) -> None:
+def require_metric(doc: Document, metric: str) -> None:
     """A metric asked for by name (`show --metric`, `compare --metric`) must be one the run has."""
-    if not any(r["metric"] == metric for r in doc["results"]):
-        known = sorted({r["metric"] for r in doc["results"]})
-        raise UsageError(f"run {doc['run_id']} has no metric {metric[:40]!r} (it has: {', '.join(known)})")
+    if not any(r.metric == metric for r in doc.results):
+        known = sorted({r.metric for r in doc.results})
+        raise UsageError(f"run {doc.run_id} has no metric {metric[:40]!r} (it has: {', '.join(known)})")
 
 
-def _baselines(t: dict[str, Any], tmap: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+def _baselines(t: TargetInfo, tmap: dict[str, TargetInfo]) -> list[tuple[str, str]]:
     """(baseline, kind): the same stack without the cipher; plain on the same medium when that
     differs; and for a target with a RAM twin (--ram), the twin: what the device costs it."""
     out = []
-    ram = t.get("medium") == "ram"
+    ram = t.medium == "ram"
     plain = RAM_PREFIX + "plain" if ram else "plain"
-    if t["baseline"] and t["baseline"] in tmap:
-        out.append((t["baseline"], "baseline"))
-    if t["name"] != plain and t["baseline"] != plain and plain in tmap:
+    if t.baseline and t.baseline in tmap:
+        out.append((t.baseline, "baseline"))
+    if t.name != plain and t.baseline != plain and plain in tmap:
         out.append((plain, "plain"))
-    if not ram and RAM_PREFIX + t["name"] in tmap:
-        out.append((RAM_PREFIX + t["name"], "ram"))
+    if not ram and RAM_PREFIX + t.name in tmap:
+        out.append((RAM_PREFIX + t.name, "ram"))
     return out
 
 
-def speed_change(c: dict[str, Any]) -> tuple[float, tuple[float, float] | None, bool]:
+def speed_change(c: Comparison | RankEntry) -> tuple[float, tuple[float, float] | None, bool]:
     """A comparison as a change in speed, in percent (+12 faster, -40 slower, whatever
     the metric's direction), its interval (None without one), and whether that
     interval excludes no change."""
-    pct = (c["ratio"] - 1) * 100
-    if c["ci_low"] is None or c["ci_high"] is None:
+    pct = (c.ratio - 1) * 100
+    if c.ci_low is None or c.ci_high is None:
         return pct, None, False
-    return pct, ((c["ci_low"] - 1) * 100, (c["ci_high"] - 1) * 100), c["ci_high"] < 1 or c["ci_low"] > 1
+    return pct, ((c.ci_low - 1) * 100, (c.ci_high - 1) * 100), c.ci_high < 1 or c.ci_low > 1
 
 
 def _whole(x: float) -> str:
     return f"{x:.0f}"
 
 
-def _cost(c: dict[str, Any]) -> str:
+def _cost(c: Comparison) -> str:
     """'62% [58, 66]' for a slowdown (or a speed-up, with the sign of a gain)."""
-    pct = c["overhead_percent"]
-    if c["ci_low"] is None:
+    pct = c.overhead_percent
+    if c.ci_low is None or c.ci_high is None:
         return f"{_whole(abs(pct))}% (no interval)"
-    lo, hi = (1 - c["ci_high"]) * 100, (1 - c["ci_low"]) * 100
+    lo, hi = (1 - c.ci_high) * 100, (1 - c.ci_low) * 100
     if pct < 0:
         lo, hi = -hi, -lo
     return f"{_whole(abs(pct))}% [{_whole(lo)}, {_whole(hi)}]"
 
 
-def conclusions(doc: dict[str, Any]) -> list[str]:
+def conclusions(doc: Document) -> list[str]:
     """Plain-language lines, one per (target, baseline) pair.
 
     Only workloads whose 95 % interval excludes 'no change' count as slower or
     faster; the rest are said to show no clear difference, not averaged in.
     """
     lines = []
-    pairs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for c in doc["comparisons"]:
-        pairs[(c["target"], c["baseline"])].append(c)
+    pairs: dict[tuple[str, str], list[Comparison]] = defaultdict(list)
+    for c in doc.comparisons:
+        pairs[(c.target, c.baseline)].append(c)
     for (target, baseline), cs in pairs.items():
-        if cs[0]["kind"] == "ram":
+        if cs[0].kind == "ram":
             # The stack against its own RAM twin: what the device costs it.
             target = f"{target} on the device"
             baseline = f"the same stack on RAM ({baseline})"
-        slower = [c for c in cs if c["ci_high"] is not None and c["ci_high"] < 1]
-        faster = [c for c in cs if c["ci_low"] is not None and c["ci_low"] > 1]
+        slower = [c for c in cs if c.ci_high is not None and c.ci_high < 1]
+        faster = [c for c in cs if c.ci_low is not None and c.ci_low > 1]
         unclear = len(cs) - len(slower) - len(faster)
         if len(slower) == len(cs):
-            lo = min(c["overhead_percent"] for c in cs)
-            worst = max(cs, key=lambda c: c["overhead_percent"])
+            lo = min(c.overhead_percent for c in cs)
+            worst = max(cs, key=lambda c: c.overhead_percent)
             span = (
-                f"{_whole(lo)}% to {_whole(worst['overhead_percent'])}%"
-                if round(lo) != round(worst["overhead_percent"])
+                f"{_whole(lo)}% to {_whole(worst.overhead_percent)}%"
+                if round(lo) != round(worst.overhead_percent)
                 else f"{_whole(lo)}%"
             )
-            what = "throughput" if all(c["metric"] == PRIMARY for c in cs) else "speed"
+            what = "throughput" if all(c.metric == PRIMARY for c in cs) else "speed"
             lines.append(
                 f"{target} costs {span} of {what} against {baseline} on every workload "
-                f"(most at {worst['workload']}: {_cost(worst)})."
+                f"(most at {worst.workload}: {_cost(worst)})."
             )
             continue
         parts = []
         if slower:
-            worst = max(slower, key=lambda c: c["overhead_percent"])
-            parts.append(f"slower at {len(slower)} (most at {worst['workload']}: {_cost(worst)} less)")
+            worst = max(slower, key=lambda c: c.overhead_percent)
+            parts.append(f"slower at {len(slower)} (most at {worst.workload}: {_cost(worst)} less)")
         if faster:
-            best = min(faster, key=lambda c: c["overhead_percent"])
-            parts.append(f"faster at {len(faster)} (most at {best['workload']}: {_cost(best)} more)")
+            best = min(faster, key=lambda c: c.overhead_percent)
+            parts.append(f"faster at {len(faster)} (most at {best.workload}: {_cost(best)} more)")
         if unclear:
             parts.append(f"no clear difference at {unclear}")
         lines.append(f"{target} against {baseline}, of {len(cs)} workloads: " + "; ".join(parts) + ".")

@@ -9,6 +9,7 @@ from cryptbench import __version__
 from cryptbench.report.charts import Chart
 from cryptbench.report.export_html import ENV, environment_rows
 from cryptbench.report.run_comparison import METHOD, Comparison, Row
+from cryptbench.result_model import Document
 from cryptbench.units import format_value
 
 
@@ -60,7 +61,7 @@ def overhead_cells(comp: Comparison) -> list[dict[str, Any]]:
     ]
 
 
-def run_rows(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
+def run_rows(a: Document, b: Document) -> list[tuple[str, str, str, bool]]:
     """Each environment line of the two runs side by side, and whether they differ."""
     ra, rb = dict(environment_rows(a)), dict(environment_rows(b))
     labels = list(dict.fromkeys([*ra, *rb]))
@@ -71,7 +72,7 @@ def run_rows(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, str, 
     ]
 
 
-def render(comp: Comparison, a: dict[str, Any], b: dict[str, Any], chart: Chart) -> str:
+def render(comp: Comparison, a: Document, b: Document, chart: Chart) -> str:
     return ENV.get_template("compare.html.j2").render(
         tool_version=__version__,
         cmp=comp,

@@ -20,6 +20,7 @@ from cryptbench.report.console import stopping_lines
 from cryptbench.report.cost_console import sources
 from cryptbench.report.export_markdown import summary_rows
 from cryptbench.report.fleet_rows import SPREAD_NOTE, host_rows, overhead_rows
+from cryptbench.result_model import Document, RunWarning
 from cryptbench.units import format_bytes, format_rate, format_value
 
 # The chart sections, in the page's order: (Chart.kind, heading, a sentence under it).
@@ -44,9 +45,9 @@ ENV = jinja2.Environment(
 )
 
 
-def environment_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
+def environment_rows(doc: Document) -> list[tuple[str, str]]:
     """What a reader needs to judge whether these figures apply to them, as label and value."""
-    env, plan = doc["environment"], doc["plan"]
+    env, plan = doc.environment, doc.plan
     fs = env.get("target_filesystem") or {}
     crypto = env.get("kernel_crypto") or {}
     rows = [
@@ -71,39 +72,37 @@ def environment_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         ("cache drop", env.get("cache_drop")),
         ("data per trial", format_bytes(plan["size"]) if plan.get("size") else None),
         ("seed", plan.get("seed")),
-        ("Python, cryptbench", f"{env.get('python')}, {doc['tool_version']}"),
+        ("Python, cryptbench", f"{env.get('python')}, {doc.tool_version}"),
     ]
     return [(k, str(v)) for k, v in rows if v not in (None, "", "None")]
 
 
-def full_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
+def full_rows(doc: Document) -> list[dict[str, str]]:
     def fmt(v: float | None, unit: str) -> str:
         return "" if v is None else format_value(v, unit)
 
     return [
         {
-            "workload": r["workload"],
-            "target": r["target"],
-            "metric": r["metric"],
-            "n": str(r["n"]),
-            "median": fmt(r["median"], r["unit"]),
-            "ci": ""
-            if r["ci_low"] is None
-            else f"{fmt(r['ci_low'], r['unit'])} to {fmt(r['ci_high'], r['unit'])}",
-            "cv": "" if r["cv"] is None else f"{r['cv']:.1%}",
-            "min": fmt(r["min"], r["unit"]),
-            "max": fmt(r["max"], r["unit"]),
+            "workload": r.workload,
+            "target": r.target,
+            "metric": r.metric,
+            "n": str(r.n),
+            "median": fmt(r.median, r.unit),
+            "ci": "" if r.ci_low is None else f"{fmt(r.ci_low, r.unit)} to {fmt(r.ci_high, r.unit)}",
+            "cv": "" if r.cv is None else f"{r.cv:.1%}",
+            "min": fmt(r.min, r.unit),
+            "max": fmt(r.max, r.unit),
         }
-        for r in doc["results"]
+        for r in doc.results
     ]
 
 
-def efficiency_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
+def efficiency_rows(doc: Document) -> list[dict[str, str]]:
     def rate(v: float | None) -> str:
         return "?" if v is None else format_rate(v)
 
     out = []
-    for e in doc.get("efficiency", []):
+    for e in doc.efficiency:
         own, plain = e["cpu_seconds_per_gb"], e["plain_cpu_seconds_per_gb"]
         out.append(
             {
@@ -120,22 +119,22 @@ def efficiency_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     return out
 
 
-def warning_groups(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def warning_groups(doc: Document) -> list[dict[str, Any]]:
     """The warnings by kind, serious kinds (failed trials, unproven encryption, …) first."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for w in doc["warnings"]:
-        groups.setdefault(w["kind"], []).append(w)
+    groups: dict[str, list[RunWarning]] = {}
+    for w in doc.warnings:
+        groups.setdefault(w.kind, []).append(w)
     order = sorted(groups, key=lambda k: (k not in SERIOUS, -len(groups[k])))
     return [{"kind": k, "serious": k in SERIOUS, "list": groups[k]} for k in order]
 
 
-def render(doc: dict[str, Any], charts: list[charts_mod.Chart]) -> str:
+def render(doc: Document, charts: list[charts_mod.Chart]) -> str:
     by_kind: dict[str, list[dict[str, str]]] = {kind: [] for kind, _, _ in CHART_SECTIONS}
     for c in charts:
         by_kind[c.kind].append({"name": c.name, "title": c.title, "caption": c.caption, "svg": c.svg()})
     efficiency = efficiency_rows(doc)
     sections = [("ranking", "Which costs least"), ("verdict", "Diagnosis"), ("environment", "Environment")]
-    fleet = doc.get("fleet")
+    fleet = doc.fleet
     sections += [("fleet", "Fleet")] if fleet else []
     sections += [(kind, title) for kind, title, _ in CHART_SECTIONS[1:] if by_kind[kind]]
     sections += [("efficiency", "Where the cost goes")] if efficiency else []
@@ -143,14 +142,14 @@ def render(doc: dict[str, Any], charts: list[charts_mod.Chart]) -> str:
     return ENV.get_template("report.html.j2").render(
         tool_version=__version__,
         doc=doc,
-        env=doc["environment"],
+        env=doc.environment,
         sections=sections,
         environment=environment_rows(doc),
         chart_sections=CHART_SECTIONS,
         charts_by_kind=by_kind,
         efficiency=efficiency,
         ceiling_sources=sources(doc),
-        stopping=stopping_lines(doc),
+        stopping=stopping_lines(doc.stopping),
         ranking_sentences=ranking.sentences(doc),
         precision=precision_line(doc),
         warning_groups=warning_groups(doc),

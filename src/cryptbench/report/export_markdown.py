@@ -8,11 +8,10 @@ it stays readable with twenty targets, where a column per target would not.
 
 from __future__ import annotations
 
-from typing import Any
-
 from cryptbench.metrics import info
 from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.report.fleet_rows import SPREAD_NOTE, overhead_rows
+from cryptbench.result_model import Comparison, Document, Result
 from cryptbench.units import format_value
 
 
@@ -20,15 +19,15 @@ def _value(v: float, unit: str) -> str:
     return format_value(v, unit) if unit else f"{v:.3g}"
 
 
-def median_text(r: dict[str, Any]) -> str:
-    unit = r["unit"]
-    text = _value(r["median"], unit)
-    if r["ci_low"] is None:
+def median_text(r: Result) -> str:
+    unit = r.unit
+    text = _value(r.median, unit)
+    if r.ci_low is None or r.ci_high is None:
         return f"{text} (no interval)"
-    return f"{text} [{_value(r['ci_low'], unit)}, {_value(r['ci_high'], unit)}]"
+    return f"{text} [{_value(r.ci_low, unit)}, {_value(r.ci_high, unit)}]"
 
 
-def change_text(c: dict[str, Any]) -> str:
+def change_text(c: Comparison) -> str:
     """Speed against the baseline: +12 % is faster, -40 % slower (for any metric's direction)."""
     pct, interval, differs = speed_change(c)
     if interval is None:
@@ -41,44 +40,44 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def summary_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
+def summary_rows(doc: Document) -> list[dict[str, str]]:
     """The summary table as text cells, per workload and target: the workload (with its metric
     when not throughput), the median and its interval ("" when the target failed), the
     baseline and the change against it ("" without a comparison). The HTML page shows it too."""
-    plan = doc["plan"]
+    plan = doc.plan
     results = results_by_key(doc)
-    comps = {(c["workload"], c["target"], c["baseline"]): c for c in doc["comparisons"]}
+    comps = {(c.workload, c.target, c.baseline): c for c in doc.comparisons}
     rows = []
     for w in plan["workloads"]:
-        if not any(r["workload"] == w for r in doc["results"]):
+        if not any(r.workload == w for r in doc.results):
             continue
         metric = primary_of(plan, w)
         label = w if metric == "throughput" else f"{w} ({info(metric).label})"
-        for t in doc["targets"]:
-            r = results.get((w, t["name"], metric))
-            c = comps.get((w, t["name"], t["baseline"])) if t["baseline"] and r else None
+        for t in doc.targets:
+            r = results.get((w, t.name, metric))
+            c = comps.get((w, t.name, t.baseline)) if t.baseline and r else None
             rows.append(
                 {
                     "workload": label,
-                    "target": t["name"],
+                    "target": t.name,
                     "median": median_text(r) if r else "",
-                    "against": t["baseline"] if c else "",
+                    "against": t.baseline or "" if c else "",
                     "change": change_text(c) if c else "",
                 }
             )
     return rows
 
 
-def render(doc: dict[str, Any]) -> str:
-    found = doc["environment"]
+def render(doc: Document) -> str:
+    found = doc.environment
     env = {
         k: "unknown" if found.get(k) is None else found[k]
         for k in ("hostname", "cpu_model", "cpu_count", "kernel")
     }
     lines = [
-        f"**cryptbench run {doc['run_id']}** ({doc['suite']} suite, {doc['started_at']}) on "
+        f"**cryptbench run {doc.run_id}** ({doc.suite} suite, {doc.started_at}) on "
         f"{env['hostname']}: {env['cpu_model']}, {env['cpu_count']} cores, "
-        f"kernel {env['kernel']}; cryptbench {doc['tool_version']}.",
+        f"kernel {env['kernel']}; cryptbench {doc.tool_version}.",
         "",
         "| workload | target | median [95 % CI] | against | change [95 % CI] |",
         "|---|---|---:|---|---:|",
@@ -95,7 +94,7 @@ def render(doc: dict[str, Any]) -> str:
         "Change is speed against the baseline: negative is slower (for latency and time, a higher "
         "figure). Intervals: 95 % bootstrap over the trials.",
     ]
-    fleet = doc.get("fleet")
+    fleet = doc.fleet
     if fleet and fleet["overheads"]:
         lines += [
             "",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich import box
 from rich.console import Console
 from rich.markup import escape
@@ -11,10 +9,11 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.report.fleet_rows import SPREAD_NOTE, host_rows, overhead_rows
+from cryptbench.result_model import Document
 
 
-def render(doc: dict[str, Any], out: Console) -> None:
-    fleet = doc.get("fleet")
+def render(doc: Document, out: Console) -> None:
+    fleet = doc.fleet
     if not fleet:
         return
     out.print()

@@ -13,11 +13,20 @@ proven encrypted, or whose trials failed, is listed as not ranked, with why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from cryptbench import stats
 from cryptbench.metrics import info, primary_of
+from cryptbench.result_model import (
+    Document,
+    FamilyRanking,
+    NotRanked,
+    RankEntry,
+    RankingSection,
+    TargetInfo,
+    WorkloadRanking,
+)
 
 FAMILIES = ("sequential", "random", "application")
 
@@ -30,94 +39,63 @@ def family(plan: dict[str, Any], workload: str) -> str:
     return "random" if str(spec.get("rw", "")).startswith("rand") else "sequential"
 
 
-@dataclass(frozen=True)
-class Entry:
-    target: str
-    ratio: float  # target's speed / plain's speed (1.0: no cost; 0.4: 60 % slower)
-    ci_low: float | None  # 95 % bootstrap interval of ratio; None when a side has < 2 trials
-    ci_high: float | None
-    workloads: int  # workloads the ratio is taken over
-    verdict: str = ""  # cheapest | tied (with the cheapest) | costlier
-
-    @property
-    def change_percent(self) -> float:  # percent of plain's speed gained (+) or lost (-)
-        return (self.ratio - 1) * 100
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "ratio": self.ratio,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "change_percent": self.change_percent,
-            "workloads": self.workloads,
-            "verdict": self.verdict,
-        }
-
-
-def _ranked(entries: list[Entry]) -> list[Entry]:
+def _ranked(entries: list[RankEntry]) -> list[RankEntry]:
     """Best first; each marked cheapest, tied (its interval reaches the cheapest's) or costlier."""
     order = sorted(entries, key=lambda e: -e.ratio)
     if not order:
         return []
     best = order[0]
-    out = [Entry(best.target, best.ratio, best.ci_low, best.ci_high, best.workloads, "cheapest")]
+    out = [replace(best, verdict="cheapest")]
     for e in order[1:]:
         # without an interval the run cannot tell them apart
         tied = e.ci_high is None or best.ci_low is None or e.ci_high >= best.ci_low
-        out.append(Entry(e.target, e.ratio, e.ci_low, e.ci_high, e.workloads, "tied" if tied else "costlier"))
+        out.append(
+            RankEntry(e.target, e.ratio, e.ci_low, e.ci_high, e.workloads, "tied" if tied else "costlier")
+        )
     return out
 
 
-def _oriented(doc: dict[str, Any], workload: str, target: str, plain: str) -> tuple[list[float], list[float]]:
+def _oriented(doc: Document, workload: str, target: str, plain: str) -> tuple[list[float], list[float]]:
     """(target's, plain's) samples of the workload's primary metric, as speeds' numerator
     and denominator: a time (lower is better) swaps the sides, as stats.speed_ratio does."""
-    metric = primary_of(doc["plan"], workload)
-    samples = {(r["workload"], r["target"]): r["samples"] for r in doc["results"] if r["metric"] == metric}
+    metric = primary_of(doc.plan, workload)
+    samples = {(r.workload, r.target): r.samples for r in doc.results if r.metric == metric}
     a, b = samples[(workload, target)], samples[(workload, plain)]
     return (b, a) if info(metric).higher_is_better is False else (a, b)
 
 
-def _one(doc: dict[str, Any], workload: str, target: str, plain: str) -> Entry:
+def _one(doc: Document, workload: str, target: str, plain: str) -> RankEntry:
     # The document's comparison uses this seed, so a workload's entry repeats its interval.
-    seed = stats.figure_seed(int(doc["plan"].get("seed", 0)), workload, target, plain)
+    seed = stats.figure_seed(int(doc.plan.get("seed", 0)), workload, target, plain)
     a, b = _oriented(doc, workload, target, plain)
     r = stats.ratio(a, b, seed)
-    return Entry(target, r.ratio, r.ci_low, r.ci_high, 1)
+    return RankEntry(target, r.ratio, r.ci_low, r.ci_high, 1)
 
 
-def _over(doc: dict[str, Any], scope: str, workloads: list[str], target: str, plain: str) -> Entry:
+def _over(doc: Document, scope: str, workloads: list[str], target: str, plain: str) -> RankEntry:
     if len(workloads) == 1:
         return _one(doc, workloads[0], target, plain)
-    seed = stats.figure_seed(int(doc["plan"].get("seed", 0)), "ranking", scope, target, plain)
+    seed = stats.figure_seed(int(doc.plan.get("seed", 0)), "ranking", scope, target, plain)
     r = stats.geometric_mean_ratio([_oriented(doc, w, target, plain) for w in workloads], seed)
-    return Entry(target, r.ratio, r.ci_low, r.ci_high, len(workloads))
+    return RankEntry(target, r.ratio, r.ci_low, r.ci_high, len(workloads))
 
 
-def _groups(doc: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+def _groups(doc: Document) -> list[tuple[TargetInfo, list[TargetInfo]]]:
     """(plain, the encrypted targets beside it): one group per host and medium."""
     out = []
-    for p in doc["targets"]:
-        if p["backend"] != "plain":
+    for p in doc.targets:
+        if p.backend != "plain":
             continue
-        peers = [
-            t
-            for t in doc["targets"]
-            if t["encrypted"]
-            and t.get("host") == p.get("host")
-            and t.get("medium", "device") == p.get("medium", "device")
-        ]
+        peers = [t for t in doc.targets if t.encrypted and t.host == p.host and t.medium == p.medium]
         out.append((p, peers))
     return out
 
 
-def _why_not(doc: dict[str, Any], t: dict[str, Any], workloads: list[str]) -> str | None:
-    if not t["encryption_verified"]:
-        return "encryption not verified" if t["encryption_verified"] is False else "encryption not checked"
-    failed = [
-        w["workload"] for w in doc["warnings"] if w["kind"] == "failed-trials" and w["target"] == t["name"]
-    ]
-    have = {r["workload"] for r in doc["results"] if r["target"] == t["name"]}
+def _why_not(doc: Document, t: TargetInfo, workloads: list[str]) -> str | None:
+    if not t.encryption_verified:
+        return "encryption not verified" if t.encryption_verified is False else "encryption not checked"
+    failed = [w.workload for w in doc.warnings if w.kind == "failed-trials" and w.target == t.name]
+    have = {r.workload for r in doc.results if r.target == t.name}
     missing = [w for w in workloads if w not in have]
     if failed or missing:
         first = (failed or missing)[0]
@@ -126,124 +104,108 @@ def _why_not(doc: dict[str, Any], t: dict[str, Any], workloads: list[str]) -> st
     return None
 
 
-def build(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def build(doc: Document) -> list[RankingSection]:
     """The document's `ranking`: one section per host and medium that has plain."""
     sections = []
     for plain, peers in _groups(doc):
-        pname = plain["name"]
-        metric_of = {w: primary_of(doc["plan"], w) for w in doc["plan"]["workloads"]}
-        have = {
-            (r["workload"], r["target"])
-            for r in doc["results"]
-            if r["metric"] == metric_of.get(r["workload"])
-        }
-        workloads = [w for w in doc["plan"]["workloads"] if (w, pname) in have]
+        pname = plain.name
+        metric_of = {w: primary_of(doc.plan, w) for w in doc.plan["workloads"]}
+        have = {(r.workload, r.target) for r in doc.results if r.metric == metric_of.get(r.workload)}
+        workloads = [w for w in doc.plan["workloads"] if (w, pname) in have]
         excluded, ranked = [], []
         for t in peers:
             why = _why_not(doc, t, workloads)
             if why is None and not workloads:
                 why = "plain has no result to compare with"
             if why is not None:
-                excluded.append({"target": t["name"], "reason": why})
+                excluded.append(NotRanked(t.name, why))
             else:
-                ranked.append(t["name"])
+                ranked.append(t.name)
         families = []
         for fam in FAMILIES:
-            members = [w for w in workloads if family(doc["plan"], w) == fam]
+            members = [w for w in workloads if family(doc.plan, w) == fam]
             if members:
                 entries = _ranked([_over(doc, fam, members, t, pname) for t in ranked])
-                families.append(
-                    {"family": fam, "workloads": members, "entries": [e.to_json() for e in entries]}
-                )
+                families.append(FamilyRanking(fam, members, entries))
         sections.append(
-            {
-                "host": plain.get("host"),
-                "medium": plain.get("medium", "device"),
-                "plain": pname,
-                "workloads": workloads,
-                "overall": [
-                    e.to_json() for e in _ranked([_over(doc, "overall", workloads, t, pname) for t in ranked])
-                ]
+            RankingSection(
+                host=plain.host,
+                medium=plain.medium,
+                plain=pname,
+                workloads=workloads,
+                overall=_ranked([_over(doc, "overall", workloads, t, pname) for t in ranked])
                 if workloads
                 else [],
-                "families": families,
-                "per_workload": [
-                    {
-                        "workload": w,
-                        "entries": [e.to_json() for e in _ranked([_one(doc, w, t, pname) for t in ranked])],
-                    }
-                    for w in workloads
+                families=families,
+                per_workload=[
+                    WorkloadRanking(w, _ranked([_one(doc, w, t, pname) for t in ranked])) for w in workloads
                 ],
-                "not_ranked": excluded,
-            }
+                not_ranked=excluded,
+            )
         )
     return sections
 
 
-def change(e: dict[str, Any]) -> str:
+def change(e: RankEntry) -> str:
     """'-62% [-66, -58]': the change in speed against plain, with its interval."""
-    pct = (e["ratio"] - 1) * 100
-    if e["ci_low"] is None or e["ci_high"] is None:
+    pct = (e.ratio - 1) * 100
+    if e.ci_low is None or e.ci_high is None:
         return f"{pct:+.0f}% (no interval)"
-    return f"{pct:+.0f}% [{(e['ci_low'] - 1) * 100:+.0f}, {(e['ci_high'] - 1) * 100:+.0f}]"
+    return f"{pct:+.0f}% [{(e.ci_low - 1) * 100:+.0f}, {(e.ci_high - 1) * 100:+.0f}]"
 
 
 def _names(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _where(section: dict[str, Any], several: bool) -> str:
+def _where(section: RankingSection, several: bool) -> str:
     if not several:
         return ""
-    place = [f"on {section['host']}"] if section["host"] else []
-    if section["medium"] == "ram":
+    place = [f"on {section.host}"] if section.host else []
+    if section.medium == "ram":
         place.append("on RAM")
     text = " ".join(place) or "on the device"
     return text[0].upper() + text[1:] + ": "
 
 
-def sentences(doc: dict[str, Any]) -> list[str]:
+def sentences(doc: Document) -> list[str]:
     """The ranking in words: one or two sentences per host and medium."""
-    sections = doc.get("ranking") or []
+    sections = doc.ranking
     several = len(sections) > 1
     out = []
     for s in sections:
         where = _where(s, several)
-        entries = s["overall"]
-        n = len(s["workloads"])
-        over = f"against {s['plain']} over {n} workload{'s' if n != 1 else ''}"
+        entries = s.overall
+        n = len(s.workloads)
+        over = f"against {s.plain} over {n} workload{'s' if n != 1 else ''}"
         if not entries:
             line = f"{where}no encrypted target to rank."
         elif len(entries) == 1:
-            line = f"{where}only {entries[0]['target']} was measured encrypted: {change(entries[0])} {over}."
-        elif all(e["verdict"] != "costlier" for e in entries):
+            line = f"{where}only {entries[0].target} was measured encrypted: {change(entries[0])} {over}."
+        elif all(e.verdict != "costlier" for e in entries):
             line = (
                 f"{where}the {len(entries)} encrypted targets cannot be told apart: "
-                + ", ".join(f"{e['target']} {change(e)}" for e in entries)
+                + ", ".join(f"{e.target} {change(e)}" for e in entries)
                 + f", {over}."
             )
         else:
             best, worst = entries[0], entries[-1]
-            tied = [e["target"] for e in entries if e["verdict"] == "tied"]
-            line = f"{where}cheapest here: {best['target']}, {change(best)} {over}"
+            tied = [e.target for e in entries if e.verdict == "tied"]
+            line = f"{where}cheapest here: {best.target}, {change(best)} {over}"
             if tied:
                 line += f"; {_names(tied)} cannot be told apart from it"
-            line += f". {worst['target']} costs most: {change(worst)}."
-        faster = [e["target"] for e in entries if e["ci_low"] is not None and e["ci_low"] > 1]
+            line += f". {worst.target} costs most: {change(worst)}."
+        faster = [e.target for e in entries if e.ci_low is not None and e.ci_low > 1]
         if faster:
-            line += f" {_names(faster)} ran faster than {s['plain']} here; the diagnosis says why."
-        if s["not_ranked"]:
-            line += (
-                " Not ranked: " + "; ".join(f"{x['target']} ({x['reason']})" for x in s["not_ranked"]) + "."
-            )
+            line += f" {_names(faster)} ran faster than {s.plain} here; the diagnosis says why."
+        if s.not_ranked:
+            line += " Not ranked: " + "; ".join(f"{x.target} ({x.reason})" for x in s.not_ranked) + "."
         out.append(line[0].upper() + line[1:])
-        if len(s["families"]) > 1 and len(entries) > 1:
+        if len(s.families) > 1 and len(entries) > 1:
             parts = []
-            for f in s["families"]:
-                e = f["entries"][0]
-                ties = sum(x["verdict"] == "tied" for x in f["entries"])
-                parts.append(
-                    f"{f['family']} {e['target']} {change(e)}" + (f" ({ties} more tied)" if ties else "")
-                )
+            for f in s.families:
+                e = f.entries[0]
+                ties = sum(x.verdict == "tied" for x in f.entries)
+                parts.append(f"{f.family} {e.target} {change(e)}" + (f" ({ties} more tied)" if ties else ""))
             out.append("Cheapest by kind of work: " + "; ".join(parts) + ".")
     return out

@@ -31,6 +31,7 @@ from cryptbench import stats
 from cryptbench.errors import UsageError
 from cryptbench.metrics import info
 from cryptbench.report.document import primary_of, results_by_key, speed_change
+from cryptbench.result_model import Document, Result
 from cryptbench.units import format_bytes
 
 ALPHA = 0.05  # significance level of the Mann-Whitney U test
@@ -198,16 +199,16 @@ class Comparison:
         }
 
 
-def run_info(doc: dict[str, Any], db: str) -> RunInfo:
-    env = doc["environment"]
+def run_info(doc: Document, db: str) -> RunInfo:
+    env = doc.environment
     return RunInfo(
-        doc["run_id"],
+        doc.run_id,
         db,
-        doc["started_at"],
-        doc["suite"],
+        doc.started_at,
+        doc.suite,
         str(env.get("hostname")),
         str(env.get("kernel")),
-        doc["status"],
+        doc.status,
     )
 
 
@@ -221,11 +222,11 @@ def _text(v: Any) -> str:
     return "-" if v is None else str(v)
 
 
-def differences(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
+def differences(a: Document, b: Document) -> list[Difference]:
     """Everything that differs between two runs' conditions, blocking first."""
     out: list[Difference] = []
-    pa, pb = a["plan"], b["plan"]
-    ea, eb = a["environment"], b["environment"]
+    pa, pb = a.plan, b.plan
+    ea, eb = a.environment, b.environment
 
     def blocking(what: str, va: Any, vb: Any) -> None:
         if va != vb:
@@ -243,8 +244,8 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
         spec_b = pb.get("workload_specs", {}).get(w) or pb.get("apps", {}).get(w)
         if spec_a != spec_b:
             out.append(Difference(f"workload {w}: definition", _spec(spec_a), _spec(spec_b), True))
-    ta = {t["name"]: t for t in a["targets"]}
-    tb = {t["name"]: t for t in b["targets"]}
+    ta = {t.name: t for t in a.targets}
+    tb = {t.name: t for t in b.targets}
     for name in _common(list(ta), list(tb)):
         x, y = ta[name], tb[name]
         for key, label in (
@@ -254,8 +255,8 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
             ("medium", "medium"),
             ("io_mode", "I/O mode"),
         ):
-            blocking(f"target {name}: {label}", x.get(key), y.get(key))
-        dx, dy = x.get("details", {}), y.get("details", {})
+            blocking(f"target {name}: {label}", getattr(x, key), getattr(y, key))
+        dx, dy = x.details, y.details
         for key in sorted((set(dx) | set(dy)) - _VOLATILE_DETAILS):
             blocking(f"target {name}: {key}", dx.get(key), dy.get(key))
 
@@ -272,10 +273,10 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
     listed("scratch filesystem", _scratch(ea), _scratch(eb))
     for key in ("fio", "gocryptfs", "python"):
         listed(key, ea.get(key), eb.get(key))
-    listed("cryptbench", a["tool_version"], b["tool_version"])
-    listed("suite", a["suite"], b["suite"])
+    listed("cryptbench", a.tool_version, b.tool_version)
+    listed("suite", a.suite, b.suite)
     listed("repeats", _repeats(pa), _repeats(pb))
-    listed("status", a["status"], b["status"])
+    listed("status", a.status, b.status)
     return out
 
 
@@ -316,23 +317,23 @@ def _repeats(plan: dict[str, Any]) -> str:
     return "adaptive" if plan.get("repeats") is None else str(plan["repeats"])
 
 
-def _significance(ra: dict[str, Any], rb: dict[str, Any]) -> tuple[str, float | None, bool | None]:
-    a, b = ra["samples"], rb["samples"]
+def _significance(ra: Result, rb: Result) -> tuple[str, float | None, bool | None]:
+    a, b = ra.samples, rb.samples
     if mann_whitney_possible(len(a), len(b)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # identical samples: SciPy warns, p is 1
             p = float(sps.mannwhitneyu(b, a, alternative="two-sided").pvalue)
         p = 1.0 if math.isnan(p) else p
         return "mann-whitney", p, p < ALPHA
-    if None in (ra["ci_low"], ra["ci_high"], rb["ci_low"], rb["ci_high"]):
+    if ra.ci_low is None or ra.ci_high is None or rb.ci_low is None or rb.ci_high is None:
         return "none", None, None
-    disjoint = ra["ci_high"] < rb["ci_low"] or rb["ci_high"] < ra["ci_low"]
+    disjoint = ra.ci_high < rb.ci_low or rb.ci_high < ra.ci_low
     return "intervals", None, disjoint
 
 
 def compare(
-    a: dict[str, Any],
-    b: dict[str, Any],
+    a: Document,
+    b: Document,
     *,
     db_a: str,
     db_b: str,
@@ -341,10 +342,10 @@ def compare(
 ) -> Comparison:
     """The comparison of run B against run A. Raises UsageError when their conditions differ
     in a way that makes the figures measure different things, unless `force`."""
-    pair = f"A (run {a['run_id']}) and B (run {b['run_id']})"
-    workloads = _common(a["plan"]["workloads"], b["plan"]["workloads"])
-    names_a = [t["name"] for t in a["targets"]]
-    names_b = [t["name"] for t in b["targets"]]
+    pair = f"A (run {a.run_id}) and B (run {b.run_id})"
+    workloads = _common(a.plan["workloads"], b.plan["workloads"])
+    names_a = [t.name for t in a.targets]
+    names_b = [t.name for t in b.targets]
     targets = _common(names_a, names_b)
     if not workloads or not targets:
         missing = "workload" if not workloads else "target"
@@ -358,13 +359,13 @@ def compare(
             f"{pair} did not measure the same things: {shown}{more}; --force compares them anyway"
         )
     res_a, res_b = results_by_key(a), results_by_key(b)
-    only_a = [f"workload {w}" for w in a["plan"]["workloads"] if w not in workloads]
+    only_a = [f"workload {w}" for w in a.plan["workloads"] if w not in workloads]
     only_a += [f"target {t}" for t in names_a if t not in targets]
-    only_b = [f"workload {w}" for w in b["plan"]["workloads"] if w not in workloads]
+    only_b = [f"workload {w}" for w in b.plan["workloads"] if w not in workloads]
     only_b += [f"target {t}" for t in names_b if t not in targets]
     rows = []
     for w in workloads:
-        m = metric or primary_of(a["plan"], w)
+        m = metric or primary_of(a.plan, w)
         for t in targets:
             ra, rb = res_a.get((w, t, m)), res_b.get((w, t, m))
             if ra is None or rb is None:
@@ -374,10 +375,10 @@ def compare(
                     only_b.append(f"{w} on {t}")
                 continue
             r = stats.speed_ratio(
-                rb["samples"],
-                ra["samples"],
+                rb.samples,
+                ra.samples,
                 info(m).higher_is_better,
-                stats.figure_seed(0, "compare", str(a["run_id"]), str(b["run_id"]), w, t, m),
+                stats.figure_seed(0, "compare", str(a.run_id), str(b.run_id), w, t, m),
             )
             test, p, significant = _significance(ra, rb)
             rows.append(
@@ -385,16 +386,16 @@ def compare(
                     w,
                     t,
                     m,
-                    ra["unit"],
+                    ra.unit,
                     info(m).higher_is_better,
-                    ra["n"],
-                    ra["median"],
-                    ra["ci_low"],
-                    ra["ci_high"],
-                    rb["n"],
-                    rb["median"],
-                    rb["ci_low"],
-                    rb["ci_high"],
+                    ra.n,
+                    ra.median,
+                    ra.ci_low,
+                    ra.ci_high,
+                    rb.n,
+                    rb.median,
+                    rb.ci_low,
+                    rb.ci_high,
                     r.ratio,
                     r.ci_low,
                     r.ci_high,
@@ -418,21 +419,19 @@ def compare(
     )
 
 
-def overheads(a: dict[str, Any], b: dict[str, Any]) -> list[OverheadRow]:
+def overheads(a: Document, b: Document) -> list[OverheadRow]:
     """Each encrypted target's overhead against its baseline in both runs, where both have it."""
-    comps_b = {
-        (c["workload"], c["target"], c["baseline"]): c for c in b["comparisons"] if c["kind"] == "baseline"
-    }
-    encrypted = {t["name"] for t in a["targets"] if t["encrypted"]}
+    comps_b = {(c.workload, c.target, c.baseline): c for c in b.comparisons if c.kind == "baseline"}
+    encrypted = {t.name for t in a.targets if t.encrypted}
     out = []
-    for c in a["comparisons"]:
-        other = comps_b.get((c["workload"], c["target"], c["baseline"]))
-        if c["kind"] != "baseline" or other is None or c["target"] not in encrypted:
+    for c in a.comparisons:
+        other = comps_b.get((c.workload, c.target, c.baseline))
+        if c.kind != "baseline" or other is None or c.target not in encrypted:
             continue
         pa, ia, _ = speed_change(c)
         pb, ib, _ = speed_change(other)
         ia = None if ia is None else (-ia[1], -ia[0])
         ib = None if ib is None else (-ib[1], -ib[0])
         changed = ia is not None and ib is not None and (ia[1] < ib[0] or ib[1] < ia[0])
-        out.append(OverheadRow(c["workload"], c["target"], c["baseline"], -pa, ia, -pb, ib, changed))
+        out.append(OverheadRow(c.workload, c.target, c.baseline, -pa, ia, -pb, ib, changed))
     return out

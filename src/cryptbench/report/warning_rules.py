@@ -11,13 +11,13 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from cryptbench import stats
 from cryptbench.adaptive import BUDGETS, StopReason
 from cryptbench.metrics import info, primary_of
+from cryptbench.result_model import Document, Result, RunWarning
 from cryptbench.units import format_value
 
 
@@ -38,36 +38,20 @@ class WarningKind(StrEnum):
     IMPRECISE = "imprecise"  # a comparison stopped short of the asked precision
 
 
-@dataclass(frozen=True)
-class RunWarning:
-    kind: WarningKind
-    message: str  # one sentence a user can act on
-    workload: str | None = None
-    target: str | None = None
-
-    def to_json(self) -> dict[str, str | None]:
-        return {
-            "kind": str(self.kind),
-            "message": self.message,
-            "workload": self.workload,
-            "target": self.target,
-        }
-
-
 Found = Iterator[RunWarning]
 
 # --- the run's -------------------------------------------------------------
 
 
-def interrupted(doc: dict[str, Any]) -> Found:
-    if doc["status"] == "interrupted":
+def interrupted(doc: Document) -> Found:
+    if doc.status == "interrupted":
         yield RunWarning(
             WarningKind.INTERRUPTED, "the run was interrupted; figures cover the trials that finished"
         )
 
 
-def cache_drop_limited(doc: dict[str, Any]) -> Found:
-    if doc["environment"].get("cache_drop") == "fadvise":
+def cache_drop_limited(doc: Document) -> Found:
+    if doc.environment.get("cache_drop") == "fadvise":
         yield RunWarning(
             WarningKind.CACHE_DROP_LIMITED,
             "not run as root: caches were dropped with fadvise only, so the backing files of "
@@ -75,10 +59,10 @@ def cache_drop_limited(doc: dict[str, Any]) -> Found:
         )
 
 
-def generic_kernel_aes(doc: dict[str, Any]) -> Found:
-    env = doc["environment"]
+def generic_kernel_aes(doc: Document) -> Found:
+    env = doc.environment
     crypto = env.get("kernel_crypto", {})
-    if crypto.get("generic_software_aes") and any(t["backend"] == "fscrypt" for t in doc["targets"]):
+    if crypto.get("generic_software_aes") and any(t.backend == "fscrypt" for t in doc.targets):
         flags = env.get("cpu_flags", [])
         has = " although the CPU has AES instructions" if "aes" in flags else ""
         driver = crypto.get("xts(aes)") or crypto.get("aes")
@@ -89,13 +73,13 @@ def generic_kernel_aes(doc: dict[str, Any]) -> Found:
         )
 
 
-def encryption_unverified(doc: dict[str, Any]) -> Found:
-    for t in doc["targets"]:
-        if t["encrypted"] and t["encryption_verified"] is not True:
+def encryption_unverified(doc: Document) -> Found:
+    for t in doc.targets:
+        if t.encrypted and t.encryption_verified is not True:
             yield RunWarning(
                 WarningKind.ENCRYPTION_UNVERIFIED,
                 "the proof of encryption did not pass for this target",
-                target=t["name"],
+                target=t.name,
             )
 
 
@@ -104,87 +88,87 @@ def encryption_unverified(doc: dict[str, Any]) -> Found:
 MIN_SAMPLES = 3  # below this an interval is no more than the samples' range
 
 
-def few_samples(r: dict[str, Any]) -> Found:
-    if r["n"] < MIN_SAMPLES:
+def few_samples(r: Result) -> Found:
+    if r.n < MIN_SAMPLES:
         yield RunWarning(
             WarningKind.FEW_SAMPLES,
-            f"{r['n']} sample(s): the interval is at best their range; use --repeats {MIN_SAMPLES} or more",
-            r["workload"],
-            r["target"],
+            f"{r.n} sample(s): the interval is at best their range; use --repeats {MIN_SAMPLES} or more",
+            r.workload,
+            r.target,
         )
 
 
 HIGH_CV = 0.10  # coefficient of variation above which a result is flagged
 
 
-def high_variation(r: dict[str, Any]) -> Found:
-    if r["cv"] > HIGH_CV:
+def high_variation(r: Result) -> Found:
+    if r.cv > HIGH_CV:
         yield RunWarning(
             WarningKind.HIGH_VARIATION,
-            f"{info(r['metric']).label} varies by {r['cv']:.0%} (CV) between trials",
-            r["workload"],
-            r["target"],
+            f"{info(r.metric).label} varies by {r.cv:.0%} (CV) between trials",
+            r.workload,
+            r.target,
         )
 
 
-def outlier(r: dict[str, Any]) -> Found:
-    values = r["samples"]
+def outlier(r: Result) -> Found:
+    values = r.samples
     for i in stats.outliers(values):
         yield RunWarning(
             WarningKind.OUTLIER,
-            f"trial {i + 1} of {r['n']} is an outlier ({format_value(values[i], r['unit'])} "
-            f"against a median of {format_value(r['median'], r['unit'])}); kept, not dropped",
-            r["workload"],
-            r["target"],
+            f"trial {i + 1} of {r.n} is an outlier ({format_value(values[i], r.unit)} "
+            f"against a median of {format_value(r.median, r.unit)}); kept, not dropped",
+            r.workload,
+            r.target,
         )
 
 
-def drift(r: dict[str, Any]) -> Found:
-    d = stats.drift(r["samples"])
+def drift(r: Result) -> Found:
+    d = stats.drift(r.samples)
     if d is not None:
         way = "down" if d.change < 0 else "up"
         yield RunWarning(
             WarningKind.DRIFT,
-            f"{info(r['metric']).label} drifts {way} by {abs(d.change):.0%} from the first trial "
+            f"{info(r.metric).label} drifts {way} by {abs(d.change):.0%} from the first trial "
             f"to the last (Spearman rho {d.rho:+.2f}, p = {d.p:.1g}): the machine changed during "
             "the run (a cache filling, throttling, a neighbour); the median mixes its states",
-            r["workload"],
-            r["target"],
+            r.workload,
+            r.target,
         )
 
 
-def bimodal(r: dict[str, Any]) -> Found:
-    groups = stats.modes(r["samples"])
+def bimodal(r: Result) -> Found:
+    groups = stats.modes(r.samples)
     if groups is not None:
         low, high = groups
         yield RunWarning(
             WarningKind.BIMODAL,
             f"the samples form two groups, {len(low)} around "
-            f"{format_value(statistics.median(low), r['unit'])} and {len(high)} around "
-            f"{format_value(statistics.median(high), r['unit'])}: the median describes neither; "
+            f"{format_value(statistics.median(low), r.unit)} and {len(high)} around "
+            f"{format_value(statistics.median(high), r.unit)}: the median describes neither; "
             "find what switches between them before trusting the comparison",
-            r["workload"],
-            r["target"],
+            r.workload,
+            r.target,
         )
 
 
 SLOW_FIRST = 0.80  # a first trial below 80 % of the others' median speed is flagged
 
 
-def slow_first_trial(r: dict[str, Any]) -> Found:
-    values = r["samples"]
-    if r["n"] < MIN_SAMPLES:
+def slow_first_trial(r: Result) -> Found:
+    values = r.samples
+    if r.n < MIN_SAMPLES:
         return
     mid = statistics.median(values[1:])
     # The first trial's speed relative to the others' (a time inverted).
-    speed = mid / values[0] if info(r["metric"]).higher_is_better is False else values[0] / mid
+    speed = mid / values[0] if info(r.metric).higher_is_better is False else values[0] / mid
     if speed < SLOW_FIRST:
         yield RunWarning(
             WarningKind.SLOW_FIRST_TRIAL,
             f"the first trial ran at {speed:.0%} of the others' median speed; "
             "a warm-up effect (caches, allocation) may be mixed in",
-            r["workload"],
-            r["target"],
+            r.workload,
+            r.target,
         )
 
 
@@ -203,11 +187,11 @@ def failed_trials(trials: list[dict[str, Any]]) -> Found:
 CACHE_TOLERANCE = 0.01  # fraction of the data size allowed to stay resident
 
 
-def cache_not_dropped(doc: dict[str, Any], trials: list[dict[str, Any]]) -> Found:
-    size = doc["plan"]["size"]
+def cache_not_dropped(doc: Document, trials: list[dict[str, Any]]) -> Found:
+    size = doc.plan["size"]
     resident: dict[tuple[str, str], int] = defaultdict(int)
     # On a RAM twin every page is resident by nature: that is its medium, not a cache.
-    on_ram = {t["name"] for t in doc["targets"] if t.get("medium") == "ram"}
+    on_ram = {t.name for t in doc.targets if t.medium == "ram"}
     for t in trials:
         key = (t["workload"], t["target"])
         if t["target"] not in on_ram and (t["cache_resident_bytes"] or 0) > CACHE_TOLERANCE * size:
@@ -227,47 +211,47 @@ SHORT = (StopReason.MAX_REPEATS, *BUDGETS)  # stopped before the asked precision
 NOT_NARROWING = 0.80  # the final half-width is still this much of the early one
 
 
-def imprecise(doc: dict[str, Any]) -> Found:
+def imprecise(doc: Document) -> Found:
     """A comparison that stopped short of the asked precision, and whether
     more trials would have helped: its interval after the first min_repeats
     trials against its interval now."""
-    rule = doc.get("stopping", {}).get("rule")
+    rule = None if doc.stopping is None else doc.stopping.rule
     if not rule or rule["precision"] is None:
         return
-    seed = int(doc["plan"].get("seed", 0))
-    samples = {(r["workload"], r["target"], r["metric"]): r["samples"] for r in doc["results"]}
-    for c in doc["comparisons"]:
-        if c["stopped_by"] not in SHORT or c["precision"] is None:
+    seed = int(doc.plan.get("seed", 0))
+    samples = {(r.workload, r.target, r.metric): r.samples for r in doc.results}
+    for c in doc.comparisons:
+        if c.stopped_by not in SHORT or c.precision is None:
             continue
         message = (
-            f"±{c['precision'] * 100:.1f}% against {c['baseline']}, not the asked "
-            f"±{rule['precision'] * 100:g}% (stopped by {c['stopped_by']})"
+            f"±{c.precision * 100:.1f}% against {c.baseline}, not the asked "
+            f"±{rule['precision'] * 100:g}% (stopped by {c.stopped_by})"
         )
-        a = samples.get((c["workload"], c["target"], c["metric"]), [])
-        b = samples.get((c["workload"], c["baseline"], c["metric"]), [])
+        a = samples.get((c.workload, c.target, c.metric), [])
+        b = samples.get((c.workload, c.baseline, c.metric), [])
         k = rule["min_repeats"]
         if len(a) > k and len(b) > k:
             early = stats.halfwidth(
                 stats.speed_ratio(
                     a[:k],
                     b[:k],
-                    info(c["metric"]).higher_is_better,
-                    stats.figure_seed(seed, c["workload"], c["target"], c["baseline"]),
+                    info(c.metric).higher_is_better,
+                    stats.figure_seed(seed, c.workload, c.target, c.baseline),
                 )
             )
-            if early is not None and c["precision"] >= NOT_NARROWING * early:
+            if early is not None and c.precision >= NOT_NARROWING * early:
                 message += (
                     f"; it is not narrowing (±{early * 100:.1f}% after {k} trials, "
-                    f"±{c['precision'] * 100:.1f}% after {len(a)}): more trials alone will not help"
+                    f"±{c.precision * 100:.1f}% after {len(a)}): more trials alone will not help"
                 )
-        yield RunWarning(WarningKind.IMPRECISE, message, c["workload"], c["target"])
+        yield RunWarning(WarningKind.IMPRECISE, message, c.workload, c.target)
 
 
-def io_mode_mismatch(doc: dict[str, Any]) -> Found:
-    modes = {t["name"]: t["io_mode"] for t in doc["targets"]}
+def io_mode_mismatch(doc: Document) -> Found:
+    modes = {t.name: t.io_mode for t in doc.targets}
     seen = set()
-    for c in doc["comparisons"]:
-        pair = (c["target"], c["baseline"])
+    for c in doc.comparisons:
+        pair = (c.target, c.baseline)
         if modes.get(pair[0]) != modes.get(pair[1]) and pair not in seen:
             seen.add(pair)
             yield RunWarning(
@@ -282,11 +266,11 @@ RUN_RULES = (interrupted, cache_drop_limited, generic_kernel_aes, encryption_unv
 RESULT_RULES = (few_samples, high_variation, outlier, drift, bimodal, slow_first_trial)
 
 
-def find(doc: dict[str, Any], trials: list[dict[str, Any]]) -> list[RunWarning]:
+def find(doc: Document, trials: list[dict[str, Any]]) -> list[RunWarning]:
     """Every warning of a run, in the document's order."""
     found = [w for rule in RUN_RULES for w in rule(doc)]
-    for r in doc["results"]:
-        if r["metric"] == primary_of(doc["plan"], r["workload"]):
+    for r in doc.results:
+        if r.metric == primary_of(doc.plan, r.workload):
             found += [w for rule in RESULT_RULES for w in rule(r)]
     found += failed_trials(trials)
     found += cache_not_dropped(doc, trials)
