@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
+from rich.console import Console
+
 from cryptbench.backends import REGISTRY
+from cryptbench.commands.common_args import add_json
+from cryptbench.report.json_output import print_json
 
 
 def run() -> list[dict[str, Any]]:
@@ -22,3 +27,21 @@ def run() -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+HELP = "what can be measured here, and why not the rest"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_json(p, "the backends")
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from cryptbench.report import backends_console
+
+    rows = run()
+    if args.json:
+        print_json(rows)
+        return 0
+    backends_console.render(rows, out)
+    return 0

@@ -13,12 +13,17 @@ its worst host (a fleet ships when its worst host does).
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
+from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
 from cryptbench.report import document
+from cryptbench.report.json_output import print_json
 from cryptbench.result_model import Document
 from cryptbench.store import Store, default_db_path
 from cryptbench.units import parse_percent
@@ -135,3 +140,40 @@ def run(*, ref: str = "latest", max_overhead: str, db: Path | None = None) -> Re
     finally:
         store.close()
     return evaluate(doc, bound)
+
+
+HELP = "exit 1 when an encrypted target's overhead against its baseline exceeds a bound (for CI gates)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ref", nargs="?", default="latest", help="run id, or latest (default)")
+    p.add_argument(
+        "--max-overhead",
+        required=True,
+        metavar="P",
+        help="the most speed a target may lose against its baseline on any workload, e.g. 30%%",
+    )
+    add_db(p)
+    add_json(p, "the findings")
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+
+    result = run(ref=args.ref, max_overhead=args.max_overhead, db=args.db)
+    if args.json:
+        print_json(result.to_json())
+    else:
+        for target, f in result.worst().items():
+            verdict = "[green]pass[/green]" if f.passed else "[red]FAIL[/red]"
+            out.print(f"{verdict} {f.words(result.bound)}", highlight=False)
+            for other in result.findings:
+                if other.target == target and not other.passed and other is not f:
+                    out.print(f"     also {other.words(result.bound)}", highlight=False)
+        for name, f in result.worst_hosts().items():
+            out.print(f"worst host for {name}: {f.host} ({f.words(result.bound)})", highlight=False)
+        out.print(
+            f"run {result.run_id}: "
+            + ("every target within" if result.passed else "over")
+            + f" {result.bound:g} % overhead (the share of the baseline's speed lost; worst workload shown)"
+        )
+    return 0 if result.passed else 1

@@ -4,10 +4,14 @@ The measuring is pipeline/cipher_speed.py's, which a run also uses for its own l
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from cryptbench import __version__
+from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
 from cryptbench.interrupts import interruptible
 from cryptbench.measure import environment
@@ -19,6 +23,8 @@ from cryptbench.pipeline.cipher_speed import (
     ram_stack_bytes,
 )
 from cryptbench.plan import RAM_FRACTION, SIZE_ALIGN, mem_available
+from cryptbench.report.json_output import print_json
+from cryptbench.report.progress import RichProgress
 from cryptbench.runner import Progress
 from cryptbench.session import check_target_dir
 from cryptbench.store import Store, default_db_path
@@ -65,3 +71,42 @@ def run(
         finally:
             s.close()
     return doc
+
+
+HELP = "the ciphers' own speed here: OpenSSL per data unit, and the kernel's driver and speed"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seconds", default="0.3s", help="each measurement's length (default 0.3s)")
+    p.add_argument("--repeats", type=int, default=3, help="measurements of each, interleaved (default 3)")
+    p.add_argument(
+        "--no-kernel-stack",
+        action="store_true",
+        help="skip the kernel measurement on RAM (fscrypt against ext4-loop), used where AF_ALG is missing",
+    )
+    p.add_argument("--ram-size", default="64M", help="bytes per kernel RAM-stack trial (default 64M)")
+    p.add_argument("--target", default="/var/tmp", help="directory to put scratch space in")
+    add_db(p)
+    p.add_argument("--no-store", action="store_true", help="do not store the result")
+    add_json(p, "the result")
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from cryptbench.report import cipher_table
+
+    with RichProgress(err) as progress:
+        doc = run(
+            seconds=args.seconds,
+            repeats=args.repeats,
+            kernel_stack=not args.no_kernel_stack,
+            ram_size=args.ram_size,
+            target=args.target,
+            db=args.db,
+            store=not args.no_store,
+            progress=progress,
+        )
+    if args.json:
+        print_json(doc)
+    else:
+        cipher_table.render(doc, out)
+    return 0

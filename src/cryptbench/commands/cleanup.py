@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+
+from rich.console import Console
 
 from cryptbench import keys
 from cryptbench.errors import UsageError
@@ -28,3 +31,22 @@ def run(*, target: str | None = None, registry: Path | None = None) -> tuple[lis
             messages.append(msg)
     alive = candidate_run_dirs(targets, registry)
     return messages, alive
+
+
+HELP = "tear down what a crashed run left behind"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", help="also look in this target directory's scratch space")
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+
+    removed, alive = run(target=args.target)
+    for msg in removed:
+        out.print(msg)
+    for p in alive:
+        out.print(f"left alone (a live run holds its lock): {p}")
+    if not removed:
+        out.print("nothing to clean up")
+    return 0

@@ -7,11 +7,16 @@ the two runs, checks the request, and writes the HTML page when asked.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
+from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
-from cryptbench.report import charts, document, export_compare_html, run_comparison
+from cryptbench.report import document, run_comparison
+from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import page_file, write_new
 from cryptbench.result_model import Document
 from cryptbench.store import Store, default_db_path
@@ -51,7 +56,52 @@ def run(
     )
     written = None
     if html_path is not None:
+        # Matplotlib loads here, not with the command line: most commands draw nothing
+        from cryptbench.report import charts, export_compare_html
+
         chart = charts.comparison_chart(comp.rows, charts.colours(doc_a), comp.a.run_id, comp.b.run_id)
         write_new(html_path, export_compare_html.render(comp, doc_a, doc_b, chart))
         written = str(html_path)
     return {"comparison": comp, "html": written}
+
+
+HELP = "run B against run A: per workload and target, B's speed over A's, and whether it differs"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("a", metavar="A", help="run id, or latest")
+    p.add_argument("b", metavar="B", help="run id, or latest")
+    add_db(p)
+    p.add_argument("--db-b", type=Path, help="B's database, when it is another (e.g. another machine's)")
+    p.add_argument(
+        "--metric", help="compare on this metric instead of each workload's own (as for show --metric)"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="compare even when the runs did not measure the same things (size, workloads, stacks)",
+    )
+    p.add_argument("--html", metavar="FILE", help="the comparison as one self-contained page, to a new FILE")
+    add_json(p, "the comparison")
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from cryptbench.report import compare_console
+
+    done = run(
+        a=args.a,
+        b=args.b,
+        db=args.db,
+        db_b=args.db_b,
+        metric=args.metric,
+        force=args.force,
+        html=args.html,
+    )
+    comp = done["comparison"]
+    if args.json:
+        print_json(comp.to_json())
+    else:
+        compare_console.render(comp, out)
+    if done["html"]:
+        err.print(f"wrote {done['html']}: B (run {comp.b.run_id}) against A (run {comp.a.run_id})")
+    return 0

@@ -17,6 +17,7 @@ and the job files it sends (in a private temporary directory it removes).
 
 from __future__ import annotations
 
+import argparse
 import secrets
 import subprocess
 import tempfile
@@ -25,8 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from cryptbench import __version__
 from cryptbench.adaptive import Controller, Question, Stopping, questions
+from cryptbench.commands.common_args import add_db, add_details, add_json, add_stopping
 from cryptbench.engines.fio import FIO_TIMEOUT, fio_version
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.errors import CryptbenchError, Interrupted, TrialError, UnavailableError, UsageError
@@ -38,7 +42,10 @@ from cryptbench.interrupts import interruptible, signals_blocked, take_pending
 from cryptbench.measure import environment
 from cryptbench.metrics import info
 from cryptbench.plan import stopping_rule
+from cryptbench.report import console as console_report
 from cryptbench.report import document
+from cryptbench.report.json_output import print_json
+from cryptbench.report.progress import RichProgress
 from cryptbench.result_model import Document
 from cryptbench.runner import NullProgress, Progress, Spend, TrialSpec, interleave, note_lost, stopping_record
 from cryptbench.store import Store, TrialRecord, default_db_path, now_iso
@@ -553,3 +560,48 @@ def run(
             )
     finally:
         store.close()
+
+
+HELP = "run a suite on many hosts at once through their fio servers"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="fleet_command", metavar="COMMAND", parser_class=type(p), required=True)
+    fr = sub.add_parser("run", help="run a suite on every host of hosts.toml, interleaved")
+    fr.add_argument(
+        "--hosts", required=True, type=Path, help="hosts.toml: each host's address and manifest_command"
+    )
+    fr.add_argument(
+        "--suite", default="quick", help="built-in suite or TOML file of fio workloads (default quick)"
+    )
+    add_stopping(fr, max_bytes=False)
+    fr.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")
+    add_db(fr)
+    add_json(fr)
+    add_details(fr)
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+
+    with RichProgress(err) as progress:
+        outcome = run(
+            hosts=args.hosts,
+            suite=args.suite,
+            repeats=args.repeats,
+            precision=args.precision,
+            min_repeats=args.min_repeats,
+            max_repeats=args.max_repeats,
+            max_time=args.max_time,
+            seed=args.seed,
+            db=args.db,
+            progress=progress,
+        )
+    for note in outcome.document.notes:
+        err.print(f"note: {note}", soft_wrap=True)
+    if args.json:
+        print_json(outcome.document.to_json())
+    else:
+        console_report.render(outcome.document, out, details=args.details)
+    if outcome.status == "interrupted":
+        err.print(f"interrupted; {outcome.document.trials.ok} finished trial(s) kept as run {outcome.run_id}")
+    return outcome.exit_code

@@ -4,14 +4,19 @@ metric run by run, oldest to newest (the terminal draws it as a sparkline)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
+from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
 from cryptbench.metrics import primary_of
 from cryptbench.report.history_model import History, Point, Series
+from cryptbench.report.json_output import print_json
 from cryptbench.store import Store, default_db_path
 
 
@@ -91,3 +96,40 @@ def run(
             + " (show RUN --json lists a run's metrics)"
         )
     return History(runs, chosen, series)
+
+
+HELP = "runs stored so far; with --workload or --metric, each target's figure over time"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--limit", type=int, default=20, help="the newest N runs that match (default 20)")
+    p.add_argument("--backend", help="only runs with a target of this backend (and only its targets' series)")
+    p.add_argument("--workload", help="only runs of this workload; draws its metric over time per target")
+    p.add_argument("--host", help="only runs on this host name")
+    p.add_argument(
+        "--metric", help="the metric drawn over time (default: the workload's own; throughput, lat_p99, …)"
+    )
+    add_db(p)
+    add_json(p, "the runs and series")
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from cryptbench.report import history_table
+
+    found = run(
+        limit=args.limit,
+        db=args.db,
+        backend=args.backend,
+        workload=args.workload,
+        host=args.host,
+        metric=args.metric,
+    )
+    if args.json:
+        print_json(found.to_json())
+        return 0
+    if not found.runs:
+        filtered = any(v is not None for v in (args.backend, args.workload, args.host))
+        out.print("no stored run matches" if filtered else "no runs stored yet (cryptbench run)")
+        return 0
+    history_table.render(found, out)
+    return 0

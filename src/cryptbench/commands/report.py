@@ -6,17 +6,28 @@ run, checks where the files go, and writes each one whole or not at all.
 
 from __future__ import annotations
 
+import argparse
 import io
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from rich.console import Console
+
+from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
-from cryptbench.report import charts, document, export_csv, export_html, export_markdown
+from cryptbench.report import document, export_csv, export_markdown
+from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import output_dir, output_file, page_file, write_new
 from cryptbench.store import Store, default_db_path
 
+if TYPE_CHECKING:
+    from cryptbench.report import charts
+
 
 def timelines(store: Store, run_id: int) -> list[charts.TrialTimeline]:
+    from cryptbench.report import charts
+
     """The run's sampled CPU, trial by trial (none for runs stored before schema 4)."""
     stored = store.cpu_timelines(run_id)
     return [
@@ -85,6 +96,9 @@ def run(
             if json:
                 out["json"] = doc.to_json()
             if html_path or dirs:
+                # Matplotlib loads here, not with the command line: most commands draw nothing
+                from cryptbench.report import charts, export_html
+
                 made = charts.build(doc, timelines(store, run_id))
                 # every name checked before anything is written: a refusal leaves no half-done export
                 images = {fmt: image_paths(made, directory, fmt) for fmt, directory in dirs.items()}
@@ -96,3 +110,46 @@ def run(
     finally:
         store.close()
     return out
+
+
+HELP = "export a stored run: an HTML page with charts, chart images, CSV, Markdown, JSON"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ref", nargs="?", default="latest", help="run id, or latest (default)")
+    p.add_argument("--html", metavar="FILE", help="one self-contained page with every chart, to a new FILE")
+    p.add_argument("--png", metavar="DIR", help="each chart as DIR/<chart>.png (DIR is made if missing)")
+    p.add_argument("--svg", metavar="DIR", help="each chart as DIR/<chart>.svg (DIR is made if missing)")
+    p.add_argument("--csv", metavar="FILE", help="one row per trial, to a new FILE (- for stdout)")
+    p.add_argument("--markdown", action="store_true", help="print the summary table as Markdown")
+    add_json(p, "the run's document (as show --json)")
+    add_db(p)
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+
+    done = run(
+        ref=args.ref,
+        db=args.db,
+        csv=args.csv,
+        markdown=args.markdown,
+        json=args.json,
+        html=args.html,
+        png=args.png,
+        svg=args.svg,
+    )
+    if "html" in done:
+        err.print(f"wrote {done['html']['path']}: run {done['run_id']}, {len(done['html']['charts'])} charts")
+    for fmt in ("png", "svg"):
+        if fmt in done:
+            err.print(f"wrote {len(done[fmt])} {fmt.upper()} charts: {', '.join(done[fmt])}")
+    csv = done.get("csv")
+    if csv is not None and "text" in csv:
+        sys.stdout.write(csv["text"])
+    elif csv is not None:
+        err.print(f"wrote {csv['path']}: {csv['rows']} trials of run {done['run_id']}")
+    if "markdown" in done:
+        sys.stdout.write(done["markdown"])
+    if "json" in done:
+        print_json(done["json"])
+    return 0

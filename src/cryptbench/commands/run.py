@@ -5,6 +5,116 @@ command's entry point, as cli.py and the tests call it."""
 
 from __future__ import annotations
 
-from cryptbench.pipeline.execute import RunOutcome, run
+import argparse
 
-__all__ = ["RunOutcome", "run"]
+from rich.console import Console
+
+from cryptbench.commands.common_args import add_db, add_details, add_json, add_stopping
+from cryptbench.pipeline.execute import RunOutcome, run
+from cryptbench.report import console as console_report
+from cryptbench.report.json_output import print_json
+from cryptbench.report.progress import RichProgress
+
+__all__ = ["HELP", "RunOutcome", "add_arguments", "main", "run"]
+
+
+HELP = "provision targets and run a suite on each"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--backends",
+        help="comma-separated (default: the suite's, else every available default one); baselines are added",
+    )
+    p.add_argument(
+        "--state",
+        help="image backends: fresh, rewrite or both, comma-separated (default: the suite's, else fresh)",
+    )
+    p.add_argument(
+        "--fs", help="image backends: filesystem inside the image: ext4, xfs or btrfs (default ext4)"
+    )
+    p.add_argument(
+        "--suite",
+        default="quick",
+        help="built-in suite (`cryptbench suites` lists them, and the study each preset follows) "
+        "or a TOML file (default: quick)",
+    )
+    p.add_argument(
+        "--size", help="data file per target, bytes moved per trial (default: the suite's, else 64M)"
+    )
+    add_stopping(p, max_bytes=True)
+    p.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")
+    p.add_argument(
+        "--target", default="/var/tmp", help="directory to put scratch space in (default: /var/tmp)"
+    )
+    p.add_argument(
+        "--io-mode",
+        default="auto",
+        choices=["auto", "direct", "buffered"],
+        help="auto: direct if every target honours O_DIRECT, else buffered for all",
+    )
+    p.add_argument("--data", default="random", choices=["random", "zero"], help="write buffer contents")
+    add_db(p)
+    p.add_argument(
+        "--passphrase-file",
+        metavar="FILE",
+        help="your own passphrase for the encrypted targets (mode 600; default: a key per run)",
+    )
+    p.add_argument(
+        "--as-published",
+        action="store_true",
+        help="also run the study's exact commands, faults included (study-004: dd without fsync), "
+        "to show what they did to its figures",
+    )
+    p.add_argument(
+        "--ram",
+        action="store_true",
+        help="also run each backend's stack on RAM (tmpfs, or a loop device over a tmpfs file), "
+        "to tell the device's cost from the layer's",
+    )
+    add_json(p)
+    add_details(p)
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+
+    with RichProgress(err) as progress:
+        outcome = run(
+            backends=args.backends,
+            suite=args.suite,
+            size=args.size,
+            repeats=args.repeats,
+            seed=args.seed,
+            target=args.target,
+            io_mode=args.io_mode,
+            data=args.data,
+            db=args.db,
+            passphrase_file=args.passphrase_file,
+            state=args.state,
+            fs=args.fs,
+            as_published=args.as_published,
+            precision=args.precision,
+            min_repeats=args.min_repeats,
+            max_repeats=args.max_repeats,
+            max_bytes=args.max_bytes,
+            max_time=args.max_time,
+            ram=args.ram,
+            progress=progress,
+        )
+    for msg in outcome.recovered:
+        err.print(f"cleanup of a crashed run: {msg}")
+    for note in outcome.document.notes:
+        err.print(f"note: {note}", soft_wrap=True)
+    if args.json:
+        print_json(outcome.document.to_json())
+    else:
+        console_report.render(outcome.document, out, details=args.details)
+    failed = outcome.document.trials.failed
+    if outcome.status == "complete" and outcome.exit_code == 1:
+        err.print(f"{failed} trial(s) failed or could not run; the notes above say why")
+    if outcome.status == "interrupted":
+        err.print(
+            f"interrupted: torn down; {outcome.document.trials.ok} finished trial(s) "
+            f"kept as run {outcome.run_id}"
+        )
+    return outcome.exit_code

@@ -9,17 +9,24 @@ slack allows), and each target's median interval its own rate. The run is stored
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from rich.console import Console
+
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.known import ThrottledBackend
+from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.pipeline import execute as run_cmd
+from cryptbench.report import console as console_report
+from cryptbench.report.json_output import print_json
+from cryptbench.report.progress import RichProgress
 from cryptbench.result_model import Document
 from cryptbench.runner import Progress
-from cryptbench.units import format_bytes, parse_size
+from cryptbench.units import format_bytes, format_value, parse_size
 
 SLOW, FAST = "throttle-20", "throttle-40"
 # bytes/s the kernel lets through, as the backends set it
@@ -132,3 +139,60 @@ def run(
         progress=progress,
     )
     return SelftestOutcome(outcome, checks(outcome.document))
+
+
+HELP = "measure two throttled targets (40 and 20 MB/s) and check that cryptbench reports 0.50"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", default="/var/tmp", help="directory to put scratch space in")
+    p.add_argument(
+        "--size",
+        default="32M",
+        help="data file per target (default and least 32M: shorter jobs bias the ratio)",
+    )
+    p.add_argument("--precision", metavar="P", help="as for run (default 5%%)")
+    p.add_argument("--seed", type=int)
+    add_db(p)
+    add_json(p)
+
+
+def _check_value(value: float, unit: str) -> str:
+    return f"{value:.3f}" if unit == "ratio" else format_value(value, unit)
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+
+    with RichProgress(err) as progress:
+        result = run(
+            target=args.target,
+            db=args.db,
+            size=args.size,
+            precision=args.precision,
+            seed=args.seed,
+            progress=progress,
+        )
+    if args.json:
+        print_json(result.run.document.to_json())
+    else:
+        console_report.render(result.run.document, out)
+        out.print()
+    for c in result.checks:
+        interval = (
+            "no interval"
+            if c.ci_low is None or c.ci_high is None
+            else f"[{_check_value(c.ci_low, c.unit)}, {_check_value(c.ci_high, c.unit)}]"
+        )
+        verdict = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]"
+        err.print(
+            f"{verdict} {c.what}: {_check_value(c.measured, c.unit)} {interval}; known answer "
+            f"{_check_value(c.expected, c.unit)} (±{c.band:.0%})"
+        )
+    if result.passed:
+        err.print(f"selftest passed: cryptbench found the known answer (run {result.run.run_id})")
+        return 0
+    err.print(
+        "selftest FAILED: a known answer is outside its interval, or trials failed "
+        f"(run {result.run.run_id}; cryptbench show {result.run.run_id})"
+    )
+    return 1

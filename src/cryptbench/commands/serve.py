@@ -12,13 +12,17 @@ directory.
 
 from __future__ import annotations
 
+import argparse
 import resource
+import sys
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
 
 from cryptbench import __version__
 from cryptbench.engines.fio import probe_ioengine
@@ -30,6 +34,7 @@ from cryptbench.interrupts import interruptible, signals_blocked, take_pending
 from cryptbench.measure import environment
 from cryptbench.pipeline.provision import Provisioned, provision_all, recover_stale, target_row
 from cryptbench.plan import Plan, build_plan
+from cryptbench.report.progress import RichProgress
 from cryptbench.runner import DATA_FILE, NullProgress, Progress, target_lost
 from cryptbench.session import Session
 from cryptbench.store import default_db_path, now_iso
@@ -182,3 +187,62 @@ def run(
 def print_manifest(*, target: str = "/var/tmp") -> str:
     """The running serve's manifest for this target directory, as it wrote it."""
     return manifest_mod.find_live(Path(target)).read_text()
+
+
+HELP = "one host of a fleet run: provision targets, start fio's server, serve until SIGINT/SIGTERM"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--listen",
+        default="127.0.0.1:8765",
+        metavar="ADDR[:PORT]",
+        help="fio server address: an IP (loopback by default), [IPv6] or unix:/PATH (default 127.0.0.1:8765)",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="listen on a non-loopback or wildcard address: fio's server has no authentication",
+    )
+    p.add_argument("--backends", help="comma-separated (default: every available default one)")
+    p.add_argument("--size", help="data file per target, bytes moved per trial (default 64M)")
+    p.add_argument("--target", default="/var/tmp", help="directory to put scratch space in")
+    p.add_argument("--io-mode", default="auto", choices=["auto", "direct", "buffered"])
+    p.add_argument("--data", default="random", choices=["random", "zero"], help="write buffer contents")
+    p.add_argument("--passphrase-file", metavar="FILE", help="your own passphrase (mode 600)")
+    p.add_argument(
+        "--print-manifest",
+        action="store_true",
+        help="print the manifest of the serve running with this --target, and exit",
+    )
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+
+    if args.print_manifest:
+        sys.stdout.write(print_manifest(target=args.target))
+        return 0
+
+    def ready(manifest: dict[str, Any], path: Path) -> None:
+        names = ", ".join(t["name"] for t in manifest["targets"])
+        err.print(f"serving {names} on {manifest['listen']} (manifest: {path}); SIGINT or SIGTERM stops it")
+        for s in manifest["skipped"]:
+            err.print(f"note: skipped {s['backend']}: {s['reason']}", soft_wrap=True)
+
+    with RichProgress(err) as progress:
+        outcome = run(
+            listen=args.listen,
+            allow_remote=args.allow_remote,
+            backends=args.backends,
+            size=args.size,
+            target=args.target,
+            io_mode=args.io_mode,
+            data=args.data,
+            passphrase_file=args.passphrase_file,
+            progress=progress,
+            ready=ready,
+        )
+    for msg in outcome.recovered:
+        err.print(f"cleanup of a crashed run: {msg}")
+    err.print(outcome.reason)
+    return outcome.exit_code

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
+from rich.console import Console
+
+from cryptbench.commands.common_args import add_db, add_details, add_json
+from cryptbench.report import console as console_report
 from cryptbench.report import document
+from cryptbench.report.json_output import print_json
 from cryptbench.result_model import Document
 from cryptbench.store import Store, default_db_path
 
@@ -15,3 +21,32 @@ def run(*, ref: str = "latest", db: Path | None = None) -> Document:
         return document.build(store, store.resolve_run(ref))
     finally:
         store.close()
+
+
+HELP = "one stored run again"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ref", nargs="?", default="latest", help="run id, or latest (default)")
+    p.add_argument(
+        "--metric",
+        default=None,
+        help="metric for the table instead of each workload's own (throughput, iops, lat_p99, seconds, "
+        "an app phase's such as copy.seconds, …)",
+    )
+    add_db(p)
+    add_json(p)
+    add_details(p)
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from cryptbench.report import document
+
+    doc = run(ref=args.ref, db=args.db)
+    if args.metric is not None:
+        document.require_metric(doc, args.metric)
+    if args.json:
+        print_json(doc.to_json())
+    else:
+        console_report.render(doc, out, metric=args.metric, details=args.details)
+    return 0

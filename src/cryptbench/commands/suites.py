@@ -3,10 +3,16 @@ study it follows and what it corrects."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import fields, is_dataclass
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
+from cryptbench.commands.common_args import add_json
 from cryptbench.engines.apps import AppWorkload
+from cryptbench.report.json_output import print_json
 from cryptbench.suite import builtin_suites, load_suite, primary_metric
 from cryptbench.units import format_bytes
 
@@ -54,3 +60,47 @@ def run(name: str | None = None) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+HELP = "the built-in suites; for a study preset, what it follows and corrects"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", nargs="?", help="one suite, in full")
+    add_json(p, "the suites")
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+
+    rows = run(name=args.name)
+    if args.json:
+        print_json(rows)
+        return 0
+    if args.name is None:
+        table = Table()
+        table.add_column("suite", style="bold")
+        table.add_column("what it runs")
+        for r in rows:
+            table.add_row(r["name"], r["description"])
+        out.print(table)
+        out.print("[dim]cryptbench suites NAME: a suite in full, with the study a preset follows[/dim]")
+        return 0
+    (r,) = rows
+    out.print(f"[bold]{r['name']}[/bold]: {r['description']}")
+    for key, label in (("follows", "Follows"), ("corrects", "Corrects")):
+        if r[key]:
+            out.print(f"\n[bold]{label}[/bold]: {r[key]}")
+    if r["backends"]:
+        out.print(f"\n[bold]Backends[/bold]: {', '.join(r['backends'])} (their baselines are added)")
+    out.print("\n[bold]Workloads[/bold] (compared on):")
+    for w in r["workloads"]:
+        out.print(f"  {w['name']}: {w['what']} ({w['metric']})")
+    if r["as_published"]:
+        out.print("\n[bold]As published[/bold] (with --as-published, the study's own commands beside those):")
+        for w in r["as_published"]:
+            out.print(f"  {w['name']}: {w['what']} ({w['metric']})")
+    if r["summary"]:
+        out.print(
+            f"\n[bold]Summary[/bold]: the study's own ({r['summary']}), beside each median and interval"
+        )
+    return 0
