@@ -26,6 +26,7 @@ from pathlib import Path
 from scipy import stats as sps
 
 from cryptbench.commands import run as run_cmd
+from cryptbench.plan import RunRequest
 
 NOMINAL = 0.95
 
@@ -52,15 +53,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
             outcome = run_cmd.run(
-                backends="plain-twin",
-                suite=args.suite,
-                size=args.size,
-                repeats=args.repeats,
-                precision=args.precision,
-                max_time=args.max_time,
-                seed=args.seed + i,
-                target=args.target,
-                db=Path(tmp) / "calibration.sqlite",
+                RunRequest(
+                    backends="plain-twin",
+                    suite=args.suite,
+                    size=args.size,
+                    repeats=args.repeats,
+                    precision=args.precision,
+                    max_time=args.max_time,
+                    seed=args.seed + i,
+                    target=args.target,
+                    db=Path(tmp) / "calibration.sqlite",
+                )
             )
             if outcome.exit_code != 0:
                 print(f"run {i + 1}: exit {outcome.exit_code}; its comparisons are left out", file=sys.stderr)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench.commands import run as run_cmd
+from cryptbench.plan import RunRequest
 from cryptbench.units import format_bytes
 
 GOAL_BYTES = 0.25  # adaptive bytes at most this share of the fixed protocol's
@@ -36,13 +37,15 @@ GOAL_BYTES = 0.25  # adaptive bytes at most this share of the fixed protocol's
 def _one(label: str, args: argparse.Namespace, db: Path, precision: str | None) -> dict[str, Any]:
     started = time.monotonic()
     outcome = run_cmd.run(
-        backends=args.backends,
-        suite="study-004",
-        size=args.size,
-        precision=precision,
-        seed=args.seed,
-        target=args.target,
-        db=db,
+        RunRequest(
+            backends=args.backends,
+            suite="study-004",
+            size=args.size,
+            precision=precision,
+            seed=args.seed,
+            target=args.target,
+            db=db,
+        )
     )
     wall = time.monotonic() - started
     doc = outcome.document.to_json()

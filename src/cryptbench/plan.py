@@ -6,7 +6,7 @@ A plan that cannot run fails here, with the reason, before a byte is written.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from cryptbench.backends.filesystem import probe_fs
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.session import check_target_dir, free_bytes
+from cryptbench.store import default_db_path
 from cryptbench.suite import (
     Suite,
     WorkloadSpec,
@@ -252,47 +253,108 @@ def mem_available() -> int:
     return 0
 
 
-def build_plan(
-    *,
-    backends: str | None,
-    suite: str,
-    size: str | None,
-    repeats: int | None,
-    seed: int | None,
-    target: str,
-    io_mode: str,
-    data: str,
-    db: Path,
-    passphrase_file: str | None = None,
-    state: str | None = None,
-    fs: str | None = None,
-    as_published: bool = False,
-    precision: str | None = None,
-    min_repeats: int | None = None,
-    max_repeats: int | None = None,
-    max_bytes: str | None = None,
-    max_time: str | None = None,
-    ram: bool = False,
-) -> Plan:
-    suite_obj = load_suite(suite)
-    if as_published:
-        if not suite_obj.as_published:
-            having = [n for n in builtin_suites() if load_suite(n).as_published]
-            raise UsageError(
-                f"--as-published: suite {suite_obj.name} has no as-published protocol "
-                f"(suites with one: {', '.join(having) or 'none'})"
-            )
-        suite_obj = replace(suite_obj, workloads=suite_obj.workloads + suite_obj.as_published)
+@dataclass(frozen=True)
+class RunRequest:
+    """What the user asked of a run, as given (sizes and durations unparsed): built once
+    from the command line (`from_args`) or by a caller, and checked by `build_plan`."""
+
+    suite: str = "quick"  # a built-in suite's name or a TOML file
+    backends: str | None = None  # comma-separated; None: the suite's, else every available default one
+    size: str | None = None  # bytes, as typed ("64M"); None: the suite's, else DEFAULT_SIZE
+    repeats: int | None = None  # a fixed count of trials; None: adaptive
+    seed: int | None = None  # None: a random one
+    target: str = "/var/tmp"  # the directory the scratch space goes in
+    io_mode: str = "auto"  # auto, direct or buffered
+    data: str = "random"  # random or zero write buffers
+    db: Path | None = None  # None: the default database
+    passphrase_file: str | None = None
+    state: str | None = None  # image backends' states, comma-separated
+    fs: str | None = None  # the filesystem inside image backends
+    as_published: bool = False
+    precision: str | None = None  # percent, as typed ("5%")
+    min_repeats: int | None = None  # count
+    max_repeats: int | None = None  # count
+    max_bytes: str | None = None  # bytes, as typed
+    max_time: str | None = None  # a duration, as typed ("5m")
+    ram: bool = False  # also run each stack on RAM
+
+    @classmethod
+    def from_args(cls, args: Any) -> RunRequest:
+        """From an argparse namespace: each field its flag's value, where the command has that flag."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
+
+
+def build_plan(request: RunRequest) -> Plan:
+    """Every choice checked, in the order a user fixes them: suite, size, options, backends,
+    image states and filesystem, the RAM twins, the space on the target."""
+    r = request
+    suite = _suite(r)
+    size, target_bytes, input_bytes = _size(r, suite)
+    if r.io_mode not in IO_MODES:
+        raise UsageError(f"--io-mode must be one of {', '.join(IO_MODES)}")
+    if r.data not in DATA_KINDS:
+        raise UsageError(f"--data must be one of {', '.join(DATA_KINDS)}")
+    if r.seed is not None and not 0 <= r.seed < 2**32:
+        raise UsageError("--seed must be from 0 to 4294967295")
+    target_dir = check_target_dir(Path(r.target))
+    rule = stopping_rule(
+        suite, r.repeats, r.precision, r.min_repeats, r.max_repeats, r.max_bytes, r.max_time, target_dir
+    )
+    passphrase = keys.read_passphrase_file(r.passphrase_file) if r.passphrase_file is not None else None
+    ordered, added, skipped = _backends(r, suite)
+    states, fs = _states_and_fs(r, suite, ordered)
+    targets = _expand(ordered, states, fs, r.ram)
+    ram_bytes = _ram_bytes(targets, target_bytes) if r.ram else 0
+    space = _space(targets, target_bytes, input_bytes, target_dir)
+    return Plan(
+        suite=suite,
+        backends=tuple(ordered),
+        targets=targets,
+        added_baselines=tuple(added),
+        skipped=tuple(skipped),
+        target_dir=target_dir,
+        size=size,
+        rule=rule,
+        seed=r.seed if r.seed is not None else secrets.randbits(32),
+        io_mode=r.io_mode,
+        zero_data=r.data == "zero",
+        db_path=r.db or default_db_path(),
+        space_needed=space,
+        passphrase=passphrase,
+        states=states,
+        fs=fs,
+        target_bytes=target_bytes,
+        as_published=r.as_published,
+        ram_bytes=ram_bytes,
+    )
+
+
+def _suite(r: RunRequest) -> Suite:
+    suite = load_suite(r.suite)
+    if not r.as_published:
+        return suite
+    if not suite.as_published:
+        having = [n for n in builtin_suites() if load_suite(n).as_published]
+        raise UsageError(
+            f"--as-published: suite {suite.name} has no as-published protocol "
+            f"(suites with one: {', '.join(having) or 'none'})"
+        )
+    return replace(suite, workloads=suite.workloads + suite.as_published)
+
+
+def _size(r: RunRequest, suite: Suite) -> tuple[int, int, int]:
+    """(the data file's bytes, the bytes each target holds at once, the bytes of app inputs)."""
     # A flag beats the suite's own default, which beats the tool's.
+    size = r.size
     if size is not None:
         size_bytes = parse_size(size, what="--size")
         check_size_range(size_bytes, f"--size {size[:40]}")
     else:
-        size_bytes = suite_obj.size if suite_obj.size is not None else parse_size(DEFAULT_SIZE)
+        size_bytes = suite.size if suite.size is not None else parse_size(DEFAULT_SIZE)
         size = format_bytes(size_bytes)
     size_bytes = size_bytes // SIZE_ALIGN * SIZE_ALIGN
-    fio = [w for w in suite_obj.workloads if isinstance(w, WorkloadSpec)]
-    apps = [w for w in suite_obj.workloads if isinstance(w, AppWorkload)]
+    fio = [w for w in suite.workloads if isinstance(w, WorkloadSpec)]
+    apps = [w for w in suite.workloads if isinstance(w, AppWorkload)]
     biggest = max((w.bs for w in fio), default=0)
     if size_bytes < biggest:
         raise UsageError(f"--size {size} is smaller than the suite's largest block ({format_bytes(biggest)})")
@@ -305,26 +367,18 @@ def build_plan(
     # Setups an app keeps on a target (a mail store) stay between its trials,
     # so the needs add up rather than taking the largest.
     target_bytes = (size_bytes if fio else 0) + sum(a.target_bytes(size_bytes) for a in apps)
-    input_bytes = sum(a.input_bytes(size_bytes) for a in apps)
-    if io_mode not in IO_MODES:
-        raise UsageError(f"--io-mode must be one of {', '.join(IO_MODES)}")
-    if data not in DATA_KINDS:
-        raise UsageError(f"--data must be one of {', '.join(DATA_KINDS)}")
-    if seed is not None and not 0 <= seed < 2**32:
-        raise UsageError("--seed must be from 0 to 4294967295")
-    target_dir = check_target_dir(Path(target))
-    rule = stopping_rule(
-        suite_obj, repeats, precision, min_repeats, max_repeats, max_bytes, max_time, target_dir
-    )
-    passphrase = keys.read_passphrase_file(passphrase_file) if passphrase_file is not None else None
+    return size_bytes, target_bytes, sum(a.input_bytes(size_bytes) for a in apps)
 
+
+def _backends(r: RunRequest, suite: Suite) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """(every backend in run order, the baselines added to them, (backend, reason) skipped)."""
     skipped: list[tuple[str, str]] = []
-    if backends is None:
+    if r.backends is None:
         # The suite's own list, else the default one: what can run here, the
         # rest skipped with the reason.
         candidates = (
-            _parse_choices(suite_obj.backends, tuple(REGISTRY), "the suite's backends", "backend")
-            if suite_obj.backends
+            _parse_choices(suite.backends, tuple(REGISTRY), "the suite's backends", "backend")
+            if suite.backends
             else DEFAULT
         )
         # Each backend probed once, baselines too.
@@ -344,13 +398,14 @@ def build_plan(
                 skipped.append((name, f"its baseline {base} is unavailable"))
         if not wanted:
             raise UnavailableError(
-                "no backend of this run is available here: " + "; ".join(f"{b}: {r}" for b, r in skipped[:3])
+                "no backend of this run is available here: "
+                + "; ".join(f"{b}: {why}" for b, why in skipped[:3])
             )
         requested = wanted
     else:
-        requested = parse_backend_list(backends)
+        requested = parse_backend_list(r.backends)
     ordered, added = _with_baselines(requested)
-    if backends is not None:
+    if r.backends is not None:
         # The backends asked for first, so the error names what the user typed.
         for name in [*requested, *added]:
             avail = REGISTRY[name].probe()
@@ -358,41 +413,50 @@ def build_plan(
                 users = ", ".join(n for n in ordered if REGISTRY[n].baseline == name)
                 why = f" (needed as the baseline of {users})" if name in added else ""
                 raise UnavailableError(f"backend {name} is not available here{why}: {avail.reason}")
+    return ordered, added, skipped
 
+
+def _states_and_fs(r: RunRequest, suite: Suite, ordered: list[str]) -> tuple[tuple[str, ...], str]:
+    """The image backends' states and the filesystem inside them."""
     stateful = [n for n in ordered if REGISTRY[n].stateful]
-    if state is not None and not stateful:
+    if r.state is not None and not stateful:
         raise UsageError("--state applies to image backends (image-*), and this run has none")
-    if fs is not None and not stateful:
+    if r.fs is not None and not stateful:
         raise UsageError("--fs applies to image backends (image-*), and this run has none")
     states: tuple[str, ...] = ()
     if stateful:
         states = (
-            parse_states(state)
-            if state is not None
-            else (parse_states(suite_obj.states, "the suite's states") if suite_obj.states else ("fresh",))
+            parse_states(r.state)
+            if r.state is not None
+            else (parse_states(suite.states, "the suite's states") if suite.states else ("fresh",))
         )
-    fs_name = fs if fs is not None else (suite_obj.fs or "ext4")
-    if fs_name not in FILESYSTEMS:
-        raise UsageError(f"--fs must be one of {', '.join(FILESYSTEMS)}, not {fs_name[:40]!r}")
+    fs = r.fs if r.fs is not None else (suite.fs or "ext4")
+    if fs not in FILESYSTEMS:
+        raise UsageError(f"--fs must be one of {', '.join(FILESYSTEMS)}, not {fs[:40]!r}")
     if stateful:
-        avail = probe_fs(fs_name)
+        avail = probe_fs(fs)
         if not avail.ok:
-            raise UnavailableError(f"--fs {fs_name} cannot be used here: {avail.reason}")
-    targets = _expand(ordered, states, fs_name, ram)
-    ram_bytes = 0
-    if ram:
-        if not is_root():
-            raise UnavailableError("--ram needs root (to mount the tmpfs the RAM twins live on)")
-        twins = [t for t in targets if t.medium == "ram"]
-        ram_space = sum(REGISTRY[t.backend].space_needed(t, target_bytes) for t in twins)
-        ram_bytes = ram_space + RAM_SLACK
-        memory = mem_available()
-        if ram_bytes > memory * RAM_FRACTION:
-            raise UsageError(
-                f"--ram needs {format_bytes(ram_bytes)} of memory for the RAM twins, more than half of the "
-                f"{format_bytes(memory)} available (use a smaller --size or fewer --backends)"
-            )
+            raise UnavailableError(f"--fs {fs} cannot be used here: {avail.reason}")
+    return states, fs
 
+
+def _ram_bytes(targets: tuple[TargetSpec, ...], target_bytes: int) -> int:
+    """Bytes of memory the RAM twins take; refused beyond RAM_FRACTION of what is available."""
+    if not is_root():
+        raise UnavailableError("--ram needs root (to mount the tmpfs the RAM twins live on)")
+    twins = [t for t in targets if t.medium == "ram"]
+    ram_bytes = sum(REGISTRY[t.backend].space_needed(t, target_bytes) for t in twins) + RAM_SLACK
+    memory = mem_available()
+    if ram_bytes > memory * RAM_FRACTION:
+        raise UsageError(
+            f"--ram needs {format_bytes(ram_bytes)} of memory for the RAM twins, more than half of the "
+            f"{format_bytes(memory)} available (use a smaller --size or fewer --backends)"
+        )
+    return ram_bytes
+
+
+def _space(targets: tuple[TargetSpec, ...], target_bytes: int, input_bytes: int, target_dir: Path) -> int:
+    """Bytes the plan needs on the target filesystem; refused when they and the margin are not free."""
     space = input_bytes + sum(
         REGISTRY[t.backend].space_needed(t, target_bytes) for t in targets if t.medium == "device"
     )
@@ -403,24 +467,4 @@ def build_plan(
             f"plus {format_bytes(SPACE_MARGIN)} margin, {format_bytes(free)} is free "
             "(use a smaller --size or fewer --backends)"
         )
-    return Plan(
-        suite=suite_obj,
-        backends=tuple(ordered),
-        targets=targets,
-        added_baselines=tuple(added),
-        skipped=tuple(skipped),
-        target_dir=target_dir,
-        size=size_bytes,
-        rule=rule,
-        seed=seed if seed is not None else secrets.randbits(32),
-        io_mode=io_mode,
-        zero_data=data == "zero",
-        db_path=db,
-        space_needed=space,
-        passphrase=passphrase,
-        states=states,
-        fs=fs_name,
-        target_bytes=target_bytes,
-        as_published=as_published,
-        ram_bytes=ram_bytes,
-    )
+    return space

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.commands import run as run_cmd
+from cryptbench.plan import RunRequest
 from cryptbench.store import Store
 from tests.conftest import need_backend, requires_root
 
@@ -90,7 +91,15 @@ def _run(suite_text: str, target_dir: Path, tmp_path: Path, **kw: str) -> run_cm
     suite = tmp_path / "apps.toml"
     suite.write_text(suite_text)
     return run_cmd.run(
-        suite=str(suite), size="4M", repeats=2, seed=5, target=str(target_dir), db=tmp_path / "r.sqlite", **kw
+        RunRequest(
+            suite=str(suite),
+            size="4M",
+            repeats=2,
+            seed=5,
+            target=str(target_dir),
+            db=tmp_path / "r.sqlite",
+            **kw,
+        )
     )
 
 
@@ -220,14 +229,16 @@ def test_dd_writes_with_the_studys_summary_and_its_own_commands(target_dir: Path
     suite = tmp_path / "dd.toml"
     suite.write_text(DD_SUITE)
     outcome = run_cmd.run(
-        suite=str(suite),
-        size="4M",
-        repeats=4,
-        seed=9,
-        target=str(target_dir),
-        db=db,
-        backends="gocryptfs,fscrypt",
-        as_published=True,
+        RunRequest(
+            suite=str(suite),
+            size="4M",
+            repeats=4,
+            seed=9,
+            target=str(target_dir),
+            db=db,
+            backends="gocryptfs,fscrypt",
+            as_published=True,
+        )
     )
     doc = outcome.document.to_json()
     assert outcome.status == "complete" and outcome.exit_code == 0, doc["warnings"]

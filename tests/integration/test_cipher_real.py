@@ -13,6 +13,7 @@ from cryptbench.cipher import userspace
 from cryptbench.cipher.ceilings import separate
 from cryptbench.commands import cipher
 from cryptbench.commands import run as run_cmd
+from cryptbench.plan import RunRequest
 from cryptbench.store import Store
 from tests.conftest import cli, requires_root
 
@@ -87,14 +88,16 @@ def test_a_tiny_ram_run(target_dir: Path, tmp_path: Path) -> None:
     if not REGISTRY["fscrypt"].probe().ok:
         pytest.skip(f"fscrypt unavailable here: {REGISTRY['fscrypt'].probe().reason}")
     outcome = run_cmd.run(
-        backends="fscrypt",
-        suite=str(SEQ_SUITE),
-        size="8M",
-        repeats=2,
-        seed=5,
-        target=str(target_dir),
-        db=tmp_path / "r.sqlite",
-        ram=True,
+        RunRequest(
+            backends="fscrypt",
+            suite=str(SEQ_SUITE),
+            size="8M",
+            repeats=2,
+            seed=5,
+            target=str(target_dir),
+            db=tmp_path / "r.sqlite",
+            ram=True,
+        )
     )
     doc = outcome.document.to_json()
     assert outcome.status == "complete" and outcome.exit_code == 0

@@ -13,6 +13,7 @@ import pytest
 
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import run as run_cmd
+from cryptbench.plan import RunRequest
 from tests.conftest import cli, requires_root
 from tests.unit.test_export_html import Page
 
@@ -23,13 +24,15 @@ SEQ_SUITE = Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml"
 
 def _run(target_dir: Path, db: Path, size: str, repeats: int, seed: int) -> dict:
     outcome = run_cmd.run(
-        backends="gocryptfs",
-        suite=str(SEQ_SUITE),
-        size=size,
-        repeats=repeats,
-        seed=seed,
-        target=str(target_dir),
-        db=db,
+        RunRequest(
+            backends="gocryptfs",
+            suite=str(SEQ_SUITE),
+            size=size,
+            repeats=repeats,
+            seed=seed,
+            target=str(target_dir),
+            db=db,
+        )
     )
     assert outcome.status == "complete" and outcome.document.trials.failed == 0
     return outcome.document.to_json()

@@ -24,6 +24,7 @@ import pytest
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import run
 from cryptbench.errors import DiskFull
+from cryptbench.plan import RunRequest
 from cryptbench.runner import NullProgress, TrialSpec
 from tests.conftest import available, cli, includes, leftovers, requires_root
 from tests.reliability import count
@@ -87,7 +88,9 @@ def test_a_signal_in_any_phase_tears_down_and_keeps_finished_trials(
 ) -> None:
     db = tmp_path / "r.sqlite"
     strike = Strike(PHASES[phase], sig)
-    outcome = run.run(backends=ALL, size="4M", repeats=2, target=str(target_dir), db=db, progress=strike)
+    outcome = run.run(
+        RunRequest(backends=ALL, size="4M", repeats=2, target=str(target_dir), db=db), progress=strike
+    )
     assert strike.struck_at is not None, f"the run never reached {phase}"
     assert outcome.exit_code == 128 + sig
     assert outcome.status == ("complete" if phase == "teardown" else "interrupted")
@@ -124,7 +127,9 @@ def test_a_helper_that_dies_fails_its_trial_and_the_run_goes_on(target_dir: Path
     killer = threading.Thread(target=lambda: killed.extend(_kill_helper_during_a_trial(target_dir, stop)))
     killer.start()
     try:
-        outcome = run.run(backends="plain,gocryptfs", size="32M", repeats=2, target=str(target_dir), db=db)
+        outcome = run.run(
+            RunRequest(backends="plain,gocryptfs", size="32M", repeats=2, target=str(target_dir), db=db)
+        )
     finally:
         stop.set()
         killer.join()
@@ -186,7 +191,9 @@ def test_disk_full_during_a_trial_stops_cleanly(small_fs: Path, tmp_path: Path) 
     db = tmp_path / "r.sqlite"
     fill = FillTheDisk(small_fs)
     with pytest.raises(DiskFull, match=r"filled up during .* on plain .*No space left on device"):
-        run.run(backends="plain", size="16M", repeats=3, target=str(small_fs), db=db, progress=fill)
+        run.run(
+            RunRequest(backends="plain", size="16M", repeats=3, target=str(small_fs), db=db), progress=fill
+        )
     assert fill.done
     status, ok = _db_state(db)
     assert status == "failed"

@@ -20,6 +20,7 @@ from PIL import Image
 
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import run as run_cmd
+from cryptbench.plan import RunRequest
 from cryptbench.report import ranking
 from cryptbench.result_model import Document
 from cryptbench.store import Store
@@ -39,13 +40,15 @@ def test_report_exports_a_real_run(target_dir: Path, tmp_path: Path) -> None:
         pytest.skip(f"fscrypt unavailable here: {REGISTRY['fscrypt'].probe().reason}")
     db = tmp_path / "r.sqlite"
     outcome = run_cmd.run(
-        backends="fscrypt,gocryptfs",
-        suite=str(SEQ_SUITE),
-        size="8M",
-        repeats=2,
-        seed=3,
-        target=str(target_dir),
-        db=db,
+        RunRequest(
+            backends="fscrypt,gocryptfs",
+            suite=str(SEQ_SUITE),
+            size="8M",
+            repeats=2,
+            seed=3,
+            target=str(target_dir),
+            db=db,
+        )
     )
     assert outcome.status == "complete"
     doc = outcome.document.to_json()

@@ -11,7 +11,7 @@ import pytest
 from cryptbench.backends import DEFAULT, REGISTRY
 from cryptbench.commands import run as run_cmd
 from cryptbench.commands import show
-from cryptbench.plan import DEFAULT_MAX_TIME
+from cryptbench.plan import DEFAULT_MAX_TIME, RunRequest
 from cryptbench.report import ranking
 from cryptbench.store import Store
 from tests.conftest import available, cli, includes
@@ -26,7 +26,7 @@ SEQ_SUITE = Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml"
 
 def test_quick_suite_on_every_available_backend(target_dir: Path, tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
-    outcome = run_cmd.run(size=TINY, repeats=2, seed=11, target=str(target_dir), db=db)
+    outcome = run_cmd.run(RunRequest(size=TINY, repeats=2, seed=11, target=str(target_dir), db=db))
     doc = outcome.document.to_json()
     assert outcome.status == "complete" and outcome.exit_code == 0
     here = available(DEFAULT)
@@ -89,15 +89,17 @@ def test_adaptive_repetition_for_real(target_dir: Path, tmp_path: Path) -> None:
     comparison is stored and shown."""
     db = tmp_path / "r.sqlite"
     outcome = run_cmd.run(
-        backends="fscrypt",
-        suite=str(SEQ_SUITE),
-        size=TINY,
-        precision="40%",
-        min_repeats=2,
-        max_repeats=4,
-        seed=5,
-        target=str(target_dir),
-        db=db,
+        RunRequest(
+            backends="fscrypt",
+            suite=str(SEQ_SUITE),
+            size=TINY,
+            precision="40%",
+            min_repeats=2,
+            max_repeats=4,
+            seed=5,
+            target=str(target_dir),
+            db=db,
+        )
     )
     doc = outcome.document.to_json()
     assert outcome.exit_code == 0

@@ -1,9 +1,12 @@
+import argparse
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
+from cryptbench.commands import run as run_cmd
 from cryptbench.errors import SafetyError, UnavailableError, UsageError
-from cryptbench.plan import build_plan
+from cryptbench.plan import RunRequest, build_plan
 
 
 def _plan(tmp_path: Path, **over: object):  # type: ignore[no-untyped-def]
@@ -19,7 +22,7 @@ def _plan(tmp_path: Path, **over: object):  # type: ignore[no-untyped-def]
         "db": tmp_path / "r.sqlite",
     }
     kw.update(over)
-    return build_plan(**kw)  # type: ignore[arg-type]
+    return build_plan(RunRequest(**kw))  # type: ignore[arg-type]
 
 
 def test_a_good_plan(tmp_path: Path) -> None:
@@ -199,3 +202,19 @@ def test_how_many_trials_adaptive_by_default_fixed_when_asked(
     budget = _plan(tmp_path, repeats=None, max_bytes="2G", max_time="10m").rule
     assert (budget.max_bytes, budget.max_time) == (2 << 30, 600.0)
     assert _plan(tmp_path, repeats=None).to_json()["stopping"]["precision"] == 0.05
+
+
+def test_a_run_request_has_a_field_for_every_flag_of_run_and_no_other() -> None:
+    parser = argparse.ArgumentParser()
+    run_cmd.add_arguments(parser)
+    flags = {a.dest for a in parser._actions} - {"help", "json", "details"}  # how it prints
+    assert flags == {f.name for f in fields(RunRequest)}
+    args = parser.parse_args(
+        ["--backends", "plain", "--size", "8M", "--max-time", "1m", "--ram", "--seed", "3"]
+    )
+    request = RunRequest.from_args(args)
+    assert (request.backends, request.size, request.max_time, request.ram, request.seed) == (
+        "plain", "8M", "1m", True, 3,
+    )  # fmt: skip
+    assert request.suite == "quick" and request.target == "/var/tmp"  # the flags' defaults are the request's
+    assert RunRequest() == RunRequest.from_args(parser.parse_args([]))

@@ -158,7 +158,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
-
     result = run(ref=args.ref, max_overhead=args.max_overhead, db=args.db)
     if args.json:
         print_json(result.to_json())

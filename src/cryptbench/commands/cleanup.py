@@ -41,7 +41,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
-
     removed, alive = run(target=args.target)
     for msg in removed:
         out.print(msg)

@@ -582,7 +582,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
-
     with RichProgress(err) as progress:
         outcome = run(
             hosts=args.hosts,

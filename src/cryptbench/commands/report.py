@@ -127,7 +127,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
-
     done = run(
         ref=args.ref,
         db=args.db,

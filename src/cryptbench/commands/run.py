@@ -11,11 +11,12 @@ from rich.console import Console
 
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_stopping
 from cryptbench.pipeline.execute import RunOutcome, run
+from cryptbench.plan import RunRequest
 from cryptbench.report import console as console_report
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
 
-__all__ = ["HELP", "RunOutcome", "add_arguments", "main", "run"]
+__all__ = ["HELP", "RunOutcome", "RunRequest", "add_arguments", "main", "run"]
 
 
 HELP = "provision targets and run a suite on each"
@@ -77,30 +78,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
-
     with RichProgress(err) as progress:
-        outcome = run(
-            backends=args.backends,
-            suite=args.suite,
-            size=args.size,
-            repeats=args.repeats,
-            seed=args.seed,
-            target=args.target,
-            io_mode=args.io_mode,
-            data=args.data,
-            db=args.db,
-            passphrase_file=args.passphrase_file,
-            state=args.state,
-            fs=args.fs,
-            as_published=args.as_published,
-            precision=args.precision,
-            min_repeats=args.min_repeats,
-            max_repeats=args.max_repeats,
-            max_bytes=args.max_bytes,
-            max_time=args.max_time,
-            ram=args.ram,
-            progress=progress,
-        )
+        outcome = run(RunRequest.from_args(args), progress=progress)
     for msg in outcome.recovered:
         err.print(f"cleanup of a crashed run: {msg}")
     for note in outcome.document.notes:

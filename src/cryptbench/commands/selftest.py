@@ -21,6 +21,7 @@ from cryptbench.backends.known import ThrottledBackend
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.pipeline import execute as run_cmd
+from cryptbench.plan import RunRequest
 from cryptbench.report import console as console_report
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
@@ -128,16 +129,10 @@ def run(
     avail = REGISTRY[SLOW].probe()
     if not avail.ok:
         raise UnavailableError(f"selftest cannot run here: {avail.reason}")
-    outcome = run_cmd.run(
-        backends=SLOW,
-        suite="selftest",
-        size=size,
-        precision=precision,
-        seed=seed,
-        target=target,
-        db=db,
-        progress=progress,
+    request = RunRequest(
+        backends=SLOW, suite="selftest", size=size, precision=precision, seed=seed, target=target, db=db
     )
+    outcome = run_cmd.run(request, progress=progress)
     return SelftestOutcome(outcome, checks(outcome.document))
 
 
@@ -162,7 +157,6 @@ def _check_value(value: float, unit: str) -> str:
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
-
     with RichProgress(err) as progress:
         result = run(
             target=args.target,

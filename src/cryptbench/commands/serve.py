@@ -33,11 +33,11 @@ from cryptbench.fleet.address import listen_address
 from cryptbench.interrupts import interruptible, signals_blocked, take_pending
 from cryptbench.measure import environment
 from cryptbench.pipeline.provision import Provisioned, provision_all, recover_stale, target_row
-from cryptbench.plan import Plan, build_plan
+from cryptbench.plan import Plan, RunRequest, build_plan
 from cryptbench.report.progress import RichProgress
 from cryptbench.runner import DATA_FILE, NullProgress, Progress, target_lost
 from cryptbench.session import Session
-from cryptbench.store import default_db_path, now_iso
+from cryptbench.store import now_iso
 
 WATCH_INTERVAL = 0.5  # seconds between looks at the fio server and the helpers
 
@@ -56,16 +56,15 @@ def _plan(
     # The quick suite only sizes the targets (a data file of --size each);
     # the coordinator sends the workloads.
     plan = build_plan(
-        backends=backends,
-        suite="quick",
-        size=size,
-        repeats=1,
-        seed=None,
-        target=target,
-        io_mode=io_mode,
-        data=data,
-        db=default_db_path(),
-        passphrase_file=passphrase_file,
+        RunRequest(
+            backends=backends,
+            size=size,
+            repeats=1,
+            target=target,
+            io_mode=io_mode,
+            data=data,
+            passphrase_file=passphrase_file,
+        )
     )
     stateful = [t.name for t in plan.targets if t.state is not None]
     if stateful:
@@ -218,7 +217,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
-
     if args.print_manifest:
         sys.stdout.write(print_manifest(target=args.target))
         return 0

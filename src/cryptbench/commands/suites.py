@@ -71,7 +71,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
-
     rows = run(name=args.name)
     if args.json:
         print_json(rows)

@@ -23,7 +23,7 @@ from cryptbench.measure.device import device_of
 from cryptbench.metrics import info
 from cryptbench.pipeline import cipher_speed
 from cryptbench.pipeline.provision import provision_all, recover_stale, target_row
-from cryptbench.plan import Plan, build_plan
+from cryptbench.plan import Plan, RunRequest, build_plan
 from cryptbench.report import document
 from cryptbench.result_model import Document
 from cryptbench.runner import (
@@ -37,7 +37,7 @@ from cryptbench.runner import (
     stopping_record,
 )
 from cryptbench.session import Session
-from cryptbench.store import Store, default_db_path
+from cryptbench.store import Store
 from cryptbench.suite import WorkloadSpec, primary_metric
 
 
@@ -176,51 +176,8 @@ def run_questions(plan: Plan) -> list[Question]:
     return questions(workloads, {t.name: plan.baseline_of(t) for t in plan.targets}, asked)
 
 
-def run(
-    *,
-    backends: str | None = None,
-    suite: str = "quick",
-    size: str | None = None,
-    repeats: int | None = None,
-    seed: int | None = None,
-    target: str = "/var/tmp",
-    io_mode: str = "auto",
-    data: str = "random",
-    db: Path | None = None,
-    passphrase_file: str | None = None,
-    state: str | None = None,
-    fs: str | None = None,
-    as_published: bool = False,
-    precision: str | None = None,
-    min_repeats: int | None = None,
-    max_repeats: int | None = None,
-    max_bytes: str | None = None,
-    max_time: str | None = None,
-    ram: bool = False,
-    progress: Progress | None = None,
-    registry: Path | None = None,
-) -> RunOutcome:
-    plan = build_plan(
-        backends=backends,
-        suite=suite,
-        size=size,
-        repeats=repeats,
-        seed=seed,
-        target=target,
-        io_mode=io_mode,
-        data=data,
-        db=db or default_db_path(),
-        passphrase_file=passphrase_file,
-        state=state,
-        fs=fs,
-        as_published=as_published,
-        precision=precision,
-        min_repeats=min_repeats,
-        max_repeats=max_repeats,
-        max_bytes=max_bytes,
-        max_time=max_time,
-        ram=ram,
-    )
+def run(request: RunRequest, *, progress: Progress | None = None, registry: Path | None = None) -> RunOutcome:
+    plan = build_plan(request)
     # A core dump of a run would hold its keys.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     store = Store.open(plan.db_path)
