@@ -19,7 +19,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from itertools import chain
@@ -557,6 +557,16 @@ def interleave(
             block = run_block(w, names, rounds, block)
             trials += len(names)
         rounds += 1
+
+
+def workload_seeds(seed: int, workloads: Sequence[Workload]) -> dict[str, int]:
+    """Each workload's own seed (fio's random offsets, an app's inputs), from the run's."""
+    return {w.name: (seed + i) % 2**32 for i, w in enumerate(workloads)}
+
+
+def stopping_recorder(store: Store, run_id: int, controller: Controller, spend: Spend) -> Callable[[], None]:
+    """What stores the run's stopping record again whenever the controller's answers change."""
+    return lambda: store.set_stopping(run_id, stopping_record(controller, spend))
 
 
 def stopping_record(controller: Controller, spend: Spend) -> dict[str, Any]:

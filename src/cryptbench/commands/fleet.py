@@ -33,21 +33,31 @@ from cryptbench.adaptive import Controller, Question, Stopping, questions
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_stopping
 from cryptbench.engines.fio import FIO_TIMEOUT, fio_version
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
-from cryptbench.errors import CryptbenchError, Interrupted, TrialError, UnavailableError, UsageError
+from cryptbench.errors import CryptbenchError, TrialError, UnavailableError, UsageError
 from cryptbench.fleet import client
 from cryptbench.fleet import hosts as hosts_mod
 from cryptbench.fleet.hosts import HostSpec
 from cryptbench.fleet.manifest import Manifest, ManifestTarget, parse
-from cryptbench.interrupts import interruptible, signals_blocked, take_pending
+from cryptbench.interrupts import interruptible
 from cryptbench.measure import environment
 from cryptbench.metrics import info
+from cryptbench.pipeline.lifecycle import Lifecycle
 from cryptbench.plan import stopping_rule
 from cryptbench.report import console as console_report
 from cryptbench.report import document
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
 from cryptbench.result_model import Document
-from cryptbench.runner import NullProgress, Progress, Spend, TrialSpec, interleave, note_lost, stopping_record
+from cryptbench.runner import (
+    NullProgress,
+    Progress,
+    Spend,
+    TrialSpec,
+    interleave,
+    note_lost,
+    stopping_recorder,
+    workload_seeds,
+)
 from cryptbench.store import Store, TrialRecord, default_db_path, now_iso
 from cryptbench.suite import Suite, Workload, WorkloadSpec, check_size_range, load_suite, primary_metric
 from cryptbench.trial_metrics import fleet_trial_metrics
@@ -420,6 +430,32 @@ def run_questions(workloads: list[WorkloadSpec], hosts: list[Host]) -> list[Ques
     return questions(wanted, baselines, asked)
 
 
+def _store_hosts(store: Store, run_id: int, hosts: list[Host]) -> None:
+    """Each host, its targets (named HOST/NAME) and what it skipped, and the run's notes."""
+    for h in hosts:
+        store.insert_fleet_host(
+            run_id, h.spec.name, str(h.spec.address), h.manifest.raw if h.manifest else None
+        )
+        if h.manifest is None:
+            store.set_fleet_host(run_id, h.spec.name, "unusable", h.failed)
+            store.add_note(run_id, f"host {h.spec.name} left out: {h.failed}")
+            continue
+        for t in h.manifest.targets:
+            row = t.row()
+            row.update(
+                name=f"{h.spec.name}/{t.name}",
+                baseline=None if t.baseline is None else f"{h.spec.name}/{t.baseline}",
+                host=h.spec.name,
+            )
+            store.insert_target(run_id, row)
+        for s in h.manifest.skipped:
+            store.add_note(run_id, f"host {h.spec.name} skipped {s.get('backend')}: {s.get('reason')}")
+    for note in manifest_notes(hosts):
+        store.add_note(run_id, note)
+    store.add_note(run_id, CACHE_NOTE)
+    store.add_note(run_id, NOT_MEASURED_NOTE)
+
+
 def execute(
     suite: Suite,
     workloads: list[WorkloadSpec],
@@ -441,78 +477,55 @@ def execute(
         __version__,
     )
     status, exit_code = "failed", 1
-    try:
-        for h in hosts:
-            store.insert_fleet_host(
-                run_id, h.spec.name, str(h.spec.address), h.manifest.raw if h.manifest else None
-            )
-            if h.manifest is None:
-                store.set_fleet_host(run_id, h.spec.name, "unusable", h.failed)
-                store.add_note(run_id, f"host {h.spec.name} left out: {h.failed}")
-                continue
-            for t in h.manifest.targets:
-                row = t.row()
-                row.update(
-                    name=f"{h.spec.name}/{t.name}",
-                    baseline=None if t.baseline is None else f"{h.spec.name}/{t.baseline}",
-                    host=h.spec.name,
-                )
-                store.insert_target(run_id, row)
-            for s in h.manifest.skipped:
-                store.add_note(run_id, f"host {h.spec.name} skipped {s.get('backend')}: {s.get('reason')}")
-        for note in manifest_notes(hosts):
-            store.add_note(run_id, note)
-        store.add_note(run_id, CACHE_NOTE)
-        store.add_note(run_id, NOT_MEASURED_NOTE)
-        workload_seeds = {w.name: (seed + i) % 2**32 for i, w in enumerate(workloads)}
-        with tempfile.TemporaryDirectory(prefix="cryptbench-fleet-") as jobs_dir:
-            coordinator = Coordinator(
-                store, run_id, usable, size, zero, workload_seeds, Path(jobs_dir), progress
-            )
-            if any(not w.is_write for w in workloads):
-                names = list(dict.fromkeys(t.partition("/")[2] for t in targets))
-                for name in names:
-                    coordinator.lay_out(
-                        name, [t.partition("/")[0] for t in targets if t.partition("/")[2] == name]
+
+    def finish(life: Lifecycle) -> None:
+        # In the held section: the status is stored before a late signal can cut in.
+        store.finish_run(run_id, "interrupted" if life.interrupted is not None else status)
+
+    with Lifecycle(progress, finish) as life:
+        try:
+            _store_hosts(store, run_id, hosts)
+            seeds = workload_seeds(seed, workloads)
+            with tempfile.TemporaryDirectory(prefix="cryptbench-fleet-") as jobs_dir:
+                coordinator = Coordinator(store, run_id, usable, size, zero, seeds, Path(jobs_dir), progress)
+                if any(not w.is_write for w in workloads):
+                    names = list(dict.fromkeys(t.partition("/")[2] for t in targets))
+                    for name in names:
+                        coordinator.lay_out(
+                            name, [t.partition("/")[0] for t in targets if t.partition("/")[2] == name]
+                        )
+                controller = Controller(rule, run_questions(workloads, usable), seed)
+                spend = Spend(coordinator, {w.name for w in workloads if w.is_write})
+
+                record = stopping_recorder(store, run_id, controller, spend)
+                try:
+                    interleave(
+                        store,
+                        run_id,
+                        tuple(workloads),
+                        targets,
+                        controller,
+                        seed,
+                        lost=coordinator.lost,
+                        progress=progress,
+                        spent=spend.over,
+                        run_block=coordinator.run_block,
+                        on_change=record,
+                        seconds=spend.seconds,
                     )
-            controller = Controller(rule, run_questions(workloads, usable), seed)
-            spend = Spend(coordinator, {w.name for w in workloads if w.is_write})
-
-            def record() -> None:
-                store.set_stopping(run_id, stopping_record(controller, spend))
-
-            try:
-                interleave(
-                    store,
-                    run_id,
-                    tuple(workloads),
-                    targets,
-                    controller,
-                    seed,
-                    lost=coordinator.lost,
-                    progress=progress,
-                    spent=spend.over,
-                    run_block=coordinator.run_block,
-                    on_change=record,
-                    seconds=spend.seconds,
-                )
-            finally:
-                coordinator.finish()
-        alive = [h for h in usable if h.failed is None]
-        if not alive:
-            store.add_note(run_id, "every host stopped answering")
-        status, exit_code = "complete", 1 if coordinator.failed or len(alive) < len(hosts) else 0
-    except Interrupted as e:
-        status, exit_code = "interrupted", e.exit_code
-    except CryptbenchError as e:
-        store.add_note(run_id, f"failed: {e}")
-        raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None
-    finally:
-        with signals_blocked():
-            late = take_pending()
-            if late is not None:
-                exit_code = 128 + late
-            store.finish_run(run_id, status)
+                finally:
+                    coordinator.finish()
+            alive = [h for h in usable if h.failed is None]
+            if not alive:
+                store.add_note(run_id, "every host stopped answering")
+            status, exit_code = "complete", 1 if coordinator.failed or len(alive) < len(hosts) else 0
+        except CryptbenchError as e:
+            store.add_note(run_id, f"failed: {e}")
+            raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None
+    if life.interrupted is not None:
+        status, exit_code = "interrupted", life.interrupted.exit_code
+    if life.late is not None:
+        exit_code = 128 + life.late
     return FleetOutcome(run_id, status, document.build(store, run_id), exit_code)
 
 

@@ -26,13 +26,14 @@ from rich.console import Console
 
 from cryptbench import __version__
 from cryptbench.engines.fio import probe_ioengine
-from cryptbench.errors import Interrupted, ProvisionError, UsageError
+from cryptbench.errors import ProvisionError, UsageError
 from cryptbench.fleet import manifest as manifest_mod
 from cryptbench.fleet import server
 from cryptbench.fleet.address import listen_address
-from cryptbench.interrupts import interruptible, signals_blocked, take_pending
+from cryptbench.interrupts import interruptible
 from cryptbench.measure import environment
-from cryptbench.pipeline.provision import Provisioned, provision_all, recover_stale, target_row
+from cryptbench.pipeline.lifecycle import Lifecycle
+from cryptbench.pipeline.provision import Provisioned, provision_all, target_row
 from cryptbench.plan import Plan, RunRequest, build_plan
 from cryptbench.report.progress import RichProgress
 from cryptbench.runner import DATA_FILE, NullProgress, Progress, target_lost
@@ -158,29 +159,19 @@ def run(
         served.update(manifest)
         ready(manifest, path)
 
-    session: Session | None = None
     reason, exit_code = "", 1
-    recovered: list[str] = []
-    with interruptible():
-        try:
-            with signals_blocked():
-                session = Session.create(plan.target_dir, registry)
-                session.passphrase = plan.passphrase
-            recovered = recover_stale([plan.target_dir], registry)
-            reason = _serve(plan, listen, allow_remote, session, progress, published)
-        except Interrupted as e:
-            reason, exit_code = f"stopped by signal {e.signum}; torn down", 0
-        finally:
-            with signals_blocked():
-                if session is not None:
-                    progress.phase("tearing down")
-                    session.close()
-                late = take_pending()
-                if late is not None:
-                    reason += f" (signal {late} arrived during teardown; teardown completed)"
+    life = Lifecycle(progress)
+    with interruptible(), life:
+        session = life.open(plan.target_dir, registry)
+        session.passphrase = plan.passphrase
+        reason = _serve(plan, listen, allow_remote, session, progress, published)
+    if life.interrupted is not None:
+        reason, exit_code = f"stopped by signal {life.interrupted.signum}; torn down", 0
+    if life.late is not None:
+        reason += f" (signal {life.late} arrived during teardown; teardown completed)"
     if not served and exit_code != 0:
         raise ProvisionError(reason or "serve ended before it served")
-    return ServeOutcome(served, reason, exit_code, recovered)
+    return ServeOutcome(served, reason, exit_code, life.recovered)
 
 
 def print_manifest(*, target: str = "/var/tmp") -> str:

@@ -21,8 +21,9 @@ from cryptbench.cipher import kernel, userspace
 from cryptbench.cipher.ceilings import separate
 from cryptbench.engines.fio import parse_fio_json, probe_ioengine, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
-from cryptbench.interrupts import signals_blocked
+from cryptbench.errors import Interrupted
 from cryptbench.measure.cache import drop_caches
+from cryptbench.pipeline.lifecycle import Lifecycle
 from cryptbench.plan import RAM_SLACK
 from cryptbench.runner import NullProgress, Progress
 from cryptbench.session import Session
@@ -65,13 +66,11 @@ def _ram_trial(session: Session, target: Target, rw: str, size: int, engine: str
 
 def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progress) -> dict[str, Any]:
     """fscrypt and ext4-loop on RAM, write then read, `repeats` times in alternating order."""
-    session: Session | None = None
     samples: dict[tuple[str, str], list[float]] = {
         (b, rw): [] for b in RAM_BACKENDS for rw in ("write", "read")
     }
-    try:
-        with signals_blocked():
-            session = Session.create(target_dir)
+    with Lifecycle(progress) as life:
+        session = life.open(target_dir, recover=False)  # recovery is run's and cleanup's, not cipher's
         session.ram_bytes = ram_stack_bytes(size)
         with ExitStack() as stack:
             targets: dict[str, Target] = {}
@@ -86,10 +85,8 @@ def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progr
                     for rw in ("write", "read"):
                         progress.phase(f"ram:{name} {rw}, round {i + 1} of {repeats}")
                         samples[(name, rw)].append(_ram_trial(session, targets[name], rw, size, engine, i))
-    finally:
-        with signals_blocked():
-            if session is not None:
-                session.close()
+    if life.interrupted is not None or life.late is not None:
+        raise life.interrupted or Interrupted(life.late or 0)
     ciphers = []
     median = {k: statistics.median(xs) for k, xs in samples.items()}
     rows = [

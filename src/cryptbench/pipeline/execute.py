@@ -17,12 +17,13 @@ from cryptbench.cipher import ceilings, userspace
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.fio import probe_ioengine
 from cryptbench.errors import CryptbenchError, Interrupted
-from cryptbench.interrupts import interruptible, signals_blocked, take_pending
+from cryptbench.interrupts import interruptible
 from cryptbench.measure import environment
 from cryptbench.measure.device import device_of
 from cryptbench.metrics import info
 from cryptbench.pipeline import cipher_speed
-from cryptbench.pipeline.provision import provision_all, recover_stale, target_row
+from cryptbench.pipeline.lifecycle import Lifecycle
+from cryptbench.pipeline.provision import provision_all, target_row
 from cryptbench.plan import Plan, RunRequest, build_plan
 from cryptbench.report import document
 from cryptbench.result_model import Document
@@ -34,7 +35,8 @@ from cryptbench.runner import (
     TrialContext,
     app_env,
     run_rounds,
-    stopping_record,
+    stopping_recorder,
+    workload_seeds,
 )
 from cryptbench.session import Session
 from cryptbench.store import Store
@@ -51,53 +53,47 @@ class RunOutcome:
 
 
 def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None = None) -> RunOutcome:
-    session: Session | None = None
     run_id: int | None = None
-    recovered: list[str] = []
-    status, exit_code = "failed", 1
-    try:
-        # The scratch lock first: a second run must not recover (or disturb)
-        # anything. A signal now waits until the session exists to tear it down.
-        with signals_blocked():
-            session = Session.create(plan.target_dir, registry)
-            session.passphrase = plan.passphrase
-            session.ram_bytes = plan.ram_bytes
-        recovered = recover_stale([plan.target_dir], registry)
+    status = "failed"  # until the trials end; "interrupted" if a signal ended them
+
+    def finish(life: Lifecycle) -> None:
+        # In teardown's held section: the status is stored before a late signal can cut in.
+        if run_id is None:
+            return
+        if life.late is not None:
+            store.add_note(run_id, f"signal {life.late} arrived during teardown; teardown completed")
+        store.finish_run(run_id, "interrupted" if life.interrupted is not None else status)
+
+    failed = 0
+    with Lifecycle(progress, finish) as life:
+        session = life.open(plan.target_dir, registry)
+        session.passphrase = plan.passphrase
+        session.ram_bytes = plan.ram_bytes
         run_id = store.insert_run(
             plan.suite.name, plan.to_json(), environment.collect(plan.target_dir), __version__
         )
-        for name in plan.added_baselines:
-            store.add_note(run_id, f"added {name} as a baseline")
-        for name, reason in plan.skipped:
-            store.add_note(run_id, f"skipped {name}: {reason}")
-        _ok, failed = _measure(plan, store, run_id, session, progress)
-        # Complete, but a script checking the exit status must hear of failures.
-        status, exit_code = "complete", 1 if failed else 0
-    except Interrupted as e:
-        status, exit_code = "interrupted", e.exit_code
-    except CryptbenchError as e:
-        if run_id is None:
-            raise
-        store.add_note(run_id, f"failed: {e}")
-        raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None
-    finally:
-        # Teardown holds SIGINT/SIGTERM to its end, whenever they arrive.
-        with signals_blocked():
-            try:
-                if session is not None:
-                    progress.phase("tearing down")
-                    session.close()
-            finally:
-                late = take_pending()
-                if late is not None:
-                    exit_code = 128 + late
-                    if run_id is not None:
-                        store.add_note(run_id, f"signal {late} arrived during teardown; teardown completed")
-                if run_id is not None:
-                    store.finish_run(run_id, status)
-    if run_id is None:
-        raise Interrupted(exit_code - 128)  # nothing was stored to report
-    return RunOutcome(run_id, status, document.build(store, run_id), recovered, exit_code)
+        try:
+            for name in plan.added_baselines:
+                store.add_note(run_id, f"added {name} as a baseline")
+            for name, reason in plan.skipped:
+                store.add_note(run_id, f"skipped {name}: {reason}")
+            _ok, failed = _measure(plan, store, run_id, session, progress)
+        except CryptbenchError as e:
+            store.add_note(run_id, f"failed: {e}")
+            raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None
+        status = "complete"
+    if life.interrupted is not None:
+        status = "interrupted"
+        if run_id is None:  # nothing was stored to report
+            raise Interrupted(life.late or life.interrupted.signum)
+    assert run_id is not None
+    # Complete, but a script checking the exit status must hear of failures.
+    exit_code = 1 if failed else 0
+    if life.interrupted is not None:
+        exit_code = life.interrupted.exit_code
+    if life.late is not None:
+        exit_code = 128 + life.late
+    return RunOutcome(run_id, status, document.build(store, run_id), life.recovered, exit_code)
 
 
 def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: Progress) -> tuple[int, int]:
@@ -127,22 +123,19 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
             device_of(plan.target_dir),
         )
         provisioned.ctx = ctx
-        workload_seeds = {w.name: (plan.seed + i) % 2**32 for i, w in enumerate(plan.suite.workloads)}
+        seeds = workload_seeds(plan.seed, plan.suite.workloads)
         if any(isinstance(w, WorkloadSpec) and not w.is_write for w in plan.suite.workloads):
             for t in targets.values():
                 provisioned.lay_out(t)
         for w in plan.suite.workloads:
             if isinstance(w, AppWorkload):
                 progress.phase(f"making the inputs of {w.name}")
-                w.make_inputs(app_env(ctx, w, next(iter(targets.values())), workload_seeds[w.name]))
-        executor = Executor(ctx, provisioned, direct, workload_seeds, progress)
+                w.make_inputs(app_env(ctx, w, next(iter(targets.values())), seeds[w.name]))
+        executor = Executor(ctx, provisioned, direct, seeds, progress)
         writes = {w.name for w in plan.suite.workloads if w.is_write}
         spend = Spend(ctx, writes)
         controller = Controller(plan.rule, run_questions(plan), plan.seed)
-
-        def record() -> None:
-            store.set_stopping(run_id, stopping_record(controller, spend))
-
+        record = stopping_recorder(store, run_id, controller, spend)
         return run_rounds(executor, plan.suite.workloads, list(targets), controller, spend, plan.seed, record)
 
 

@@ -1,0 +1,67 @@
+"""One way into a run's session and one way out, shared by run (and selftest), serve,
+fleet and cipher's RAM stack.
+
+In: the scratch lock and the session are made while SIGINT/SIGTERM wait, so a
+signal finds something to tear down; then what crashed runs left on the scratch
+is recovered. Out, on every way (done, an error, SIGINT/SIGTERM): the session is
+closed with the signals held to its end, a signal that came during teardown is
+taken (not raised) and reported, and the caller's `finish` runs inside that same
+held section, so a run's final status is stored before a late signal can cut in.
+
+An `Interrupted` raised in the block is kept in `interrupted` and not raised
+further: teardown has run, and the caller says what it means (a run stores what it
+finished; cipher raises it again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+from cryptbench.errors import Interrupted
+from cryptbench.interrupts import signals_blocked, take_pending
+from cryptbench.pipeline.provision import recover_stale
+from cryptbench.runner import NullProgress, Progress
+from cryptbench.session import Session
+
+
+class Lifecycle:
+    def __init__(
+        self, progress: Progress | None = None, finish: Callable[[Lifecycle], None] | None = None
+    ) -> None:
+        self.progress = progress or NullProgress()
+        self._finish = finish
+        self.session: Session | None = None
+        self.recovered: list[str] = []  # what crashed runs left on the scratch, removed
+        self.interrupted: Interrupted | None = None  # the signal that ended the block early
+        self.late: int | None = None  # the number of a signal that arrived during teardown
+
+    def open(self, target_dir: Path, registry: Path | None = None, *, recover: bool = True) -> Session:
+        """The session, its scratch lock taken first: a second run must not recover (or
+        disturb) anything. A signal meanwhile waits until the session exists."""
+        with signals_blocked():
+            self.session = Session.create(target_dir, registry)
+        if recover:
+            self.recovered = recover_stale([target_dir], registry)
+        return self.session
+
+    def __enter__(self) -> Lifecycle:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        if isinstance(error, Interrupted):
+            self.interrupted = error  # before teardown: `finish` reads it
+        # Teardown holds SIGINT/SIGTERM to its end, whenever they arrive.
+        with signals_blocked():
+            try:
+                if self.session is not None:
+                    self.progress.phase("tearing down")
+                    self.session.close()
+            finally:
+                self.late = take_pending()
+                if self._finish is not None:
+                    self._finish(self)
+        return self.interrupted is not None and error is self.interrupted

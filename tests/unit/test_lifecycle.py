@@ -1,0 +1,88 @@
+"""pipeline/lifecycle.py with a real session in a temporary directory: teardown on every
+way out, the signal that ended the block kept, one that came during teardown taken and
+reported, and the caller's `finish` run inside the held section with both known."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from cryptbench.errors import Interrupted, UsageError
+from cryptbench.interrupts import interruptible
+from cryptbench.pipeline.lifecycle import Lifecycle
+
+
+class Seen:
+    """What `finish` saw: (interrupted signal, late signal, whether the run directory was gone)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int | None, int | None, bool]] = []
+        self.run_dir: Path | None = None
+
+    def __call__(self, life: Lifecycle) -> None:
+        gone = self.run_dir is not None and not self.run_dir.exists()
+        self.calls.append((life.interrupted and life.interrupted.signum, life.late, gone))
+
+
+def test_a_block_that_ends_well_is_torn_down_then_finished(tmp_path: Path) -> None:
+    seen = Seen()
+    with Lifecycle(finish=seen) as life:
+        session = life.open(tmp_path, tmp_path / "reg")
+        seen.run_dir = session.run_dir
+        assert session.run_dir.is_dir()
+    assert seen.calls == [(None, None, True)] and life.interrupted is None and life.late is None
+
+
+def test_a_signal_in_the_block_is_kept_not_raised_and_teardown_runs(tmp_path: Path) -> None:
+    seen = Seen()
+    with interruptible(), Lifecycle(finish=seen) as life:
+        seen.run_dir = life.open(tmp_path, tmp_path / "reg").run_dir
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("the signal should have ended the block")  # pragma: no cover
+    assert life.interrupted is not None and life.interrupted.signum == signal.SIGTERM
+    assert seen.calls == [(signal.SIGTERM, None, True)]
+
+
+def test_an_error_goes_on_after_teardown_and_finish(tmp_path: Path) -> None:
+    seen = Seen()
+    with pytest.raises(UsageError, match="bad"), Lifecycle(finish=seen) as life:
+        seen.run_dir = life.open(tmp_path, tmp_path / "reg").run_dir
+        raise UsageError("bad")
+    assert seen.calls == [(None, None, True)]
+
+
+def test_a_signal_during_teardown_is_taken_and_reported_not_raised(tmp_path: Path) -> None:
+    seen = Seen()
+    with interruptible(), Lifecycle(finish=seen) as life:
+        session = life.open(tmp_path, tmp_path / "reg")
+        seen.run_dir = session.run_dir
+        close = session.close
+
+        def close_while_signalled() -> None:
+            os.kill(os.getpid(), signal.SIGINT)  # held: teardown goes on to its end
+            close()
+
+        session.close = close_while_signalled  # type: ignore[method-assign]
+    assert life.interrupted is None and life.late == signal.SIGINT
+    assert seen.calls == [(None, signal.SIGINT, True)]
+
+
+def test_a_signal_before_the_session_exists_leaves_nothing_to_tear_down(tmp_path: Path) -> None:
+    seen = Seen()
+    with interruptible(), Lifecycle(finish=seen) as life:
+        os.kill(os.getpid(), signal.SIGINT)
+        life.open(tmp_path, tmp_path / "reg")  # pragma: no cover
+    assert life.session is None and seen.calls == [(signal.SIGINT, None, False)]
+    assert not any(tmp_path.rglob("run-*"))
+
+
+def test_interrupted_is_kept_only_when_it_ended_this_block(tmp_path: Path) -> None:
+    # An Interrupted raised by finish itself (it is the caller's) is not swallowed.
+    def finish(_life: Lifecycle) -> None:
+        raise Interrupted(signal.SIGTERM)
+
+    with pytest.raises(Interrupted), Lifecycle(finish=finish) as life:
+        life.open(tmp_path, tmp_path / "reg")
