@@ -316,6 +316,93 @@ class RankingSection:
 
 
 @dataclass(frozen=True)
+class CipherInfo:
+    """The cipher a layer uses, as its backend declares it."""
+
+    where: str  # "kernel" or "userspace"
+    algorithm: str  # e.g. "xts(aes)", "aes-256-gcm"
+    unit: int  # bytes encrypted per call (a sector, a block)
+
+    def to_json(self) -> JsonObject:
+        return {"where": self.where, "algorithm": self.algorithm, "unit": self.unit}
+
+
+@dataclass(frozen=True)
+class EfficiencyRow:
+    """An encrypted target's throughput at one workload against the lower of plain's on its
+    medium and its cipher's ceiling (cipher/ceilings.py computes it)."""
+
+    workload: str
+    target: str
+    achieved: float  # bytes/s, median
+    plain: float | None  # bytes/s, median of plain on the same medium
+    plain_target: str | None  # its name
+    cipher: CipherInfo | None
+    ceiling: float | None  # bytes/s: the cipher's rate; None when unknown
+    ceiling_source: str  # where the ceiling comes from, or why there is none
+    cores: int  # count of cores the ceiling was measured on
+    openssl: float | None  # bytes/s: OpenSSL on the layer's cipher and unit, on those cores
+    bound: float | None  # bytes/s: the lower of plain and ceiling
+    limit: str | None  # which sets the bound: "plain" or "cipher"
+    efficiency: float | None  # achieved over bound, a fraction
+    cpu_seconds_per_gb: float | None  # s/GB, median, system-wide
+    plain_cpu_seconds_per_gb: float | None  # s/GB, median of the plain target
+
+    def to_json(self) -> JsonObject:
+        d = {k: getattr(self, k) for k in _EFFICIENCY_KEYS}
+        d["cipher"] = None if self.cipher is None else self.cipher.to_json()
+        return d
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> EfficiencyRow:
+        cipher = d["cipher"]
+        return cls(
+            **{
+                **{k: d[k] for k in _EFFICIENCY_KEYS},
+                "cipher": None if cipher is None else CipherInfo(**cipher),
+            }
+        )
+
+
+_EFFICIENCY_KEYS = tuple(EfficiencyRow.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class WorkloadFinding:
+    """What limits one encrypted target at one workload (report/diagnosis.py's rules)."""
+
+    workload: str
+    target: str
+    rule: str  # a diagnosis.Rule's value, e.g. "device-bound"
+    sentence: str  # the limit, in words, with its numbers
+    efficiency: float | None  # achieved over the bound, a fraction
+
+    def to_json(self) -> JsonObject:
+        return {k: getattr(self, k) for k in _FINDING_KEYS}
+
+
+_FINDING_KEYS = tuple(WorkloadFinding.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class TargetDiagnosis:
+    target: str
+    sentences: list[str]  # what the reader is told, in order
+    findings: list[WorkloadFinding]  # every workload's, for the record
+
+    def to_json(self) -> JsonObject:
+        return {
+            "target": self.target,
+            "sentences": self.sentences,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> TargetDiagnosis:
+        return cls(d["target"], d["sentences"], [WorkloadFinding(**f) for f in d["findings"]])
+
+
+@dataclass(frozen=True)
 class Answer:
     """How one question (a target against its baseline at a workload) was answered."""
 
@@ -410,12 +497,12 @@ class Document:
     stopping: Stopping | None = None  # None for runs stored before adaptive stopping
     device_writes: DeviceWrites | None = None  # None where the scratch space has no block device
     study_summary: JsonObject | None = None  # report/study_summary.py's, for a suite that follows a study
-    efficiency: list[JsonObject] = field(default_factory=list)  # cipher/ceilings.Efficiency's JSON
+    efficiency: list[EfficiencyRow] = field(default_factory=list)
     qd_curves: list[QdCurve] = field(default_factory=list)
     warnings: list[RunWarning] = field(default_factory=list)
     ranking: list[RankingSection] = field(default_factory=list)  # per host and medium
     conclusions: list[str] = field(default_factory=list)  # one sentence per (target, baseline)
-    diagnosis: list[JsonObject] = field(default_factory=list)  # report/diagnosis.Diagnosis's JSON
+    diagnosis: list[TargetDiagnosis] = field(default_factory=list)  # per encrypted target
     fleet: JsonObject | None = None  # fleet/spread.py's section, for a fleet run
 
     def to_json(self) -> JsonObject:
@@ -441,12 +528,12 @@ class Document:
             d["device_writes"] = self.device_writes.to_json()
         if self.study_summary is not None:
             d["study_summary"] = self.study_summary
-        d["efficiency"] = self.efficiency
+        d["efficiency"] = [e.to_json() for e in self.efficiency]
         d["qd_curves"] = [c.to_json() for c in self.qd_curves]
         d["warnings"] = [w.to_json() for w in self.warnings]
         d["ranking"] = [r.to_json() for r in self.ranking]
         d["conclusions"] = self.conclusions
-        d["diagnosis"] = self.diagnosis
+        d["diagnosis"] = [x.to_json() for x in self.diagnosis]
         if self.fleet is not None:
             d["fleet"] = self.fleet
         return d
@@ -472,12 +559,12 @@ class Document:
             stopping=None if stopping is None else Stopping.from_json(stopping),
             device_writes=None if writes is None else DeviceWrites(**writes),
             study_summary=d.get("study_summary"),
-            efficiency=d.get("efficiency", []),
+            efficiency=[EfficiencyRow.from_json(e) for e in d.get("efficiency", [])],
             qd_curves=[QdCurve.from_json(c) for c in d.get("qd_curves", [])],
             warnings=[RunWarning.from_json(w) for w in d.get("warnings", [])],
             ranking=[RankingSection.from_json(r) for r in d.get("ranking", [])],
             conclusions=d.get("conclusions", []),
-            diagnosis=d.get("diagnosis", []),
+            diagnosis=[TargetDiagnosis.from_json(x) for x in d.get("diagnosis", [])],
             fleet=d.get("fleet"),
         )
 

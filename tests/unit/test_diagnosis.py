@@ -20,7 +20,7 @@ import pytest
 
 from cryptbench.report import diagnosis
 from cryptbench.report.diagnosis import Rule
-from cryptbench.result_model import Document, QdCurve, QdPoint
+from cryptbench.result_model import Document, EfficiencyRow, QdCurve, QdPoint
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
@@ -40,7 +40,8 @@ def _row(doc: dict[str, Any], target: str, workload: str) -> dict[str, Any]:
 
 
 def _judge(doc: dict[str, Any], target: str, workload: str) -> diagnosis.Finding:
-    return diagnosis.judge(diagnosis.facts(Document.from_json(doc), _row(doc, target, workload)))
+    row = EfficiencyRow.from_json(_row(doc, target, workload))
+    return diagnosis.judge(diagnosis.facts(Document.from_json(doc), row))
 
 
 def _set_median(doc: dict[str, Any], target: str, workload: str, metric: str, value: float) -> None:

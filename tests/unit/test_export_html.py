@@ -101,7 +101,7 @@ def test_the_verdict_is_the_diagnosis(page_and_doc: tuple[Page, Document, list[c
     page, doc, _made = page_and_doc
     text = " ".join(page.text)
     for d in doc.diagnosis:
-        for sentence in d["sentences"]:
+        for sentence in d.sentences:
             assert sentence in text
 
 
@@ -131,7 +131,7 @@ def test_the_page_opens_with_the_ranking(page_and_doc: tuple[Page, Document, lis
     first, *_ = ranking.sentences(doc)
     assert first.startswith("On the device: cheapest here: gocryptfs")
     # the ranking's sentences come before the diagnosis
-    assert text.index(first) < text.index(doc.diagnosis[0]["sentences"][0])
+    assert text.index(first) < text.index(doc.diagnosis[0].sentences[0])
     chart = next(c for c in made if c.name == "ranking")
     labels = [t.get_text() for ax in chart.figure.axes for t in ax.get_yticklabels()]
     # one panel per medium and family: overall, sequential, random, on the device and on RAM

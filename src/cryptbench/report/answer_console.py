@@ -153,19 +153,19 @@ def limit_lines(doc: Document) -> list[str]:
     """One line per diagnosed target: the limit found at most of its workloads."""
     lines = []
     for d in doc.diagnosis:
-        findings = d["findings"]
+        findings = d.findings
         if not findings:
             continue
-        counts = Counter(f["rule"] for f in findings)
+        counts = Counter(f.rule for f in findings)
         # the diagnosis orders its groups (known rules before unknown, then by count)
         rule = min(counts, key=lambda r: (r == "unknown", -counts[r]))
-        effs = sorted(f["efficiency"] for f in findings if f.get("efficiency") is not None)
+        effs = sorted(f.efficiency for f in findings if f.efficiency is not None)
         median = f" (median {effs[len(effs) // 2]:.0%} of its bound)" if effs else ""
         hint = ""
-        if rule == "unknown" and any("cryptbench cipher" in f["sentence"] for f in findings):
+        if rule == "unknown" and any("cryptbench cipher" in f.sentence for f in findings):
             hint = "; `cryptbench cipher` measures its cipher"
         lines.append(
-            f"{d['target']}: {LIMITS.get(rule, rule)} at {counts[rule]} of {len(findings)}{median}{hint}"
+            f"{d.target}: {LIMITS.get(rule, rule)} at {counts[rule]} of {len(findings)}{median}{hint}"
         )
     return lines
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -11,23 +10,23 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.report.narrow import table_width
-from cryptbench.result_model import Document, QdPoint
+from cryptbench.result_model import Document, EfficiencyRow, QdPoint
 from cryptbench.units import format_mb_per_s
 
 LOW = 0.5  # efficiency below this is shown in red, as a layer that wastes half its bound
 
 
-def _cpu(e: dict[str, Any]) -> str:
-    own, plain = e["cpu_seconds_per_gb"], e["plain_cpu_seconds_per_gb"]
+def _cpu(e: EfficiencyRow) -> str:
+    own, plain = e.cpu_seconds_per_gb, e.plain_cpu_seconds_per_gb
     if own is None:
         return "-"
     return f"{own:.1f}" if plain is None else f"{own:.1f} ({plain:.1f})"
 
 
-def _figure(e: dict[str, Any], which: str) -> Text:
+def _figure(e: EfficiencyRow, which: str) -> Text:
     """plain's or the cipher's figure, bold where it is the bound."""
-    value = e["plain"] if which == "plain" else e["ceiling"]
-    return Text(format_mb_per_s(value, "?"), style="bold" if e["limit"] == which else "")
+    value = e.plain if which == "plain" else e.ceiling
+    return Text(format_mb_per_s(value, "?"), style="bold" if e.limit == which else "")
 
 
 def efficiency_table(doc: Document) -> Table | None:
@@ -44,19 +43,19 @@ def efficiency_table(doc: Document) -> Table | None:
     table.add_column("target / workload", no_wrap=True)
     for header in ("MB/s", "plain", "cipher", "eff.", "CPU s/GB\n(plain)"):
         table.add_column(header, justify="right", no_wrap=True)
-    by_target: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_target: dict[str, list[EfficiencyRow]] = defaultdict(list)
     for e in rows:
-        by_target[e["target"]].append(e)
+        by_target[e.target].append(e)
     for target, es in by_target.items():
         table.add_row(Text(target, style="bold"))
         for i, e in enumerate(es):
-            eff = e["efficiency"]
+            eff = e.efficiency
             cell = Text("?" if eff is None else f"{eff:.0%}")
             if eff is not None and eff < LOW:
                 cell.stylize("red")
             table.add_row(
-                f"  {e['workload']}",
-                format_mb_per_s(e["achieved"], "?"),
+                f"  {e.workload}",
+                format_mb_per_s(e.achieved, "?"),
                 _figure(e, "plain"),
                 _figure(e, "cipher"),
                 cell,
@@ -70,8 +69,8 @@ def sources(doc: Document) -> list[str]:
     """Where the cipher ceilings came from: each source once, with the targets that use it."""
     users: dict[str, list[str]] = defaultdict(list)
     for e in doc.efficiency:
-        if e["target"] not in users[e["ceiling_source"]]:
-            users[e["ceiling_source"]].append(e["target"])
+        if e.target not in users[e.ceiling_source]:
+            users[e.ceiling_source].append(e.target)
     return [f"{', '.join(ts)}: {source}" for source, ts in users.items()]
 
 
@@ -140,5 +139,5 @@ def render(doc: Document, console: Console) -> None:
         console.print()
         console.print("[bold]Diagnosis[/bold]")
         for d in doc.diagnosis:
-            for sentence in d["sentences"]:
+            for sentence in d.sentences:
                 console.print(f"• {sentence}")

@@ -15,14 +15,21 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher.ceilings import UNKNOWN_HINT
 from cryptbench.cipher.kernel import classify, is_software
-from cryptbench.result_model import Document, QdCurve, TargetInfo
+from cryptbench.result_model import (
+    CipherInfo,
+    Document,
+    EfficiencyRow,
+    QdCurve,
+    TargetDiagnosis,
+    TargetInfo,
+    WorkloadFinding,
+)
 from cryptbench.units import format_fraction, format_rate
 
 DEVICE_NEAR = 0.90  # at least this share of plain's speed: the device sets it
@@ -55,35 +62,16 @@ class Finding:
     efficiency: float | None  # achieved over the bound, a fraction
     loss: float  # 1 - achieved / plain on the same medium (0 when plain is unknown), a fraction
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "workload": self.workload,
-            "target": self.target,
-            "rule": self.rule.value,
-            "sentence": self.sentence,
-            "efficiency": self.efficiency,
-        }
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    target: str
-    sentences: list[str]  # what the reader is told, in order
-    findings: list[Finding] = field(default_factory=list)  # every workload's, for the record
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "sentences": self.sentences,
-            "findings": [f.to_json() for f in self.findings],
-        }
+    def recorded(self) -> WorkloadFinding:
+        """As the document keeps it (without the loss, which only orders the sentences)."""
+        return WorkloadFinding(self.workload, self.target, self.rule.value, self.sentence, self.efficiency)
 
 
 @dataclass(frozen=True)
 class Facts:
     """What the rules read about one (target, workload), gathered from the document."""
 
-    e: dict[str, Any]  # the efficiency row
+    e: EfficiencyRow
     target: TargetInfo
     where: str  # on the device, on RAM
     helper_cores: float | None  # helper CPU-seconds per wall second: cores' worth
@@ -98,11 +86,11 @@ class Facts:
 
     @property
     def name(self) -> str:
-        return self.e["target"]
+        return self.e.target
 
     @property
     def head(self) -> str:
-        return f"{self.name}: {format_rate(self.e['achieved'])} at {self.e['workload']}"
+        return f"{self.name}: {format_rate(self.e.achieved)} at {self.e.workload}"
 
 
 def _inconsistent_bound(f: Facts) -> str | None:
@@ -114,18 +102,18 @@ def _inconsistent_bound(f: Facts) -> str | None:
     target that outran it.
     """
     e = f.e
-    if e["ceiling"] is not None and e["achieved"] > e["ceiling"]:
+    if e.ceiling is not None and e.achieved > e.ceiling:
         return (
             f"{f.head}: the measured cipher ceiling is below what {f.name} achieved "
-            f"({format_rate(e['ceiling'])}: {e['ceiling_source']}), so that ceiling is inconsistent, not a "
+            f"({format_rate(e.ceiling)}: {e.ceiling_source}), so that ceiling is inconsistent, not a "
             "bottleneck; no limit can be named from it (a ceiling measured with other data units or "
             "fewer requests in flight than the layer uses would read low)."
         )
     # Within DEVICE_NEAR's margin above plain, the two are as fast as each other
     # (device-bound, next); beyond it, plain cannot have been the bound.
-    if e["plain"] is not None and e["limit"] == "plain" and e["achieved"] * DEVICE_NEAR > e["plain"]:
+    if e.plain is not None and e.limit == "plain" and e.achieved * DEVICE_NEAR > e.plain:
         return (
-            f"{f.head}: faster than plain {f.where} ({format_rate(e['plain'])}), its bound, so the bound is "
+            f"{f.head}: faster than plain {f.where} ({format_rate(e.plain)}), its bound, so the bound is "
             "inconsistent (plain measured low, or the layer caches what plain does not); "
             "no limit can be named."
         )
@@ -133,51 +121,53 @@ def _inconsistent_bound(f: Facts) -> str | None:
 
 
 def _device_bound(f: Facts) -> str | None:
-    plain = f.e["plain"]
-    if plain is None or f.e["achieved"] < DEVICE_NEAR * plain:
+    plain = f.e.plain
+    if plain is None or f.e.achieved < DEVICE_NEAR * plain:
         return None
     return (
-        f"{f.head}, {format_fraction(f.e['achieved'] / plain)} of plain {f.where} ({format_rate(plain)}): "
+        f"{f.head}, {format_fraction(f.e.achieved / plain)} of plain {f.where} ({format_rate(plain)}): "
         "the medium, not the encryption, sets the speed."
     )
 
 
-def _cipher_bound(f: Facts, where: str) -> bool:
+def _cipher_bound(f: Facts, where: str) -> tuple[CipherInfo, float] | None:
+    """The layer's cipher and its ceiling, where that cipher runs `where` and holds the target."""
     e = f.e
-    cipher = e["cipher"]
-    if cipher is None or cipher["where"] != where or e["ceiling"] is None:
-        return False
-    below_plain = e["plain"] is None or e["ceiling"] < e["plain"]
-    return below_plain and e["achieved"] >= CIPHER_NEAR * e["ceiling"]
+    cipher, ceiling = e.cipher, e.ceiling
+    if cipher is None or cipher.where != where or ceiling is None:
+        return None
+    below_plain = e.plain is None or ceiling < e.plain
+    return (cipher, ceiling) if below_plain and e.achieved >= CIPHER_NEAR * ceiling else None
 
 
 def _kernel_cipher_bound(f: Facts) -> str | None:
-    if not _cipher_bound(f, "kernel"):
+    bound = _cipher_bound(f, "kernel")
+    if bound is None:
         return None
-    e = f.e
-    algorithm = e["cipher"]["algorithm"]
+    (cipher, ceiling), e = bound, f.e
     driver = f"{f.driver}, {f.acceleration}" if f.driver else "a driver /proc/crypto did not name"
     text = (
-        f"{f.head}. The kernel's {algorithm} here is {driver}. Measured at {format_rate(e['ceiling'])} "
-        f"({e['ceiling_source']}), the kernel cipher is the bottleneck."
+        f"{f.head}. The kernel's {cipher.algorithm} here is {driver}. Measured at {format_rate(ceiling)} "
+        f"({e.ceiling_source}), the kernel cipher is the bottleneck."
     )
-    if f.driver and is_software(f.acceleration) and e["openssl"]:
+    if f.driver and is_software(f.acceleration) and e.openssl:
         hw = "the CPU has AES instructions, so " if f.cpu_has_aes else ""
         text += (
-            f" OpenSSL on this CPU does {format_rate(e['openssl'])} with the same cipher and unit on "
-            f"{'one core' if e['cores'] == 1 else str(e['cores']) + ' cores'}; "
+            f" OpenSSL on this CPU does {format_rate(e.openssl)} with the same cipher and unit on "
+            f"{'one core' if e.cores == 1 else str(e.cores) + ' cores'}; "
             f"{hw}a kernel with an AES-NI or VAES driver would remove this limit."
         )
     return text
 
 
 def _userspace_cipher_bound(f: Facts) -> str | None:
-    if not _cipher_bound(f, "userspace"):
+    bound = _cipher_bound(f, "userspace")
+    if bound is None:
         return None
-    e = f.e
+    (_cipher, ceiling), e = bound, f.e
     return (
-        f"{f.head}, {format_fraction(e['achieved'] / e['ceiling'])} of what its cipher does here "
-        f"({format_rate(e['ceiling'])}: {e['ceiling_source']}): the layer's cipher is the bottleneck."
+        f"{f.head}, {format_fraction(e.achieved / ceiling)} of what its cipher does here "
+        f"({format_rate(ceiling)}: {e.ceiling_source}): the layer's cipher is the bottleneck."
     )
 
 
@@ -185,13 +175,13 @@ def _daemon_bound(f: Facts) -> str | None:
     e = f.e
     if not f.helper or f.helper_cores is None or f.helper_cores < DAEMON_BUSY:
         return None
-    if e["efficiency"] is None or e["efficiency"] >= DAEMON_LOW:
+    if e.efficiency is None or e.bound is None or e.efficiency >= DAEMON_LOW:
         return None
-    of = "the cipher's speed" if e["limit"] == "cipher" else f"plain's speed {f.where}"
+    of = "the cipher's speed" if e.limit == "cipher" else f"plain's speed {f.where}"
     return (
-        f"{f.name} reaches {format_fraction(e['efficiency'])} of {of} "
-        f"({format_rate(e['achieved'])} of {format_rate(e['bound'])}) "
-        f"at {e['workload']} with {format_fraction(f.helper_cores)} of a core in its daemon ({f.helper}): "
+        f"{f.name} reaches {format_fraction(e.efficiency)} of {of} "
+        f"({format_rate(e.achieved)} of {format_rate(e.bound)}) "
+        f"at {e.workload} with {format_fraction(f.helper_cores)} of a core in its daemon ({f.helper}): "
         "the daemon's FUSE round trips dominate, not the cipher."
     )
 
@@ -201,10 +191,10 @@ def _cpu_saturated(f: Facts) -> str | None:
         return None
     e = f.e
     cost = ""
-    if e["cpu_seconds_per_gb"] is not None and e["plain_cpu_seconds_per_gb"]:
+    if e.cpu_seconds_per_gb is not None and e.plain_cpu_seconds_per_gb:
         cost = (
-            f", {e['cpu_seconds_per_gb']:.2f} CPU-seconds per GB against plain's "
-            f"{e['plain_cpu_seconds_per_gb']:.2f}"
+            f", {e.cpu_seconds_per_gb:.2f} CPU-seconds per GB against plain's "
+            f"{e.plain_cpu_seconds_per_gb:.2f}"
         )
     return (
         f"{f.head}: the CPU was {format_fraction(f.cpu_utilization)} busy "
@@ -232,37 +222,39 @@ def _layer_bound(f: Facts) -> str | None:
     on_ram = f.target.medium == "ram"
     if not on_ram and f.twin is None:
         return _layer_bound_without_twin(f)
-    rate = e["achieved"] if on_ram else f.twin
-    ram_plain = e["plain"] if on_ram else f.twin_plain
+    rate = e.achieved if on_ram else f.twin
+    ram_plain = e.plain if on_ram else f.twin_plain
     if rate is None or ram_plain is None or rate >= LAYER_SHARE * ram_plain:
         return None
-    if e["ceiling"] is not None and rate >= LAYER_SHARE * e["ceiling"]:
+    if e.ceiling is not None and rate >= LAYER_SHARE * e.ceiling:
         return None  # the cipher has a share in the loss
-    if not on_ram and (e["plain"] is None or rate >= LAYER_MARGIN * e["plain"]):
+    if not on_ram and (e.plain is None or rate >= LAYER_MARGIN * e.plain):
         return None  # on RAM it could outrun the device: the device has a share in the loss
-    ceiling = "" if e["ceiling"] is None else f" and its cipher's {format_rate(e['ceiling'])}"
+    ceiling = "" if e.ceiling is None else f" and its cipher's {format_rate(e.ceiling)}"
     if on_ram:
         share = format_fraction(rate / ram_plain)
         text = f"{f.head}, {share} of plain on RAM ({format_rate(ram_plain)}){ceiling}"
-    else:
+    elif e.plain is not None:  # a device target without plain returned above
         text = (
             f"{f.head}; the same stack on RAM does only {format_rate(rate)}, "
-            f"{'below' if rate < e['plain'] else 'about'} plain on the device "
-            f"({format_rate(e['plain'])}){ceiling}"
+            f"{'below' if rate < e.plain else 'about'} plain on the device "
+            f"({format_rate(e.plain)}){ceiling}"
         )
+    else:
+        return None
     return text + f"{_daemon_share(f)}: the layer itself, not the medium or the cipher, limits it."
 
 
 def _layer_bound_without_twin(f: Facts) -> str | None:
     e = f.e
-    if e["plain"] is None or e["ceiling"] is None:
+    if e.plain is None or e.ceiling is None:
         return None  # an unknown ceiling cannot be ruled out
-    if e["achieved"] >= LAYER_SHARE * e["plain"] or e["achieved"] >= LAYER_SHARE * e["ceiling"]:
+    if e.achieved >= LAYER_SHARE * e.plain or e.achieved >= LAYER_SHARE * e.ceiling:
         return None
     return (
-        f"{f.head}, {format_fraction(e['achieved'] / e['plain'])} of plain on the device "
-        f"({format_rate(e['plain'])}) with a "
-        f"cipher that does {format_rate(e['ceiling'])}{_daemon_share(f)}: neither the device nor the cipher "
+        f"{f.head}, {format_fraction(e.achieved / e.plain)} of plain on the device "
+        f"({format_rate(e.plain)}) with a "
+        f"cipher that does {format_rate(e.ceiling)}{_daemon_share(f)}: neither the device nor the cipher "
         "explains it; the layer's own work (or extra I/O it sends the device) limits it, "
         "and --ram would tell the two apart."
     )
@@ -282,11 +274,11 @@ RULES: tuple[tuple[Rule, Callable[[Facts], str | None]], ...] = (
 def _unknown(f: Facts) -> str:
     e = f.e
     share = (
-        f"{format_fraction(e['efficiency'])} of its bound ({format_rate(e['bound'])}, {e['limit']})"
-        if e["efficiency"] is not None
+        f"{format_fraction(e.efficiency)} of its bound ({format_rate(e.bound)}, {e.limit})"
+        if e.efficiency is not None and e.bound is not None
         else "no bound known"
     )
-    missing = f" Its cipher's ceiling is not known: {UNKNOWN_HINT}." if e["ceiling"] is None else ""
+    missing = f" Its cipher's ceiling is not known: {UNKNOWN_HINT}." if e.ceiling is None else ""
     return (
         f"{f.head}, {share}; no rule applies (docs/methodology.md, Diagnosis): the cause is unknown.{missing}"
     )
@@ -307,18 +299,18 @@ class Index:
         )
 
 
-def facts(doc: Document, e: dict[str, Any], index: Index | None = None) -> Facts:
+def facts(doc: Document, e: EfficiencyRow, index: Index | None = None) -> Facts:
     index = index or Index.of(doc)
-    t = index.targets[e["target"]]
+    t = index.targets[e.target]
     m = index.medians
-    w, name = e["workload"], e["target"]
+    w, name = e.workload, e.target
     helper_s, wall = m.get((w, name, "helper_cpu_seconds")), m.get((w, name, "wall_seconds"))
     helper = str(t.details.get("helpers", "")).split(" (pid")[0]
     env = doc.environment
     driver = None
     acceleration = ""
-    if e["cipher"] is not None and e["cipher"]["where"] == "kernel":
-        driver = env.get("kernel_crypto", {}).get(e["cipher"]["algorithm"])
+    if e.cipher is not None and e.cipher.where == "kernel":
+        driver = env.get("kernel_crypto", {}).get(e.cipher.algorithm)
         acceleration = classify(driver) if driver else ""
     twin = twin_plain = None
     if t.medium == "device":
@@ -342,13 +334,13 @@ def facts(doc: Document, e: dict[str, Any], index: Index | None = None) -> Facts
 
 def judge(f: Facts) -> Finding:
     """The first rule that holds for one (target, workload), or UNKNOWN."""
-    plain = f.e["plain"]
-    loss = 1 - f.e["achieved"] / plain if plain else 0.0
+    plain = f.e.plain
+    loss = 1 - f.e.achieved / plain if plain else 0.0
     for rule, test in RULES:
         sentence = test(f)
         if sentence is not None:
-            return Finding(f.e["workload"], f.name, rule, sentence, f.e["efficiency"], loss)
-    return Finding(f.e["workload"], f.name, Rule.UNKNOWN, _unknown(f), f.e["efficiency"], loss)
+            return Finding(f.e.workload, f.name, rule, sentence, f.e.efficiency, loss)
+    return Finding(f.e.workload, f.name, Rule.UNKNOWN, _unknown(f), f.e.efficiency, loss)
 
 
 def _qd_shift(curve: QdCurve) -> float | None:
@@ -391,11 +383,11 @@ def _qd_sentences(target: str, curves: list[QdCurve]) -> list[str]:
 MAX_SENTENCES = 2  # rules told per target, besides the queue-depth sentence
 
 
-def diagnose(doc: Document) -> list[Diagnosis]:
+def diagnose(doc: Document) -> list[TargetDiagnosis]:
     by_target: dict[str, list[Finding]] = defaultdict(list)
     index = Index.of(doc)
     for e in doc.efficiency:
-        by_target[e["target"]].append(judge(facts(doc, e, index)))
+        by_target[e.target].append(judge(facts(doc, e, index)))
     out = []
     for target, findings in by_target.items():
         groups: dict[Rule, list[Finding]] = defaultdict(list)
@@ -421,7 +413,7 @@ def diagnose(doc: Document) -> list[Diagnosis]:
             else:
                 sentences.append(f"Other limits hold at {where} (the --json document's findings).")
         sentences += _qd_sentences(target, [c for c in doc.qd_curves if c.target == target])
-        out.append(Diagnosis(target, sentences, findings))
+        out.append(TargetDiagnosis(target, sentences, [f.recorded() for f in findings]))
     return out
 
 

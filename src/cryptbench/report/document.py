@@ -34,6 +34,7 @@ from cryptbench.result_model import (
     Comparison,
     DeviceWrites,
     Document,
+    EfficiencyRow,
     QdCurve,
     QdPoint,
     RankEntry,
@@ -171,13 +172,15 @@ def build(store: Store, run_id: int) -> Document:
     # and the coordinator's stored ceilings describe another machine.
     doc = replace(
         doc,
-        efficiency=[] if fleet_hosts else [e.to_json() for e in efficiency(store, run_id, doc)],
+        efficiency=[]
+        if fleet_hosts
+        else [EfficiencyRow.from_json(e.to_json()) for e in efficiency(store, run_id, doc)],
         qd_curves=qd_curves(doc),
     )
     doc = replace(doc, warnings=warning_rules.find(doc, trials))
     doc = replace(doc, ranking=ranking.build(doc))
     doc = replace(doc, conclusions=conclusions(doc))
-    doc = replace(doc, diagnosis=[] if fleet_hosts else [d.to_json() for d in diagnosis.diagnose(doc)])
+    doc = replace(doc, diagnosis=[] if fleet_hosts else diagnosis.diagnose(doc))
     if fleet_hosts:
         doc = replace(doc, fleet=spread.fleet_section(doc, fleet_hosts))
     return doc

@@ -103,16 +103,16 @@ def efficiency_rows(doc: Document) -> list[dict[str, str]]:
 
     out = []
     for e in doc.efficiency:
-        own, plain = e["cpu_seconds_per_gb"], e["plain_cpu_seconds_per_gb"]
+        own, plain = e.cpu_seconds_per_gb, e.plain_cpu_seconds_per_gb
         out.append(
             {
-                "target": e["target"],
-                "workload": e["workload"],
-                "achieved": rate(e["achieved"]),
-                "plain": rate(e["plain"]),
-                "ceiling": rate(e["ceiling"]),
-                "efficiency": "?" if e["efficiency"] is None else f"{e['efficiency']:.0%}",
-                "limit": e["limit"] or "?",
+                "target": e.target,
+                "workload": e.workload,
+                "achieved": rate(e.achieved),
+                "plain": rate(e.plain),
+                "ceiling": rate(e.ceiling),
+                "efficiency": "?" if e.efficiency is None else f"{e.efficiency:.0%}",
+                "limit": e.limit or "?",
                 "cpu": "-" if own is None else f"{own:.1f}" + ("" if plain is None else f" ({plain:.1f})"),
             }
         )
