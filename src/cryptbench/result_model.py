@@ -7,9 +7,9 @@ lists its keys): `to_json()` writes the keys in the order they have always had, 
 (tests/unit/test_result_model.py checks it on the recorded ones).
 
 Throughput is in bytes/s and latency in seconds; each field says its unit. A few
-parts stay JSON objects on purpose: the plan and environment as stored, a backend's
-own details, and the sections whose shape the modules that build them own
-(study summary, fleet); `JsonObject` names them.
+parts stay JSON objects: the plan and environment as stored, a backend's own details
+and the stopping rule (free-form by nature), and the study-summary and fleet sections
+(not typed yet); `JsonObject` names them.
 """
 
 from __future__ import annotations
