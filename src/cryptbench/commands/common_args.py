@@ -14,8 +14,8 @@ DETAILS_HELP = (
 )
 
 
-def add_db(parser: argparse.ArgumentParser, *, what: str = "results database") -> None:
-    parser.add_argument("--db", type=Path, help=f"{what} (default: XDG data dir)")
+def add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", type=Path, help="results database (default: XDG data dir)")
 
 
 def add_json(parser: argparse.ArgumentParser, what: str = "the result document") -> None:
