@@ -5,6 +5,7 @@ A plan that cannot run fails here, with the reason, before a byte is written.
 
 from __future__ import annotations
 
+import argparse
 import secrets
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -279,7 +280,7 @@ class RunRequest:
     ram: bool = False  # also run each stack on RAM
 
     @classmethod
-    def from_args(cls, args: Any) -> RunRequest:
+    def from_args(cls, args: argparse.Namespace) -> RunRequest:
         """From an argparse namespace: each field its flag's value, where the command has that flag."""
         return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
 

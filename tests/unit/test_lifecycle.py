@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.errors import Interrupted, UsageError
+from cryptbench.errors import UsageError
 from cryptbench.interrupts import interruptible
 from cryptbench.pipeline.lifecycle import Lifecycle
 
@@ -79,10 +79,27 @@ def test_a_signal_before_the_session_exists_leaves_nothing_to_tear_down(tmp_path
     assert not any(tmp_path.rglob("run-*"))
 
 
-def test_interrupted_is_kept_only_when_it_ended_this_block(tmp_path: Path) -> None:
-    # An Interrupted raised by finish itself (it is the caller's) is not swallowed.
-    def finish(_life: Lifecycle) -> None:
-        raise Interrupted(signal.SIGTERM)
+def test_status_and_exit_code_say_what_ended_the_block(tmp_path: Path) -> None:
+    with Lifecycle() as done:
+        done.open(tmp_path, tmp_path / "reg")
+    assert (done.status(True), done.status(False), done.exit_code(1)) == ("complete", "failed", 1)
+    with interruptible(), Lifecycle() as stopped:
+        stopped.open(tmp_path, tmp_path / "reg")
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert stopped.status(True) == "interrupted"
+    assert stopped.exit_code(0) == 128 + signal.SIGTERM
 
-    with pytest.raises(Interrupted), Lifecycle(finish=finish) as life:
-        life.open(tmp_path, tmp_path / "reg")
+
+def test_a_signal_during_teardown_decides_the_exit_code_not_the_status(tmp_path: Path) -> None:
+    # The trials were done and stored; the exit status still tells a script of the signal.
+    with interruptible(), Lifecycle() as life:
+        session = life.open(tmp_path, tmp_path / "reg")
+        close = session.close
+
+        def close_while_signalled() -> None:
+            os.kill(os.getpid(), signal.SIGINT)
+            close()
+
+        session.close = close_while_signalled  # type: ignore[method-assign]
+    assert life.status(True) == "complete" and life.last_signal() == signal.SIGINT
+    assert life.exit_code(0) == 128 + signal.SIGINT

@@ -25,6 +25,7 @@ from typing import Any
 
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.base import RAM_PREFIX, CipherUse
+from cryptbench.result_model import CipherInfo, EfficiencyRow, JsonObject
 
 UNKNOWN_HINT = "run `cryptbench cipher`, or this run with --ram, to measure it"
 SAME_MACHINE = ("hostname", "kernel", "cpu_model")  # environment keys a stored figure must share
@@ -70,26 +71,30 @@ class Efficiency:
         """Achieved over the bound, a fraction (above 1 when the bound was not reached by either)."""
         return None if self.bound is None else self.achieved / self.bound
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "workload": self.workload,
-            "target": self.target,
-            "achieved": self.achieved,
-            "plain": self.plain,
-            "plain_target": self.plain_target,
-            "cipher": None
+    def row(self) -> EfficiencyRow:
+        """The document's row: these figures with the bound, limit and efficiency they give."""
+        return EfficiencyRow(
+            workload=self.workload,
+            target=self.target,
+            achieved=self.achieved,
+            plain=self.plain,
+            plain_target=self.plain_target,
+            cipher=None
             if self.use is None
-            else {"where": self.use.where, "algorithm": self.use.algorithm, "unit": self.use.unit},
-            "ceiling": self.ceiling.throughput,
-            "ceiling_source": self.ceiling.source,
-            "cores": self.cores,
-            "openssl": self.openssl,
-            "bound": self.bound,
-            "limit": self.limit,
-            "efficiency": self.efficiency,
-            "cpu_seconds_per_gb": self.cpu_seconds_per_gb,
-            "plain_cpu_seconds_per_gb": self.plain_cpu_seconds_per_gb,
-        }
+            else CipherInfo(self.use.where, self.use.algorithm, self.use.unit),
+            ceiling=self.ceiling.throughput,
+            ceiling_source=self.ceiling.source,
+            cores=self.cores,
+            openssl=self.openssl,
+            bound=self.bound,
+            limit=self.limit,
+            efficiency=self.efficiency,
+            cpu_seconds_per_gb=self.cpu_seconds_per_gb,
+            plain_cpu_seconds_per_gb=self.plain_cpu_seconds_per_gb,
+        )
+
+    def to_json(self) -> JsonObject:
+        return self.row().to_json()
 
 
 def cipher_use(backend: str) -> CipherUse | None:

@@ -476,11 +476,11 @@ def execute(
         coordinator_environment(),
         __version__,
     )
-    status, exit_code = "failed", 1
+    completed, exit_code = False, 1  # until the trials end
 
     def finish(life: Lifecycle) -> None:
         # In the held section: the status is stored before a late signal can cut in.
-        store.finish_run(run_id, "interrupted" if life.interrupted is not None else status)
+        store.finish_run(run_id, life.status(completed))
 
     with Lifecycle(progress, finish) as life:
         try:
@@ -518,15 +518,13 @@ def execute(
             alive = [h for h in usable if h.failed is None]
             if not alive:
                 store.add_note(run_id, "every host stopped answering")
-            status, exit_code = "complete", 1 if coordinator.failed or len(alive) < len(hosts) else 0
+            completed, exit_code = True, 1 if coordinator.failed or len(alive) < len(hosts) else 0
         except CryptbenchError as e:
             store.add_note(run_id, f"failed: {e}")
             raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None
-    if life.interrupted is not None:
-        status, exit_code = "interrupted", life.interrupted.exit_code
-    if life.late is not None:
-        exit_code = 128 + life.late
-    return FleetOutcome(run_id, status, document.build(store, run_id), exit_code)
+    return FleetOutcome(
+        run_id, life.status(completed), document.build(store, run_id), life.exit_code(exit_code)
+    )
 
 
 def run(

@@ -85,8 +85,9 @@ def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progr
                     for rw in ("write", "read"):
                         progress.phase(f"ram:{name} {rw}, round {i + 1} of {repeats}")
                         samples[(name, rw)].append(_ram_trial(session, targets[name], rw, size, engine, i))
-    if life.interrupted is not None or life.late is not None:
-        raise life.interrupted or Interrupted(life.late or 0)
+    signum = life.last_signal()
+    if signum is not None:
+        raise Interrupted(signum)
     ciphers = []
     median = {k: statistics.median(xs) for k, xs in samples.items()}
     rows = [

@@ -54,7 +54,7 @@ class RunOutcome:
 
 def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None = None) -> RunOutcome:
     run_id: int | None = None
-    status = "failed"  # until the trials end; "interrupted" if a signal ended them
+    completed = False  # the trials ended without an error or a signal
 
     def finish(life: Lifecycle) -> None:
         # In teardown's held section: the status is stored before a late signal can cut in.
@@ -62,7 +62,7 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
             return
         if life.late is not None:
             store.add_note(run_id, f"signal {life.late} arrived during teardown; teardown completed")
-        store.finish_run(run_id, "interrupted" if life.interrupted is not None else status)
+        store.finish_run(run_id, life.status(completed))
 
     failed = 0
     with Lifecycle(progress, finish) as life:
@@ -81,19 +81,16 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
         except CryptbenchError as e:
             store.add_note(run_id, f"failed: {e}")
             raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None
-        status = "complete"
-    if life.interrupted is not None:
-        status = "interrupted"
-        if run_id is None:  # nothing was stored to report
-            raise Interrupted(life.late or life.interrupted.signum)
-    assert run_id is not None
+        completed = True
+    signum = life.last_signal()
+    if run_id is None and signum is not None:  # a signal came before anything was stored
+        raise Interrupted(signum)
+    assert run_id is not None  # open() and insert_run raise, unless a signal came
     # Complete, but a script checking the exit status must hear of failures.
-    exit_code = 1 if failed else 0
-    if life.interrupted is not None:
-        exit_code = life.interrupted.exit_code
-    if life.late is not None:
-        exit_code = 128 + life.late
-    return RunOutcome(run_id, status, document.build(store, run_id), life.recovered, exit_code)
+    exit_code = life.exit_code(1 if failed else 0)
+    return RunOutcome(
+        run_id, life.status(completed), document.build(store, run_id), life.recovered, exit_code
+    )
 
 
 def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: Progress) -> tuple[int, int]:

@@ -64,4 +64,21 @@ class Lifecycle:
                 self.late = take_pending()
                 if self._finish is not None:
                     self._finish(self)
-        return self.interrupted is not None and error is self.interrupted
+        return self.interrupted is not None
+
+    def status(self, completed: bool) -> str:
+        """The status a run stores: interrupted, else complete or failed."""
+        if self.interrupted is not None:
+            return "interrupted"
+        return "complete" if completed else "failed"
+
+    def last_signal(self) -> int | None:
+        """The signal the exit status reports: the later one when two came."""
+        if self.late is not None:
+            return self.late
+        return self.interrupted.signum if self.interrupted is not None else None
+
+    def exit_code(self, otherwise: int) -> int:
+        """128 + the last signal's number, or `otherwise` when no signal came."""
+        signum = self.last_signal()
+        return otherwise if signum is None else 128 + signum

@@ -28,11 +28,6 @@ PADDING = 3
 MIN_CELL = 6  # the narrowest workload column: its header's pieces fold to this
 
 
-def _seconds(doc: Document) -> float | None:
-    st = doc.stopping
-    return None if not st else float(st.seconds)
-
-
 def header(doc: Document) -> str:
     """Suite, targets, trials, time spent on them and the bytes the device wrote."""
     plan = doc.plan
@@ -41,9 +36,8 @@ def header(doc: Document) -> str:
     trials = f"{doc.trials.ok} trials"
     if doc.trials.failed:
         trials += f" (+{doc.trials.failed} failed)"
-    seconds = _seconds(doc)
-    if seconds is not None:
-        trials += f" in {format_duration(seconds)}"
+    if doc.stopping is not None:
+        trials += f" in {format_duration(doc.stopping.seconds)}"
     text = f"{kind.capitalize()} {doc.run_id} ({doc.suite} suite"
     if fleet:
         text += f", {len(fleet['hosts'])} hosts"

@@ -289,7 +289,7 @@ def _change_figure(
 def ranking_chart(doc: Document) -> Chart | None:
     """The ranking (report/ranking.py): each encrypted target's change in speed against plain,
     cheapest first, overall and, where the run has several, per family of workloads."""
-    sections = [s for s in doc.ranking or [] if s.overall]
+    sections = [s for s in doc.ranking if s.overall]
     if not sections:
         return None
     several = len(sections) > 1

@@ -34,7 +34,6 @@ from cryptbench.result_model import (
     Comparison,
     DeviceWrites,
     Document,
-    EfficiencyRow,
     QdCurve,
     QdPoint,
     RankEntry,
@@ -133,7 +132,7 @@ def build(store: Store, run_id: int) -> Document:
                         ci_low=r.ci_low,
                         ci_high=r.ci_high,
                         overhead_percent=(1 - r.ratio) * 100,
-                        precision=stats.halfwidth(stats.Ratio(r.ratio, r.ci_low, r.ci_high)),
+                        precision=stats.halfwidth(r),
                         stopped_by=None if answer is None else answer.stopped_by,
                     )
                 )
@@ -172,9 +171,7 @@ def build(store: Store, run_id: int) -> Document:
     # and the coordinator's stored ceilings describe another machine.
     doc = replace(
         doc,
-        efficiency=[]
-        if fleet_hosts
-        else [EfficiencyRow.from_json(e.to_json()) for e in efficiency(store, run_id, doc)],
+        efficiency=[] if fleet_hosts else [e.row() for e in efficiency(store, run_id, doc)],
         qd_curves=qd_curves(doc),
     )
     doc = replace(doc, warnings=warning_rules.find(doc, trials))
