@@ -47,9 +47,9 @@ def test_cipher_measures_userspace_kernel_and_the_ram_stack(target_dir: Path, tm
     store = Store.open(db)
     (row,) = store.cipher_rows()
     store.close()
-    assert row["run_id"] is None
-    assert json.loads(row["result_json"])["library"] == doc["library"]
-    assert json.loads(row["environment_json"])["kernel_crypto"]["xts(aes)"]
+    assert row.run_id is None
+    assert row.result["library"] == doc["library"]
+    assert row.environment["kernel_crypto"]["xts(aes)"]
 
 
 def test_cipher_cli_without_the_kernel_stack(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_a_tiny_ram_run(target_dir: Path, tmp_path: Path) -> None:
     finally:
         stored.close()
     assert len(rows) == 1
-    timed = json.loads(rows[0]["result_json"])["userspace"]
+    timed = rows[0].result["userspace"]
     assert {(r["cipher"], r["unit"]) for r in timed} == {("aes-256-xts", 4096)}
     # Efficiency for every encrypted target (twin included) and workload, held to
     # plain on its own medium and to a kernel ceiling taken from this run's twins.

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.report import document
+from cryptbench.result_model import TargetInfo
 from cryptbench.store import MetricValue, Store, TrialRecord
 
 CONTRACT_TARGET_KEYS = {"name", "backend", "baseline", "io_mode", "encryption_verified"}
@@ -39,18 +40,18 @@ def _store(
     for name, baseline, enc in (("plain", None, False), ("gocryptfs", "plain", True)):
         store.insert_target(
             run_id,
-            {
-                "name": name,
-                "backend": name,
-                "baseline": baseline,
-                "encrypted": enc,
-                "io_mode": "buffered",
-                "direct_io": "buffered",
-                "direct_io_reason": "",
-                "marker_in_backing": not enc,
-                "encryption_verified": True if enc else None,
-                "details": {},
-            },
+            TargetInfo(
+                name=name,
+                backend=name,
+                baseline=baseline,
+                encrypted=enc,
+                io_mode="buffered",
+                direct_io="buffered",
+                direct_io_reason="",
+                marker_in_backing=not enc,
+                encryption_verified=True if enc else None,
+                details={},
+            ),
         )
     seq = 0
     for (w, t), values in series.items():
@@ -179,18 +180,18 @@ def test_a_time_is_compared_as_speed(tmp_path: Path) -> None:
     for name, baseline in (("plain", None), ("gocryptfs", "plain")):
         store.insert_target(
             run_id,
-            {
-                "name": name,
-                "backend": name,
-                "baseline": baseline,
-                "encrypted": baseline is not None,
-                "io_mode": "buffered",
-                "direct_io": "buffered",
-                "direct_io_reason": "",
-                "marker_in_backing": None,
-                "encryption_verified": True if baseline else None,
-                "details": {},
-            },
+            TargetInfo(
+                name=name,
+                backend=name,
+                baseline=baseline,
+                encrypted=baseline is not None,
+                io_mode="buffered",
+                direct_io="buffered",
+                direct_io_reason="",
+                marker_in_backing=None,
+                encryption_verified=True if baseline else None,
+                details={},
+            ),
         )
     seq = 0
     for target, factor in (("plain", 1.0), ("gocryptfs", 2.0)):

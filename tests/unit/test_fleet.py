@@ -177,7 +177,10 @@ def test_manifest_parses() -> None:
     m = manifest.parse(json.dumps(_manifest()), "host n1")
     assert [t.name for t in m.targets] == ["plain", "ext4-loop", "fscrypt"]
     fscrypt = m.target("fscrypt")
-    assert fscrypt is not None and fscrypt.row()["encryption_verified"] is True
+    assert fscrypt is not None
+    stored = fscrypt.on_host("n1")
+    assert (stored.name, stored.baseline, stored.host) == ("n1/fscrypt", "n1/ext4-loop", "n1")
+    assert stored.encryption_verified is True
     assert m.size == 8 << 20 and m.ioengine == "io_uring"
 
 

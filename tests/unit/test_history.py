@@ -15,22 +15,23 @@ from rich.console import Console
 from cryptbench.commands import history
 from cryptbench.errors import UsageError
 from cryptbench.report.history_table import GAP, line, render, sparkline
+from cryptbench.result_model import TargetInfo
 from cryptbench.store import MetricValue, Store, TrialRecord
 
 
-def _target(name: str, backend: str, io_mode: str = "direct") -> dict:
-    return {
-        "name": name,
-        "backend": backend,
-        "baseline": None if name == "plain" else "plain",
-        "encrypted": name != "plain",
-        "io_mode": io_mode,
-        "direct_io": "honoured",
-        "direct_io_reason": "",
-        "marker_in_backing": None,
-        "encryption_verified": None,
-        "details": {},
-    }
+def _target(name: str, backend: str, io_mode: str = "direct") -> TargetInfo:
+    return TargetInfo(
+        name=name,
+        backend=backend,
+        baseline=None if name == "plain" else "plain",
+        encrypted=name != "plain",
+        io_mode=io_mode,
+        direct_io="honoured",
+        direct_io_reason="",
+        marker_in_backing=None,
+        encryption_verified=None,
+        details={},
+    )
 
 
 def _add_run(
@@ -75,19 +76,19 @@ def db(tmp_path: Path) -> Path:
 
 def test_all_runs_newest_first(db: Path) -> None:
     found = history.run(db=db)
-    assert [r["id"] for r in found.runs] == [4, 3, 2, 1]
-    assert [r["host"] for r in found.runs] == ["a", "b", "a", "a"]
-    assert set(found.runs[1]["targets"]) == {"plain", "fscrypt"} and found.runs[0]["ok_trials"] == 2
+    assert [r.id for r in found.runs] == [4, 3, 2, 1]
+    assert [r.host for r in found.runs] == ["a", "b", "a", "a"]
+    assert set(found.runs[1].targets) == {"plain", "fscrypt"} and found.runs[0].ok_trials == 2
     assert found.series == [] and found.metric is None
-    assert [r["id"] for r in history.run(db=db, limit=2).runs] == [4, 3]
+    assert [r.id for r in history.run(db=db, limit=2).runs] == [4, 3]
 
 
 def test_filters_by_backend_workload_and_host(db: Path) -> None:
-    assert [r["id"] for r in history.run(db=db, backend="fscrypt").runs] == [3]
-    assert [r["id"] for r in history.run(db=db, workload="read").runs] == [4, 2, 1]
-    assert [r["id"] for r in history.run(db=db, host="b").runs] == [3]
-    assert [r["id"] for r in history.run(db=db, host="a", backend="fscrypt").runs] == []
-    assert [r["id"] for r in history.run(db=db, workload="read", limit=1).runs] == [4]
+    assert [r.id for r in history.run(db=db, backend="fscrypt").runs] == [3]
+    assert [r.id for r in history.run(db=db, workload="read").runs] == [4, 2, 1]
+    assert [r.id for r in history.run(db=db, host="b").runs] == [3]
+    assert [r.id for r in history.run(db=db, host="a", backend="fscrypt").runs] == []
+    assert [r.id for r in history.run(db=db, workload="read", limit=1).runs] == [4]
 
 
 def test_a_workload_draws_its_own_metric_per_target(db: Path) -> None:
@@ -163,13 +164,14 @@ def test_a_fleet_run_matches_each_of_its_hosts(db: Path) -> None:
     for name, m in manifests.items():
         store.insert_fleet_host(run_id, name, "127.0.0.1:8765", m)
     store.set_fleet_host(run_id, "n2", "failed", "client: host=127.0.0.2 disconnected")
-    rows = {r["name"]: r for r in store.fleet_host_rows(run_id)}
+    rows = {r.name: r for r in store.fleet_host_rows(run_id)}
     store.close()
-    assert (rows["n1"]["status"], rows["n1"]["reason"]) == ("ok", None)
-    assert (rows["n2"]["status"], rows["n2"]["reason"]) == ("failed", "client: host=127.0.0.2 disconnected")
+    assert (rows["n1"].status, rows["n1"].reason) == ("ok", None)
+    assert (rows["n2"].status, rows["n2"].reason) == ("failed", "client: host=127.0.0.2 disconnected")
+    assert rows["n1"].manifest == manifests["n1"]
     for host in ("n1", "n2", "rack1-b", "coordinator"):
-        assert [r["id"] for r in history.run(db=db, host=host).runs] == [run_id], host
-    assert [r["id"] for r in history.run(db=db, host="b").runs] == [3]
+        assert [r.id for r in history.run(db=db, host=host).runs] == [run_id], host
+    assert [r.id for r in history.run(db=db, host="b").runs] == [3]
     assert history.run(db=db, host="rack2").runs == []
 
 
@@ -182,6 +184,6 @@ def test_terminal_tables_at_80_columns_keep_every_figure_whole(db: Path) -> None
         assert max(map(len, lines)) <= 80 and not cut
         for r in found.runs:  # each run's row whole, with its start and its trials
             assert any(
-                r["started_at"][:16].replace("T", " ") in line and r["status"] in line for line in lines
+                r.started_at[:16].replace("T", " ") in line and r.status in line for line in lines
             )
     assert "[1] read, gocryptfs: bytes per trial differ between these runs" in buf.getvalue()

@@ -441,13 +441,7 @@ def _store_hosts(store: Store, run_id: int, hosts: list[Host]) -> None:
             store.add_note(run_id, f"host {h.spec.name} left out: {h.failed}")
             continue
         for t in h.manifest.targets:
-            row = t.row()
-            row.update(
-                name=f"{h.spec.name}/{t.name}",
-                baseline=None if t.baseline is None else f"{h.spec.name}/{t.baseline}",
-                host=h.spec.name,
-            )
-            store.insert_target(run_id, row)
+            store.insert_target(run_id, t.on_host(h.spec.name))
         for s in h.manifest.skipped:
             store.add_note(run_id, f"host {h.spec.name} skipped {s.get('backend')}: {s.get('reason')}")
     for note in manifest_notes(hosts):

@@ -5,58 +5,41 @@ metric run by run, oldest to newest (the terminal draws it as a sparkline)."""
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
-from cryptbench.metrics import primary_of
+from cryptbench.metrics import PRIMARY
 from cryptbench.report.history_model import History, Point, Series
 from cryptbench.report.json_output import print_json
 from cryptbench.store import Store, default_db_path
-
-
-def _runs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for r in rows:
-        plan = json.loads(r.pop("plan_json"))
-        out.append(
-            {
-                **r,
-                "size": plan.get("size"),
-                "repeats": plan.get("repeats"),
-                "targets": (r["targets"] or "").split(",") if r["targets"] else [],
-                "primary_metrics": plan.get("primary_metrics", {}),
-            }
-        )
-    return out
+from cryptbench.store.rows import HistoryRow
 
 
 def _series(
-    store: Store, runs: list[dict[str, Any]], metric: str, workload: str | None, backend: str | None
+    store: Store, runs: list[HistoryRow], metric: str, workload: str | None, backend: str | None
 ) -> list[Series]:
-    by_id = {r["id"]: r for r in runs}
+    by_id = {r.id: r for r in runs}
     values: dict[tuple[str, str], dict[int, list[float]]] = {}
     units: dict[tuple[str, str], str] = {}
     modes: dict[tuple[str, str, int], str] = {}
     for v in store.metric_values(list(by_id), metric, workload=workload, backend=backend):
-        key = (v["workload"], v["target"])
-        values.setdefault(key, {}).setdefault(v["run_id"], []).append(v["value"])
-        units[key] = v["unit"]
-        modes[(*key, v["run_id"])] = v["io_mode"]
+        key = (v.workload, v.target)
+        values.setdefault(key, {}).setdefault(v.run_id, []).append(v.value)
+        units[key] = v.unit
+        modes[(*key, v.run_id)] = v.io_mode
     out = []
     for key, per_run in values.items():
         points = [
             Point(
                 run_id,
-                by_id[run_id]["started_at"],
+                by_id[run_id].started_at,
                 statistics.median(vs),
                 len(vs),
-                by_id[run_id]["size"],
+                by_id[run_id].size,
                 modes[(*key, run_id)],
             )
             for run_id, vs in sorted(per_run.items())
@@ -81,11 +64,11 @@ def run(
         return History([])
     store = Store.open(path, create=False)
     try:
-        runs = _runs(store.history(limit, backend=backend, workload=workload, host=host))
+        runs = store.history(limit, backend=backend, workload=workload, host=host)
         if not runs or (metric is None and workload is None):
             return History(runs)
         # A workload's own metric (the newest run's, should a suite have changed it).
-        chosen = metric or primary_of(runs[0], str(workload))
+        chosen = metric or runs[0].primary_metrics.get(str(workload), PRIMARY)
         series = _series(store, runs, chosen, workload, backend)
     finally:
         store.close()

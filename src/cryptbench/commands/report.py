@@ -31,9 +31,9 @@ def timelines(store: Store, run_id: int) -> list[charts.TrialTimeline]:
     """The run's sampled CPU, trial by trial (none for runs stored before schema 4)."""
     stored = store.cpu_timelines(run_id)
     return [
-        charts.TrialTimeline(t["target"], t["workload"], stored[t["id"]])
+        charts.TrialTimeline(t.target, t.workload, stored[t.id])
         for t in store.trial_rows(run_id)
-        if t["id"] in stored
+        if t.id in stored
     ]
 
 

@@ -81,8 +81,12 @@ def build_manifest(
 ) -> dict[str, Any]:
     targets = []
     for t in provisioned.targets.values():
-        row = target_row(t, provisioned.direct[t.name])
-        row.pop("medium")
+        # A served target is on the host's device, and the host is the coordinator's to name.
+        row = {
+            k: v
+            for k, v in target_row(t, provisioned.direct[t.name]).to_json().items()
+            if k not in ("medium", "host")
+        }
         # Helper pids mean nothing on the coordinator's machine, and change with every serve.
         row["details"] = {k: v for k, v in row["details"].items() if k != "helpers"}
         row["data_file"] = str(session.check_inside(t.path / DATA_FILE))

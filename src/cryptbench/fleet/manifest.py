@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cryptbench.errors import UsageError
+from cryptbench.result_model import JsonObject, TargetInfo
 from cryptbench.session import MARKER, _run_lock, scratch_root
 
 SCHEMA = 1
@@ -32,24 +33,24 @@ class ManifestTarget:
     direct_io_reason: str
     marker_in_backing: bool | None
     encryption_verified: bool | None
-    details: dict[str, Any]
+    details: JsonObject  # the backend's own facts, as the host reported them
     data_file: str  # absolute path of the file fio reads and writes, inside the host's scratch
 
-    def row(self) -> dict[str, Any]:
-        """The target as `Store.insert_target` takes it (the name is the caller's)."""
-        return {
-            "name": self.name,
-            "backend": self.backend,
-            "baseline": self.baseline,
-            "encrypted": self.encrypted,
-            "io_mode": self.io_mode,
-            "direct_io": self.direct_io,
-            "direct_io_reason": self.direct_io_reason,
-            "marker_in_backing": self.marker_in_backing,
-            "encryption_verified": self.encryption_verified,
-            "medium": "device",
-            "details": dict(self.details),
-        }
+    def on_host(self, host: str) -> TargetInfo:
+        """The target as a fleet run stores it: named, and its baseline named, under its host."""
+        return TargetInfo(
+            name=f"{host}/{self.name}",
+            backend=self.backend,
+            baseline=None if self.baseline is None else f"{host}/{self.baseline}",
+            encrypted=self.encrypted,
+            io_mode=self.io_mode,
+            direct_io=self.direct_io,
+            direct_io_reason=self.direct_io_reason,
+            marker_in_backing=self.marker_in_backing,
+            encryption_verified=self.encryption_verified,
+            details=dict(self.details),
+            host=host,
+        )
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,13 @@ interval clears what the rest of the fleet sees does.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
 from cryptbench.result_model import Comparison, Document, TargetInfo
+from cryptbench.store.rows import FleetHostRow
 
 STAND_OUT_MIN_HOSTS = 3  # with two, "the others" is one host: nothing to stand out from
 
@@ -102,18 +102,18 @@ def _stand_out(per_host: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
-def fleet_section(doc: Document, host_rows: list[dict[str, Any]]) -> dict[str, Any]:
+def fleet_section(doc: Document, host_rows: list[FleetHostRow]) -> dict[str, Any]:
     """The document's `fleet`: each host (address, status, what it is) and the overheads' spread."""
     hosts = []
     for r in host_rows:
-        manifest = json.loads(r["manifest_json"]) if r["manifest_json"] else {}
+        manifest = r.manifest
         env = manifest.get("environment", {})
         hosts.append(
             {
-                "name": r["name"],
-                "address": r["address"],
-                "status": r["status"],
-                "reason": r["reason"],
+                "name": r.name,
+                "address": r.address,
+                "status": r.status,
+                "reason": r.reason,
                 "hostname": env.get("hostname"),
                 "kernel": env.get("kernel"),
                 "cpu_model": env.get("cpu_model"),

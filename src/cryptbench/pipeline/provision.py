@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 from cryptbench import resources
 from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec
@@ -16,6 +15,7 @@ from cryptbench.engines.jobs import render_layout
 from cryptbench.errors import DiskFull, ProvisionError, TrialError
 from cryptbench.interrupts import signals_blocked
 from cryptbench.plan import Plan
+from cryptbench.result_model import TargetInfo
 from cryptbench.runner import ENOSPC_TEXT, Progress, TrialContext, job_options, target_lost
 from cryptbench.session import MARKER, Session, candidate_run_dirs, recover, scratch_root
 from cryptbench.verify import marker_in_backing, probe_direct_io
@@ -99,20 +99,21 @@ def _decide_device(requested: str, targets: dict[str, Target]) -> tuple[dict[str
     )
 
 
-def target_row(t: Target, direct: bool) -> dict[str, Any]:
-    return {
-        "name": t.name,
-        "backend": t.backend,
-        "baseline": t.baseline,
-        "encrypted": t.encrypted,
-        "io_mode": "direct" if direct else "buffered",
-        "direct_io": str(t.direct_io),
-        "direct_io_reason": t.direct_io_reason,
-        "marker_in_backing": t.marker_in_backing,
-        "encryption_verified": t.encryption_verified,
-        "medium": t.medium,
-        "details": {**t.details, "helpers": ", ".join(f"{h.name} (pid {h.pid})" for h in t.helpers)},
-    }
+def target_row(t: Target, direct: bool) -> TargetInfo:
+    """What the store keeps of a provisioned target."""
+    return TargetInfo(
+        name=t.name,
+        backend=t.backend,
+        baseline=t.baseline,
+        encrypted=t.encrypted,
+        io_mode="direct" if direct else "buffered",
+        direct_io=str(t.direct_io),
+        direct_io_reason=t.direct_io_reason,
+        marker_in_backing=t.marker_in_backing,
+        encryption_verified=t.encryption_verified,
+        details={**t.details, "helpers": ", ".join(f"{h.name} (pid {h.pid})" for h in t.helpers)},
+        medium=t.medium,
+    )
 
 
 class Provisioned:

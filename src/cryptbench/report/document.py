@@ -19,7 +19,6 @@ bytes/s and latency in seconds. Later versions add keys; they do not rename.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import replace
 
@@ -50,30 +49,13 @@ STORED_CIPHERS = 20  # newest standalone cipher measurements searched for this m
 
 def build(store: Store, run_id: int) -> Document:
     run = store.run_row(run_id)
-    plan = json.loads(run["plan_json"])
-    env = json.loads(run["environment_json"])
+    plan, env = run.plan, run.environment
     seed = int(plan.get("seed", 0))
-    targets = [
-        TargetInfo(
-            name=t["name"],
-            backend=t["backend"],
-            baseline=t["baseline"],
-            encrypted=bool(t["encrypted"]),
-            io_mode=t["io_mode"],
-            direct_io=t["direct_io"],
-            direct_io_reason=t["direct_io_reason"],
-            marker_in_backing=None if t["marker_in_backing"] is None else bool(t["marker_in_backing"]),
-            encryption_verified=None if t["encryption_verified"] is None else bool(t["encryption_verified"]),
-            details=json.loads(t["details_json"]),
-            medium=t.get("medium") or "device",
-            host=t.get("host"),  # a fleet run's host label; None on one machine
-        )
-        for t in store.target_rows(run_id)
-    ]
+    targets = store.target_rows(run_id)
     trials = store.trial_rows(run_id)
     samples = store.samples(run_id)
 
-    workloads = [w for w in plan["workloads"] if any(t["workload"] == w for t in trials)]
+    workloads = [w for w in plan["workloads"] if any(t.workload == w for t in trials)]
     target_names = [t.name for t in targets]
     # The catalog's metrics in its order, then an app's phase metrics as it recorded them.
     names = list(dict.fromkeys([*CATALOG, *(m for (_w, _t, m) in samples)]))
@@ -104,8 +86,7 @@ def build(store: Store, run_id: int) -> Document:
                     )
                 )
 
-    stopping_json = json.loads(run.get("stopping_json") or "{}")
-    stopping = Stopping.from_json(stopping_json) if stopping_json else None
+    stopping = Stopping.from_json(run.stopping) if run.stopping else None
     answers = {(a.workload, a.target, a.baseline): a for a in stopping.answers} if stopping else {}
     comparisons = []
     tmap = {t.name: t for t in targets}
@@ -141,21 +122,21 @@ def build(store: Store, run_id: int) -> Document:
     doc = Document(
         schema_version=DOCUMENT_SCHEMA,
         run_id=run_id,
-        status=run["status"],
-        started_at=run["started_at"],
-        finished_at=run["finished_at"],
-        tool_version=run["tool_version"],
-        suite=run["suite"],
+        status=run.status,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        tool_version=run.tool_version,
+        suite=run.suite,
         plan=plan,
         environment=env,
         targets=targets,
         results=results,
         comparisons=comparisons,
         trials=TrialCounts(
-            ok=sum(t["status"] == "ok" for t in trials),
-            failed=sum(t["status"] != "ok" for t in trials),
+            ok=sum(t.status == "ok" for t in trials),
+            failed=sum(t.status != "ok" for t in trials),
         ),
-        notes=json.loads(run["notes_json"]),
+        notes=run.notes,
         stopping=stopping,
         # what wears the device: its own counter over every trial, layers' overhead included
         device_writes=DeviceWrites(env.get("scratch_device"), sum(written), len(written))
@@ -188,9 +169,7 @@ def efficiency(store: Store, run_id: int, doc: Document) -> list[ceilings.Effici
     medium and its cipher's (cipher/ceilings.py), per workload."""
     run_rows = store.cipher_rows(run_id)
     stored = [
-        ceilings.StoredCipher(
-            r["id"], r["measured_at"], json.loads(r["environment_json"]), json.loads(r["result_json"])
-        )
+        ceilings.StoredCipher(r.id, r.measured_at, r.environment, r.result)
         for r in store.cipher_rows(None, limit=STORED_CIPHERS)
     ]
     medians = {
@@ -201,7 +180,7 @@ def efficiency(store: Store, run_id: int, doc: Document) -> list[ceilings.Effici
     specs = doc.plan.get("workload_specs", {})
     resolver = ceilings.Resolver(
         doc.environment,
-        json.loads(run_rows[0]["result_json"]) if run_rows else None,
+        run_rows[0].result if run_rows else None,
         stored,
         {(w, t): v for (w, t, m), v in medians.items() if m == PRIMARY},
         {

@@ -13,7 +13,6 @@ rounded.
 from __future__ import annotations
 
 import csv
-import json
 from typing import Any, TextIO
 
 from cryptbench.metrics import CATALOG
@@ -56,8 +55,8 @@ def column(metric: str, unit: str) -> str:
 def rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
     """The header and one dict per trial, in trial order."""
     run = store.run_row(run_id)
-    env = json.loads(run["environment_json"])
-    targets = {t["name"]: t for t in store.target_rows(run_id)}
+    env = run.environment
+    targets = {t.name: t for t in store.target_rows(run_id)}
     metrics = store.trial_metrics(run_id)
     units: dict[str, str] = {}
     for by_name in metrics.values():
@@ -68,34 +67,34 @@ def rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
     names = {m: column(m, units[m]) for m in order}
     ident = {
         "run_id": run_id,
-        "run_started_at": run["started_at"],
+        "run_started_at": run.started_at,
         "hostname": env.get("hostname"),
         "kernel": env.get("kernel"),
         "cpu_model": env.get("cpu_model"),
-        "tool_version": run["tool_version"],
-        "suite": run["suite"],
+        "tool_version": run.tool_version,
+        "suite": run.suite,
     }
     out = []
     for t in store.trial_rows(run_id):
-        target = targets.get(t["target"], {})
+        target = targets.get(t.target)
         row: dict[str, Any] = {
             **ident,
-            "trial_seq": t["seq"],
-            "block": t["block"],
-            "repeat": t["repeat"],
-            "workload": t["workload"],
-            "target": t["target"],
-            "host": target.get("host"),
-            "backend": target.get("backend"),
-            "medium": target.get("medium") or "device",
-            "baseline": target.get("baseline"),
-            "encrypted": bool(target.get("encrypted")),
-            "io_mode": target.get("io_mode"),
-            "trial_started_at": t["started_at"],
-            "status": t["status"],
-            "error": t["error"],
+            "trial_seq": t.seq,
+            "block": t.block,
+            "repeat": t.repeat,
+            "workload": t.workload,
+            "target": t.target,
+            "host": None if target is None else target.host,
+            "backend": None if target is None else target.backend,
+            "medium": "device" if target is None else target.medium,
+            "baseline": None if target is None else target.baseline,
+            "encrypted": target is not None and target.encrypted,
+            "io_mode": None if target is None else target.io_mode,
+            "trial_started_at": t.started_at,
+            "status": t.status,
+            "error": t.error,
         }
-        recorded = metrics.get(t["id"], {})
+        recorded = metrics.get(t.id, {})
         for m in order:
             row[names[m]] = recorded[m][0] if m in recorded else None
         out.append(row)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cryptbench.store.rows import HistoryRow
+
 
 @dataclass(frozen=True)
 class Point:
@@ -50,13 +52,17 @@ class Series:
 
 @dataclass(frozen=True)
 class History:
-    runs: list[dict[str, Any]]  # newest first
+    runs: list[HistoryRow]  # newest first
     metric: str | None = None  # the series' metric; None: no series asked for
     series: list[Series] = field(default_factory=list)
 
     def run_ids(self) -> list[int]:
         """The runs a series can have a point in, oldest first (the sparkline's columns)."""
-        return [r["id"] for r in reversed(self.runs)]
+        return [r.id for r in reversed(self.runs)]
 
     def to_json(self) -> dict[str, Any]:
-        return {"runs": self.runs, "metric": self.metric, "series": [s.to_json() for s in self.series]}
+        return {
+            "runs": [r.to_json() for r in self.runs],
+            "metric": self.metric,
+            "series": [s.to_json() for s in self.series],
+        }

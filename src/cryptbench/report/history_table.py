@@ -4,7 +4,6 @@ with one column per run shown (oldest left), so targets' lines line up."""
 from __future__ import annotations
 
 import textwrap
-from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -14,6 +13,7 @@ from rich.text import Text
 
 from cryptbench.report.history_model import History, Series
 from cryptbench.report.narrow import table_width
+from cryptbench.store.rows import HistoryRow
 from cryptbench.units import format_value
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -43,17 +43,17 @@ def line(series: Series, columns: list[int]) -> str:
     return sparkline([medians.get(run_id) for run_id in columns])
 
 
-def _run_cells(r: dict[str, Any]) -> dict[str, str]:
+def _run_cells(r: HistoryRow) -> dict[str, str]:
     return {
-        "run": str(r["id"]),
-        "started (UTC)": r["started_at"][:16].replace("T", " "),
-        "host": r["host"] or "-",
-        "suite": r["suite"],
-        "size": f"{(r['size'] or 0) >> 20} MiB",
-        "repeats": "adaptive" if r["repeats"] is None else str(r["repeats"]),
-        "trials ok/failed": f"{r['ok_trials']}/{r['failed_trials']}",
-        "status": r["status"],
-        "targets": ", ".join(r["targets"]),
+        "run": str(r.id),
+        "started (UTC)": r.started_at[:16].replace("T", " "),
+        "host": r.host or "-",
+        "suite": r.suite,
+        "size": f"{(r.size or 0) >> 20} MiB",
+        "repeats": "adaptive" if r.repeats is None else str(r.repeats),
+        "trials ok/failed": f"{r.ok_trials}/{r.failed_trials}",
+        "status": r.status,
+        "targets": ", ".join(r.targets),
     }
 
 

@@ -12,12 +12,12 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterator
 from enum import StrEnum
-from typing import Any
 
 from cryptbench import stats
 from cryptbench.adaptive import BUDGETS, StopReason
 from cryptbench.metrics import info, primary_of
 from cryptbench.result_model import Document, Result, RunWarning
+from cryptbench.store.rows import TrialRow
 from cryptbench.units import format_value
 
 
@@ -175,11 +175,11 @@ def slow_first_trial(r: Result) -> Found:
 # --- the stored trials ------------------------------------------------------
 
 
-def failed_trials(trials: list[dict[str, Any]]) -> Found:
+def failed_trials(trials: list[TrialRow]) -> Found:
     failed: dict[tuple[str, str], list[str]] = defaultdict(list)
     for t in trials:
-        if t["status"] != "ok":
-            failed[(t["workload"], t["target"])].append(t["error"] or "unknown error")
+        if t.status != "ok":
+            failed[(t.workload, t.target)].append(t.error or "unknown error")
     for (w, tn), errors in failed.items():
         yield RunWarning(WarningKind.FAILED_TRIALS, f"{len(errors)} trial(s) failed: {errors[0]}", w, tn)
 
@@ -187,15 +187,16 @@ def failed_trials(trials: list[dict[str, Any]]) -> Found:
 CACHE_TOLERANCE = 0.01  # fraction of the data size allowed to stay resident
 
 
-def cache_not_dropped(doc: Document, trials: list[dict[str, Any]]) -> Found:
+def cache_not_dropped(doc: Document, trials: list[TrialRow]) -> Found:
     size = doc.plan["size"]
     resident: dict[tuple[str, str], int] = defaultdict(int)
     # On a RAM twin every page is resident by nature: that is its medium, not a cache.
     on_ram = {t.name for t in doc.targets if t.medium == "ram"}
     for t in trials:
-        key = (t["workload"], t["target"])
-        if t["target"] not in on_ram and (t["cache_resident_bytes"] or 0) > CACHE_TOLERANCE * size:
-            resident[key] = max(resident[key], t["cache_resident_bytes"])
+        key = (t.workload, t.target)
+        cached = t.cache_resident_bytes or 0
+        if t.target not in on_ram and cached > CACHE_TOLERANCE * size:
+            resident[key] = max(resident[key], cached)
     for (w, tn), n in resident.items():
         yield RunWarning(
             WarningKind.CACHE_NOT_DROPPED,
@@ -266,7 +267,7 @@ RUN_RULES = (interrupted, cache_drop_limited, generic_kernel_aes, encryption_unv
 RESULT_RULES = (few_samples, high_variation, outlier, drift, bimodal, slow_first_trial)
 
 
-def find(doc: Document, trials: list[dict[str, Any]]) -> list[RunWarning]:
+def find(doc: Document, trials: list[TrialRow]) -> list[RunWarning]:
     """Every warning of a run, in the document's order."""
     found = [w for rule in RUN_RULES for w in rule(doc)]
     for r in doc.results:

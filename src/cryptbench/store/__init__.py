@@ -15,7 +15,9 @@ from typing import Any
 
 from cryptbench.errors import StoreError
 from cryptbench.interrupts import signals_blocked
+from cryptbench.result_model import JsonObject, TargetInfo
 from cryptbench.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from cryptbench.store.rows import CipherRow, FleetHostRow, HistoryRow, MetricPoint, RunRow, TrialRow
 
 
 def default_db_path() -> Path:
@@ -44,7 +46,7 @@ class TrialRecord:
     cache_resident_bytes: int | None = None  # bytes of its files still in the page cache after the drop
     job_file: str | None = None  # the fio job text, or an app task's parameters as JSON
     raw_output: str | None = None  # fio's JSON, or the task's result, as produced
-    cpu_timeline: dict[str, Any] | None = None  # CPU sampled through the trial (measure/cpu_timeline)
+    cpu_timeline: JsonObject | None = None  # CPU sampled through the trial (measure/cpu_timeline)
 
 
 @dataclass(frozen=True)
@@ -148,9 +150,7 @@ class Store:
 
     # -- writing --------------------------------------------------------------------
 
-    def insert_run(
-        self, suite: str, plan: dict[str, Any], environment: dict[str, Any], tool_version: str
-    ) -> int:
+    def insert_run(self, suite: str, plan: JsonObject, environment: JsonObject, tool_version: str) -> int:
         with self.transaction():
             cur = self.db.execute(
                 "INSERT INTO runs (started_at, status, tool_version, suite, plan_json, environment_json)"
@@ -159,7 +159,7 @@ class Store:
             )
             return int(cur.lastrowid or 0)
 
-    def update_environment(self, run_id: int, environment: dict[str, Any]) -> None:
+    def update_environment(self, run_id: int, environment: JsonObject) -> None:
         with self.transaction():
             self.db.execute(
                 "UPDATE runs SET environment_json=? WHERE id=?", (json.dumps(environment), run_id)
@@ -172,7 +172,7 @@ class Store:
                 "UPDATE runs SET notes_json=? WHERE id=?", (json.dumps([*json.loads(notes), note]), run_id)
             )
 
-    def set_stopping(self, run_id: int, stopping: dict[str, Any]) -> None:
+    def set_stopping(self, run_id: int, stopping: JsonObject) -> None:
         with self.transaction():
             self.db.execute("UPDATE runs SET stopping_json=? WHERE id=?", (json.dumps(stopping), run_id))
 
@@ -180,7 +180,7 @@ class Store:
         with self.transaction():
             self.db.execute("UPDATE runs SET finished_at=?, status=? WHERE id=?", (now_iso(), status, run_id))
 
-    def insert_target(self, run_id: int, row: dict[str, Any]) -> None:
+    def insert_target(self, run_id: int, target: TargetInfo) -> None:
         with self.transaction():
             self.db.execute(
                 "INSERT INTO targets (run_id, name, backend, baseline, encrypted, io_mode, direct_io,"
@@ -188,24 +188,22 @@ class Store:
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run_id,
-                    row["name"],
-                    row["backend"],
-                    row["baseline"],
-                    int(row["encrypted"]),
-                    row["io_mode"],
-                    row["direct_io"],
-                    row["direct_io_reason"],
-                    _opt_int(row["marker_in_backing"]),
-                    _opt_int(row["encryption_verified"]),
-                    json.dumps(row["details"]),
-                    row.get("medium", "device"),
-                    row.get("host"),
+                    target.name,
+                    target.backend,
+                    target.baseline,
+                    int(target.encrypted),
+                    target.io_mode,
+                    target.direct_io,
+                    target.direct_io_reason,
+                    _opt_int(target.marker_in_backing),
+                    _opt_int(target.encryption_verified),
+                    json.dumps(target.details),
+                    target.medium,
+                    target.host,
                 ),
             )
 
-    def insert_fleet_host(
-        self, run_id: int, name: str, address: str, manifest: dict[str, Any] | None
-    ) -> None:
+    def insert_fleet_host(self, run_id: int, name: str, address: str, manifest: JsonObject | None) -> None:
         with self.transaction():
             self.db.execute(
                 "INSERT INTO fleet_hosts (run_id, name, address, status, manifest_json) VALUES (?,?,?,?,?)",
@@ -219,12 +217,12 @@ class Store:
                 (status, reason, run_id, name),
             )
 
-    def fleet_host_rows(self, run_id: int) -> list[dict[str, Any]]:
+    def fleet_host_rows(self, run_id: int) -> list[FleetHostRow]:
         cur = self.db.execute("SELECT * FROM fleet_hosts WHERE run_id=? ORDER BY rowid", (run_id,))
-        return [_row(cur, r) for r in cur.fetchall()]
+        return [FleetHostRow.from_db(_row(cur, r)) for r in cur.fetchall()]
 
     def insert_cipher(
-        self, run_id: int | None, result: dict[str, Any], environment: dict[str, Any], tool_version: str
+        self, run_id: int | None, result: JsonObject, environment: JsonObject, tool_version: str
     ) -> int:
         with self.transaction():
             cur = self.db.execute(
@@ -234,7 +232,7 @@ class Store:
             )
             return int(cur.lastrowid or 0)
 
-    def cipher_rows(self, run_id: int | None = None, limit: int = 1) -> list[dict[str, Any]]:
+    def cipher_rows(self, run_id: int | None = None, limit: int = 1) -> list[CipherRow]:
         """A run's cipher measurement; with run_id None, the newest standalone ones first."""
         if run_id is None:
             cur = self.db.execute(
@@ -244,7 +242,7 @@ class Store:
             cur = self.db.execute(
                 "SELECT * FROM ciphers WHERE run_id=? ORDER BY id DESC LIMIT ?", (run_id, limit)
             )
-        return [_row(cur, r) for r in cur.fetchall()]
+        return [CipherRow.from_db(_row(cur, r)) for r in cur.fetchall()]
 
     def insert_trial(self, run_id: int, trial: TrialRecord, metrics: list[MetricValue]) -> int:
         with self.transaction():
@@ -293,21 +291,21 @@ class Store:
             raise StoreError(f"no run {run_id} in {self.path}")
         return run_id
 
-    def run_row(self, run_id: int) -> dict[str, Any]:
+    def run_row(self, run_id: int) -> RunRow:
         cur = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,))
-        return _row(cur, cur.fetchone())
+        return RunRow.from_db(_row(cur, cur.fetchone()))
 
-    def target_rows(self, run_id: int) -> list[dict[str, Any]]:
+    def target_rows(self, run_id: int) -> list[TargetInfo]:
         cur = self.db.execute("SELECT * FROM targets WHERE run_id=? ORDER BY rowid", (run_id,))
-        return [_row(cur, r) for r in cur.fetchall()]
+        return [_target(_row(cur, r)) for r in cur.fetchall()]
 
-    def trial_rows(self, run_id: int) -> list[dict[str, Any]]:
+    def trial_rows(self, run_id: int) -> list[TrialRow]:
         cur = self.db.execute(
             "SELECT id, seq, block, repeat, workload, target, started_at, status, error,"
             " cache_method, cache_resident_bytes FROM trials WHERE run_id=? ORDER BY seq",
             (run_id,),
         )
-        return [_row(cur, r) for r in cur.fetchall()]
+        return [TrialRow(*r) for r in cur.fetchall()]
 
     def samples(self, run_id: int) -> dict[tuple[str, str, str], list[float]]:
         """Every metric value of a run by (workload, target, metric), in trial order."""
@@ -331,7 +329,7 @@ class Store:
             out.setdefault(trial_id, {})[name] = (value, unit)
         return out
 
-    def cpu_timelines(self, run_id: int) -> dict[int, dict[str, Any]]:
+    def cpu_timelines(self, run_id: int) -> dict[int, JsonObject]:
         """Each trial's CPU timeline by trial id (trials stored before schema 4 have none)."""
         return {
             trial_id: json.loads(text)
@@ -359,7 +357,7 @@ class Store:
         backend: str | None = None,
         workload: str | None = None,
         host: str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[HistoryRow]:
         """The newest runs first, at most `limit`, each only if it had a target of `backend`,
         trials of `workload` and ran on `host` (where given)."""
         where, args = _given(
@@ -385,11 +383,11 @@ class Store:
             + " ORDER BY r.id DESC LIMIT ?",
             (*args, limit),
         )
-        return [_row(cur, r) for r in cur.fetchall()]
+        return [HistoryRow.from_db(_row(cur, r)) for r in cur.fetchall()]
 
     def metric_values(
         self, run_ids: list[int], metric: str, *, workload: str | None = None, backend: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[MetricPoint]:
         """Every value of one metric in the given runs' good trials, with the trial's workload,
         target and the target's I/O mode, in run and trial order."""
         marks = ",".join("?" * len(run_ids))
@@ -402,7 +400,7 @@ class Store:
             " WHERE " + " AND ".join(where) + " ORDER BY t.run_id, t.seq",
             args,
         )
-        return [_row(cur, r) for r in cur.fetchall()]
+        return [MetricPoint(*r) for r in cur.fetchall()]
 
 
 class _Tx:
@@ -440,6 +438,26 @@ def _given(*filters: tuple[str, Any]) -> tuple[list[str], list[Any]]:
 
 def _row(cur: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     return {d[0]: v for d, v in zip(cur.description, row, strict=True)}
+
+
+def _target(row: dict[str, Any]) -> TargetInfo:
+    def flag(v: int | None) -> bool | None:
+        return None if v is None else bool(v)
+
+    return TargetInfo(
+        name=row["name"],
+        backend=row["backend"],
+        baseline=row["baseline"],
+        encrypted=bool(row["encrypted"]),
+        io_mode=row["io_mode"],
+        direct_io=row["direct_io"],
+        direct_io_reason=row["direct_io_reason"],
+        marker_in_backing=flag(row["marker_in_backing"]),
+        encryption_verified=flag(row["encryption_verified"]),
+        details=json.loads(row["details_json"]),
+        medium=row["medium"] or "device",
+        host=row["host"],  # a fleet run's host label; None on one machine
+    )
 
 
 def _opt_int(v: bool | None) -> int | None:
