@@ -8,8 +8,8 @@ lists its keys): `to_json()` writes the keys in the order they have always had, 
 
 Throughput is in bytes/s and latency in seconds; each field says its unit. A few
 parts stay JSON objects: the plan and environment as stored, a backend's own details
-and the stopping rule (free-form by nature), and the study-summary and fleet sections
-(not typed yet); `JsonObject` names them.
+and the stopping rule (free-form by nature), and the study-summary section (not
+typed yet); `JsonObject` names them.
 """
 
 from __future__ import annotations
@@ -503,7 +503,7 @@ class Document:
     ranking: list[RankingSection] = field(default_factory=list)  # per host and medium
     conclusions: list[str] = field(default_factory=list)  # one sentence per (target, baseline)
     diagnosis: list[TargetDiagnosis] = field(default_factory=list)  # per encrypted target
-    fleet: JsonObject | None = None  # fleet/spread.py's section, for a fleet run
+    fleet: FleetSection | None = None  # fleet/spread.py's section, for a fleet run
 
     def to_json(self) -> JsonObject:
         d: JsonObject = {
@@ -535,7 +535,7 @@ class Document:
         d["conclusions"] = self.conclusions
         d["diagnosis"] = [x.to_json() for x in self.diagnosis]
         if self.fleet is not None:
-            d["fleet"] = self.fleet
+            d["fleet"] = self.fleet.to_json()
         return d
 
     @classmethod
@@ -565,7 +565,7 @@ class Document:
             ranking=[RankingSection.from_json(r) for r in d.get("ranking", [])],
             conclusions=d.get("conclusions", []),
             diagnosis=[TargetDiagnosis.from_json(x) for x in d.get("diagnosis", [])],
-            fleet=d.get("fleet"),
+            fleet=None if d.get("fleet") is None else FleetSection.from_json(d["fleet"]),
         )
 
     def target(self, name: str) -> TargetInfo:
@@ -574,3 +574,110 @@ class Document:
             if t.name == name:
                 return t
         raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class FleetHost:
+    """One host of a fleet run: how the coordinator reached it, what became of it, and
+    what its manifest said it is."""
+
+    name: str  # the label from hosts.toml
+    address: str  # its fio server, as the coordinator reached it
+    status: str  # ok, failed (stopped answering), unusable (no manifest)
+    reason: str | None  # why, when not ok
+    hostname: str | None  # the machine's own name; None without a manifest
+    kernel: str | None  # uname -r there
+    cpu_model: str | None
+    xts_aes: str | None  # the kernel's xts(aes) driver there
+    ioengine: str | None  # the engine fio uses there
+    cryptbench: str | None  # cryptbench's version there
+    targets: list[str]  # the targets it served, by their names there
+    skipped: list[dict[str, str]]  # backends it could not provide: {"backend", "reason"}
+
+    def to_json(self) -> JsonObject:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> FleetHost:
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class HostOverhead:
+    host: str  # the host's label
+    overhead: float  # percent of its own baseline's speed lost
+    low: float | None  # percent: the 95 % interval's low end; None without one
+    high: float | None  # percent: its high end
+
+    def to_json(self) -> JsonObject:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class StandOut:
+    """A host whose whole interval lies beyond the typical other host's (fleet/spread.py)."""
+
+    host: str
+    overhead: float  # percent, this host's
+    others: float  # percent: the other hosts' median overhead
+    others_low: float  # percent: the median of their intervals' low ends
+    others_high: float  # percent: the median of their high ends
+    direction: str  # "higher" or "lower" than the others
+
+    def to_json(self) -> JsonObject:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class FleetOverhead:
+    """One workload and encrypted target's overhead on each host, and its spread."""
+
+    workload: str
+    target: str  # its name on each host (fscrypt, not node1/fscrypt)
+    baseline: str  # likewise
+    hosts: int  # count of hosts with a comparison
+    median: float  # percent, across hosts
+    p10: float  # percent: 10th percentile across hosts
+    p90: float  # percent: 90th percentile
+    worst_host: str  # the host that lost most
+    worst: float  # percent, its overhead
+    worst_low: float | None  # percent: its interval's low end
+    worst_high: float | None  # percent: its high end
+    per_host: list[HostOverhead]
+    stand_out: list[StandOut]
+
+    def to_json(self) -> JsonObject:
+        d = dict(self.__dict__)
+        d["per_host"] = [h.to_json() for h in self.per_host]
+        d["stand_out"] = [s.to_json() for s in self.stand_out]
+        return d
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> FleetOverhead:
+        return cls(
+            **{
+                **d,
+                "per_host": [HostOverhead(**h) for h in d["per_host"]],
+                "stand_out": [StandOut(**s) for s in d["stand_out"]],
+            }
+        )
+
+
+@dataclass(frozen=True)
+class FleetSection:
+    """A fleet run's hosts and how each overhead spreads across them."""
+
+    hosts: list[FleetHost]
+    overheads: list[FleetOverhead]
+
+    def to_json(self) -> JsonObject:
+        return {
+            "hosts": [h.to_json() for h in self.hosts],
+            "overheads": [o.to_json() for o in self.overheads],
+        }
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> FleetSection:
+        return cls(
+            [FleetHost.from_json(h) for h in d["hosts"]], [FleetOverhead.from_json(o) for o in d["overheads"]]
+        )

@@ -386,36 +386,36 @@ def test_spread_over_hosts() -> None:
     given = {"a": (20, 17, 23), "b": (22, 19, 25), "c": (21, 17, 26), "d": (60, 55, 66)}
     (row,) = spread.overheads(*_doc(given))
     values = [o for o, _l, _h in given.values()]
-    assert (row["target"], row["baseline"], row["hosts"]) == ("fscrypt", "ext4-loop", 4)
-    assert row["median"] == pytest.approx(np.percentile(values, 50))
-    assert row["p10"] == pytest.approx(np.percentile(values, 10))
-    assert row["p90"] == pytest.approx(np.percentile(values, 90))
-    assert (row["worst_host"], row["worst"]) == ("d", 60)
-    assert (row["worst_low"], row["worst_high"]) == pytest.approx((55, 66))
-    assert [(s["host"], s["direction"]) for s in row["stand_out"]] == [("d", "higher")]
-    assert row["stand_out"][0]["others"] == pytest.approx(21)
-    assert (row["stand_out"][0]["others_low"], row["stand_out"][0]["others_high"]) == pytest.approx((17, 25))
+    assert (row.target, row.baseline, row.hosts) == ("fscrypt", "ext4-loop", 4)
+    assert row.median == pytest.approx(np.percentile(values, 50))
+    assert row.p10 == pytest.approx(np.percentile(values, 10))
+    assert row.p90 == pytest.approx(np.percentile(values, 90))
+    assert (row.worst_host, row.worst) == ("d", 60)
+    assert (row.worst_low, row.worst_high) == pytest.approx((55, 66))
+    assert [(s.host, s.direction) for s in row.stand_out] == [("d", "higher")]
+    assert row.stand_out[0].others == pytest.approx(21)
+    assert (row.stand_out[0].others_low, row.stand_out[0].others_high) == pytest.approx((17, 25))
 
 
 def test_a_host_off_the_others_median_but_within_their_intervals_does_not_stand_out() -> None:
     # a three-host fleet run on identical namespace hosts here: h1 read 97 % [95, 98]
     given = {"h1": (97, 95, 98), "h2": (93, 86, 96), "h3": (94, 92, 96)}
     (row,) = spread.overheads(*_doc(given))
-    assert row["stand_out"] == [] and row["worst_host"] == "h1"
+    assert row.stand_out == [] and row.worst_host == "h1"
     given["h1"] = (99, 97, 100)  # its whole interval above both others' high ends
     (row,) = spread.overheads(*_doc(given))
-    assert [(s["host"], s["direction"]) for s in row["stand_out"]] == [("h1", "higher")]
+    assert [(s.host, s.direction) for s in row.stand_out] == [("h1", "higher")]
 
 
 def test_a_host_stands_out_below_too_and_noise_does_not() -> None:
     given = {"a": (50, 45, 55), "b": (52, 30, 70), "c": (51, 48, 54), "d": (10, 5, 15)}
     (row,) = spread.overheads(*_doc(given))
-    assert [(s["host"], s["direction"]) for s in row["stand_out"]] == [("d", "lower")]
+    assert [(s.host, s.direction) for s in row.stand_out] == [("d", "lower")]
 
 
 def test_two_hosts_have_nobody_to_stand_out_from() -> None:
     (row,) = spread.overheads(*_doc({"a": (10, 9, 11), "b": (80, 79, 81)}))
-    assert row["stand_out"] == [] and row["worst_host"] == "b"
+    assert row.stand_out == [] and row.worst_host == "b"
 
 
 def test_a_run_on_one_machine_has_no_spread() -> None:

@@ -183,7 +183,5 @@ def test_terminal_tables_at_80_columns_keep_every_figure_whole(db: Path) -> None
         cut = [line for line in lines if "…" in line and "median per run" not in line]  # the title's "1 … 4"
         assert max(map(len, lines)) <= 80 and not cut
         for r in found.runs:  # each run's row whole, with its start and its trials
-            assert any(
-                r.started_at[:16].replace("T", " ") in line and r.status in line for line in lines
-            )
+            assert any(r.started_at[:16].replace("T", " ") in line and r.status in line for line in lines)
     assert "[1] read, gocryptfs: bytes per trial differ between these runs" in buf.getvalue()

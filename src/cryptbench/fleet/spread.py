@@ -16,11 +16,19 @@ interval clears what the rest of the fleet sees does.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 import numpy as np
 
-from cryptbench.result_model import Comparison, Document, TargetInfo
+from cryptbench.result_model import (
+    Comparison,
+    Document,
+    FleetHost,
+    FleetOverhead,
+    FleetSection,
+    HostOverhead,
+    StandOut,
+    TargetInfo,
+)
 from cryptbench.store.rows import FleetHostRow
 
 STAND_OUT_MIN_HOSTS = 3  # with two, "the others" is one host: nothing to stand out from
@@ -38,7 +46,7 @@ def _overhead_interval(c: Comparison) -> tuple[float | None, float | None]:
     return low, high
 
 
-def overheads(targets: list[TargetInfo], comparisons: list[Comparison]) -> list[dict[str, Any]]:
+def overheads(targets: list[TargetInfo], comparisons: list[Comparison]) -> list[FleetOverhead]:
     """Per workload and encrypted target, each host's overhead and their spread."""
     host_of = {t.name: t.host for t in targets}
     encrypted = {t.name for t in targets if t.encrypted}
@@ -48,80 +56,70 @@ def overheads(targets: list[TargetInfo], comparisons: list[Comparison]) -> list[
             groups[(c.workload, local_name(c.target), local_name(c.baseline))].append(c)
     rows = []
     for (workload, target, baseline), cs in groups.items():
-        per_host: list[dict[str, Any]] = []
-        for c in cs:
-            low, high = _overhead_interval(c)
-            per_host.append(
-                {"host": host_of[c.target], "overhead": c.overhead_percent, "low": low, "high": high}
-            )
-        values = np.array([h["overhead"] for h in per_host])
+        per_host = [
+            HostOverhead(str(host_of[c.target]), c.overhead_percent, *_overhead_interval(c)) for c in cs
+        ]
+        values = np.array([h.overhead for h in per_host])
         p10, median, p90 = (float(v) for v in np.percentile(values, [10, 50, 90]))
-        worst = max(per_host, key=lambda h: h["overhead"])
+        worst = max(per_host, key=lambda h: h.overhead)
         rows.append(
-            {
-                "workload": workload,
-                "target": target,
-                "baseline": baseline,
-                "hosts": len(per_host),
-                "median": median,
-                "p10": p10,
-                "p90": p90,
-                "worst_host": worst["host"],
-                "worst": worst["overhead"],
-                "worst_low": worst["low"],
-                "worst_high": worst["high"],
-                "per_host": per_host,
-                "stand_out": _stand_out(per_host),
-            }
+            FleetOverhead(
+                workload=workload,
+                target=target,
+                baseline=baseline,
+                hosts=len(per_host),
+                median=median,
+                p10=p10,
+                p90=p90,
+                worst_host=worst.host,
+                worst=worst.overhead,
+                worst_low=worst.low,
+                worst_high=worst.high,
+                per_host=per_host,
+                stand_out=_stand_out(per_host),
+            )
         )
     return rows
 
 
-def _stand_out(per_host: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _stand_out(per_host: list[HostOverhead]) -> list[StandOut]:
     if len(per_host) < STAND_OUT_MIN_HOSTS:
         return []
     found = []
     for h in per_host:
         others = [o for o in per_host if o is not h]
-        centre = float(np.median([o["overhead"] for o in others]))
+        centre = float(np.median([o.overhead for o in others]))
         # The typical other host's interval: the median of their low ends and of
         # their high ends (an estimate stands in for a host without an interval).
-        low = float(np.median([o["overhead"] if o["low"] is None else o["low"] for o in others]))
-        high = float(np.median([o["overhead"] if o["high"] is None else o["high"] for o in others]))
-        entry = {
-            "host": h["host"],
-            "overhead": h["overhead"],
-            "others": centre,
-            "others_low": low,
-            "others_high": high,
-        }
-        if h["low"] is not None and h["low"] > high:
-            found.append({**entry, "direction": "higher"})
-        elif h["high"] is not None and h["high"] < low:
-            found.append({**entry, "direction": "lower"})
+        low = float(np.median([o.overhead if o.low is None else o.low for o in others]))
+        high = float(np.median([o.overhead if o.high is None else o.high for o in others]))
+        if h.low is not None and h.low > high:
+            found.append(StandOut(h.host, h.overhead, centre, low, high, "higher"))
+        elif h.high is not None and h.high < low:
+            found.append(StandOut(h.host, h.overhead, centre, low, high, "lower"))
     return found
 
 
-def fleet_section(doc: Document, host_rows: list[FleetHostRow]) -> dict[str, Any]:
+def fleet_section(doc: Document, host_rows: list[FleetHostRow]) -> FleetSection:
     """The document's `fleet`: each host (address, status, what it is) and the overheads' spread."""
     hosts = []
     for r in host_rows:
         manifest = r.manifest
         env = manifest.get("environment", {})
         hosts.append(
-            {
-                "name": r.name,
-                "address": r.address,
-                "status": r.status,
-                "reason": r.reason,
-                "hostname": env.get("hostname"),
-                "kernel": env.get("kernel"),
-                "cpu_model": env.get("cpu_model"),
-                "xts_aes": env.get("kernel_crypto", {}).get("xts(aes)"),
-                "ioengine": manifest.get("ioengine"),
-                "cryptbench": manifest.get("cryptbench"),
-                "targets": [t.get("name") for t in manifest.get("targets", [])],
-                "skipped": manifest.get("skipped", []),
-            }
+            FleetHost(
+                name=r.name,
+                address=r.address,
+                status=r.status,
+                reason=r.reason,
+                hostname=env.get("hostname"),
+                kernel=env.get("kernel"),
+                cpu_model=env.get("cpu_model"),
+                xts_aes=env.get("kernel_crypto", {}).get("xts(aes)"),
+                ioengine=manifest.get("ioengine"),
+                cryptbench=manifest.get("cryptbench"),
+                targets=[t.get("name") for t in manifest.get("targets", [])],
+                skipped=manifest.get("skipped", []),
+            )
         )
-    return {"hosts": hosts, "overheads": overheads(doc.targets, doc.comparisons)}
+    return FleetSection(hosts, overheads(doc.targets, doc.comparisons))

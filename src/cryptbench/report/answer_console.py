@@ -233,14 +233,10 @@ def render(doc: Document, console: Console) -> None:
     fleet = doc.fleet
     if fleet:
         console.print()
-        console.print(
-            f"Fleet: {len(fleet['hosts'])} hosts; each overhead's spread over them is in the details."
-        )
-        for h in fleet["hosts"]:
-            if h["status"] != "ok":
-                console.print(
-                    Text(f"{h['name']} {h['status']}: {h.get('reason') or 'no reason recorded'}", style="red")
-                )
+        console.print(f"Fleet: {len(fleet.hosts)} hosts; each overhead's spread over them is in the details.")
+        for h in fleet.hosts:
+            if h.status != "ok":
+                console.print(Text(f"{h.name} {h.status}: {h.reason or 'no reason recorded'}", style="red"))
     console.print()
     for text in warnings_lines(doc):
         console.print(text)

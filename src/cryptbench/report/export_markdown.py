@@ -95,7 +95,7 @@ def render(doc: Document) -> str:
         "figure). Intervals: 95 % bootstrap over the trials.",
     ]
     fleet = doc.fleet
-    if fleet and fleet["overheads"]:
+    if fleet and fleet.overheads:
         lines += [
             "",
             "Across the fleet's hosts (overhead: the share of each host's own baseline's speed lost):",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from cryptbench.result_model import FleetSection
 
 SPREAD_NOTE = (
     "Each host's overhead is its target against its own baseline; a host stands out when its whole "
@@ -20,41 +20,38 @@ def interval(low: float | None, high: float | None) -> str:
     return "" if low is None or high is None else f" [{low:.0f}, {high:.0f}]"
 
 
-def host_rows(fleet: dict[str, Any]) -> list[dict[str, str]]:
+def host_rows(fleet: FleetSection) -> list[dict[str, str]]:
     return [
         {
-            "host": h["name"],
-            "address": h["address"],
-            "ok": "yes" if h["status"] == "ok" else "",
-            "status": h["status"] if h["status"] == "ok" else f"{h['status']}: {h['reason']}",
-            "machine": f"{h['hostname'] or '?'} ({h['cpu_model'] or '?'})",
-            "kernel": h["kernel"] or "?",
-            "xts_aes": h["xts_aes"] or "?",
-            "targets": ", ".join(h["targets"]),
+            "host": h.name,
+            "address": h.address,
+            "ok": "yes" if h.status == "ok" else "",
+            "status": h.status if h.status == "ok" else f"{h.status}: {h.reason}",
+            "machine": f"{h.hostname or '?'} ({h.cpu_model or '?'})",
+            "kernel": h.kernel or "?",
+            "xts_aes": h.xts_aes or "?",
+            "targets": ", ".join(h.targets),
         }
-        for h in fleet["hosts"]
+        for h in fleet.hosts
     ]
 
 
-def overhead_rows(fleet: dict[str, Any]) -> list[dict[str, str]]:
+def overhead_rows(fleet: FleetSection) -> list[dict[str, str]]:
     return [
         {
-            "workload": r["workload"],
-            "target": f"{r['target']} vs {r['baseline']}",
-            "hosts": str(r["hosts"]),
-            "median": overhead_pct(r["median"]),
-            "p10": overhead_pct(r["p10"]),
-            "p90": overhead_pct(r["p90"]),
-            "worst": r["worst_host"]
-            + " "
-            + overhead_pct(r["worst"])
-            + interval(r["worst_low"], r["worst_high"]),
+            "workload": r.workload,
+            "target": f"{r.target} vs {r.baseline}",
+            "hosts": str(r.hosts),
+            "median": overhead_pct(r.median),
+            "p10": overhead_pct(r.p10),
+            "p90": overhead_pct(r.p90),
+            "worst": r.worst_host + " " + overhead_pct(r.worst) + interval(r.worst_low, r.worst_high),
             "stand_out": ", ".join(
-                f"{s['host']} {overhead_pct(s['overhead'])} "
-                f"({s['direction']} than the others' {overhead_pct(s['others'])})"
-                for s in r["stand_out"]
+                f"{s.host} {overhead_pct(s.overhead)} "
+                f"({s.direction} than the others' {overhead_pct(s.others)})"
+                for s in r.stand_out
             )
             or "-",
         }
-        for r in fleet["overheads"]
+        for r in fleet.overheads
     ]
