@@ -8,8 +8,7 @@ lists its keys): `to_json()` writes the keys in the order they have always had, 
 
 Throughput is in bytes/s and latency in seconds; each field says its unit. A few
 parts stay JSON objects: the plan and environment as stored, a backend's own details
-and the stopping rule (free-form by nature), and the study-summary section (not
-typed yet); `JsonObject` names them.
+and the stopping rule (free-form by nature); `JsonObject` names them.
 """
 
 from __future__ import annotations
@@ -496,7 +495,7 @@ class Document:
     notes: list[str]  # what the plan decided and why, one sentence each
     stopping: Stopping | None = None  # None for runs stored before adaptive stopping
     device_writes: DeviceWrites | None = None  # None where the scratch space has no block device
-    study_summary: JsonObject | None = None  # report/study_summary.py's, for a suite that follows a study
+    study_summary: StudySummary | None = None  # report/study_summary.py's, for a suite that follows a study
     efficiency: list[EfficiencyRow] = field(default_factory=list)
     qd_curves: list[QdCurve] = field(default_factory=list)
     warnings: list[RunWarning] = field(default_factory=list)
@@ -527,7 +526,7 @@ class Document:
         if self.device_writes is not None:
             d["device_writes"] = self.device_writes.to_json()
         if self.study_summary is not None:
-            d["study_summary"] = self.study_summary
+            d["study_summary"] = self.study_summary.to_json()
         d["efficiency"] = [e.to_json() for e in self.efficiency]
         d["qd_curves"] = [c.to_json() for c in self.qd_curves]
         d["warnings"] = [w.to_json() for w in self.warnings]
@@ -558,7 +557,9 @@ class Document:
             notes=d["notes"],
             stopping=None if stopping is None else Stopping.from_json(stopping),
             device_writes=None if writes is None else DeviceWrites(**writes),
-            study_summary=d.get("study_summary"),
+            study_summary=None
+            if d.get("study_summary") is None
+            else StudySummary.from_json(d["study_summary"]),
             efficiency=[EfficiencyRow.from_json(e) for e in d.get("efficiency", [])],
             qd_curves=[QdCurve.from_json(c) for c in d.get("qd_curves", [])],
             warnings=[RunWarning.from_json(w) for w in d.get("warnings", [])],
@@ -680,4 +681,65 @@ class FleetSection:
     def from_json(cls, d: JsonObject) -> FleetSection:
         return cls(
             [FleetHost.from_json(h) for h in d["hosts"]], [FleetOverhead.from_json(o) for o in d["overheads"]]
+        )
+
+
+@dataclass(frozen=True)
+class StudyRow:
+    """One workload on one target summarized the study's way (report/study_summary.py)."""
+
+    workload: str
+    target: str
+    n: int  # trials run
+    used: int  # trials the study's rule kept
+    mean_seconds: float | None  # seconds: their mean time; None when none was kept
+    sd_seconds: float | None  # seconds: their sample standard deviation; None below two
+    bytes: float  # bytes each trial wrote, median
+    throughput: float | None  # bytes/s: bytes over the mean time
+
+    def to_json(self) -> JsonObject:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class PageCacheRatio:
+    """A study's command as published against its durable twin on one target."""
+
+    workload: str  # the as-published workload
+    durable: str  # its corrected twin
+    target: str
+    published_throughput: float  # bytes/s, median
+    durable_throughput: float  # bytes/s, median
+    ratio: float  # published over durable: 1.0 is no inflation
+    ci_low: float | None  # the ratio's 95 % interval; None with too few trials
+    ci_high: float | None
+
+    def to_json(self) -> JsonObject:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    """A study's own summary of the trials, for a suite that follows one."""
+
+    method: str  # "drop-min-max"
+    description: str  # the method in words
+    rows: list[StudyRow]
+    page_cache: list[PageCacheRatio]  # with --as-published
+
+    def to_json(self) -> JsonObject:
+        return {
+            "method": self.method,
+            "description": self.description,
+            "rows": [r.to_json() for r in self.rows],
+            "page_cache": [p.to_json() for p in self.page_cache],
+        }
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> StudySummary:
+        return cls(
+            d["method"],
+            d["description"],
+            [StudyRow(**r) for r in d["rows"]],
+            [PageCacheRatio(**p) for p in d["page_cache"]],
         )

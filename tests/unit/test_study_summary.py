@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import statistics
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,7 +13,7 @@ from rich.console import Console
 from cryptbench.report import console as console_report
 from cryptbench.report import study_summary
 from cryptbench.report.study_summary import build, drop_min_max, twin_of
-from cryptbench.result_model import Result
+from cryptbench.result_model import Result, StudySummary
 
 MIB = 1 << 20
 
@@ -70,20 +72,23 @@ def _samples() -> dict[tuple[str, str, str], list[float]]:
 
 def test_the_summary_rows_and_the_page_cache_ratio() -> None:
     doc = build(PLAN, _samples(), ["plain", "fscrypt"], lambda *parts: 1)
-    assert doc is not None and doc["method"] == "drop-min-max"
-    rows = {r["workload"]: r for r in doc["rows"]}
+    assert doc is not None and doc.method == "drop-min-max"
+    rows = {r.workload: r for r in doc.rows}
     assert set(rows) == set(PLAN["workloads"])  # fscrypt has no samples: no rows
     zero = rows["dd-zero"]
-    assert (zero["n"], zero["used"]) == (5, 3)
-    assert zero["mean_seconds"] == pytest.approx(3.0)
-    assert zero["sd_seconds"] == pytest.approx(1.0)
-    assert zero["throughput"] == pytest.approx(MIB / 3.0)  # bytes over the mean time, as the study's speed
-    (pc,) = doc["page_cache"]
-    assert (pc["workload"], pc["durable"], pc["target"]) == ("dd-zero-as-published", "dd-zero", "plain")
-    assert pc["ratio"] == pytest.approx(
+    assert (zero.n, zero.used) == (5, 3)
+    assert zero.mean_seconds == pytest.approx(3.0)
+    assert zero.sd_seconds == pytest.approx(1.0)
+    assert zero.throughput == pytest.approx(MIB / 3.0)  # bytes over the mean time, as the study's speed
+    (pc,) = doc.page_cache
+    assert (pc.workload, pc.durable, pc.target) == ("dd-zero-as-published", "dd-zero", "plain")
+    assert pc.ratio == pytest.approx(
         statistics.median([MIB / s for s in [0.1] * 3 + [0.11, 0.09]]) / (MIB / 3.0)
     )
-    assert pc["ci_low"] <= pc["ratio"] <= pc["ci_high"]
+    assert pc.ci_low is not None and pc.ci_high is not None
+    assert pc.ci_low <= pc.ratio <= pc.ci_high
+    # the document's JSON holds all of it: read back, it is the same summary
+    assert StudySummary.from_json(json.loads(json.dumps(doc.to_json()))) == doc
 
 
 def test_the_twin_is_the_same_app_and_data_written_durably() -> None:
@@ -111,11 +116,8 @@ def test_the_console_shows_both_summaries_and_says_what_the_cache_did() -> None:
     assert "3.000" in text and "1.000" in text and "1.0 [1, 1]" in text
     assert max(len(line) for line in text.splitlines() if "│" in line or line.startswith("  ")) <= 80
     assert "the page cache inflated it" in " ".join(text.split())
-    line = study_summary.page_cache_line(
-        {**summary["page_cache"][0], "ratio": 0.5, "ci_low": 0.4, "ci_high": 0.6}
-    )
+    assert summary is not None
+    line = study_summary.page_cache_line(replace(summary.page_cache[0], ratio=0.5, ci_low=0.4, ci_high=0.6))
     assert "the study's command was slower" in line
-    line = study_summary.page_cache_line(
-        {**summary["page_cache"][0], "ratio": 1.0, "ci_low": 0.8, "ci_high": 1.2}
-    )
+    line = study_summary.page_cache_line(replace(summary.page_cache[0], ratio=1.0, ci_low=0.8, ci_high=1.2))
     assert line.endswith("no clear difference")

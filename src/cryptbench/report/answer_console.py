@@ -226,9 +226,9 @@ def render(doc: Document, console: Console) -> None:
         for line in limits:
             console.print(line)
     summary = doc.study_summary
-    if summary and summary["page_cache"]:
+    if summary is not None and summary.page_cache:
         console.print()
-        for p in summary["page_cache"]:
+        for p in summary.page_cache:
             console.print(f"• {study_summary.page_cache_line(p)}")
     fleet = doc.fleet
     if fleet:

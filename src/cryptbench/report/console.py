@@ -15,7 +15,15 @@ from cryptbench.metrics import PRIMARY, info
 from cryptbench.report import answer_console, cost_console, fleet_console, ranking, study_summary
 from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.report.narrow import table_width
-from cryptbench.result_model import Comparison, Document, JsonObject, Result, RunWarning, Stopping, TargetInfo
+from cryptbench.result_model import (
+    Comparison,
+    Document,
+    Result,
+    RunWarning,
+    Stopping,
+    StudySummary,
+    TargetInfo,
+)
 from cryptbench.units import format_bytes, format_duration, format_mb_per_s, format_value
 
 
@@ -172,13 +180,13 @@ def _full(doc: Document, console: Console, metric: str | None) -> None:
     fleet_console.render(doc, console)
 
 
-def _study_summary(summary: JsonObject | None, of_run: list[Result], console: Console) -> None:
+def _study_summary(summary: StudySummary | None, of_run: list[Result], console: Console) -> None:
     """The study's own figures beside ours, a row per target under a row per workload, and
     what the page cache made of its commands."""
-    if not summary or not summary["rows"]:
+    if summary is None or not summary.rows:
         return
     table = Table(
-        title=f"The study's own summary: {summary['description']}", title_justify="left", box=box.SIMPLE_HEAD
+        title=f"The study's own summary: {summary.description}", title_justify="left", box=box.SIMPLE_HEAD
     )
     table.add_column("workload / target", no_wrap=True)
     for name in ("used", "mean s", "sd s", "MB/s"):
@@ -186,28 +194,28 @@ def _study_summary(summary: JsonObject | None, of_run: list[Result], console: Co
     table.add_column("ours: median MB/s\n[95% interval]", justify="right", no_wrap=True)
     results = {(r.workload, r.target): r for r in of_run if r.metric == PRIMARY}
     workload = None
-    for row in summary["rows"]:
-        if row["workload"] != workload:
-            workload = row["workload"]
+    for row in summary.rows:
+        if row.workload != workload:
+            workload = row.workload
             table.add_row(Text(workload, style="bold"))
-        r = results.get((row["workload"], row["target"]))
+        r = results.get((row.workload, row.target))
         ours = (
             "-"
             if r is None
             else format_mb_per_s(r.median) + " " + _interval(r.ci_low, r.ci_high, r.unit, r.median)
         )
         table.add_row(
-            f"  {row['target']}",
-            f"{row['used']}/{row['n']}",
-            "-" if row["mean_seconds"] is None else f"{row['mean_seconds']:.3f}",
-            "-" if row["sd_seconds"] is None else f"{row['sd_seconds']:.3f}",
-            format_mb_per_s(row["throughput"]),
+            f"  {row.target}",
+            f"{row.used}/{row.n}",
+            "-" if row.mean_seconds is None else f"{row.mean_seconds:.3f}",
+            "-" if row.sd_seconds is None else f"{row.sd_seconds:.3f}",
+            format_mb_per_s(row.throughput),
             ours,
         )
     console.print()
     console.print(table)
     console.print("[dim]used: the trials the study's rule kept, of those run.[/dim]")
-    for p in summary["page_cache"]:
+    for p in summary.page_cache:
         console.print(f"• {study_summary.page_cache_line(p)}")
 
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from cryptbench import stats
+from cryptbench.result_model import JsonObject, PageCacheRatio, StudyRow, StudySummary
 from cryptbench.units import format_mb_per_s
 
 # Parameters by which an as-published workload differs from its corrected twin.
@@ -51,7 +51,7 @@ def drop_min_max(values: list[float]) -> DropMinMax:
     )
 
 
-def twin_of(plan: dict[str, Any], name: str) -> str | None:
+def twin_of(plan: JsonObject, name: str) -> str | None:
     """The corrected workload an as-published one is the study's version of."""
     apps = plan.get("apps", {})
     mine = {k: v for k, v in apps.get(name, {}).items() if k not in _STYLE_KEYS}
@@ -65,11 +65,11 @@ def twin_of(plan: dict[str, Any], name: str) -> str | None:
 
 
 def build(
-    plan: dict[str, Any],
+    plan: JsonObject,
     samples: dict[tuple[str, str, str], list[float]],
     targets: list[str],
     seed_of: Callable[..., int],
-) -> dict[str, Any] | None:
+) -> StudySummary | None:
     """The study's summary of every workload on every target, and the
     page-cache ratios of its as-published commands; None without a summary."""
     method = plan.get("summary")
@@ -85,16 +85,7 @@ def build(
             s = drop_min_max(times)
             nbytes = statistics.median(moved)
             rows.append(
-                {
-                    "workload": w,
-                    "target": t,
-                    "n": len(times),
-                    "used": s.used,
-                    "mean_seconds": s.mean,
-                    "sd_seconds": s.sd,
-                    "bytes": nbytes,
-                    "throughput": nbytes / s.mean if s.mean else None,
-                }
+                StudyRow(w, t, len(times), s.used, s.mean, s.sd, nbytes, nbytes / s.mean if s.mean else None)
             )
     page_cache = []
     for published in plan.get("as_published", []):
@@ -108,27 +99,26 @@ def build(
                 continue
             r = stats.ratio(a, b, seed=seed_of(published, twin, t))
             page_cache.append(
-                {
-                    "workload": published,
-                    "durable": twin,
-                    "target": t,
-                    "published_throughput": statistics.median(a),
-                    "durable_throughput": statistics.median(b),
-                    # the published kind of figure over the durable one: 1.0 is no inflation
-                    "ratio": r.ratio,
-                    "ci_low": r.ci_low,
-                    "ci_high": r.ci_high,
-                }
+                PageCacheRatio(
+                    published,
+                    twin,
+                    t,
+                    statistics.median(a),
+                    statistics.median(b),
+                    r.ratio,
+                    r.ci_low,
+                    r.ci_high,
+                )
             )
-    return {"method": method, "description": DESCRIPTIONS[method], "rows": rows, "page_cache": page_cache}
+    return StudySummary(method, DESCRIPTIONS[method], rows, page_cache)
 
 
-def page_cache_line(p: dict[str, Any]) -> str:
+def page_cache_line(p: PageCacheRatio) -> str:
     """What the page cache (or the command's own work) did to a study command's figure."""
-    interval = "" if p["ci_low"] is None else f" [{p['ci_low']:.2f}, {p['ci_high']:.2f}]"
-    if p["ci_low"] is not None and p["ci_low"] > 1:
+    interval = "" if p.ci_low is None else f" [{p.ci_low:.2f}, {p.ci_high:.2f}]"
+    if p.ci_low is not None and p.ci_low > 1:
         verdict = "the page cache inflated it"
-    elif p["ci_high"] is not None and p["ci_high"] < 1:
+    elif p.ci_high is not None and p.ci_high < 1:
         verdict = (
             "the study's command was slower: its own work in the clock "
             "(dd reading /dev/urandom) cost more than the page cache saved"
@@ -136,8 +126,8 @@ def page_cache_line(p: dict[str, Any]) -> str:
     else:
         verdict = "no clear difference"
     return (
-        f"{p['target']}: {p['workload']} (as published, no fsync) "
-        f"{format_mb_per_s(p['published_throughput'])} MB/s, "
-        f"{p['durable']} (durable) {format_mb_per_s(p['durable_throughput'])} MB/s: "
-        f"{p['ratio']:.2f}x{interval} the durable speed; {verdict}"
+        f"{p.target}: {p.workload} (as published, no fsync) "
+        f"{format_mb_per_s(p.published_throughput)} MB/s, "
+        f"{p.durable} (durable) {format_mb_per_s(p.durable_throughput)} MB/s: "
+        f"{p.ratio:.2f}x{interval} the durable speed; {verdict}"
     )
