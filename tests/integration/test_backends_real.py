@@ -12,8 +12,8 @@ import pytest
 
 from cryptbench.backends import DirectIO
 from cryptbench.measure.environment import kernel_driver
+from cryptbench.pipeline.verify import marker_in_backing, probe_direct_io
 from cryptbench.system import mount_entry
-from cryptbench.verify import marker_in_backing, probe_direct_io
 from tests.conftest import cli, provisioned
 
 pytestmark = pytest.mark.integration

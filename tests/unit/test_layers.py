@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
         "interrupts", "keys", "store", "suites", "result_model",
     ),
     ("resources", "session"),  # what a run owns, journaled and released
-    ("backends", "engines", "measure", "cipher", "verify", "fleet"),  # the real components
+    ("backends", "engines", "measure", "cipher", "fleet"),  # the real components
     ("suite", "adaptive", "trial_metrics"),  # what to run and how many times
     ("plan", "runner"),  # choices checked; trials ordered and run
     ("report",),  # the document and everything that renders it

@@ -14,11 +14,11 @@ from cryptbench.engines.fio import run_fio
 from cryptbench.engines.jobs import render_layout
 from cryptbench.errors import DiskFull, ProvisionError, TrialError
 from cryptbench.interrupts import signals_blocked
+from cryptbench.pipeline.verify import marker_in_backing, probe_direct_io
 from cryptbench.plan import Plan
 from cryptbench.result_model import TargetInfo
 from cryptbench.runner import ENOSPC_TEXT, Progress, TrialContext, job_options, target_lost
 from cryptbench.session import MARKER, Session, candidate_run_dirs, recover, scratch_root
-from cryptbench.verify import marker_in_backing, probe_direct_io
 
 
 def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str]:
