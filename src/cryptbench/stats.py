@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 CONFIDENCE = 0.95
 RESAMPLES = 10_000
@@ -138,6 +137,8 @@ def _bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], seed
     if all(np.ptp(d) == 0 for d in data):
         value = float(statistic(*data, axis=-1))
         return value, value  # every resample is the same: the interval is a point
+    from scipy import stats as sps  # here: SciPy is most of the command line's start-up time
+
     with warnings.catch_warnings():
         # SciPy warns about degenerate distributions for tiny samples; the
         # percentile interval is still the right thing to report.
@@ -192,6 +193,8 @@ def drift(values: list[float]) -> Drift | None:
     n = len(values)
     if n < DRIFT_MIN_SAMPLES or np.ptp(values) == 0:
         return None
+    from scipy import stats as sps  # here: SciPy is most of the command line's start-up time
+
     order = np.arange(n)
     rho, p = sps.spearmanr(order, values)
     if not p < DRIFT_P:

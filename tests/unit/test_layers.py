@@ -6,6 +6,8 @@ dependency. A new module must be given a layer here."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,14 @@ def test_the_check_sees_a_violation() -> None:
     assert layer_of("cryptbench.report.console") > layer_of("cryptbench.runner")
     assert "cryptbench.report.history_model" in _imports(PACKAGE / "report" / "history_table.py")
     assert "cryptbench.pipeline.execute" in _imports(PACKAGE / "commands" / "run.py")
+
+
+def test_the_command_line_starts_without_scipy_or_matplotlib() -> None:
+    # Each is imported where it is used: SciPy was most of every command's start-up time
+    # (`python -X importtime -c "import cryptbench.cli"`), and `backends` needs neither.
+    code = (
+        "import sys, cryptbench.cli; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'matplotlib'}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -33,7 +33,7 @@ from cryptbench.adaptive import Controller, Question, Stopping, questions
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_stopping
 from cryptbench.engines.fio import FIO_TIMEOUT, fio_version
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
-from cryptbench.errors import CryptbenchError, TrialError, UnavailableError, UsageError
+from cryptbench.errors import TrialError, UnavailableError, UsageError
 from cryptbench.fleet import client
 from cryptbench.fleet import hosts as hosts_mod
 from cryptbench.fleet.hosts import HostSpec
@@ -41,7 +41,7 @@ from cryptbench.fleet.manifest import Manifest, ManifestTarget, parse
 from cryptbench.interrupts import interruptible
 from cryptbench.measure import environment
 from cryptbench.metrics import info
-from cryptbench.pipeline.lifecycle import Lifecycle
+from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
 from cryptbench.plan import stopping_rule
 from cryptbench.report import console as console_report
 from cryptbench.report import document
@@ -476,46 +476,42 @@ def execute(
         # In the held section: the status is stored before a late signal can cut in.
         store.finish_run(run_id, life.status(completed))
 
-    with Lifecycle(progress, finish) as life:
-        try:
-            _store_hosts(store, run_id, hosts)
-            seeds = workload_seeds(seed, workloads)
-            with tempfile.TemporaryDirectory(prefix="cryptbench-fleet-") as jobs_dir:
-                coordinator = Coordinator(store, run_id, usable, size, zero, seeds, Path(jobs_dir), progress)
-                if any(not w.is_write for w in workloads):
-                    names = list(dict.fromkeys(t.partition("/")[2] for t in targets))
-                    for name in names:
-                        coordinator.lay_out(
-                            name, [t.partition("/")[0] for t in targets if t.partition("/")[2] == name]
-                        )
-                controller = Controller(rule, run_questions(workloads, usable), seed)
-                spend = Spend(coordinator, {w.name for w in workloads if w.is_write})
-
-                record = stopping_recorder(store, run_id, controller, spend)
-                try:
-                    interleave(
-                        store,
-                        run_id,
-                        tuple(workloads),
-                        targets,
-                        controller,
-                        seed,
-                        lost=coordinator.lost,
-                        progress=progress,
-                        spent=spend.over,
-                        run_block=coordinator.run_block,
-                        on_change=record,
-                        seconds=spend.seconds,
+    with Lifecycle(progress, finish) as life, failure_kept(store, run_id):
+        _store_hosts(store, run_id, hosts)
+        seeds = workload_seeds(seed, workloads)
+        with tempfile.TemporaryDirectory(prefix="cryptbench-fleet-") as jobs_dir:
+            coordinator = Coordinator(store, run_id, usable, size, zero, seeds, Path(jobs_dir), progress)
+            if any(not w.is_write for w in workloads):
+                names = list(dict.fromkeys(t.partition("/")[2] for t in targets))
+                for name in names:
+                    coordinator.lay_out(
+                        name, [t.partition("/")[0] for t in targets if t.partition("/")[2] == name]
                     )
-                finally:
-                    coordinator.finish()
-            alive = [h for h in usable if h.failed is None]
-            if not alive:
-                store.add_note(run_id, "every host stopped answering")
-            completed, exit_code = True, 1 if coordinator.failed or len(alive) < len(hosts) else 0
-        except CryptbenchError as e:
-            store.add_note(run_id, f"failed: {e}")
-            raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None
+            controller = Controller(rule, run_questions(workloads, usable), seed)
+            spend = Spend(coordinator, {w.name for w in workloads if w.is_write})
+
+            record = stopping_recorder(store, run_id, controller, spend)
+            try:
+                interleave(
+                    store,
+                    run_id,
+                    tuple(workloads),
+                    targets,
+                    controller,
+                    seed,
+                    lost=coordinator.lost,
+                    progress=progress,
+                    spent=spend.over,
+                    run_block=coordinator.run_block,
+                    on_change=record,
+                    seconds=spend.seconds,
+                )
+            finally:
+                coordinator.finish()
+        alive = [h for h in usable if h.failed is None]
+        if not alive:
+            store.add_note(run_id, "every host stopped answering")
+        completed, exit_code = True, 1 if coordinator.failed or len(alive) < len(hosts) else 0
     return FleetOutcome(
         run_id, life.status(completed), document.build(store, run_id), life.exit_code(exit_code)
     )

@@ -16,13 +16,13 @@ from cryptbench.adaptive import Controller, Question, questions
 from cryptbench.cipher import ceilings, userspace
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.fio import probe_ioengine
-from cryptbench.errors import CryptbenchError, Interrupted
+from cryptbench.errors import Interrupted
 from cryptbench.interrupts import interruptible
 from cryptbench.measure import environment
 from cryptbench.measure.device import device_of
 from cryptbench.metrics import info
 from cryptbench.pipeline import cipher_speed
-from cryptbench.pipeline.lifecycle import Lifecycle
+from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
 from cryptbench.pipeline.provision import provision_all, target_row
 from cryptbench.plan import Plan, RunRequest, build_plan
 from cryptbench.report import document
@@ -72,15 +72,12 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
         run_id = store.insert_run(
             plan.suite.name, plan.to_json(), environment.collect(plan.target_dir), __version__
         )
-        try:
+        with failure_kept(store, run_id):
             for name in plan.added_baselines:
                 store.add_note(run_id, f"added {name} as a baseline")
             for name, reason in plan.skipped:
                 store.add_note(run_id, f"skipped {name}: {reason}")
             _ok, failed = _measure(plan, store, run_id, session, progress)
-        except CryptbenchError as e:
-            store.add_note(run_id, f"failed: {e}")
-            raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None
         completed = True
     signum = life.last_signal()
     if run_id is None and signum is not None:  # a signal came before anything was stored

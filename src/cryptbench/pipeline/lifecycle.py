@@ -15,15 +15,17 @@ finished; cipher raises it again).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
-from cryptbench.errors import Interrupted
+from cryptbench.errors import CryptbenchError, Interrupted
 from cryptbench.interrupts import signals_blocked, take_pending
 from cryptbench.pipeline.provision import recover_stale
 from cryptbench.runner import NullProgress, Progress
 from cryptbench.session import Session
+from cryptbench.store import Store
 
 
 class Lifecycle:
@@ -82,3 +84,14 @@ class Lifecycle:
         """128 + the last signal's number, or `otherwise` when no signal came."""
         signum = self.last_signal()
         return otherwise if signum is None else 128 + signum
+
+
+@contextmanager
+def failure_kept(store: Store, run_id: int) -> Iterator[None]:
+    """A run's error is noted with the run, and raised again saying what is kept: the
+    trials it finished, which `show` reads like those of any other run."""
+    try:
+        yield
+    except CryptbenchError as e:
+        store.add_note(run_id, f"failed: {e}")
+        raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None

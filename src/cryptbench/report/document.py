@@ -20,7 +20,7 @@ bytes/s and latency in seconds. Later versions add keys; they do not rename.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 from cryptbench import stats
 from cryptbench.backends.base import RAM_PREFIX
@@ -67,24 +67,8 @@ def build(store: Store, run_id: int) -> Document:
                 if not values:
                     continue
                 s = stats.summarize(values, seed=stats.figure_seed(seed, w, tn, metric))
-                results.append(
-                    Result(
-                        w,
-                        tn,
-                        metric,
-                        info(metric).unit,
-                        values,
-                        s.n,
-                        s.median,
-                        s.mean,
-                        s.sd,
-                        s.cv,
-                        s.min,
-                        s.max,
-                        s.ci_low,
-                        s.ci_high,
-                    )
-                )
+                # stats.Summary's fields (n, median, … ci_high) are Result's figures, by name
+                results.append(Result(w, tn, metric, info(metric).unit, values, **asdict(s)))
 
     stopping = Stopping.from_json(run.stopping) if run.stopping else None
     answers = {(a.workload, a.target, a.baseline): a for a in stopping.answers} if stopping else {}

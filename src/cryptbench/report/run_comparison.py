@@ -25,8 +25,6 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from scipy import stats as sps
-
 from cryptbench import stats
 from cryptbench.errors import UsageError
 from cryptbench.metrics import info
@@ -320,6 +318,8 @@ def _repeats(plan: dict[str, Any]) -> str:
 def _significance(ra: Result, rb: Result) -> tuple[str, float | None, bool | None]:
     a, b = ra.samples, rb.samples
     if mann_whitney_possible(len(a), len(b)):
+        from scipy import stats as sps  # here: SciPy is most of the command line's start-up time
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # identical samples: SciPy warns, p is 1
             p = float(sps.mannwhitneyu(b, a, alternative="two-sided").pvalue)
