@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from cryptbench import __version__
-from cryptbench.commands.common_args import add_db, add_json
+from cryptbench.commands.common_args import add_db, add_json, add_target
 from cryptbench.errors import UsageError
 from cryptbench.interrupts import interruptible
 from cryptbench.measure import environment
@@ -85,7 +85,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="skip the kernel measurement on RAM (fscrypt against ext4-loop), used where AF_ALG is missing",
     )
     p.add_argument("--ram-size", default="64M", help="bytes per kernel RAM-stack trial (default 64M)")
-    p.add_argument("--target", default="/var/tmp", help="directory to put scratch space in")
+    add_target(p)
     add_db(p)
     p.add_argument("--no-store", action="store_true", help="do not store the result")
     add_json(p, "the result")

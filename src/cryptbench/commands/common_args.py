@@ -1,5 +1,6 @@
 """Options several commands take, declared once: where results are stored, JSON
-output, the details, and the stopping rule of a run (model: asv's common_args)."""
+output, the details, the stopping rule of a run, and where and how targets are
+provisioned (model: asv's common_args)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,29 @@ DETAILS_HELP = (
     "after the answer, everything: the full table with intervals, the repetition, each target's I/O, "
     "every warning, efficiency, queue depth and the diagnosis"
 )
+
+
+def add_target(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target", default="/var/tmp", help="directory to put scratch space in (default: /var/tmp)"
+    )
+
+
+def add_provisioning(parser: argparse.ArgumentParser) -> None:
+    """Where the targets go and how their trials run: `run` and `serve` provision alike."""
+    add_target(parser)
+    parser.add_argument(
+        "--io-mode",
+        default="auto",
+        choices=["auto", "direct", "buffered"],
+        help="auto: direct if every target honours O_DIRECT, else buffered for all",
+    )
+    parser.add_argument("--data", default="random", choices=["random", "zero"], help="write buffer contents")
+    parser.add_argument(
+        "--passphrase-file",
+        metavar="FILE",
+        help="your own passphrase for the encrypted targets (mode 600; default: a key per run)",
+    )
 
 
 def add_db(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ import argparse
 
 from rich.console import Console
 
-from cryptbench.commands.common_args import add_db, add_details, add_json, add_stopping
+from cryptbench.commands.common_args import add_db, add_details, add_json, add_provisioning, add_stopping
 from cryptbench.pipeline.execute import RunOutcome, run
 from cryptbench.plan import RunRequest
 from cryptbench.report import console as console_report
@@ -45,22 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_stopping(p, max_bytes=True)
     p.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")
-    p.add_argument(
-        "--target", default="/var/tmp", help="directory to put scratch space in (default: /var/tmp)"
-    )
-    p.add_argument(
-        "--io-mode",
-        default="auto",
-        choices=["auto", "direct", "buffered"],
-        help="auto: direct if every target honours O_DIRECT, else buffered for all",
-    )
-    p.add_argument("--data", default="random", choices=["random", "zero"], help="write buffer contents")
+    add_provisioning(p)
     add_db(p)
-    p.add_argument(
-        "--passphrase-file",
-        metavar="FILE",
-        help="your own passphrase for the encrypted targets (mode 600; default: a key per run)",
-    )
     p.add_argument(
         "--as-published",
         action="store_true",

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.known import ThrottledBackend
-from cryptbench.commands.common_args import add_db, add_json
+from cryptbench.commands.common_args import add_db, add_json, add_target
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.pipeline import execute as run_cmd
 from cryptbench.plan import RunRequest
@@ -140,7 +140,7 @@ HELP = "measure two throttled targets (40 and 20 MB/s) and check that cryptbench
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", default="/var/tmp", help="directory to put scratch space in")
+    add_target(p)
     p.add_argument(
         "--size",
         default="32M",

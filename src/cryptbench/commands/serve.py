@@ -25,6 +25,7 @@ from typing import Any
 from rich.console import Console
 
 from cryptbench import __version__
+from cryptbench.commands.common_args import add_provisioning
 from cryptbench.engines.fio import probe_ioengine
 from cryptbench.errors import ProvisionError, UsageError
 from cryptbench.fleet import manifest as manifest_mod
@@ -200,10 +201,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--backends", help="comma-separated (default: every available default one)")
     p.add_argument("--size", help="data file per target, bytes moved per trial (default 64M)")
-    p.add_argument("--target", default="/var/tmp", help="directory to put scratch space in")
-    p.add_argument("--io-mode", default="auto", choices=["auto", "direct", "buffered"])
-    p.add_argument("--data", default="random", choices=["random", "zero"], help="write buffer contents")
-    p.add_argument("--passphrase-file", metavar="FILE", help="your own passphrase (mode 600)")
+    add_provisioning(p)
     p.add_argument(
         "--print-manifest",
         action="store_true",
