@@ -6,6 +6,8 @@ at seq1m-q8-read against plain's 414.3 and a kernel cipher of 55.3)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from cryptbench.cipher.ceilings import (
@@ -19,6 +21,7 @@ from cryptbench.cipher.ceilings import (
     openssl_cells,
     separate,
 )
+from cryptbench.cipher.document import CipherDocument
 
 HERE = {"hostname": "h1", "kernel": "6.18", "cpu_model": "EPYC"}
 ELSEWHERE = {"hostname": "h2", "kernel": "6.18", "cpu_model": "EPYC"}
@@ -48,17 +51,65 @@ def test_an_unknown_figure_leaves_the_other_as_the_bound() -> None:
     assert nothing.to_json()["efficiency"] is None
 
 
-def _openssl(cipher: str, unit: int, one: float, two: float) -> dict[str, object]:
+def _doc(
+    userspace: list[dict[str, Any]] | None = None,
+    af_alg: list[dict[str, Any]] | None = None,
+    ram_cipher: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A stored cipher document of schema 1 (no engine, no lower_bounds) holding the given
+    figures; the rest is filled in as `cryptbench cipher` writes it."""
     return {
+        "library": "OpenSSL 3.0.17",
+        "cores": 2,
+        "seconds": 0.3,
+        "repeats": 3,
         "userspace": [
-            {"cipher": cipher, "unit": unit, "cores": 1, "throughput": one},
-            {"cipher": cipher, "unit": unit, "cores": 2, "throughput": two},
-        ]
+            {
+                "mode": "encrypt",
+                "used_by": "",
+                "min": r["throughput"],
+                "max": r["throughput"],
+                "samples": [r["throughput"]],
+                **r,
+            }
+            for r in userspace or []
+        ],
+        "unavailable": [],
+        "kernel": {
+            "drivers": [],
+            "missing": [],
+            "af_alg": {
+                "available": True,
+                "reason": "",
+                "results": [{"key_bits": 512, **r} for r in af_alg or []],
+            },
+            "ram_stack": {
+                "measured": bool(ram_cipher),
+                "reason": "",
+                "cipher": [
+                    {"algorithm": "xts(aes)", "stack": 1.0, "without_cipher": 1.0, "explanation": "", **c}
+                    for c in ram_cipher or []
+                ],
+            },
+        },
     }
 
 
+def _openssl(cipher: str, unit: int, one: float, two: float) -> dict[str, Any]:
+    return _doc(
+        [
+            {"cipher": cipher, "unit": unit, "cores": 1, "throughput": one},
+            {"cipher": cipher, "unit": unit, "cores": 2, "throughput": two},
+        ]
+    )
+
+
+def _stored(id_: int, at: str, env: dict[str, str], doc: dict[str, Any]) -> StoredCipher:
+    return StoredCipher(id_, at, env, CipherDocument.from_json(doc))
+
+
 def _resolver(
-    run_cipher: dict[str, object] | None = None,
+    run_cipher: dict[str, Any] | None = None,
     stored: list[StoredCipher] | None = None,
     medians: dict[tuple[str, str], float] | None = None,
 ) -> Resolver:
@@ -69,7 +120,7 @@ def _resolver(
     }
     return Resolver(
         HERE,
-        run_cipher,
+        None if run_cipher is None else CipherDocument.from_json(run_cipher),
         stored or [],
         medians or {},
         {"fscrypt": "ext4-loop", "gocryptfs": "plain", "securefs": "plain", "ext4-loop": "plain"},
@@ -95,16 +146,16 @@ def test_figures_timed_from_python_are_called_lower_bounds() -> None:
     from_python = {**timed_in_c, "engine": "cryptography", "lower_bounds": True}
     ceiling, _ = _resolver(from_python).resolve("gocryptfs", "gocryptfs", "seq1m-q8-read")
     assert ceiling.source.endswith("(timed from Python: a lower bound)")
-    schema_1 = StoredCipher(8, "2026-11-21", HERE, _openssl("aes-256-gcm", 4096, 1.5e9, 2.5e9))
+    schema_1 = _stored(8, "2026-11-21", HERE, _openssl("aes-256-gcm", 4096, 1.5e9, 2.5e9))
     ceiling, _ = _resolver(stored=[schema_1]).resolve("gocryptfs", "gocryptfs", "seq1m-q8-read")
     assert "cryptbench cipher #8" in ceiling.source and ceiling.source.endswith("a lower bound)")
 
 
 def test_a_stored_cipher_counts_only_from_the_same_machine() -> None:
-    other = StoredCipher(7, "2026-11-20", ELSEWHERE, _openssl("aes-256-gcm", 4096, 1.0e9, 2.0e9))
+    other = _stored(7, "2026-11-20", ELSEWHERE, _openssl("aes-256-gcm", 4096, 1.0e9, 2.0e9))
     ceiling, _ = _resolver(stored=[other]).resolve("gocryptfs", "gocryptfs", "seq1m-q8-read")
     assert ceiling.throughput is None and "run `cryptbench cipher`" in ceiling.source
-    mine = StoredCipher(8, "2026-11-21", HERE, _openssl("aes-256-gcm", 4096, 1.5e9, 2.5e9))
+    mine = _stored(8, "2026-11-21", HERE, _openssl("aes-256-gcm", 4096, 1.5e9, 2.5e9))
     ceiling, _ = _resolver(stored=[mine, other]).resolve("gocryptfs", "gocryptfs", "seq1m-q8-read")
     assert ceiling.throughput == 2.5e9 and "cryptbench cipher #8" in ceiling.source
 
@@ -129,14 +180,14 @@ def test_kernel_ceilings_come_from_the_twins_in_bulk() -> None:
 
 
 def test_af_alg_comes_first_then_the_twins_then_a_stored_ram_stack() -> None:
-    af_alg = {"kernel": {"af_alg": {"results": [{"algorithm": "xts(aes)", "unit": 4096, "throughput": 2e9}]}}}
+    af_alg = _doc(af_alg=[{"algorithm": "xts(aes)", "unit": 4096, "throughput": 2e9}])  # no cores: one
     medians = {("seq1m-q8-write", "ram:fscrypt"): 69.0e6, ("seq1m-q8-write", "ram:ext4-loop"): 335.5e6}
     ceiling, _ = _resolver(af_alg, medians=medians).resolve("fscrypt", "fscrypt", "seq1m-q8-write")
     assert ceiling.throughput == 2e9 and "AF_ALG" in ceiling.source
     ceiling, _ = _resolver(medians=medians).resolve("fscrypt", "fscrypt", "seq1m-q8-write")
     assert ceiling.throughput == pytest.approx(86.8e6, rel=1e-3)  # cryptbench cipher's figure, README
-    stack = {"kernel": {"ram_stack": {"cipher": [{"direction": "write", "throughput": 86.8e6}]}}}
-    stored = StoredCipher(3, "2026-11-21", HERE, stack)
+    stack = _doc(ram_cipher=[{"direction": "write", "throughput": 86.8e6}])
+    stored = _stored(3, "2026-11-21", HERE, stack)
     ceiling, _ = _resolver(stored=[stored]).resolve("fscrypt", "fscrypt", "seq1m-q8-write")
     assert ceiling.throughput == 86.8e6 and "cryptbench cipher #3" in ceiling.source
     # a read workload finds no read figure in that measurement
@@ -150,7 +201,8 @@ def test_af_alg_ceilings_use_the_cores_the_layer_can_use_and_say_how_they_were_t
         {"algorithm": "xts(aes)", "unit": 4096, "cores": 2, "throughput": 75.1e6},
         {"algorithm": "xts(aes)", "unit": 512, "cores": 2, "throughput": 20.3e6},
     ]
-    doc = {"kernel": {"af_alg": {"engine": "C", "results": rows}}}
+    doc = _doc(af_alg=rows)
+    doc["kernel"]["af_alg"]["engine"] = "C"
     # dm-crypt's workqueue spreads a stream over every core; without it the submitting thread encrypts.
     ceiling, _ = _resolver(doc).resolve("luks-aes256", "luks-aes256", "seq1m-q8-write")
     assert ceiling.throughput == 75.1e6 and "4096-byte requests, 2 cores" in ceiling.source

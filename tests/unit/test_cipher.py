@@ -99,8 +99,8 @@ def test_openssl_measured_for_real(engine: str) -> None:
     (one,) = userspace.measure([(c, 1)], 0.05, 2, engine)
     assert one.workers == 1 and len(one.samples) == 2
     assert all(s > 1e6 for s in one.samples)  # any CPU of this century does more than 1 MB/s
-    row = one.to_json()
-    assert row["min"] <= row["throughput"] <= row["max"]
+    row = one.figure()
+    assert row.min <= row.throughput <= row.max and row.samples == list(one.samples)
 
 
 @pytest.mark.parametrize("engine", userspace.ENGINES)

@@ -19,12 +19,13 @@ Every figure says where it came from (`source`). docs/methodology.md,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.base import RAM_PREFIX, CipherUse
+from cryptbench.cipher.document import AfAlgFigure, CipherDocument, UserspaceFigure
 from cryptbench.result_model import CipherInfo, EfficiencyRow, JsonObject
 
 UNKNOWN_HINT = "run `cryptbench cipher`, or this run with --ram, to measure it"
@@ -137,46 +138,48 @@ class StoredCipher:
 
     id: int
     measured_at: str  # ISO 8601
-    environment: dict[str, Any]
-    result: dict[str, Any]  # the cipher document
+    environment: JsonObject  # the machine it was measured on
+    result: CipherDocument
 
 
-def _timed_from_python(doc: dict[str, Any]) -> str:
+def _timed_from_python(doc: CipherDocument) -> str:
     """A note for figures that understate the cipher, as their document says (schema 1: all did)."""
-    if doc.get("lower_bounds", True):
+    if doc.lower_bounds:
         return " (timed from Python: a lower bound)"
     return ""
 
 
-def _on_cores(rows: list[dict[str, Any]], use: CipherUse) -> tuple[float, int] | None:
+def _on_cores(rows: Sequence[UserspaceFigure | AfAlgFigure], use: CipherUse) -> tuple[float, int] | None:
     """The figure (bytes/s) of `rows` on the cores the layer uses: all it was
-    timed on for a layer that spreads its work, else one; and those cores.
-    Rows without `cores` (AF_ALG before it had more than one) are one core's."""
+    timed on for a layer that spreads its work, else one; and those cores."""
     if not rows:
         return None
-    cores = max(r.get("cores", 1) for r in rows) if use.parallel else 1
+    cores = max(r.cores for r in rows) if use.parallel else 1
     for r in rows:
-        if r.get("cores", 1) == cores:
-            return float(r["throughput"]), cores
+        if r.cores == cores:
+            return float(r.throughput), cores
     return None
 
 
-def _userspace(doc: dict[str, Any], use: CipherUse) -> tuple[float, int] | None:
+def _userspace(doc: CipherDocument | None, use: CipherUse) -> tuple[float, int] | None:
     """OpenSSL's rate (bytes/s) for the layer's case, and the cores it ran on."""
+    if doc is None:
+        return None
     wanted = openssl_case(use)
-    return _on_cores([r for r in doc.get("userspace", []) if (r["cipher"], r["unit"]) == wanted], use)
+    return _on_cores([r for r in doc.userspace if (r.cipher, r.unit) == wanted], use)
 
 
-def _af_alg(doc: dict[str, Any], use: CipherUse) -> tuple[float, int] | None:
+def _af_alg(doc: CipherDocument | None, use: CipherUse) -> tuple[float, int] | None:
     """AF_ALG's rate (bytes/s) for the layer's algorithm and unit, and the cores it ran on."""
-    rows = doc.get("kernel", {}).get("af_alg", {}).get("results", [])
-    return _on_cores([r for r in rows if (r["algorithm"], r["unit"]) == (use.algorithm, use.unit)], use)
+    if doc is None:
+        return None
+    rows = doc.kernel.af_alg.results
+    return _on_cores([r for r in rows if (r.algorithm, r.unit) == (use.algorithm, use.unit)], use)
 
 
-def _ram_stack(doc: dict[str, Any], direction: str) -> float | None:
+def _ram_stack(doc: CipherDocument, direction: str) -> float | None:
     """The stored RAM-stack cipher figure for a direction (write, read, or both: the lower)."""
-    stack = doc.get("kernel", {}).get("ram_stack", {})
-    figures = {c["direction"]: c["throughput"] for c in stack.get("cipher", []) if c["throughput"]}
+    figures = {c.direction: c.throughput for c in doc.kernel.ram_stack.cipher if c.throughput}
     wanted = ("write", "read") if direction == "mixed" else (direction,)
     known = [figures[d] for d in wanted if d in figures]
     return min(known) if known else None
@@ -187,8 +190,8 @@ class Resolver:
 
     def __init__(
         self,
-        env: dict[str, Any],
-        run_cipher: dict[str, Any] | None,
+        env: JsonObject,
+        run_cipher: CipherDocument | None,
         stored: list[StoredCipher],
         medians: Mapping[tuple[str, str], float],
         baselines: Mapping[str, str | None],
@@ -196,7 +199,7 @@ class Resolver:
         bulk: Mapping[str, str],
     ) -> None:
         self.env = env
-        self.run_cipher = run_cipher or {}
+        self.run_cipher = run_cipher  # what the run measured of its layers' ciphers
         self.stored = [s for s in stored if same_machine(s.environment, env)]  # newest first
         self.medians = medians  # (workload, target) -> throughput median, bytes/s
         self.baselines = baselines  # target -> its baseline's name
@@ -227,7 +230,7 @@ class Resolver:
     def _userspace(self, use: CipherUse) -> tuple[Ceiling, int]:
         found = _userspace(self.run_cipher, use)
         label = f"OpenSSL {use.algorithm} on {use.unit}-byte units"
-        if found is not None:
+        if found is not None and self.run_cipher is not None:
             rate, cores = found
             note = _timed_from_python(self.run_cipher)
             return Ceiling(rate, f"{label}, {_cores(cores)}, measured by this run{note}"), cores
@@ -242,11 +245,14 @@ class Resolver:
 
     def _kernel(self, use: CipherUse, target: str, workload: str) -> Ceiling:
         found = _af_alg(self.run_cipher, use)
-        if found is not None:
+        if found is not None and self.run_cipher is not None:
             rate, cores = found
             # Documents before the C loop have no engine: their figures were timed from Python.
-            engine = self.run_cipher["kernel"]["af_alg"].get("engine", "Python")
-            note = " (timed from Python: a lower bound)" if engine == "Python" else ""
+            note = (
+                " (timed from Python: a lower bound)"
+                if self.run_cipher.kernel.af_alg.engine == "Python"
+                else ""
+            )
             return Ceiling(
                 rate,
                 f"the kernel's {use.algorithm} through AF_ALG, {use.unit}-byte requests, {_cores(cores)}, "

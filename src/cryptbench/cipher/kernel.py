@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cryptbench.cipher.document import DriverInfo
+
 try:
     # a C extension built at install time (setup.py): there is no .py for mypy to read
     from cryptbench.cipher import _af_alg  # type: ignore[attr-defined]
@@ -45,16 +47,17 @@ class Driver:
     kind: str  # skcipher, aead, cipher, ...
     acceleration: str  # see classify()
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "algorithm": self.algorithm,
-            "driver": self.driver,
-            "module": self.module,
-            "priority": self.priority,
-            "type": self.kind,
-            "acceleration": self.acceleration,
-            "used_by": NEEDED.get(self.algorithm, ""),
-        }
+    def info(self) -> DriverInfo:
+        """The document's record of it, with the layers that need the algorithm."""
+        return DriverInfo(
+            self.algorithm,
+            self.driver,
+            self.module,
+            self.priority,
+            self.kind,
+            self.acceleration,
+            NEEDED.get(self.algorithm, ""),
+        )
 
 
 # Substrings of a driver name and what they say, first match wins. x86:

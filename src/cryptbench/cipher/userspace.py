@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
+from cryptbench.cipher.document import UserspaceFigure
 from cryptbench.errors import CryptbenchError
 
 try:
@@ -252,18 +253,13 @@ class Measured:
     def median(self) -> float:  # bytes/s
         return statistics.median(self.samples)
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "cipher": self.case.name,
-            "unit": self.case.unit,
-            "mode": self.case.mode,
-            "used_by": self.case.used_by,
-            "cores": self.workers,
-            "throughput": self.median,
-            "min": min(self.samples),
-            "max": max(self.samples),
-            "samples": list(self.samples),
-        }
+    def figure(self) -> UserspaceFigure:
+        """The document's figure: the median, the range and every sample."""
+        c = self.case
+        xs = list(self.samples)
+        return UserspaceFigure(
+            c.name, c.unit, c.mode, c.used_by, self.workers, self.median, min(xs), max(xs), xs
+        )
 
 
 def grid(cases: Iterable[CipherCase], workers: Iterable[int]) -> list[tuple[CipherCase, int]]:

@@ -5,12 +5,13 @@ The measuring is pipeline/cipher_speed.py's, which a run also uses for its own l
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from cryptbench import __version__
+from cryptbench.cipher.document import CipherDocument
 from cryptbench.commands.common_args import add_db, add_json, add_target
 from cryptbench.errors import UsageError
 from cryptbench.interrupts import interruptible
@@ -41,7 +42,7 @@ def run(
     db: Path | None = None,
     store: bool = True,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> CipherDocument:
     secs = parse_duration(seconds, what="--seconds")
     if not 0.05 <= secs <= 60:
         raise UsageError(f"--seconds must be from 0.05s to 60s, not {seconds}")
@@ -63,11 +64,12 @@ def run(
             progress=progress,
         )
     env = environment.collect(target_dir)
-    doc["environment"] = env
+    # The machine's facts are stored with the figures; the printed document also gives the row's id.
+    doc = replace(doc, environment=env)
     if store:
         s = Store.open(db or default_db_path())
         try:
-            doc["id"] = s.insert_cipher(None, doc, env, __version__)
+            doc = replace(doc, id=s.insert_cipher(None, doc.to_json(), env, __version__))
         finally:
             s.close()
     return doc
@@ -106,7 +108,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
             progress=progress,
         )
     if args.json:
-        print_json(doc)
+        print_json(doc.to_json())
     else:
         cipher_table.render(doc, out)
     return 0

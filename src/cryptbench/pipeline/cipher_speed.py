@@ -12,13 +12,24 @@ from __future__ import annotations
 
 import statistics
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from cryptbench.backends import REGISTRY, Target, TargetSpec
 from cryptbench.backends.ext4image import image_size
 from cryptbench.cipher import kernel, userspace
 from cryptbench.cipher.ceilings import separate
+from cryptbench.cipher.document import (
+    SCHEMA,
+    AfAlg,
+    AfAlgFigure,
+    CipherDocument,
+    KernelCiphers,
+    RamStack,
+    StackCipher,
+    StackFigure,
+    Unmeasured,
+)
 from cryptbench.engines.fio import parse_fio_json, probe_ioengine, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.errors import Interrupted
@@ -29,7 +40,6 @@ from cryptbench.runner import NullProgress, Progress
 from cryptbench.session import Session
 from cryptbench.suite import WorkloadSpec
 
-SCHEMA = 2  # 2: "engine" and "lower_bounds" (the C loop against the system libcrypto)
 DEFAULT_SECONDS = 0.3  # per measurement
 DEFAULT_REPEATS = 3
 DEFAULT_RAM_SIZE = "64M"  # bytes written and read per RAM-stack trial
@@ -64,7 +74,7 @@ def _ram_trial(session: Session, target: Target, rw: str, size: int, engine: str
     return parse_fio_json(run_fio(job, session)).throughput
 
 
-def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progress) -> dict[str, Any]:
+def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progress) -> RamStack:
     """fscrypt and ext4-loop on RAM, write then read, `repeats` times in alternating order."""
     samples: dict[tuple[str, str], list[float]] = {
         (b, rw): [] for b in RAM_BACKENDS for rw in ("write", "read")
@@ -88,41 +98,29 @@ def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progr
     signum = life.last_signal()
     if signum is not None:
         raise Interrupted(signum)
-    ciphers = []
     median = {k: statistics.median(xs) for k, xs in samples.items()}
-    rows = [
-        {"target": f"ram:{name}", "direction": rw, "throughput": median[(name, rw)], "samples": xs}
-        for (name, rw), xs in samples.items()
-    ]
+    rows = [StackFigure(f"ram:{name}", rw, median[(name, rw)], xs) for (name, rw), xs in samples.items()]
+    ciphers = []
     for rw in ("write", "read"):
         enc, plain = median[("fscrypt", rw)], median[("ext4-loop", rw)]
         est = separate(enc, plain)
-        ciphers.append(
-            {
-                "algorithm": "xts(aes)",
-                "direction": rw,
-                "stack": enc,
-                "without_cipher": plain,
-                "throughput": est,
-                "explanation": (
-                    "1/cipher = 1/(fscrypt on RAM) - 1/(ext4-loop on RAM)"
-                    if est is not None
-                    else "fscrypt on RAM was not slower than ext4-loop on RAM: the cipher's cost is noise"
-                ),
-            }
+        explanation = (
+            "1/cipher = 1/(fscrypt on RAM) - 1/(ext4-loop on RAM)"
+            if est is not None
+            else "fscrypt on RAM was not slower than ext4-loop on RAM: the cipher's cost is noise"
         )
-    return {"size": size, "block": RAM_BLOCK, "iodepth": RAM_DEPTH, "results": rows, "cipher": ciphers}
+        ciphers.append(StackCipher("xts(aes)", rw, enc, plain, est, explanation))
+    return RamStack(True, "", size, RAM_BLOCK, RAM_DEPTH, rows, ciphers)
 
 
-def measure_af_alg(seconds: float, repeats: int) -> list[dict[str, Any]]:
+def measure_af_alg(seconds: float, repeats: int) -> list[AfAlgFigure]:
     """xts(aes) per data unit on one core and with a request in flight on every
     core (dm-crypt's workqueue; fscrypt's writeback threads), like OpenSSL's figures."""
     rows = []
     for unit in (512, 4096):
         for cores in dict.fromkeys((1, userspace.cores())):
             xs = [kernel.af_alg_throughput("xts(aes)", 64, unit, seconds, cores) for _ in range(repeats)]
-            row = {"algorithm": "xts(aes)", "key_bits": 512, "unit": unit, "cores": cores}
-            rows.append(row | {"throughput": statistics.median(xs), "samples": xs})
+            rows.append(AfAlgFigure("xts(aes)", 512, unit, cores, statistics.median(xs), xs))
     return rows
 
 
@@ -135,7 +133,7 @@ def measure(
     target_dir: Path = Path("/var/tmp"),
     cells: list[tuple[userspace.CipherCase, int]] | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> CipherDocument:
     """The cipher document: userspace figures (each case on one core and on
     all, or the (case, workers) `cells` given), kernel drivers and kernel figures."""
     progress = progress or NullProgress()
@@ -148,48 +146,38 @@ def measure(
         if why is None:
             ok.append(c)
         else:
-            skipped.append({"cipher": c.name, "unit": c.unit, "reason": why})
+            skipped.append(Unmeasured(c.name, c.unit, why))
     cells = [(c, w) for c, w in cells if c in ok]
     progress.phase(f"userspace ciphers: {len(cells)} figures x {repeats}")
     engine = userspace.engine()
     measured = userspace.measure(cells, seconds, repeats, engine)
     drivers, missing = kernel.drivers()
     af_alg_why = kernel.af_alg_unavailable()
-    doc: dict[str, Any] = {
-        "schema": SCHEMA,
-        "library": userspace.library(engine),
-        "engine": engine,  # schema 1 had none: all its figures were timed from Python
-        "lower_bounds": userspace.lower_bounds(engine),
-        "cores": userspace.cores(),
-        "seconds": seconds,
-        "repeats": repeats,
-        "userspace": [m.to_json() for m in measured],
-        "unavailable": skipped,
-        "kernel": {
-            "drivers": [d.to_json() for d in drivers],
-            "missing": missing,
-            "af_alg": {
-                "available": af_alg_why is None,
-                "reason": af_alg_why or "",
-                "engine": kernel.af_alg_engine(),  # C, or Python (lower bounds)
-                "results": [],
-            },
-            "ram_stack": {"measured": False, "reason": ""},
-        },
-    }
+    af_alg = AfAlg(
+        af_alg_why is None, af_alg_why or "", kernel.af_alg_engine()
+    )  # C, or Python (lower bounds)
     if af_alg_why is None:
         progress.phase("kernel xts(aes) through AF_ALG")
-        doc["kernel"]["af_alg"]["results"] = measure_af_alg(seconds, repeats)
-    ram = doc["kernel"]["ram_stack"]
+        af_alg = replace(af_alg, results=measure_af_alg(seconds, repeats))
     why = ram_stack_unavailable()
     if not kernel_stack:
-        ram["reason"] = "not asked (--no-kernel-stack)"
+        ram = RamStack(False, "not asked (--no-kernel-stack)")
     elif why is not None:
-        ram["reason"] = why
+        ram = RamStack(False, why)
     else:
-        ram.update(measure_ram_stack(target_dir, ram_size, repeats, progress), measured=True)
+        ram = measure_ram_stack(target_dir, ram_size, repeats, progress)
         # fscrypt instantiated xts(aes): the drivers can be named now if they could not before.
         if missing:
             drivers, missing = kernel.drivers()
-            doc["kernel"]["drivers"], doc["kernel"]["missing"] = [d.to_json() for d in drivers], missing
-    return doc
+    return CipherDocument(
+        schema=SCHEMA,
+        library=userspace.library(engine),
+        engine=engine,
+        lower_bounds=userspace.lower_bounds(engine),
+        cores=userspace.cores(),
+        seconds=seconds,
+        repeats=repeats,
+        userspace=[m.figure() for m in measured],
+        unavailable=skipped,
+        kernel=KernelCiphers([d.info() for d in drivers], missing, af_alg, ram),
+    )

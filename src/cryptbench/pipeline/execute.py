@@ -149,7 +149,7 @@ def time_ciphers(plan: Plan, store: Store, run_id: int, env: dict[str, Any], pro
     doc = cipher_speed.measure(
         seconds=CIPHER_SECONDS, repeats=CIPHER_REPEATS, kernel_stack=False, cells=cells, progress=progress
     )
-    store.insert_cipher(run_id, doc, env, __version__)
+    store.insert_cipher(run_id, doc.to_json(), env, __version__)
 
 
 def run_questions(plan: Plan) -> list[Question]:

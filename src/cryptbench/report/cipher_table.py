@@ -2,86 +2,85 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.table import Table
 
+from cryptbench.cipher.document import CipherDocument, UserspaceFigure
 from cryptbench.units import format_bytes, format_rate
 
 
-def _spread(row: dict[str, Any]) -> str:
-    return f"{format_rate(row['min'])} to {format_rate(row['max'])}"
+def _spread(row: UserspaceFigure) -> str:
+    return f"{format_rate(row.min)} to {format_rate(row.max)}"
 
 
-def render(doc: dict[str, Any], out: Console) -> None:
-    cores = doc["cores"]
-    table = Table(title=f"Userspace: {doc['library']}, one call per data unit")
+def render(doc: CipherDocument, out: Console) -> None:
+    cores = doc.cores
+    table = Table(title=f"Userspace: {doc.library}, one call per data unit")
     for col in ("cipher", "unit", "1 core", f"{cores} cores", "range (1 core)", "used by"):
         table.add_column(col, justify="right" if col in ("unit", "1 core", f"{cores} cores") else "left")
-    by_case: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
-    for row in doc["userspace"]:
-        by_case.setdefault((row["cipher"], row["unit"]), {})[row["cores"]] = row
+    by_case: dict[tuple[str, int], dict[int, UserspaceFigure]] = {}
+    for row in doc.userspace:
+        by_case.setdefault((row.cipher, row.unit), {})[row.cores] = row
     for (name, unit), rows in by_case.items():
         one, many = rows.get(1), rows.get(cores)
+        either = one or many
         table.add_row(
             name,
             format_bytes(unit),
-            format_rate(one["throughput"]) if one else "-",
-            format_rate(many["throughput"]) if many and cores > 1 else "-",
+            format_rate(one.throughput) if one else "-",
+            format_rate(many.throughput) if many and cores > 1 else "-",
             _spread(one) if one else "-",
-            (one or many or {}).get("used_by", ""),
+            either.used_by if either else "",
         )
     out.print(table)
-    n = doc["repeats"]
-    note = f"median of {n} measurements of {doc['seconds']:g} s each"
-    if doc.get("lower_bounds", True):  # schema 1 documents were all timed from Python
+    note = f"median of {doc.repeats} measurements of {doc.seconds:g} s each"
+    if doc.lower_bounds:  # schema 1 documents were all timed from Python
         note += (
             "; timed from Python, whose per-call overhead is a large part of each call at 512 B, "
             "so those figures are lower bounds (the C loop was not built: see README, the two commands)"
         )
     out.print(f"[dim]{note}[/dim]")
-    for u in doc["unavailable"]:
-        out.print(f"not measured: {u['reason']}")
+    for u in doc.unavailable:
+        out.print(f"not measured: {u.reason}")
 
-    kern = doc["kernel"]
+    kern = doc.kernel
     out.print()
-    for d in kern["drivers"]:
+    for d in kern.drivers:
         out.print(
-            f"kernel [bold]{d['algorithm']}[/bold] ({d['used_by']}): driver {d['driver']}, "
-            f"priority {d['priority']}: {d['acceleration']}"
+            f"kernel [bold]{d.algorithm}[/bold] ({d.used_by}): driver {d.driver}, "
+            f"priority {d.priority}: {d.acceleration}"
         )
-    for m in kern["missing"]:
+    for m in kern.missing:
         out.print(f"kernel: {m}")
-    af = kern["af_alg"]
-    if af["available"]:
-        for r in af["results"]:
+    af = kern.af_alg
+    if af.available:
+        for r in af.results:
             out.print(
-                f"kernel {r['algorithm']} through AF_ALG, {format_bytes(r['unit'])} per request, "
-                f"{_cores(r.get('cores', 1))}: {format_rate(r['throughput'])}"
-                + (" (timed from Python: a lower bound)" if af.get("engine", "Python") == "Python" else "")
+                f"kernel {r.algorithm} through AF_ALG, {format_bytes(r.unit)} per request, "
+                f"{_cores(r.cores)}: {format_rate(r.throughput)}"
+                + (" (timed from Python: a lower bound)" if af.engine == "Python" else "")
             )
     else:
-        out.print(f"kernel throughput through AF_ALG: not measured: {af['reason']}")
-    ram = kern["ram_stack"]
-    if not ram["measured"]:
-        out.print(f"kernel throughput on RAM: not measured: {ram['reason']}")
+        out.print(f"kernel throughput through AF_ALG: not measured: {af.reason}")
+    ram = kern.ram_stack
+    if not ram.measured or ram.size is None or ram.block is None:
+        out.print(f"kernel throughput on RAM: not measured: {ram.reason}")
         return
     out.print(
-        f"kernel throughput on RAM ({format_bytes(ram['size'])} per trial, "
-        f"{format_bytes(ram['block'])} I/Os at QD{ram['iodepth']}, buffered, writes fsynced):"
+        f"kernel throughput on RAM ({format_bytes(ram.size)} per trial, "
+        f"{format_bytes(ram.block)} I/Os at QD{ram.iodepth}, buffered, writes fsynced):"
     )
-    stack = {(r["target"], r["direction"]): r["throughput"] for r in ram["results"]}
-    for c in ram["cipher"]:
-        rw = c["direction"]
+    stack = {(r.target, r.direction): r.throughput for r in ram.results}
+    for c in ram.cipher:
+        rw = c.direction
         line = (
             f"  {rw}: ram:fscrypt {format_rate(stack[('ram:fscrypt', rw)])}, "
             f"ram:ext4-loop {format_rate(stack[('ram:ext4-loop', rw)])}"
         )
-        if c["throughput"] is not None:
-            line += f"; the cipher alone ≈ {format_rate(c['throughput'])} ({c['explanation']})"
+        if c.throughput is not None:
+            line += f"; the cipher alone ≈ {format_rate(c.throughput)} ({c.explanation})"
         else:
-            line += f"; {c['explanation']}"
+            line += f"; {c.explanation}"
         out.print(line)
 
 

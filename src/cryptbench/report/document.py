@@ -25,6 +25,7 @@ from dataclasses import asdict, replace
 from cryptbench import stats
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher import ceilings
+from cryptbench.cipher.document import CipherDocument
 from cryptbench.errors import UsageError
 from cryptbench.fleet import spread
 from cryptbench.metrics import CATALOG, PRIMARY, info, primary_of
@@ -153,7 +154,7 @@ def efficiency(store: Store, run_id: int, doc: Document) -> list[ceilings.Effici
     medium and its cipher's (cipher/ceilings.py), per workload."""
     run_rows = store.cipher_rows(run_id)
     stored = [
-        ceilings.StoredCipher(r.id, r.measured_at, r.environment, r.result)
+        ceilings.StoredCipher(r.id, r.measured_at, r.environment, CipherDocument.from_json(r.result))
         for r in store.cipher_rows(None, limit=STORED_CIPHERS)
     ]
     medians = {
@@ -164,7 +165,7 @@ def efficiency(store: Store, run_id: int, doc: Document) -> list[ceilings.Effici
     specs = doc.plan.get("workload_specs", {})
     resolver = ceilings.Resolver(
         doc.environment,
-        run_rows[0].result if run_rows else None,
+        CipherDocument.from_json(run_rows[0].result) if run_rows else None,
         stored,
         {(w, t): v for (w, t, m), v in medians.items() if m == PRIMARY},
         {
