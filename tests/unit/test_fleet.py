@@ -182,6 +182,19 @@ def test_manifest_parses() -> None:
     assert (stored.name, stored.baseline, stored.host) == ("n1/fscrypt", "n1/ext4-loop", "n1")
     assert stored.encryption_verified is True
     assert m.size == 8 << 20 and m.ioengine == "io_uring"
+    assert m.added_baselines == ("plain", "ext4-loop")
+
+
+def test_a_manifest_written_is_the_manifest_read() -> None:
+    sent = _manifest(started_at="2026-11-24T18:00:00.000+00:00")
+    m = manifest.parse(json.dumps(sent), "host n1")
+    assert m.raw == sent and m.to_json() == sent  # serve writes what a coordinator reads back
+    assert manifest.parse(json.dumps(m.to_json()), "host n1") == m
+
+
+def test_a_manifest_with_bad_added_baselines_is_refused() -> None:
+    with pytest.raises(UsageError, match="'added_baselines' has the wrong type"):
+        manifest.parse(json.dumps(_manifest(added_baselines="plain")), "host n1")
 
 
 def _host(name: str, **changes: Any) -> Any:

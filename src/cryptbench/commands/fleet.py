@@ -421,7 +421,7 @@ def run_questions(workloads: list[WorkloadSpec], hosts: list[Host]) -> list[Ques
     for h in hosts:
         if h.manifest is None:
             continue
-        added = set(h.manifest.raw.get("added_baselines", []))
+        added = set(h.manifest.added_baselines)
         for t in h.manifest.targets:
             name = f"{h.spec.name}/{t.name}"
             baselines[name] = None if t.baseline is None else f"{h.spec.name}/{t.baseline}"

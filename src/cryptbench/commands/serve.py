@@ -20,7 +20,6 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -31,12 +30,14 @@ from cryptbench.errors import ProvisionError, UsageError
 from cryptbench.fleet import manifest as manifest_mod
 from cryptbench.fleet import server
 from cryptbench.fleet.address import listen_address
+from cryptbench.fleet.manifest import Manifest, ManifestTarget
 from cryptbench.interrupts import interruptible
 from cryptbench.measure import environment
 from cryptbench.pipeline.lifecycle import Lifecycle
-from cryptbench.pipeline.provision import Provisioned, provision_all, target_row
+from cryptbench.pipeline.provision import Provisioned, provision_all
 from cryptbench.plan import Plan, RunRequest, build_plan
 from cryptbench.report.progress import RichProgress
+from cryptbench.result_model import JsonObject
 from cryptbench.runner import DATA_FILE, NullProgress, Progress, target_lost
 from cryptbench.session import Session
 from cryptbench.store import now_iso
@@ -46,7 +47,7 @@ WATCH_INTERVAL = 0.5  # seconds between looks at the fio server and the helpers
 
 @dataclass
 class ServeOutcome:
-    manifest: dict[str, Any]  # what was served ({} if provisioning failed)
+    manifest: Manifest | None  # what was served; None if provisioning failed
     reason: str  # why serving ended, in words
     exit_code: int  # 0 after a signal asked it to stop; 1 when something died under it
     recovered: list[str]  # what crashed runs left on this scratch, removed first
@@ -78,34 +79,39 @@ def _plan(
 
 
 def build_manifest(
-    listen: str, plan: Plan, session: Session, provisioned: Provisioned, env: dict[str, Any], engine: str
-) -> dict[str, Any]:
+    listen: str, plan: Plan, session: Session, provisioned: Provisioned, env: JsonObject, engine: str
+) -> Manifest:
     targets = []
     for t in provisioned.targets.values():
-        # A served target is on the host's device, and the host is the coordinator's to name.
-        row = {
-            k: v
-            for k, v in target_row(t, provisioned.direct[t.name]).to_json().items()
-            if k not in ("medium", "host")
-        }
-        # Helper pids mean nothing on the coordinator's machine, and change with every serve.
-        row["details"] = {k: v for k, v in row["details"].items() if k != "helpers"}
-        row["data_file"] = str(session.check_inside(t.path / DATA_FILE))
-        targets.append(row)
-    return {
-        "schema": manifest_mod.SCHEMA,
-        "cryptbench": __version__,
-        "started_at": now_iso(),
-        "listen": listen,
-        "scratch": str(session.run_dir.resolve()),
-        "size": plan.size,
-        "ioengine": engine,
-        "zero_data": plan.zero_data,
-        "targets": targets,
-        "skipped": [{"backend": b, "reason": r} for b, r in plan.skipped],
-        "added_baselines": list(plan.added_baselines),
-        "environment": env,
-    }
+        targets.append(
+            ManifestTarget(
+                name=t.name,
+                backend=t.backend,
+                baseline=t.baseline,
+                encrypted=t.encrypted,
+                io_mode="direct" if provisioned.direct[t.name] else "buffered",
+                direct_io=str(t.direct_io),
+                direct_io_reason=t.direct_io_reason,
+                marker_in_backing=t.marker_in_backing,
+                encryption_verified=t.encryption_verified,
+                # Helper pids mean nothing on the coordinator's machine, and change with every serve.
+                details={k: v for k, v in t.details.items() if k != "helpers"},
+                data_file=str(session.check_inside(t.path / DATA_FILE)),
+            )
+        )
+    return Manifest(
+        listen=listen,
+        scratch=str(session.run_dir.resolve()),
+        size=plan.size,
+        ioengine=engine,
+        zero_data=plan.zero_data,
+        targets=tuple(targets),
+        environment=env,
+        skipped=tuple({"backend": b, "reason": r} for b, r in plan.skipped),
+        version=__version__,
+        started_at=now_iso(),
+        added_baselines=tuple(plan.added_baselines),
+    )
 
 
 def _serve(
@@ -114,7 +120,7 @@ def _serve(
     allow_remote: bool,
     session: Session,
     progress: Progress,
-    ready: Callable[[dict[str, Any], Path], None],
+    ready: Callable[[Manifest, Path], None],
 ) -> str:
     """Provision, start fio's server, publish the manifest, and watch until something dies."""
     address = listen_address(listen_text, allow_remote)
@@ -151,17 +157,17 @@ def run(
     data: str = "random",
     passphrase_file: str | None = None,
     progress: Progress | None = None,
-    ready: Callable[[dict[str, Any], Path], None] = lambda _m, _p: None,
+    ready: Callable[[Manifest, Path], None] = lambda _m, _p: None,
     registry: Path | None = None,
 ) -> ServeOutcome:
     server.check(listen_address(listen, allow_remote))  # refused before anything is made
     plan = _plan(backends, size, target, io_mode, data, passphrase_file)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a core dump would hold the keys
     progress = progress or NullProgress()
-    served: dict[str, Any] = {}
+    served: list[Manifest] = []
 
-    def published(manifest: dict[str, Any], path: Path) -> None:
-        served.update(manifest)
+    def published(manifest: Manifest, path: Path) -> None:
+        served.append(manifest)
         ready(manifest, path)
 
     reason, exit_code = "", 1
@@ -176,7 +182,7 @@ def run(
         reason += f" (signal {life.late} arrived during teardown; teardown completed)"
     if not served and exit_code != 0:
         raise ProvisionError(reason or "serve ended before it served")
-    return ServeOutcome(served, reason, exit_code, life.recovered)
+    return ServeOutcome(served[0] if served else None, reason, exit_code, life.recovered)
 
 
 def print_manifest(*, target: str = "/var/tmp") -> str:
@@ -214,10 +220,10 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
         sys.stdout.write(print_manifest(target=args.target))
         return 0
 
-    def ready(manifest: dict[str, Any], path: Path) -> None:
-        names = ", ".join(t["name"] for t in manifest["targets"])
-        err.print(f"serving {names} on {manifest['listen']} (manifest: {path}); SIGINT or SIGTERM stops it")
-        for s in manifest["skipped"]:
+    def ready(manifest: Manifest, path: Path) -> None:
+        names = ", ".join(t.name for t in manifest.targets)
+        err.print(f"serving {names} on {manifest.listen} (manifest: {path}); SIGINT or SIGTERM stops it")
+        for s in manifest.skipped:
             err.print(f"note: skipped {s['backend']}: {s['reason']}", soft_wrap=True)
 
     with RichProgress(err) as progress:

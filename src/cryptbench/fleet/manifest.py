@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -35,6 +35,9 @@ class ManifestTarget:
     encryption_verified: bool | None
     details: JsonObject  # the backend's own facts, as the host reported them
     data_file: str  # absolute path of the file fio reads and writes, inside the host's scratch
+
+    def to_json(self) -> JsonObject:
+        return dict(self.__dict__)
 
     def on_host(self, host: str) -> TargetInfo:
         """The target as a fleet run stores it: named, and its baseline named, under its host."""
@@ -61,22 +64,41 @@ class Manifest:
     ioengine: str  # the engine fio supports there (io_uring, libaio, psync)
     zero_data: bool  # fio fills write buffers with zeros instead of random bytes
     targets: tuple[ManifestTarget, ...]
-    environment: dict[str, Any]  # measure/environment.collect() on the host
-    skipped: tuple[dict[str, str], ...]  # backends the host could not provide, with the reason
+    environment: JsonObject  # measure/environment.collect() on the host
+    skipped: tuple[dict[str, str], ...]  # backends the host could not provide: {"backend", "reason"}
     version: str  # cryptbench's version there
-    raw: dict[str, Any]  # the manifest as read, stored with the run
+    started_at: str  # ISO 8601, UTC: when the host started serving
+    added_baselines: tuple[str, ...]  # baselines the host added to what it was asked to serve
+    raw: JsonObject = field(default_factory=dict)  # as read from the host, stored with the run; {} if built
 
     def target(self, name: str) -> ManifestTarget | None:
         return next((t for t in self.targets if t.name == name), None)
 
+    def to_json(self) -> JsonObject:
+        """What `serve` writes and a coordinator reads (`parse`)."""
+        return {
+            "schema": SCHEMA,
+            "cryptbench": self.version,
+            "started_at": self.started_at,
+            "listen": self.listen,
+            "scratch": self.scratch,
+            "size": self.size,
+            "ioengine": self.ioengine,
+            "zero_data": self.zero_data,
+            "targets": [t.to_json() for t in self.targets],
+            "skipped": list(self.skipped),
+            "added_baselines": list(self.added_baselines),
+            "environment": self.environment,
+        }
 
-def write(run_dir: Path, manifest: dict[str, Any]) -> Path:
+
+def write(run_dir: Path, manifest: Manifest) -> Path:
     """Write the manifest whole (temporary file, then rename) inside the run directory."""
     path = run_dir / FILE_NAME
     tmp = run_dir / f".{FILE_NAME}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     with os.fdopen(fd, "w") as f:
-        json.dump(manifest, f, indent=2, sort_keys=True)
+        json.dump(manifest.to_json(), f, indent=2, sort_keys=True)
         f.write("\n")
     os.replace(tmp, path)
     return path
@@ -98,7 +120,7 @@ def find_live(target: Path) -> Path:
     )
 
 
-def _get(d: dict[str, Any], key: str, kind: type, where: str) -> Any:
+def _get(d: JsonObject, key: str, kind: type, where: str) -> Any:
     if key not in d:
         raise UsageError(f"{where}: the manifest lacks {key!r}")
     value = d[key]
@@ -164,6 +186,9 @@ def parse(text: str, where: str) -> Manifest:
         if t.baseline is not None and t.baseline not in names:
             raise UsageError(f"{where}: target {t.name[:40]!r}'s baseline {t.baseline[:40]!r} is not served")
     skipped = _get(d, "skipped", list, where)
+    added = d.get("added_baselines", [])  # a coordinator reads manifests without it
+    if not isinstance(added, list) or not all(isinstance(b, str) for b in added):
+        raise UsageError(f"{where}: the manifest's 'added_baselines' has the wrong type")
     return Manifest(
         listen=_get(d, "listen", str, where),
         scratch=scratch,
@@ -174,5 +199,7 @@ def parse(text: str, where: str) -> Manifest:
         environment=_get(d, "environment", dict, where),
         skipped=tuple(s for s in skipped if isinstance(s, dict)),
         version=_get(d, "cryptbench", str, where),
+        started_at=str(d.get("started_at", "")),
+        added_baselines=tuple(added),
         raw=d,
     )
