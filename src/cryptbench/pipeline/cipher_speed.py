@@ -153,9 +153,8 @@ def measure(
     measured = userspace.measure(cells, seconds, repeats, engine)
     drivers, missing = kernel.drivers()
     af_alg_why = kernel.af_alg_unavailable()
-    af_alg = AfAlg(
-        af_alg_why is None, af_alg_why or "", kernel.af_alg_engine()
-    )  # C, or Python (lower bounds)
+    # what times AF_ALG here: a C loop, or Python (lower bounds)
+    af_alg = AfAlg(af_alg_why is None, af_alg_why or "", kernel.af_alg_engine())
     if af_alg_why is None:
         progress.phase("kernel xts(aes) through AF_ALG")
         af_alg = replace(af_alg, results=measure_af_alg(seconds, repeats))
