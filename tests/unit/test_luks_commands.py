@@ -9,12 +9,18 @@ import pytest
 
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.luks import (
-    NO_WORKQUEUE,
+    NO_QUEUE_SINCE,
+    NO_READ_QUEUE,
+    NO_WRITE_QUEUE,
     VARIANTS,
+    check_table,
     device_mapper_missing,
     format_command,
     open_command,
+    table_options,
+    target_version,
 )
+from cryptbench.errors import ProvisionError
 
 KEY = Path("/dev/shm/cryptbench-secrets-x/luks-1")
 
@@ -30,13 +36,68 @@ def test_format_uses_a_key_file_luks2_and_xts(bits: int) -> None:
     assert "--batch-mode" in argv  # no "Are you sure?" on a terminal
 
 
-def test_open_adds_the_workqueue_flags_only_when_asked() -> None:
-    plain = open_command("/dev/loop7", KEY, "cryptbench-run-1-luks-aes256-1", no_workqueue=False)
-    fast = open_command("/dev/loop7", KEY, "cryptbench-run-1-luks-aes256-1", no_workqueue=True)
-    assert not set(NO_WORKQUEUE) & set(plain)
-    assert set(NO_WORKQUEUE) <= set(fast)
-    assert fast[-2:] == ["/dev/loop7", "cryptbench-run-1-luks-aes256-1"]
+def test_open_adds_each_variants_flags_and_nothing_else() -> None:
+    plain = open_command("/dev/loop7", KEY, "cryptbench-run-1-luks-aes256-1")
+    assert not [a for a in plain if a.startswith("--perf-")]
     assert plain[plain.index("--key-file") + 1] == str(KEY)
+    for name, v in VARIANTS.items():
+        argv = open_command("/dev/loop7", KEY, f"cryptbench-run-1-{name}-1", v.flags)
+        assert [a for a in argv if a.startswith("--perf-")] == [f"--perf-{f}" for f in v.flags], name
+        assert argv[-2:] == ["/dev/loop7", f"cryptbench-run-1-{name}-1"]
+
+
+def test_each_variant_differs_from_luks_aes256_in_one_choice() -> None:
+    base = VARIANTS["luks-aes256"]
+    assert (base.key_bits, base.sector, base.flags) == (512, 4096, ())
+    noqueue = VARIANTS["luks-aes256-noqueue"]
+    assert noqueue.flags == (NO_READ_QUEUE, NO_WRITE_QUEUE)
+    for name, v in VARIANTS.items():
+        changed = [v.key_bits != base.key_bits, v.sector != base.sector, v.flags != base.flags]
+        assert sum(changed) == (0 if name == "luks-aes256" else 1), name
+    argv = format_command("/dev/loop7", KEY, 512, VARIANTS["luks-aes256-sector512"].sector)
+    assert argv[argv.index("--sector-size") + 1] == "512"
+
+
+# What Debian 12's kernel printed in the kernel lab for each sector size and flag set.
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "dmsetup" / "luks2-tables-6.1.txt"
+TABLES = {
+    line.split(":", 1)[0]: line.split(": ", 1)[1]
+    for line in FIXTURE.read_text().splitlines()
+    if line.startswith("TABLE ")
+}
+TARGETS = "\n".join(
+    line.removeprefix("TARGETS: ") for line in FIXTURE.read_text().splitlines() if "TARGETS" in line
+)
+
+
+def _recorded(sector: int, flags: tuple[str, ...]) -> str:
+    return TABLES[f"TABLE sector={sector} flags=[{' '.join(f'--perf-{f}' for f in flags)}]"]
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_each_variants_recorded_table_passes_its_check(name: str) -> None:
+    v = VARIANTS[name]
+    options = table_options(_recorded(v.sector, v.flags))
+    assert set(options) == set(v.table_options)
+    check_table(options, v)
+
+
+def test_a_table_missing_an_asked_option_is_refused() -> None:
+    plain = table_options(_recorded(4096, ()))
+    assert plain == ("sector_size:4096",)
+    with pytest.raises(ProvisionError, match="did not take no_write_workqueue"):
+        check_table(table_options(_recorded(4096, (NO_READ_QUEUE,))), VARIANTS["luks-aes256-nowriteq"])
+    with pytest.raises(ProvisionError, match="did not take sector_size:4096"):
+        check_table(table_options(_recorded(512, ())), VARIANTS["luks-aes256"])
+    assert table_options(_recorded(512, ())) == ()  # 512, the default, shows no option
+    with pytest.raises(ProvisionError, match="not show a crypt mapping"):
+        table_options("0 98304 linear 7:0 0")
+
+
+def test_the_crypt_targets_version_is_read() -> None:
+    assert target_version(TARGETS, "crypt") == (1, 24, 0)
+    assert target_version(TARGETS, "integrity") is None  # not loaded there
+    assert NO_QUEUE_SINCE <= (1, 24, 0)
 
 
 def test_variants_are_registered_with_ext4_loop_as_baseline() -> None:

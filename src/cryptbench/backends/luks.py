@@ -2,12 +2,18 @@
 preallocated image, ext4 on top. Its baseline is `ext4-loop`: the same image,
 loop device and filesystem without the dm-crypt layer.
 
-Three targets: AES-XTS with a 256-bit key (AES-128-XTS), with a 512-bit key
-(AES-256-XTS), and the 512-bit one opened with
-`--perf-no_read_workqueue --perf-no_write_workqueue`, which makes dm-crypt
-encrypt in the submitting context instead of its kcryptd workqueues (the change
-Cloudflare found doubled throughput on their RAM-disk test), so users see
-whether it helps on their kernel.
+The targets are the choices operators argue about, each its own target so that
+a run sets each against the same baseline (and `luks-aes256` beside it):
+AES-XTS with a 256-bit key (AES-128-XTS) and a 512-bit key (AES-256-XTS), the
+512-bit one formatted with 512-byte sectors instead of 4096, and opened with
+dm-crypt's performance flags: `--perf-no_read_workqueue` and
+`--perf-no_write_workqueue` alone and together (dm-crypt then encrypts in the
+submitting context instead of its kcryptd workqueues: the change Cloudflare
+found doubled throughput on their RAM-disk test), and
+`--perf-submit_from_crypt_cpus` (writes submitted from the CPU that encrypted
+them, which Ceph's 2023 study measured). After opening, the mapping's table
+(`dmsetup table`) must show every option asked for: a kernel that ignores one
+does not get its target measured under that name.
 
 The key is a random key file (or the user's passphrase) in a 0600 file in RAM,
 removed once the mapping is open; PBKDF2 with the minimum iteration count,
@@ -19,6 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptbench import keys
@@ -41,11 +48,36 @@ from cryptbench.system import kernel_module, run_cmd
 
 LUKS2_HEADER = 16 << 20  # bytes: cryptsetup's default LUKS2 header and keyslot area
 SECTOR_SIZE = 4096  # bytes per encryption data unit, as fscrypt's
-NO_WORKQUEUE = ("--perf-no_read_workqueue", "--perf-no_write_workqueue")
+NO_READ_QUEUE, NO_WRITE_QUEUE = "no_read_workqueue", "no_write_workqueue"
+SUBMIT_FROM_CRYPT_CPUS = "submit_from_crypt_cpus"
+
+
+@dataclass(frozen=True)
+class Variant:
+    key_bits: int  # 256 for AES-128-XTS, 512 for AES-256-XTS
+    sector: int  # bytes per encryption data unit (--sector-size)
+    flags: tuple[str, ...] = ()  # dm-crypt performance flags, as the table names them
+    label: str = ""  # what sets it apart, for the summary
+
+    @property
+    def table_options(self) -> tuple[str, ...]:
+        """What `dmsetup table` must show for it: its flags, and a sector size other than 512."""
+        sector = (f"sector_size:{self.sector}",) if self.sector != 512 else ()
+        return (*self.flags, *sector)
+
+
 VARIANTS = {
-    "luks-aes128": (256, False),
-    "luks-aes256": (512, False),
-    "luks-aes256-noqueue": (512, True),
+    "luks-aes128": Variant(256, SECTOR_SIZE),
+    "luks-aes256": Variant(512, SECTOR_SIZE),
+    "luks-aes256-noqueue": Variant(
+        512, SECTOR_SIZE, (NO_READ_QUEUE, NO_WRITE_QUEUE), "no dm-crypt workqueues"
+    ),
+    "luks-aes256-noreadq": Variant(512, SECTOR_SIZE, (NO_READ_QUEUE,), "no read workqueue"),
+    "luks-aes256-nowriteq": Variant(512, SECTOR_SIZE, (NO_WRITE_QUEUE,), "no write workqueue"),
+    "luks-aes256-submitcpus": Variant(
+        512, SECTOR_SIZE, (SUBMIT_FROM_CRYPT_CPUS,), "writes submitted from the crypt CPUs"
+    ),
+    "luks-aes256-sector512": Variant(512, 512, (), "512-byte sectors"),
 }
 
 
@@ -67,14 +99,33 @@ def device_mapper_missing() -> str | None:
 
 def _dm_target(name: str) -> bool:
     """Whether the device-mapper already has target `name` (built in or loaded)."""
+    return dm_target_version(name) is not None
+
+
+def dm_target_version(name: str) -> tuple[int, ...] | None:
+    """The version of device-mapper target `name` (`dmsetup targets`: "crypt v1.24.0"),
+    or None when it is not loaded yet (or there is no device-mapper)."""
     try:
         out = run_cmd(["dmsetup", "targets"], timeout=10).stdout.decode()
     except ProvisionError:
-        return False
-    return any(line.split()[:1] == [name] for line in out.splitlines())
+        return None
+    return target_version(out, name)
 
 
-def format_command(device: str, keyfile: Path, key_bits: int) -> list[str]:
+def target_version(targets: str, name: str) -> tuple[int, ...] | None:
+    """Target `name`'s version in `dmsetup targets` output ("crypt            v1.24.0")."""
+    for line in targets.splitlines():
+        fields = line.split()
+        if fields[:1] == [name]:
+            digits = fields[1].lstrip("v").split(".") if len(fields) > 1 else []
+            return tuple(int(d) for d in digits if d.isdigit()) or (0,)
+    return None
+
+
+NO_QUEUE_SINCE = (1, 22)  # dm-crypt's version with no_read_workqueue and no_write_workqueue (Linux 5.9)
+
+
+def format_command(device: str, keyfile: Path, key_bits: int, sector: int = SECTOR_SIZE) -> list[str]:
     return [
         "cryptsetup",
         "luksFormat",
@@ -86,7 +137,7 @@ def format_command(device: str, keyfile: Path, key_bits: int) -> list[str]:
         "--key-size",
         str(key_bits),
         "--sector-size",
-        str(SECTOR_SIZE),
+        str(sector),
         "--pbkdf",
         "pbkdf2",
         "--pbkdf-force-iterations",
@@ -97,7 +148,7 @@ def format_command(device: str, keyfile: Path, key_bits: int) -> list[str]:
     ]
 
 
-def open_command(device: str, keyfile: Path, mapping: str, no_workqueue: bool) -> list[str]:
+def open_command(device: str, keyfile: Path, mapping: str, flags: tuple[str, ...] = ()) -> list[str]:
     return [
         "cryptsetup",
         "open",
@@ -105,10 +156,36 @@ def open_command(device: str, keyfile: Path, mapping: str, no_workqueue: bool) -
         "luks2",
         "--key-file",
         str(keyfile),
-        *(NO_WORKQUEUE if no_workqueue else ()),
+        *(f"--perf-{f}" for f in flags),
         device,
         mapping,
     ]
+
+
+def table_options(line: str) -> tuple[str, ...]:
+    """The optional parameters of a crypt mapping's table line (`dmsetup table NAME`):
+    start length crypt cipher key iv_offset device offset [count option...]. The key
+    field is never read (dmsetup prints zeros in its place unless --showkeys)."""
+    parts = line.split()
+    if len(parts) < 8 or parts[2] != "crypt":
+        raise ProvisionError(f"dmsetup table does not show a crypt mapping: {' '.join(parts[:4])[:80]}")
+    if len(parts) == 8:
+        return ()
+    if not parts[8].isdigit():
+        raise ProvisionError(f"dmsetup table: {parts[8][:20]!r} where the count of options belongs")
+    return tuple(parts[9 : 9 + int(parts[8])])
+
+
+def check_table(options: tuple[str, ...], variant: Variant) -> None:
+    """The mapping must have every option asked for: a kernel that dropped one would
+    be measured under a name that says otherwise."""
+    missing = [o for o in variant.table_options if o not in options]
+    if missing:
+        raise ProvisionError(
+            f"dm-crypt did not take {', '.join(missing)} "
+            f"(its table shows: {' '.join(options) or 'no options'}); "
+            "the kernel's dm-crypt may be too old for it (no_*_workqueue needs dm-crypt 1.22, Linux 5.9)"
+        )
 
 
 def mapping_name(session: Session, spec: TargetSpec, n: str) -> str:
@@ -123,14 +200,15 @@ class LuksBackend(Backend):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.key_bits, self.no_workqueue = VARIANTS[name]
-        label = f"AES-{self.key_bits // 2}-XTS"
-        extra = ", no dm-crypt workqueues" if self.no_workqueue else ""
-        self.cipher_label = f"aes-xts-plain64, {self.key_bits}-bit key, {SECTOR_SIZE}-byte sectors"
-        self.summary = f"dm-crypt LUKS2 ({label}{extra}) on a loop device, ext4 on top"
-        # dm-crypt's kcryptd workqueue spreads sectors over every core; without
-        # workqueues the submitting thread encrypts.
-        self.cipher_use = CipherUse("kernel", "xts(aes)", SECTOR_SIZE, parallel=not self.no_workqueue)
+        self.variant = v = VARIANTS[name]
+        label = f"AES-{v.key_bits // 2}-XTS" + (f", {v.label}" if v.label else "")
+        self.cipher_label = f"aes-xts-plain64, {v.key_bits}-bit key, {v.sector}-byte sectors"
+        self.summary = f"dm-crypt LUKS2 ({label}) on a loop device, ext4 on top"
+        # dm-crypt's kcryptd workqueue spreads sectors over every core; with a
+        # workqueue bypassed the submitting thread encrypts that direction, and
+        # the ceiling is held to one core (conservative for the other direction).
+        queued = not {NO_READ_QUEUE, NO_WRITE_QUEUE} & set(v.flags)
+        self.cipher_use = CipherUse("kernel", "xts(aes)", v.sector, parallel=queued)
 
     def probe(self) -> Availability:
         base = probe_loop("cryptsetup")
@@ -139,6 +217,12 @@ class LuksBackend(Backend):
         missing = device_mapper_missing()
         if missing:
             return Availability(False, missing)
+        if {NO_READ_QUEUE, NO_WRITE_QUEUE} & set(self.variant.flags):
+            # Known only once dm-crypt is loaded; opening checks the table in any case.
+            version = dm_target_version("crypt")
+            if version is not None and version < NO_QUEUE_SINCE:
+                shown = ".".join(map(str, version))
+                return Availability(False, f"dm-crypt {shown} has no no_*_workqueue flags (1.22, Linux 5.9)")
         try:
             keys.ram_dir()
         except UnavailableError as e:
@@ -160,12 +244,16 @@ class LuksBackend(Backend):
         secret = session.secret_file(f"luks-{spec.slug}-{base.name}", keys.new_password(session.passphrase))
         try:
             with loop_device(session, image, direct_io=True) as loop:
-                run_cmd(format_command(loop.dev, secret.path, self.key_bits), timeout=120)
+                v = self.variant
+                run_cmd(format_command(loop.dev, secret.path, v.key_bits, v.sector), timeout=120)
                 crypt = session.acquire(DmCrypt(mapping))
                 try:
                     with signals_blocked():  # the mapping must not appear after its release
-                        run_cmd(open_command(loop.dev, secret.path, mapping, self.no_workqueue), timeout=120)
+                        run_cmd(open_command(loop.dev, secret.path, mapping, v.flags), timeout=120)
                     session.release(secret)  # the key is in the kernel now
+                    table = run_cmd(["dmsetup", "table", mapping], timeout=30).stdout.decode()
+                    options = table_options(table)
+                    check_table(options, v)
                     mapped = f"/dev/mapper/{mapping}"
                     mkfs = mkfs_command("ext4", mapped)
                     run_cmd(mkfs)
@@ -181,9 +269,8 @@ class LuksBackend(Backend):
                             backing=(image,),
                             details={
                                 "cipher": self.cipher_label,
-                                "workqueues": "bypassed (--perf-no_*_workqueue)"
-                                if self.no_workqueue
-                                else "kcryptd (default)",
+                                "workqueues": _workqueues(v.flags),
+                                "dm_table_options": " ".join(options) or "none",
                                 "image": f"{size} bytes, {allocation}",
                                 "loop_device": loop.dev,
                                 "loop_direct_io": loop.direct_io,
@@ -197,6 +284,13 @@ class LuksBackend(Backend):
                     session.release(crypt)
         finally:
             session.release(secret)
+
+
+def _workqueues(flags: tuple[str, ...]) -> str:
+    bypassed = [d for d, f in (("read", NO_READ_QUEUE), ("write", NO_WRITE_QUEUE)) if f in flags]
+    if not bypassed:
+        return "kcryptd (default)"
+    return " and ".join(bypassed) + " bypassed (--perf-no_*_workqueue)"
 
 
 def luks_backends() -> list[LuksBackend]:
