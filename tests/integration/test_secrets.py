@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.keys import SECRET_DIR_PREFIX
+from cryptbench.session import scratch_root
 from tests.conftest import available, includes, leftovers
 from tests.reliability import count
 
@@ -36,16 +37,28 @@ HELPERS = {"gocryptfs": "gocryptfs", "securefs": "securefs", "cryfs": "cryfs", "
 class Watcher:
     """Reads every process's command line and environment until stopped."""
 
-    def __init__(self, known: set[bytes]) -> None:
+    def __init__(self, known: set[bytes], scratch: Path | None = None) -> None:
         self.known = known  # secrets to look for; key file contents are added as found
+        # Only the watched run's key files: its secret directory is named after its run
+        # directory under this scratch root. Another cryptbench on the machine (a unit
+        # test's "secret" in its own session) must not become a "secret" searched for here.
+        self.scratch = scratch
         self.found: list[str] = []
         self.scans = 0
         self.key_files: dict[Path, tuple[int, int]] = {}  # path -> (file mode, directory mode)
         self.programs: set[str] = set()  # the program names of the command lines read
         self.stop = threading.Event()
 
+    def _ours(self, d: Path) -> bool:
+        if self.scratch is None:
+            return True
+        runs = [r.name for r in self.scratch.glob("run-*")]
+        return any(d.name.startswith(f"{SECRET_DIR_PREFIX}{r}-") for r in runs)
+
     def _read_key_files(self) -> None:
         for d in Path("/dev/shm").glob(f"{SECRET_DIR_PREFIX}*"):
+            if not self._ours(d):
+                continue
             try:
                 for f in d.iterdir():
                     data = f.read_bytes().strip()
@@ -92,7 +105,7 @@ def test_no_secret_in_any_command_line_or_environment(
         pf.chmod(0o600)
         args += ["--passphrase-file", str(pf)]
         known.add(passphrase)
-    watcher = Watcher(known)
+    watcher = Watcher(known, scratch_root(target_dir))
     thread = threading.Thread(target=watcher.run)
     thread.start()
     try:
