@@ -81,7 +81,10 @@ def test_backends_reads_at_80_columns() -> None:
     paragraphs = [i for i, line in enumerate(lines) if line.startswith("  ") and not line.startswith("    ")]
     for start, end in zip(paragraphs, [*paragraphs[1:], len(lines)], strict=True):
         body = [line for line in lines[start:end] if line.startswith("    ")]
-        assert len(body) <= 1, lines[start:end]  # the head line and at most one more
+        # the head line and at most one more; a reason shared by several backends may first
+        # need a line more for their names (seven LUKS targets where there is no device-mapper)
+        names = lines[start].split(": ", 1)[0].count(",") + 1
+        assert len(body) <= (1 if names == 1 else 2), lines[start:end]
     for r in rows:
         assert any(lines[i].startswith(f"  {r['name']}: ") for i in paragraphs), r["name"]
     for r in rows:
