@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from cryptbench import stats
+from cryptbench.json_types import JsonObject
 
 
 class StopReason(StrEnum):
@@ -50,7 +50,7 @@ class Stopping:
     max_bytes: int | None  # bytes written during the trials (device counter, else fio's count)
     max_time: float | None  # seconds of trials
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "precision": self.precision,
             "min_repeats": self.min_repeats,
@@ -60,7 +60,7 @@ class Stopping:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Stopping:
+    def from_json(cls, d: JsonObject) -> Stopping:
         return cls(d["precision"], d["min_repeats"], d["max_repeats"], d["max_bytes"], d["max_time"])
 
 
@@ -85,7 +85,7 @@ class Answer:
     halfwidth: float | None = None  # ratio units (0.05: 5 points of change) the interval reached
     samples: int = 0  # the target's successful trials when judged
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         q = self.question
         return {
             "workload": q.workload,
@@ -234,5 +234,5 @@ class Controller:
             out.setdefault(a.question.workload, set()).update(a.question.targets)
         return out
 
-    def to_json(self) -> list[dict[str, Any]]:
+    def to_json(self) -> list[JsonObject]:
         return [a.to_json() for a in self.answers]

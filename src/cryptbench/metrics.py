@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from cryptbench.json_types import JsonObject
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ PRIMARY = "throughput"
 PHASE_METRICS = ("throughput", *(m.name for m in _APP_METRICS))
 
 
-def primary_of(plan: dict[str, Any], workload: str) -> str:
+def primary_of(plan: JsonObject, workload: str) -> str:
     """The metric a workload is compared on (runs before app workloads stored none: throughput)."""
     return str(plan.get("primary_metrics", {}).get(workload, PRIMARY))
 

@@ -9,7 +9,6 @@ import argparse
 import secrets
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
 
 from cryptbench import keys
 from cryptbench.adaptive import Stopping
@@ -18,6 +17,7 @@ from cryptbench.backends.base import FILESYSTEMS, STATES, TargetSpec
 from cryptbench.backends.filesystem import probe_fs
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.errors import UnavailableError, UsageError
+from cryptbench.json_types import JsonObject
 from cryptbench.session import check_target_dir, free_bytes
 from cryptbench.store import default_db_path
 from cryptbench.suite import (
@@ -95,7 +95,7 @@ class Plan:
             return None
         return TargetSpec(base, spec.state if REGISTRY[base].stateful else None, spec.fs, spec.medium).name
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "suite": self.suite.name,
             "workloads": [w.name for w in self.suite.workloads],

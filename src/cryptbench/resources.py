@@ -20,11 +20,12 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import psutil
 
 from cryptbench.errors import ProvisionError
+from cryptbench.json_types import JsonObject
 from cryptbench.system import is_mountpoint, mounts, which
 from cryptbench.throttle import BLKIO, CGROUP, THROTTLE_FILES, v1_rules
 
@@ -37,7 +38,7 @@ class Resource:
         """Give the resource back; return a short description if anything was done."""
         raise NotImplementedError
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "kind": self.kind,
             **{k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()},
@@ -501,7 +502,7 @@ def detach_orphans(scratch: Path) -> list[str]:
     return messages
 
 
-def from_json(data: dict[str, Any]) -> Resource:
+def from_json(data: JsonObject) -> Resource:
     data = dict(data)
     cls = KINDS[data.pop("kind")]
     for key in ("mountpoint", "image", "path", "root"):

@@ -14,10 +14,8 @@ and the stopping rule (free-form by nature); `JsonObject` names them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-# A JSON object kept as the store or a section's builder wrote it.
-JsonObject = dict[str, Any]
+from cryptbench.json_types import JsonObject
 
 
 @dataclass(frozen=True)

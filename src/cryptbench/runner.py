@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from itertools import chain
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from cryptbench.adaptive import Controller, Samples, Stopping, StopReason
 from cryptbench.backends.base import Target, cache_files, iter_files
@@ -32,6 +32,7 @@ from cryptbench.engines.apps import AppEnv, AppWorkload
 from cryptbench.engines.fio import parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.errors import CryptbenchError, DiskFull, TargetLost, TrialError
+from cryptbench.json_types import JsonObject
 from cryptbench.measure import cpu, cpu_timeline
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.measure.device import bytes_written
@@ -569,7 +570,7 @@ def stopping_recorder(store: Store, run_id: int, controller: Controller, spend: 
     return lambda: store.set_stopping(run_id, stopping_record(controller, spend))
 
 
-def stopping_record(controller: Controller, spend: Spend) -> dict[str, Any]:
+def stopping_record(controller: Controller, spend: Spend) -> JsonObject:
     """What decided how many trials ran, as the store keeps it (the document's `stopping`)."""
     return {
         "rule": controller.rule.to_json(),

@@ -16,6 +16,7 @@ from typing import Any
 from cryptbench.engines.apps import APPS, AppWorkload
 from cryptbench.engines.fio_workload import READS, VIEWS, WRITES, WorkloadSpec
 from cryptbench.errors import UsageError
+from cryptbench.json_types import TomlTable
 from cryptbench.units import parse_size
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -95,7 +96,7 @@ def load_suite(name_or_path: str) -> Suite:
     return parse_suite(data, origin)
 
 
-def _check_keys(table: dict[str, Any], allowed: set[str], required: set[str], where: str) -> None:
+def _check_keys(table: TomlTable, allowed: set[str], required: set[str], where: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
         raise UsageError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
@@ -104,7 +105,7 @@ def _check_keys(table: dict[str, Any], allowed: set[str], required: set[str], wh
         raise UsageError(f"{where}: missing key {missing[0]!r}")
 
 
-def _typed(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
+def _typed(table: TomlTable, key: str, kind: type, where: str) -> Any:
     value = table[key]
     # bool is an int in Python; a suite saying `iodepth = true` is still wrong.
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
@@ -115,7 +116,7 @@ def _typed(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
-def parse_suite(data: dict[str, Any], origin: str) -> Suite:
+def parse_suite(data: TomlTable, origin: str) -> Suite:
     _check_keys(
         data,
         {
@@ -217,7 +218,7 @@ def _workloads(raw: list[Any], origin: str, noun: str) -> tuple[Workload, ...]:
     return tuple(workloads)
 
 
-def _app_workload(item: dict[str, Any], where: str) -> AppWorkload:
+def _app_workload(item: TomlTable, where: str) -> AppWorkload:
     """An application workload: `name`, `app` and the app's own parameters."""
     if "name" not in item:
         raise UsageError(f"{where}: missing key 'name'")
@@ -231,7 +232,7 @@ def _app_workload(item: dict[str, Any], where: str) -> AppWorkload:
     return APPS[app].from_table(name, params, where)
 
 
-def _string_list(data: dict[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+def _string_list(data: TomlTable, key: str, where: str) -> tuple[str, ...] | None:
     """An optional list of strings; the names are checked where they are used (plan)."""
     if key not in data:
         return None

@@ -49,15 +49,16 @@ class Watcher:
         self.programs: set[str] = set()  # the program names of the command lines read
         self.stop = threading.Event()
 
-    def _ours(self, d: Path) -> bool:
+    def _prefixes(self) -> tuple[str, ...]:
+        """The names the watched runs' secret directories start with; "" matches all."""
         if self.scratch is None:
-            return True
-        runs = [r.name for r in self.scratch.glob("run-*")]
-        return any(d.name.startswith(f"{SECRET_DIR_PREFIX}{r}-") for r in runs)
+            return ("",)
+        return tuple(f"{SECRET_DIR_PREFIX}{r.name}-" for r in self.scratch.glob("run-*"))
 
     def _read_key_files(self) -> None:
+        ours = self._prefixes()  # once per scan: the glob is the costly part
         for d in Path("/dev/shm").glob(f"{SECRET_DIR_PREFIX}*"):
-            if not self._ours(d):
+            if not d.name.startswith(ours):
                 continue
             try:
                 for f in d.iterdir():

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from matplotlib.container import BarContainer
 
+from cryptbench.measure.cpu_timeline import CpuTimeline
 from cryptbench.report import charts
 from cryptbench.report.document import speed_change
 from cryptbench.result_model import Document
@@ -24,7 +25,8 @@ def _doc(name: str) -> Document:
 
 def _timelines(name: str) -> list[charts.TrialTimeline]:
     return [
-        charts.TrialTimeline(**t) for t in json.loads((FIXTURES / "timelines" / f"{name}.json").read_text())
+        charts.TrialTimeline(t["target"], t["workload"], CpuTimeline.from_json(t["timeline"]))
+        for t in json.loads((FIXTURES / "timelines" / f"{name}.json").read_text())
     ]
 
 
@@ -146,18 +148,18 @@ def test_cpu_chart_puts_trials_back_to_back_with_their_helpers(series_doc: Docum
     ax, strip = chart.figure.axes
     lines = {ln.get_label(): ln for ln in ax.lines}
     assert set(lines) == {"system-wide", "helper qemu-storage-daemon", "all 2 cores"}
-    total = sum(t.timeline["ends"][-1] for t in timelines)
+    total = sum(t.timeline.ends[-1] for t in timelines)
     xs = [x for x in lines["system-wide"].get_xdata() if x == x]  # without the NaN breaks
     assert max(xs) == pytest.approx(total)
     # the helper is drawn only during trials of the targets that run it
-    helper_trials = [t for t in timelines if t.timeline["helpers"]]
+    helper_trials = [t for t in timelines if t.timeline.helpers]
     assert {t.target for t in helper_trials} == {
         "image-raw@fresh",
         "image-qcow2@fresh",
         "image-qcow2-aes256@fresh",
     }
     ys = [y for y in lines["helper qemu-storage-daemon"].get_ydata() if y == y]
-    assert len(ys) == sum(len(t.timeline["ends"]) + 1 for t in helper_trials)
+    assert len(ys) == sum(len(t.timeline.ends) + 1 for t in helper_trials)
     assert len(strip.collections) == len(timelines)  # one block per trial in the strip
 
 

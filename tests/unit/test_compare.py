@@ -286,4 +286,4 @@ def test_terminal_at_80_columns_keeps_every_figure_whole() -> None:
     for r in comp.rows:
         assert r.times() in text  # "2.00 ± 1.14 times slower", on one line each
     for o in export_compare_html.overhead_cells(comp):
-        assert o["a"] in text and o["b"] in text
+        assert o.a in text and o.b in text

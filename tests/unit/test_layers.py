@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     # foundations: no I/O of their own beyond the system calls they name
     (
         "errors", "units", "system", "stats", "metrics", "throttle",
-        "interrupts", "keys", "store", "suites", "result_model",
+        "interrupts", "keys", "store", "suites", "result_model", "json_types",
     ),
     ("resources", "session"),  # what a run owns, journaled and released
     ("backends", "engines", "measure", "cipher", "fleet"),  # the real components

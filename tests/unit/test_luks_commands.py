@@ -17,8 +17,8 @@ from cryptbench.backends.luks import (
     device_mapper_missing,
     format_command,
     open_command,
+    parse_targets,
     table_options,
-    target_version,
 )
 from cryptbench.errors import ProvisionError
 
@@ -95,8 +95,10 @@ def test_a_table_missing_an_asked_option_is_refused() -> None:
 
 
 def test_the_crypt_targets_version_is_read() -> None:
-    assert target_version(TARGETS, "crypt") == (1, 24, 0)
-    assert target_version(TARGETS, "integrity") is None  # not loaded there
+    assert parse_targets(TARGETS)["crypt"] == (1, 24, 0)
+    assert "integrity" not in parse_targets(TARGETS)  # not loaded there
+    # a version this parser cannot read is unknown, not 0 (which would read as "too old")
+    assert parse_targets("crypt            v1.x.0\nstriped          \n") == {"crypt": None, "striped": None}
     assert NO_QUEUE_SINCE <= (1, 24, 0)
 
 

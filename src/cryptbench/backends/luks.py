@@ -22,6 +22,7 @@ because the key is random and the benchmark does not time unlocking.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -99,27 +100,39 @@ def device_mapper_missing() -> str | None:
 
 def _dm_target(name: str) -> bool:
     """Whether the device-mapper already has target `name` (built in or loaded)."""
-    return dm_target_version(name) is not None
+    return name in dm_targets()
 
 
 def dm_target_version(name: str) -> tuple[int, ...] | None:
     """The version of device-mapper target `name` (`dmsetup targets`: "crypt v1.24.0"),
-    or None when it is not loaded yet (or there is no device-mapper)."""
+    or None when it is not loaded yet, there is no device-mapper or the version is unreadable."""
+    return dm_targets().get(name)
+
+
+@functools.cache
+def dm_targets() -> dict[str, tuple[int, ...] | None]:
+    """`dmsetup targets`, read once per process: every LUKS target's probe asks, and a
+    target loaded later (opening loads dm-crypt) only makes the answer more permissive,
+    which opening checks against the mapping's table anyway."""
     try:
         out = run_cmd(["dmsetup", "targets"], timeout=10).stdout.decode()
     except ProvisionError:
-        return None
-    return target_version(out, name)
+        return {}
+    return parse_targets(out)
 
 
-def target_version(targets: str, name: str) -> tuple[int, ...] | None:
-    """Target `name`'s version in `dmsetup targets` output ("crypt            v1.24.0")."""
-    for line in targets.splitlines():
+def parse_targets(text: str) -> dict[str, tuple[int, ...] | None]:
+    """Each target's version in `dmsetup targets` output ("crypt            v1.24.0");
+    None where the version cannot be read."""
+    found: dict[str, tuple[int, ...] | None] = {}
+    for line in text.splitlines():
         fields = line.split()
-        if fields[:1] == [name]:
-            digits = fields[1].lstrip("v").split(".") if len(fields) > 1 else []
-            return tuple(int(d) for d in digits if d.isdigit()) or (0,)
-    return None
+        if not fields:
+            continue
+        digits = fields[1].lstrip("v").split(".") if len(fields) > 1 else []
+        version = tuple(int(d) for d in digits if d.isdigit())
+        found[fields[0]] = version if version and len(version) == len(digits) else None
+    return found
 
 
 NO_QUEUE_SINCE = (1, 22)  # dm-crypt's version with no_read_workqueue and no_write_workqueue (Linux 5.9)

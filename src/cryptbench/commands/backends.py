@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from rich.console import Console
 
 from cryptbench.backends import REGISTRY
 from cryptbench.commands.common_args import add_json
+from cryptbench.json_types import JsonObject
 from cryptbench.report.json_output import print_json
 
 
-def run() -> list[dict[str, Any]]:
+def run() -> list[JsonObject]:
     rows = []
     for name, backend in REGISTRY.items():
         avail = backend.probe()

@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
+from cryptbench.json_types import JsonObject
 from cryptbench.report import document
 from cryptbench.report.json_output import print_json
 from cryptbench.result_model import Document
@@ -40,7 +40,7 @@ class Finding:
     passed: bool
     host: str | None = None  # the fleet host the target is on; None on a one-machine run
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return self.__dict__.copy()
 
     def words(self, bound: float) -> str:
@@ -93,7 +93,7 @@ class Result:
                 out[name] = f
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "run_id": self.run_id,
             "max_overhead_percent": self.bound,

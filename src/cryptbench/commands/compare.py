@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
+from cryptbench.json_types import JsonObject
 from cryptbench.report import document, run_comparison
 from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import page_file, write_new
@@ -39,7 +39,7 @@ def run(
     metric: str | None = None,
     force: bool = False,
     html: str | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """{"comparison": run_comparison.Comparison, "html": path written or None}."""
     html_path = page_file(html, "--html") if html is not None else None
     path_a = db or default_db_path()

@@ -24,7 +24,6 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -39,6 +38,7 @@ from cryptbench.fleet import hosts as hosts_mod
 from cryptbench.fleet.hosts import HostSpec
 from cryptbench.fleet.manifest import Manifest, ManifestTarget, parse
 from cryptbench.interrupts import interruptible
+from cryptbench.json_types import JsonObject
 from cryptbench.measure import environment
 from cryptbench.metrics import info
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
@@ -206,7 +206,7 @@ def plan_json(
     rule: Stopping,
     seed: int,
     targets: list[str],
-) -> dict[str, Any]:
+) -> JsonObject:
     return {
         "suite": suite.name,
         "workloads": [w.name for w in workloads],
@@ -236,7 +236,7 @@ def plan_json(
     }
 
 
-def coordinator_environment() -> dict[str, Any]:
+def coordinator_environment() -> JsonObject:
     """Facts about the coordinator; each host's own are in its manifest (document's fleet.hosts)."""
     env = environment.collect(Path("/"))
     return {
@@ -434,7 +434,7 @@ def _store_hosts(store: Store, run_id: int, hosts: list[Host]) -> None:
     """Each host, its targets (named HOST/NAME) and what it skipped, and the run's notes."""
     for h in hosts:
         store.insert_fleet_host(
-            run_id, h.spec.name, str(h.spec.address), h.manifest.raw if h.manifest else None
+            run_id, h.spec.name, str(h.spec.address), h.manifest.stored() if h.manifest else None
         )
         if h.manifest is None:
             store.set_fleet_host(run_id, h.spec.name, "unusable", h.failed)

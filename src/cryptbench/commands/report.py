@@ -10,12 +10,13 @@ import argparse
 import io
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
+from cryptbench.json_types import JsonObject
 from cryptbench.report import document, export_csv, export_markdown
 from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import output_dir, output_file, page_file, write_new
@@ -26,12 +27,13 @@ if TYPE_CHECKING:
 
 
 def timelines(store: Store, run_id: int) -> list[charts.TrialTimeline]:
+    """The run's sampled CPU, trial by trial (none for runs stored before schema 4)."""
+    from cryptbench.measure.cpu_timeline import CpuTimeline
     from cryptbench.report import charts
 
-    """The run's sampled CPU, trial by trial (none for runs stored before schema 4)."""
     stored = store.cpu_timelines(run_id)
     return [
-        charts.TrialTimeline(t.target, t.workload, stored[t.id])
+        charts.TrialTimeline(t.target, t.workload, CpuTimeline.from_json(stored[t.id]))
         for t in store.trial_rows(run_id)
         if t.id in stored
     ]
@@ -64,7 +66,7 @@ def run(
     html: str | None = None,
     png: str | None = None,
     svg: str | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """What was asked for: "csv" ({"path", "rows"}, or "text" for stdout), "markdown" (text),
     "json" (the document), "html" ({"path", "charts"}), "png" and "svg" (the files written)."""
     if csv is None and html is None and png is None and svg is None and not markdown and not json:
@@ -80,7 +82,7 @@ def run(
     store = Store.open(db or default_db_path(), create=False)
     try:
         run_id = store.resolve_run(ref)
-        out: dict[str, Any] = {"run_id": run_id}
+        out: JsonObject = {"run_id": run_id}
         if csv is not None:
             buf = io.StringIO()
             rows = export_csv.write(store, run_id, buf)

@@ -164,10 +164,11 @@ def run(
     plan = _plan(backends, size, target, io_mode, data, passphrase_file)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a core dump would hold the keys
     progress = progress or NullProgress()
-    served: list[Manifest] = []
+    served: Manifest | None = None
 
     def published(manifest: Manifest, path: Path) -> None:
-        served.append(manifest)
+        nonlocal served
+        served = manifest
         ready(manifest, path)
 
     reason, exit_code = "", 1
@@ -180,9 +181,9 @@ def run(
         reason, exit_code = f"stopped by signal {life.interrupted.signum}; torn down", 0
     if life.late is not None:
         reason += f" (signal {life.late} arrived during teardown; teardown completed)"
-    if not served and exit_code != 0:
+    if served is None and exit_code != 0:
         raise ProvisionError(reason or "serve ended before it served")
-    return ServeOutcome(served[0] if served else None, reason, exit_code, life.recovered)
+    return ServeOutcome(served, reason, exit_code, life.recovered)
 
 
 def print_manifest(*, target: str = "/var/tmp") -> str:

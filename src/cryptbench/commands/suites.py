@@ -12,12 +12,13 @@ from rich.table import Table
 
 from cryptbench.commands.common_args import add_json
 from cryptbench.engines.apps import AppWorkload
+from cryptbench.json_types import JsonObject
 from cryptbench.report.json_output import print_json
 from cryptbench.suite import builtin_suites, load_suite, primary_metric
 from cryptbench.units import format_bytes
 
 
-def _workload(w: Any) -> dict[str, Any]:
+def _workload(w: Any) -> JsonObject:
     if isinstance(w, AppWorkload):
         # the parameters the suite set, beside the app's summary
         # every app workload is a dataclass; the check is what lets fields() be typed
@@ -38,7 +39,7 @@ def _workload(w: Any) -> dict[str, Any]:
     return {"name": w.name, "kind": "fio", "what": what, "metric": primary_metric(w)}
 
 
-def run(name: str | None = None) -> list[dict[str, Any]]:
+def run(name: str | None = None) -> list[JsonObject]:
     """Every built-in suite, or the one named (a built-in name or a suite file)."""
     names = [name] if name is not None else builtin_suites()
     rows = []

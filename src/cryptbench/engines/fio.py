@@ -14,6 +14,7 @@ from typing import Any
 
 from cryptbench.engines.child import run_child
 from cryptbench.errors import TrialError
+from cryptbench.json_types import JsonObject
 from cryptbench.session import Session
 from cryptbench.system import which
 from cryptbench.throttle import in_cgroup
@@ -69,7 +70,7 @@ def _field(obj: Any, path: str, kind: type[Any]) -> Any:
     return cur
 
 
-def _percentile(clat: dict[str, Any], p: str) -> float:
+def _percentile(clat: JsonObject, p: str) -> float:
     pct = clat.get("percentile") if isinstance(clat, dict) else None
     if not isinstance(pct, dict):
         return 0.0
@@ -90,7 +91,7 @@ def parse_fio_json(text: str) -> FioMeasurement:
     return parse_job(_field(doc, "jobs.0", dict))
 
 
-def parse_job(job: dict[str, Any]) -> FioMeasurement:
+def parse_job(job: JsonObject) -> FioMeasurement:
     """One job's measurement: an entry of fio's `jobs`, or of `client_stats` in client mode."""
     name = str(job.get("jobname", "?"))[:40]
     if job.get("error"):

@@ -18,12 +18,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cryptbench.engines.child import Stalled, run_child
 from cryptbench.engines.fio import FioMeasurement, parse_job
 from cryptbench.errors import SafetyError, TrialError, UsageError
 from cryptbench.fleet.address import Address
+from cryptbench.json_types import JsonObject
 from cryptbench.system import which
 
 AGGREGATE = "All clients"
@@ -149,7 +149,7 @@ def silent_hosts(hosts: dict[str, Address], timeout: float) -> dict[str, str]:
     return found
 
 
-def _document(stdout: str) -> dict[str, Any] | None:
+def _document(stdout: str) -> JsonObject | None:
     # Before the JSON, fio prints the servers' text output, each line prefixed
     # with "<hostname> ", and its own notes; the document starts at a lone "{".
     lines = stdout.splitlines(keepends=True)
@@ -163,7 +163,7 @@ def _document(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def _matches(entry: dict[str, Any], address: Address) -> bool:
+def _matches(entry: JsonObject, address: Address) -> bool:
     if entry.get("hostname") != address.host:
         return False
     return address.kind == "sock" or entry.get("port") == address.port

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -69,7 +69,11 @@ class Manifest:
     version: str  # cryptbench's version there
     started_at: str  # ISO 8601, UTC: when the host started serving
     added_baselines: tuple[str, ...]  # baselines the host added to what it was asked to serve
-    raw: JsonObject = field(default_factory=dict)  # as read from the host, stored with the run; {} if built
+    raw: JsonObject | None = None  # exactly as read from the host; None for one built here
+
+    def stored(self) -> JsonObject:
+        """What the run stores: the host's own words where they were read, else ours."""
+        return self.raw if self.raw is not None else self.to_json()
 
     def target(self, name: str) -> ManifestTarget | None:
         return next((t for t in self.targets if t.name == name), None)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from cryptbench.backends.base import Helper
+from cryptbench.json_types import JsonObject
 from cryptbench.measure import cpu
 
 INTERVAL = 0.25  # seconds between samples: several in a 2 s trial, few enough to store
@@ -30,7 +30,7 @@ class CpuTimeline:
     system: list[float] = field(default_factory=list)  # cores busy system-wide (CPU-seconds per second)
     helpers: dict[str, list[float]] = field(default_factory=dict)  # cores busy per helper name
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "started_at": self.started_at,
             "ends": [round(e, 4) for e in self.ends],
@@ -39,7 +39,7 @@ class CpuTimeline:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> CpuTimeline:
+    def from_json(cls, d: JsonObject) -> CpuTimeline:
         return cls(float(d["started_at"]), list(d["ends"]), list(d["system"]), dict(d["helpers"]))
 
     def add(self, previous: cpu.CpuSnapshot, now: cpu.CpuSnapshot, origin: float) -> None:

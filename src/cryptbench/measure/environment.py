@@ -8,12 +8,12 @@ import re
 import socket
 import sys
 from pathlib import Path
-from typing import Any
 
 from cryptbench import __version__, system
 from cryptbench.backends.gocryptfs import gocryptfs_version
 from cryptbench.cipher import kernel
 from cryptbench.engines.fio import fio_version
+from cryptbench.json_types import JsonObject
 from cryptbench.measure.cache import drop_method
 from cryptbench.measure.device import device_of
 from cryptbench.system import is_root
@@ -54,7 +54,7 @@ def is_generic_aes(driver: str | None) -> bool:
     return driver is not None and kernel.is_software(kernel.classify(driver))
 
 
-def kernel_crypto() -> dict[str, Any]:
+def kernel_crypto() -> JsonObject:
     entries = _proc_crypto()
     xts = kernel_driver("xts(aes)", entries)
     aes = kernel_driver("aes", entries)
@@ -100,7 +100,7 @@ def _os_name() -> str:
     return platform.system()
 
 
-def collect(target_dir: Path) -> dict[str, Any]:
+def collect(target_dir: Path) -> JsonObject:
     model, flags = _cpuinfo()
     return {
         "hostname": socket.gethostname(),

@@ -9,7 +9,6 @@ import resource
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cryptbench import __version__
 from cryptbench.adaptive import Controller, Question, questions
@@ -18,6 +17,7 @@ from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.fio import probe_ioengine
 from cryptbench.errors import Interrupted
 from cryptbench.interrupts import interruptible
+from cryptbench.json_types import JsonObject
 from cryptbench.measure import environment
 from cryptbench.measure.device import device_of
 from cryptbench.metrics import info
@@ -137,7 +137,7 @@ CIPHER_SECONDS = 0.2  # per cipher figure the run takes: enough for a ceiling, n
 CIPHER_REPEATS = 3
 
 
-def time_ciphers(plan: Plan, store: Store, run_id: int, env: dict[str, Any], progress: Progress) -> None:
+def time_ciphers(plan: Plan, store: Store, run_id: int, env: JsonObject, progress: Progress) -> None:
     """OpenSSL on the ciphers the run's layers use (and AF_ALG where the kernel
     has it), before any trial, stored with the run: the ceilings its
     efficiency figures are held to (cipher/ceilings.py)."""

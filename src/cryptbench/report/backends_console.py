@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any
 
 from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from cryptbench.json_types import JsonObject
 
 INDENT = "    "  # continuation lines of a paragraph
 
@@ -31,7 +32,7 @@ def _paragraph(head: str, text: str, width: int) -> str:
     return wrapped.replace(NBSP, " ")
 
 
-def render(rows: list[dict[str, Any]], out: Console) -> None:
+def render(rows: list[JsonObject], out: Console) -> None:
     table = Table(box=box.SIMPLE, pad_edge=False, show_edge=False)
     for col in ("backend", "here", "encrypted", "baseline"):
         table.add_column(col, no_wrap=True)

@@ -22,6 +22,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from cryptbench.measure.cpu_timeline import CpuTimeline
 from cryptbench.metrics import info
 from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.result_model import Document, Result
@@ -95,7 +96,7 @@ class TrialTimeline:
 
     target: str
     workload: str
-    timeline: dict[str, Any]  # started_at (epoch s), ends (s), system and helpers (cores)
+    timeline: CpuTimeline
 
 
 def colours(doc: Document) -> dict[str, str]:
@@ -431,7 +432,7 @@ def latency_chart(doc: Document) -> Chart | None:
 
 def cpu_chart(doc: Document, timelines: list[TrialTimeline]) -> Chart | None:
     """Busy cores over the run, system-wide and per helper process, with which target ran when."""
-    timelines = [t for t in timelines if t.timeline.get("ends")]
+    timelines = [t for t in timelines if t.timeline.ends]
     if not timelines:
         return None
     palette = colours(doc)
@@ -441,15 +442,15 @@ def cpu_chart(doc: Document, timelines: list[TrialTimeline]) -> Chart | None:
     start = 0.0
     fig = Figure(figsize=(WIDTH, 3.6), layout="constrained")
     ax, strip = fig.subplots(2, 1, sharex=True, height_ratios=[6, 1])
-    helpers = sorted({h for t in timelines for h in t.timeline["helpers"]})
+    helpers = sorted({h for t in timelines for h in t.timeline.helpers})
     series: dict[str, tuple[list[float], list[float]]] = {"system-wide": ([], [])}
     for h in helpers:
         series[h] = ([], [])
-    for t in sorted(timelines, key=lambda t: t.timeline["started_at"]):
+    for t in sorted(timelines, key=lambda t: t.timeline.started_at):
         tl = t.timeline
-        xs = [start + e for e in tl["ends"]]
+        xs = [start + e for e in tl.ends]
         strip.broken_barh(
-            [(start, tl["ends"][-1])],
+            [(start, tl.ends[-1])],
             (0, 1),
             facecolor=palette.get(t.target, "#999999"),
             hatch=_hatch(t.target, media),
@@ -458,12 +459,12 @@ def cpu_chart(doc: Document, timelines: list[TrialTimeline]) -> Chart | None:
         )
         for name, (sx, sy) in series.items():
             # a helper is drawn only in the trials of targets that have it
-            values = tl["system"] if name == "system-wide" else tl["helpers"].get(name, [math.nan] * len(xs))
+            values = tl.system if name == "system-wide" else tl.helpers.get(name, [math.nan] * len(xs))
             # Steps: sample i holds over (end i-1, end i], the first from the trial's start, so a
             # trial shorter than one interval is still a segment; each trial its own line.
             sx.extend([start, *xs, math.nan])
             sy.extend([values[0], *values, math.nan])
-        start += tl["ends"][-1]
+        start += tl.ends[-1]
     cores = doc.environment.get("cpu_count")
     for i, (name, (sx, sy)) in enumerate(series.items()):
         # a helper in its target's colour (gocryptfs's daemon is named gocryptfs)

@@ -43,19 +43,19 @@ def render(comp: Comparison, out: Console) -> None:
         )
         for col in ("workload / target", "A", "B", "changed?"):
             ot.add_column(col, no_wrap=True, justify="left" if col[0] in "wc" else "right")
-        pairs = [f"  {o['target']} vs {o['baseline']}" for o in overheads]
-        columns = [pairs, [o["a"] for o in overheads], [o["b"] for o in overheads], ["no clear change"]]
+        pairs = [f"  {o.target} vs {o.baseline}" for o in overheads]
+        columns = [pairs, [o.a for o in overheads], [o.b for o in overheads], ["no clear change"]]
         two_lines = table_width(columns) > out.width  # the baseline under the target
         workload = None
         for o, pair in zip(overheads, pairs, strict=True):
-            if o["workload"] != workload:
-                workload = o["workload"]
+            if o.workload != workload:
+                workload = o.workload
                 ot.add_row(Text(workload, style="bold"))
             ot.add_row(
-                f"  {o['target']}\n    vs {o['baseline']}" if two_lines else pair,
-                o["a"],
-                o["b"],
-                "[bold]yes[/bold] (disjoint)" if o["changed"] else "no clear change",
+                f"  {o.target}\n    vs {o.baseline}" if two_lines else pair,
+                o.a,
+                o.b,
+                "[bold]yes[/bold] (disjoint)" if o.changed else "no clear change",
             )
         out.print(ot)
     out.print(comp.summary(), highlight=False)
@@ -71,9 +71,9 @@ def _rows_table(comp: Comparison, width: int) -> Table:
             f"  {r.target}",
             f"{format_value(r.a_median, r.unit)} ({r.a_n})",
             f"{format_value(r.b_median, r.unit)} ({r.b_n})",
-            c["ratio"],
-            c["words"],
-            f"{c['mark']}: {c['evidence']}",
+            c.ratio,
+            c.words,
+            f"{c.mark}: {c.evidence}",
         ]
         for r, c in zip(comp.rows, cells, strict=True)
     ]
@@ -103,9 +103,7 @@ def _rows_table(comp: Comparison, width: int) -> Table:
         if compact:
             a = f"{format_value(r.a_median, r.unit)} ({r.a_n}) →"
             b = f"{format_value(r.b_median, r.unit)} ({r.b_n})"
-            table.add_row(
-                row[0], f"{a}\n{b}", Text(f"{c['words']}\n{c['mark']}: {c['evidence']}", style=style)
-            )
+            table.add_row(row[0], f"{a}\n{b}", Text(f"{c.words}\n{c.mark}: {c.evidence}", style=style))
         else:
             table.add_row(*row[:4], Text(row[4], style=style), Text(row[5], style=style))
     return table

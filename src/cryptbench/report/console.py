@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from cryptbench.json_types import JsonObject
 from cryptbench.metrics import PRIMARY, info
 from cryptbench.report import answer_console, cost_console, fleet_console, ranking, study_summary
 from cryptbench.report.document import primary_of, results_by_key, speed_change
@@ -144,7 +145,7 @@ def _long_table(doc: Document, metric: str | None, width: int) -> tuple[Table, b
     return table, compact
 
 
-def _repeats(plan: dict[str, Any]) -> str:
+def _repeats(plan: JsonObject) -> str:
     rule = plan.get("stopping")
     if rule is None or rule["precision"] is None:
         return f"{plan['repeats']} repeats"

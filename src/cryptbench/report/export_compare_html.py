@@ -3,7 +3,7 @@ in the same style as the run report (the templates share `base.html.j2`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from cryptbench import __version__
 from cryptbench.report.charts import Chart
@@ -28,35 +28,62 @@ def _overhead(value: float, interval: tuple[float, float] | None) -> str:
     return f"{value:.0f} %" + ("" if interval is None else f" [{interval[0]:.0f}, {interval[1]:.0f}]")
 
 
-def row_cells(comp: Comparison) -> list[dict[str, Any]]:
-    """The comparison table's cells, formatted as the terminal prints them."""
+@dataclass(frozen=True)
+class RowCells:
+    """One row of the comparison table, formatted as the terminal prints it."""
+
+    workload: str
+    target: str
+    metric: str
+    a: str  # A's median [interval] (trials)
+    b: str  # B's, the same way
+    ratio: str  # B/A [interval]
+    words: str  # B against A in words: "2.00 ± 1.14 times slower"
+    evidence: str  # why the change is or is not significant
+    significant: bool | None  # None: too few trials to tell
+    mark: str  # "yes", "no" or "?"
+
+
+@dataclass(frozen=True)
+class OverheadCells:
+    """One encrypted target's overhead against its baseline in each run, formatted."""
+
+    workload: str
+    target: str
+    baseline: str
+    a: str  # percent [interval] in run A
+    b: str  # in run B
+    changed: bool  # the two intervals are disjoint
+
+
+def row_cells(comp: Comparison) -> list[RowCells]:
     return [
-        {
-            "workload": r.workload,
-            "target": r.target,
-            "metric": r.metric,
-            "a": _median(r.a_n, r.a_median, r.a_low, r.a_high, r.unit),
-            "b": _median(r.b_n, r.b_median, r.b_low, r.b_high, r.unit),
-            "ratio": _ratio(r),
-            "words": r.times(),
-            "evidence": r.evidence(),
-            "significant": r.significant,
-            "mark": {True: "yes", False: "no", None: "?"}[r.significant],
-        }
+        RowCells(
+            workload=r.workload,
+            target=r.target,
+            metric=r.metric,
+            a=_median(r.a_n, r.a_median, r.a_low, r.a_high, r.unit),
+            b=_median(r.b_n, r.b_median, r.b_low, r.b_high, r.unit),
+            ratio=_ratio(r),
+            words=r.times(),
+            evidence=r.evidence(),
+            significant=r.significant,
+            mark={True: "yes", False: "no", None: "?"}[r.significant],
+        )
         for r in comp.rows
     ]
 
 
-def overhead_cells(comp: Comparison) -> list[dict[str, Any]]:
+def overhead_cells(comp: Comparison) -> list[OverheadCells]:
     return [
-        {
-            "workload": o.workload,
-            "target": o.target,
-            "baseline": o.baseline,
-            "a": _overhead(o.a, o.a_interval),
-            "b": _overhead(o.b, o.b_interval),
-            "changed": o.changed,
-        }
+        OverheadCells(
+            workload=o.workload,
+            target=o.target,
+            baseline=o.baseline,
+            a=_overhead(o.a, o.a_interval),
+            b=_overhead(o.b, o.b_interval),
+            changed=o.changed,
+        )
         for o in comp.overheads
     ]
 

@@ -13,7 +13,7 @@ rounded.
 from __future__ import annotations
 
 import csv
-from typing import Any, TextIO
+from typing import TextIO
 
 from cryptbench.metrics import CATALOG
 from cryptbench.store import Store
@@ -37,6 +37,10 @@ TRIAL_COLUMNS = (
 )
 
 
+Cell = str | int | float | bool | None
+CsvRow = dict[str, Cell]  # column name to value, before _cell writes it
+
+
 # Names that already say their unit keep it once: wall_seconds, io_bytes, cpu_seconds_per_gb.
 SAID_BY_NAME = {"s": ("seconds",), "bytes": ("bytes",), "threads": ("threads",), "s/GB": ("per_gb",)}
 
@@ -52,7 +56,7 @@ def column(metric: str, unit: str) -> str:
     return f"{metric}_{suffix}" if suffix else metric
 
 
-def rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
+def rows(store: Store, run_id: int) -> tuple[list[str], list[CsvRow]]:
     """The header and one dict per trial, in trial order."""
     run = store.run_row(run_id)
     env = run.environment
@@ -77,7 +81,7 @@ def rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
     out = []
     for t in store.trial_rows(run_id):
         target = targets.get(t.target)
-        row: dict[str, Any] = {
+        row: CsvRow = {
             **ident,
             "trial_seq": t.seq,
             "block": t.block,
@@ -111,7 +115,7 @@ def write(store: Store, run_id: int, out: TextIO) -> int:
     return len(data)
 
 
-def _cell(v: Any) -> Any:
+def _cell(v: Cell) -> str | int:
     if v is None:
         return ""  # NA to pandas and to R
     if isinstance(v, bool):

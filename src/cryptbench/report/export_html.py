@@ -8,7 +8,7 @@ tables are formatted by the same functions as the terminal and Markdown.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import jinja2
 
@@ -119,13 +119,22 @@ def efficiency_rows(doc: Document) -> list[dict[str, str]]:
     return out
 
 
-def warning_groups(doc: Document) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class WarningGroup:
+    """The run's warnings of one kind, as the page lists them."""
+
+    kind: str
+    serious: bool  # a kind that puts the figures in doubt (failed trials, unproven encryption, …)
+    warnings: list[RunWarning]
+
+
+def warning_groups(doc: Document) -> list[WarningGroup]:
     """The warnings by kind, serious kinds (failed trials, unproven encryption, …) first."""
     groups: dict[str, list[RunWarning]] = {}
     for w in doc.warnings:
         groups.setdefault(w.kind, []).append(w)
     order = sorted(groups, key=lambda k: (k not in SERIOUS, -len(groups[k])))
-    return [{"kind": k, "serious": k in SERIOUS, "list": groups[k]} for k in order]
+    return [WarningGroup(k, k in SERIOUS, groups[k]) for k in order]
 
 
 def render(doc: Document, charts: list[charts_mod.Chart]) -> str:

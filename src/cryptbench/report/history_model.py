@@ -5,8 +5,8 @@ store, drawn by report/history_table.py, printed as JSON by the command."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from cryptbench.json_types import JsonObject
 from cryptbench.store.rows import HistoryRow
 
 
@@ -39,7 +39,7 @@ class Series:
             out.append("I/O mode differs between these runs")
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "workload": self.workload,
             "target": self.target,
@@ -60,7 +60,7 @@ class History:
         """The runs a series can have a point in, oldest first (the sparkline's columns)."""
         return [r.id for r in reversed(self.runs)]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "runs": [r.to_json() for r in self.runs],
             "metric": self.metric,

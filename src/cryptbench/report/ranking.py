@@ -14,9 +14,9 @@ proven encrypted, or whose trials failed, is listed as not ranked, with why.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from cryptbench import stats
+from cryptbench.json_types import JsonObject
 from cryptbench.metrics import info, primary_of
 from cryptbench.result_model import (
     Document,
@@ -31,7 +31,7 @@ from cryptbench.result_model import (
 FAMILIES = ("sequential", "random", "application")
 
 
-def family(plan: dict[str, Any], workload: str) -> str:
+def family(plan: JsonObject, workload: str) -> str:
     """sequential or random for an fio pattern, application for an app workload."""
     spec = plan.get("workload_specs", {}).get(workload)
     if spec is None:

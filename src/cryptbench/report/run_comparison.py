@@ -27,6 +27,7 @@ from typing import Any
 
 from cryptbench import stats
 from cryptbench.errors import UsageError
+from cryptbench.json_types import JsonObject
 from cryptbench.metrics import info
 from cryptbench.report.document import primary_of, results_by_key, speed_change
 from cryptbench.result_model import Document, Result
@@ -106,7 +107,7 @@ class Row:
             return "intervals disjoint" if self.significant else "intervals overlap"
         return "cannot tell"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {**self.__dict__, "words": self.times(), "evidence": self.evidence()}
 
 
@@ -123,7 +124,7 @@ class OverheadRow:
     b_interval: tuple[float, float] | None
     changed: bool  # the two intervals are disjoint
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return self.__dict__.copy()
 
 
@@ -182,7 +183,7 @@ class Comparison:
             )
         return text
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "a": self.a.__dict__,
             "b": self.b.__dict__,
@@ -284,7 +285,7 @@ def _common(xs: list[str], ys: list[str]) -> list[str]:
     return [x for x in xs if x in theirs]
 
 
-def _size(plan: dict[str, Any]) -> str | None:
+def _size(plan: JsonObject) -> str | None:
     return None if plan.get("size") is None else format_bytes(plan["size"])
 
 
@@ -294,24 +295,24 @@ def _spec(spec: Any) -> str:
     return ", ".join(f"{k}={v}" for k, v in spec.items())
 
 
-def _cpu(env: dict[str, Any]) -> str:
+def _cpu(env: JsonObject) -> str:
     return f"{env.get('cpu_model')}, {env.get('cpu_count')} cores"
 
 
-def _mem(env: dict[str, Any]) -> str | None:
+def _mem(env: JsonObject) -> str | None:
     return format_bytes(env["memory_bytes"]) if env.get("memory_bytes") else None
 
 
-def _xts(env: dict[str, Any]) -> str | None:
+def _xts(env: JsonObject) -> str | None:
     return (env.get("kernel_crypto") or {}).get("xts(aes)")
 
 
-def _scratch(env: dict[str, Any]) -> str | None:
+def _scratch(env: JsonObject) -> str | None:
     fs = env.get("target_filesystem")
     return None if not fs else f"{fs.get('fstype')} on {fs.get('source')}"
 
 
-def _repeats(plan: dict[str, Any]) -> str:
+def _repeats(plan: JsonObject) -> str:
     return "adaptive" if plan.get("repeats") is None else str(plan["repeats"])
 
 

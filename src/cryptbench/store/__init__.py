@@ -15,6 +15,7 @@ from typing import Any
 
 from cryptbench.errors import StoreError
 from cryptbench.interrupts import signals_blocked
+from cryptbench.json_types import DbRow
 from cryptbench.result_model import JsonObject, TargetInfo
 from cryptbench.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from cryptbench.store.rows import CipherRow, FleetHostRow, HistoryRow, MetricPoint, RunRow, TrialRow
@@ -436,11 +437,11 @@ def _given(*filters: tuple[str, Any]) -> tuple[list[str], list[Any]]:
     return [sql for sql, _ in chosen], [value for _, value in chosen]
 
 
-def _row(cur: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
+def _row(cur: sqlite3.Cursor, row: tuple[Any, ...]) -> DbRow:
     return {d[0]: v for d, v in zip(cur.description, row, strict=True)}
 
 
-def _target(row: dict[str, Any]) -> TargetInfo:
+def _target(row: DbRow) -> TargetInfo:
     def flag(v: int | None) -> bool | None:
         return None if v is None else bool(v)
 

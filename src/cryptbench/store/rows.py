@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from cryptbench.json_types import DbRow
 from cryptbench.result_model import JsonObject
 
 
@@ -31,7 +32,7 @@ class RunRow:
     stopping: JsonObject  # adaptive.Stopping's JSON; {} for runs stored before schema 2
 
     @classmethod
-    def from_db(cls, row: dict[str, Any]) -> RunRow:
+    def from_db(cls, row: DbRow) -> RunRow:
         return cls(
             row["id"],
             row["started_at"],
@@ -70,7 +71,7 @@ class FleetHostRow:
     manifest: JsonObject  # what it served, as its manifest_command printed it; {} when none
 
     @classmethod
-    def from_db(cls, row: dict[str, Any]) -> FleetHostRow:
+    def from_db(cls, row: DbRow) -> FleetHostRow:
         return cls(row["name"], row["address"], row["status"], row["reason"], _json(row["manifest_json"], {}))
 
 
@@ -84,7 +85,7 @@ class CipherRow:
     result: JsonObject  # pipeline/cipher_speed.py's document
 
     @classmethod
-    def from_db(cls, row: dict[str, Any]) -> CipherRow:
+    def from_db(cls, row: DbRow) -> CipherRow:
         return cls(
             row["id"],
             row["run_id"],
@@ -113,7 +114,7 @@ class HistoryRow:
     primary_metrics: dict[str, str]  # workload -> its primary metric
 
     @classmethod
-    def from_db(cls, row: dict[str, Any]) -> HistoryRow:
+    def from_db(cls, row: DbRow) -> HistoryRow:
         plan = json.loads(row["plan_json"])
         return cls(
             row["id"],

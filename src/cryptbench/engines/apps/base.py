@@ -27,8 +27,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from cryptbench.json_types import JsonObject, TomlTable
 from cryptbench.session import Session
 
 INPUTS_DONE = ".complete"  # marker: an input directory was written whole
@@ -46,7 +47,7 @@ class Phase:
 class AppResult:
     phases: tuple[Phase, ...]
     items: int  # the task's count in its natural unit (photos, files, messages, transactions)
-    details: dict[str, Any] = field(default_factory=dict)  # counts and sizes, stored as the trial's output
+    details: JsonObject = field(default_factory=dict)  # counts and sizes, stored as the trial's output
 
     @property
     def seconds(self) -> float:
@@ -56,7 +57,7 @@ class AppResult:
     def bytes(self) -> int:
         return sum(p.bytes for p in self.phases)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "phases": [
                 {"name": p.name, "seconds": p.seconds, "bytes": p.bytes, "items": p.items}
@@ -132,7 +133,7 @@ class AppWorkload(ABC):
 
     @classmethod
     @abstractmethod
-    def from_table(cls, name: str, params: dict[str, Any], where: str) -> AppWorkload:
+    def from_table(cls, name: str, params: TomlTable, where: str) -> AppWorkload:
         """The workload with its parameters from a suite table; UsageError if wrong."""
 
     def min_size(self) -> int:
@@ -160,7 +161,7 @@ class AppWorkload(ABC):
     def clean(self, env: AppEnv) -> None:
         """Remove what the trial wrote; outside the clock."""
 
-    def describe(self, size: int) -> dict[str, Any]:
+    def describe(self, size: int) -> JsonObject:
         """The trial's parameters as stored with each trial (its 'job file')."""
         return {"app": self.app, "name": self.name, "size": size}
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cryptbench.engines.apps.base import AppEnv, AppResult, AppWorkload, PhaseClock, remove_tree
 from cryptbench.engines.apps.data import incompressible
 from cryptbench.engines.apps.params import Params
+from cryptbench.json_types import JsonObject, TomlTable
 
 ROW = 1024  # bytes of payload per transaction
 PER_TRANSACTION = 64 << 10  # bytes of --size per transaction, so --size scales the count
@@ -35,7 +36,7 @@ class DbFsync(AppWorkload):
     row_size: int = ROW  # bytes per row
 
     @classmethod
-    def from_table(cls, name: str, params: dict[str, Any], where: str) -> DbFsync:
+    def from_table(cls, name: str, params: TomlTable, where: str) -> DbFsync:
         p = Params(params, where)
         count = p.integer("transactions", 0, 1, 1_000_000)
         journal = p.choice("journal", "delete", JOURNALS)
@@ -51,7 +52,7 @@ class DbFsync(AppWorkload):
     def target_bytes(self, size: int) -> int:
         return self.count(size) * (self.row_size + 512) + (1 << 20)
 
-    def describe(self, size: int) -> dict[str, Any]:
+    def describe(self, size: int) -> JsonObject:
         return {
             **super().describe(size),
             "transactions": self.count(size),

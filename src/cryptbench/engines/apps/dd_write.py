@@ -20,13 +20,14 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cryptbench.engines.apps.base import AppEnv, AppResult, AppWorkload, Phase, PhaseClock, remove_tree
 from cryptbench.engines.apps.data import incompressible, write_from_pool
 from cryptbench.engines.apps.params import Params
 from cryptbench.engines.child import run_child
 from cryptbench.errors import TrialError
+from cryptbench.json_types import JsonObject, TomlTable
 
 BLOCK = 1 << 20  # bytes per write, as the study's bs=1m
 POOL = 8 << 20  # bytes of random data the writes draw from (salted per chunk)
@@ -69,7 +70,7 @@ class DdWrite(AppWorkload):
     style: str = "durable"  # durable, or as-published: the study's dd command, no fsync
 
     @classmethod
-    def from_table(cls, name: str, params: dict[str, Any], where: str) -> DdWrite:
+    def from_table(cls, name: str, params: TomlTable, where: str) -> DdWrite:
         p = Params(params, where)
         data = p.choice("data", "zero", DATA)
         style = p.choice("style", "durable", STYLES)
@@ -93,7 +94,7 @@ class DdWrite(AppWorkload):
             "bs=1M",
         ]
 
-    def describe(self, size: int) -> dict[str, Any]:
+    def describe(self, size: int) -> JsonObject:
         return {
             **super().describe(size),
             "data": self.data,

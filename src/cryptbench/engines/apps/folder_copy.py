@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cryptbench.engines.apps.base import (
     AppEnv,
@@ -25,6 +25,7 @@ from cryptbench.engines.apps.base import (
 from cryptbench.engines.apps.data import write_incompressible
 from cryptbench.engines.apps.params import Params
 from cryptbench.engines.apps.photo_import import RAW_SIZE
+from cryptbench.json_types import JsonObject, TomlTable
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class FolderCopy(AppWorkload):
     file_size: int = RAW_SIZE  # bytes per file
 
     @classmethod
-    def from_table(cls, name: str, params: dict[str, Any], where: str) -> FolderCopy:
+    def from_table(cls, name: str, params: TomlTable, where: str) -> FolderCopy:
         p = Params(params, where)
         size = p.size("file_size", RAW_SIZE, 64 << 10, 1 << 30)
         p.done()
@@ -53,7 +54,7 @@ class FolderCopy(AppWorkload):
     def target_bytes(self, size: int) -> int:
         return 2 * self.files(size) * self.file_size
 
-    def describe(self, size: int) -> dict[str, Any]:
+    def describe(self, size: int) -> JsonObject:
         return {**super().describe(size), "files": self.files(size), "file_size": self.file_size}
 
     def _names(self, size: int) -> list[str]:

@@ -15,7 +15,7 @@ import shutil
 import sqlite3
 from dataclasses import dataclass
 from email.message import EmailMessage
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cryptbench.engines.apps.base import (
     AppEnv,
@@ -29,6 +29,7 @@ from cryptbench.engines.apps.base import (
 )
 from cryptbench.engines.apps.data import lognormal_sizes, rng, text
 from cryptbench.engines.apps.params import Params
+from cryptbench.json_types import JsonObject, TomlTable
 
 REPLIES = 42  # study 001's thread
 MEDIAN_MESSAGE = 8 << 10  # bytes of body; log-normal, sigma 1.0
@@ -48,7 +49,7 @@ class MailThread(AppWorkload):
     replies: int = REPLIES  # messages in the thread after the first
 
     @classmethod
-    def from_table(cls, name: str, params: dict[str, Any], where: str) -> MailThread:
+    def from_table(cls, name: str, params: TomlTable, where: str) -> MailThread:
         p = Params(params, where)
         replies = p.integer("replies", REPLIES, 1, 10_000)
         p.done()
@@ -66,7 +67,7 @@ class MailThread(AppWorkload):
     def input_bytes(self, size: int) -> int:
         return self.target_bytes(size)
 
-    def describe(self, size: int) -> dict[str, Any]:
+    def describe(self, size: int) -> JsonObject:
         return {**super().describe(size), "replies": self.replies}
 
     def make_inputs(self, env: AppEnv) -> None:

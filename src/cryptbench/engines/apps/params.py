@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from cryptbench.errors import UsageError
+from cryptbench.json_types import TomlTable
 from cryptbench.units import format_bytes, parse_size
 
 
 class Params:
     """The parameters of one workload table; each read once, unknown ones refused."""
 
-    def __init__(self, table: dict[str, Any], where: str) -> None:
+    def __init__(self, table: TomlTable, where: str) -> None:
         self.table = dict(table)
         self.where = where
 

@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from cryptbench.engines.apps.base import (
 )
 from cryptbench.engines.apps.data import write_incompressible
 from cryptbench.engines.apps.params import Params
+from cryptbench.json_types import JsonObject, TomlTable
 
 MIB = 1 << 20
 RAW_SIZE = 24 * MIB  # bytes: a 21-24 MP camera's RAW file
@@ -61,7 +62,7 @@ class PhotoImport(AppWorkload):
     variant: str = "direct"  # direct or stage-then-move
 
     @classmethod
-    def from_table(cls, name: str, params: dict[str, Any], where: str) -> PhotoImport:
+    def from_table(cls, name: str, params: TomlTable, where: str) -> PhotoImport:
         p = Params(params, where)
         photo = p.size("photo_size", RAW_SIZE, 256 << 10, 1 << 30)
         variant = p.choice("variant", "direct", VARIANTS)
@@ -82,7 +83,7 @@ class PhotoImport(AppWorkload):
         card = self.photos(size) * self.photo_size
         return 2 * card if self.variant == "stage-then-move" else card
 
-    def describe(self, size: int) -> dict[str, Any]:
+    def describe(self, size: int) -> JsonObject:
         return {
             **super().describe(size),
             "photos": self.photos(size),
@@ -157,7 +158,7 @@ class PhotoImport(AppWorkload):
                 c.bytes += len(data) + len(preview)
                 c.items += 1
             durable()
-        details: dict[str, Any] = {"photos": len(names), "photo_size": self.photo_size}
+        details: JsonObject = {"photos": len(names), "photo_size": self.photo_size}
         if moved_by_copy is not None:
             details["move_was_copy"] = moved_by_copy
         return AppResult(tuple(clock.phases), len(names), details)

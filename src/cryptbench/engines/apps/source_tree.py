@@ -18,7 +18,7 @@ import os
 import shutil
 import tarfile
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cryptbench.engines.apps.base import (
     AppEnv,
@@ -34,6 +34,7 @@ from cryptbench.engines.apps.data import lognormal_sizes, rng, text
 from cryptbench.engines.apps.params import Params
 from cryptbench.engines.child import run_child
 from cryptbench.errors import TrialError
+from cryptbench.json_types import JsonObject, TomlTable
 from cryptbench.system import which
 
 MEDIAN_FILE = 6 << 10  # bytes: the median source file (log-normal, sigma 1.0: mean ~10 KiB)
@@ -58,7 +59,7 @@ class SourceTree(AppWorkload):
     median_file: int = MEDIAN_FILE  # bytes
 
     @classmethod
-    def from_table(cls, name: str, params: dict[str, Any], where: str) -> SourceTree:
+    def from_table(cls, name: str, params: TomlTable, where: str) -> SourceTree:
         p = Params(params, where)
         median = p.size("median_file", MEDIAN_FILE, 256, 1 << 20)
         p.done()
@@ -75,7 +76,7 @@ class SourceTree(AppWorkload):
     def input_bytes(self, size: int) -> int:
         return size + (size // self.median_file + 1) * 1024  # tar headers and padding
 
-    def describe(self, size: int) -> dict[str, Any]:
+    def describe(self, size: int) -> JsonObject:
         return {**super().describe(size), "median_file": self.median_file}
 
     def make_inputs(self, env: AppEnv) -> None:

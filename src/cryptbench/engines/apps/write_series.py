@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cryptbench.engines.apps.base import AppEnv, AppResult, AppWorkload, Phase, remove_tree
 from cryptbench.engines.apps.data import incompressible, rng, write_from_pool
 from cryptbench.engines.apps.params import Params
+from cryptbench.json_types import JsonObject, TomlTable
 
 SMALLEST = 2 << 20  # bytes: Stibium's smallest file
 CHUNK = 1 << 20  # bytes per write() and read()
@@ -31,7 +32,7 @@ class WriteSeries(AppWorkload):
     smallest: int = SMALLEST  # bytes: the smallest size class
 
     @classmethod
-    def from_table(cls, name: str, params: dict[str, Any], where: str) -> WriteSeries:
+    def from_table(cls, name: str, params: TomlTable, where: str) -> WriteSeries:
         p = Params(params, where)
         smallest = p.size("smallest", SMALLEST, 64 << 10, 1 << 30)
         p.done()
@@ -56,7 +57,7 @@ class WriteSeries(AppWorkload):
     def target_bytes(self, size: int) -> int:
         return sum(self.files(size))
 
-    def describe(self, size: int) -> dict[str, Any]:
+    def describe(self, size: int) -> JsonObject:
         return {**super().describe(size), "classes": self.classes(size), "files": len(self.files(size))}
 
     def run(self, env: AppEnv) -> AppResult:
