@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,8 +22,8 @@ import pytest
 from hypothesis import settings
 
 from cryptbench.backends import REGISTRY, Target, TargetSpec
-from cryptbench.keys import secret_dirs_of
-from cryptbench.session import Session
+from cryptbench.keys import SECRET_DIR_PREFIX, secret_dirs_of
+from cryptbench.session import Session, scratch_root
 from cryptbench.system import mounts
 from cryptbench.throttle import BLKIO, CGROUP, THROTTLE_FILES
 from tests import kernel_lab
@@ -113,8 +114,22 @@ def leftovers(root: Path) -> list[str]:
             found.append(f"process {p.pid} {cmd}")
     found.extend(f"dm-crypt mapping {m.name}" for m in Path("/dev/mapper").glob("cryptbench-*"))
     found.extend(f"block I/O throttle {rule}" for rule in loop_throttles())
-    found.extend(f"key directory {d}" for d in secret_dirs_of())
+    found.extend(f"key directory {d}" for d in secret_dirs_of() if not _another_live_run(d, root))
     return found
+
+
+def _another_live_run(secrets: Path, root: Path) -> bool:
+    """Whether a secret directory belongs to a cryptbench running now that is not this
+    test's: its process (by the pid in its name) is alive, is not this one (a run made in
+    the test's own process), and has no run directory under `root`. A run beside the suite
+    (a user's benchmark, another checkout's tests) is not a leak of this test's; a dead
+    process's directory is counted, whoever made it."""
+    m = re.fullmatch(r"(run-[0-9T]+-([0-9]+))-[0-9a-f]+", secrets.name.removeprefix(SECRET_DIR_PREFIX))
+    if m is None:
+        return False
+    pid = int(m.group(2))
+    ours = pid == os.getpid() or (scratch_root(root) / m.group(1)).exists()
+    return not ours and psutil.pid_exists(pid)
 
 
 @pytest.fixture(autouse=True)
