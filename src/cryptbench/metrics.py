@@ -44,7 +44,8 @@ _APP_METRICS = (
 )
 CATALOG.update({m.name: m for m in _APP_METRICS})
 PRIMARY = "throughput"
-PHASE_METRICS = ("throughput", *(m.name for m in _APP_METRICS))
+# A phase's figures, or a probe's beside them (responsiveness: probe.lat_p99).
+PHASE_METRICS = ("throughput", "iops", "lat_p50", "lat_p99", "lat_p99_9", *(m.name for m in _APP_METRICS))
 
 
 def primary_of(plan: JsonObject, workload: str) -> str:
@@ -59,5 +60,8 @@ def info(name: str) -> MetricInfo:
     phase, _, base = name.rpartition(".")
     if phase and base in PHASE_METRICS:
         b = CATALOG[base]
-        return MetricInfo(name, b.unit, b.higher_is_better, f"{b.label} of the {phase} phase")
+        # a probe is not a phase of the task but runs beside it (responsiveness)
+        of = "the probe's" if phase == "probe" else None
+        label = f"{of} {b.label}" if of else f"{b.label} of the {phase} phase"
+        return MetricInfo(name, b.unit, b.higher_is_better, label)
     return MetricInfo(name, "", None, name)

@@ -62,6 +62,7 @@ def app_metrics(
             values[f"{p.name}.throughput"] = p.bytes / max(p.seconds, 1e-9)
         if rate is not None and p.items:
             values[f"{p.name}.{rate}"] = _rate(p.items, max(p.seconds, 1e-9), CATALOG[rate].unit)
+    values.update(result.figures)
     values.update(
         {
             "cpu_utilization": cpu.utilization,

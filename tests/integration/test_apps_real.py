@@ -44,6 +44,11 @@ name = "db"
 app = "db-fsync"
 transactions = 20
 [[workloads]]
+name = "resp"
+app = "responsiveness"
+seconds = 1
+probe_size = "4M"
+[[workloads]]
 name = "seq-read"
 rw = "read"
 bs = "1M"
@@ -64,6 +69,7 @@ PRIMARY = {
     "mail": "seconds",
     "series": "throughput",
     "db": "transactions_per_second",
+    "resp": "probe.lat_p99",
     "seq-read": "throughput",
     "seq-backing": "throughput",
 }
@@ -103,6 +109,18 @@ def _run(suite_text: str, target_dir: Path, tmp_path: Path, **kw: str) -> run_cm
     )
 
 
+def _probe_ran_under_the_load(out: dict[tuple[str, str], list[dict]], targets: list[str]) -> None:
+    """responsiveness: the bulk write ran its second on the target and the probe read
+    beside it, O_DIRECT from the scratch filesystem (ext4 under /var/tmp here)."""
+    for t in targets:
+        for o in out[("resp", t)]:
+            (bulk,) = o["phases"]
+            assert bulk["name"] == "bulk" and bulk["bytes"] > 0 and 0.9 < bulk["seconds"] < 60, (t, o)
+            assert o["details"]["probe_direct"] is True and o["details"]["probe_reads"] > 0, (t, o)
+            f = o["figures"]
+            assert 0 < f["probe.lat_p50"] <= f["probe.lat_p99"] <= f["probe.lat_p99_9"], (t, f)
+
+
 @requires_root
 def test_every_app_workload_on_plain_and_encrypted(target_dir: Path, tmp_path: Path) -> None:
     _need("plain", "gocryptfs", "fscrypt")
@@ -112,7 +130,7 @@ def test_every_app_workload_on_plain_and_encrypted(target_dir: Path, tmp_path: P
     assert outcome.status == "complete" and outcome.exit_code == 0, doc["warnings"]
     targets = [t["name"] for t in doc["targets"]]
     assert targets == ["plain", "gocryptfs", "ext4-loop", "fscrypt"]
-    assert doc["trials"] == {"ok": 9 * 4 * 2, "failed": 0}
+    assert doc["trials"] == {"ok": len(PRIMARY) * 4 * 2, "failed": 0}
     results = {(r["workload"], r["target"], r["metric"]): r for r in doc["results"]}
     for w, metric in PRIMARY.items():
         for t in targets:
@@ -141,6 +159,7 @@ def test_every_app_workload_on_plain_and_encrypted(target_dir: Path, tmp_path: P
     assert {o["items"] for t in targets for o in out[("mail", t)]} == {43}
     assert {o["items"] for t in targets for o in out[("db", t)]} == {20}
     assert {o["items"] for t in targets for o in out[("import", t)]} == {4}
+    _probe_ran_under_the_load(out, targets)
     # The backing view reads the ciphertext under the data file, read-only:
     # the image for loop-based targets, the encrypted twin in gocryptfs's cipher dir.
     store = Store.open(db)
@@ -176,6 +195,7 @@ def test_every_app_workload_on_plain_alone(target_dir: Path, tmp_path: Path) -> 
     assert {o["items"] for o in out[("db", "plain")]} == {20}
     assert {o["items"] for o in out[("import", "plain")]} == {4}
     assert len({o["details"]["sha256_of_sha256s"] for o in out[("tree", "plain")]}) == 1
+    _probe_ran_under_the_load(out, ["plain"])
     assert not list((target_dir / "cryptbench").glob("run-*"))
 
 

@@ -173,7 +173,16 @@ def test_suite_tables_make_app_workloads() -> None:
     assert isinstance(imp, PhotoImport) and imp.variant == "stage-then-move" and imp.photo_size == MIB
     assert imp.is_write and imp.name == "imp"
     assert sorted(APPS) == sorted(
-        ["photo-import", "folder-copy", "source-tree", "mail-thread", "write-series", "db-fsync", "dd-write"]
+        [
+            "photo-import",
+            "folder-copy",
+            "source-tree",
+            "mail-thread",
+            "write-series",
+            "db-fsync",
+            "dd-write",
+            "responsiveness",
+        ]
     )
 
 
@@ -185,6 +194,12 @@ def test_suite_tables_make_app_workloads() -> None:
         ({"name": "x", "app": "photo-import", "photo_size": 5}, "photo_size must be a size"),
         ({"name": "x", "app": "photo-import", "photo_size": "1K"}, "photo_size must be from"),
         ({"name": "x", "app": "db-fsync", "transactions": True}, "transactions must be a whole number"),
+        (
+            {"name": "x", "app": "responsiveness", "bulk_io": "mmap"},
+            "bulk_io must be one of buffered, direct",
+        ),
+        ({"name": "x", "app": "responsiveness", "seconds": 0}, "seconds must be a whole number from 1"),
+        ({"name": "x", "app": "responsiveness", "probe_size": "4K"}, "probe_size must be from"),
         ({"name": "x", "app": "mail-thread", "rw": "read"}, "unknown key 'rw'"),
         ({"app": "mail-thread"}, "missing key 'name'"),
         ({"name": "X!", "app": "mail-thread"}, "must be lower-case"),

@@ -35,7 +35,7 @@ class JobOptions:
     new_file: bool = False
 
 
-def _escape(path: Path) -> str:
+def escape_filename(path: Path) -> str:
     # fio splits filename= on ':'; a literal colon must be escaped.
     return str(path).replace("\\", "\\\\").replace(":", "\\:")
 
@@ -45,7 +45,7 @@ def _global(opts: JobOptions) -> list[str]:
         "[global]",
         f"ioengine={opts.ioengine}",
         f"direct={int(opts.direct)}",
-        f"filename={_escape(opts.filename)}",
+        f"filename={escape_filename(opts.filename)}",
         f"size={opts.size}",
         "numjobs=1",
         "thread=0",

@@ -48,6 +48,9 @@ class AppResult:
     phases: tuple[Phase, ...]
     items: int  # the task's count in its natural unit (photos, files, messages, transactions)
     details: JsonObject = field(default_factory=dict)  # counts and sizes, stored as the trial's output
+    # figures measured beside the phases, by catalog name in the catalog's unit
+    # (responsiveness: probe.lat_p99 in seconds); stored as the trial's metrics
+    figures: dict[str, float] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
@@ -65,6 +68,7 @@ class AppResult:
             ],
             "items": self.items,
             "details": self.details,
+            **({"figures": self.figures} if self.figures else {}),
         }
 
 
