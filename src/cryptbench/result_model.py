@@ -124,7 +124,9 @@ class Comparison:
     workload: str
     target: str
     baseline: str
-    kind: str  # "baseline" (the same stack without the cipher), "plain", or "ram" (its RAM twin)
+    # "baseline" (the same stack without the cipher), "plain", "ram" (its RAM twin) or
+    # "variant" (the target it differs from in one option: luks-aes256 for -noqueue)
+    kind: str
     metric: str
     ratio: float  # a fraction: target's speed / baseline's
     ci_low: float | None  # the ratio's bootstrap interval; None without one

@@ -13,7 +13,7 @@ from matplotlib.container import BarContainer
 
 from cryptbench.measure.cpu_timeline import CpuTimeline
 from cryptbench.report import charts
-from cryptbench.report.document import speed_change
+from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import Document
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

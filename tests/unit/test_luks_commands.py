@@ -12,6 +12,7 @@ from cryptbench.backends.luks import (
     NO_QUEUE_SINCE,
     NO_READ_QUEUE,
     NO_WRITE_QUEUE,
+    PLAIN_LUKS,
     VARIANTS,
     check_table,
     device_mapper_missing,
@@ -20,7 +21,9 @@ from cryptbench.backends.luks import (
     parse_targets,
     table_options,
 )
-from cryptbench.errors import ProvisionError
+from cryptbench.errors import ProvisionError, UnavailableError
+from cryptbench.plan import RunRequest, build_plan
+from cryptbench.suite import load_suite
 
 KEY = Path("/dev/shm/cryptbench-secrets-x/luks-1")
 
@@ -113,3 +116,22 @@ def test_without_device_mapper_backends_says_so_in_those_words() -> None:
     for name in VARIANTS:
         avail = REGISTRY[name].probe()
         assert not avail.ok and "the kernel has no device-mapper" in avail.reason
+
+
+@pytest.mark.skipif(os.path.exists("/dev/mapper/control"), reason="this kernel has device-mapper")
+def test_luks_tuning_without_device_mapper_refuses_with_the_reason(tmp_path: Path) -> None:
+    with pytest.raises(
+        UnavailableError, match="no backend of this run is available here: luks-aes256: the kernel"
+    ):
+        build_plan(RunRequest(suite="luks-tuning", size="8M", target=str(tmp_path), db=tmp_path / "r.sqlite"))
+
+
+def test_luks_tuning_holds_its_option_targets_to_plain_luks() -> None:
+    suite = load_suite("luks-tuning")
+    backends = list(suite.backends or [])
+    assert backends[0] == PLAIN_LUKS and len(backends) == 6
+    for name in backends[1:]:
+        assert VARIANTS[name].variant_of == PLAIN_LUKS and VARIANTS[name].label, name
+    assert VARIANTS["luks-aes128"].variant_of is None  # another key size, not an option
+    names = [w.name for w in suite.workloads]
+    assert names == [w.name for w in load_suite("quick").workloads] + ["responsiveness"]

@@ -59,6 +59,8 @@ class Variant:
     sector: int  # bytes per encryption data unit (--sector-size)
     flags: tuple[str, ...] = ()  # dm-crypt performance flags, as the table names them
     label: str = ""  # what sets it apart, for the summary
+    # the target it differs from in that one choice; a run holding both compares them
+    variant_of: str | None = None
 
     @property
     def table_options(self) -> tuple[str, ...]:
@@ -67,18 +69,19 @@ class Variant:
         return (*self.flags, *sector)
 
 
+PLAIN_LUKS = "luks-aes256"  # what each option variant is held to: LUKS2 as cryptsetup makes it
 VARIANTS = {
     "luks-aes128": Variant(256, SECTOR_SIZE),
-    "luks-aes256": Variant(512, SECTOR_SIZE),
+    PLAIN_LUKS: Variant(512, SECTOR_SIZE),
     "luks-aes256-noqueue": Variant(
-        512, SECTOR_SIZE, (NO_READ_QUEUE, NO_WRITE_QUEUE), "no dm-crypt workqueues"
+        512, SECTOR_SIZE, (NO_READ_QUEUE, NO_WRITE_QUEUE), "no dm-crypt workqueues", PLAIN_LUKS
     ),
-    "luks-aes256-noreadq": Variant(512, SECTOR_SIZE, (NO_READ_QUEUE,), "no read workqueue"),
-    "luks-aes256-nowriteq": Variant(512, SECTOR_SIZE, (NO_WRITE_QUEUE,), "no write workqueue"),
+    "luks-aes256-noreadq": Variant(512, SECTOR_SIZE, (NO_READ_QUEUE,), "no read workqueue", PLAIN_LUKS),
+    "luks-aes256-nowriteq": Variant(512, SECTOR_SIZE, (NO_WRITE_QUEUE,), "no write workqueue", PLAIN_LUKS),
     "luks-aes256-submitcpus": Variant(
-        512, SECTOR_SIZE, (SUBMIT_FROM_CRYPT_CPUS,), "writes submitted from the crypt CPUs"
+        512, SECTOR_SIZE, (SUBMIT_FROM_CRYPT_CPUS,), "writes submitted from the crypt CPUs", PLAIN_LUKS
     ),
-    "luks-aes256-sector512": Variant(512, 512, (), "512-byte sectors"),
+    "luks-aes256-sector512": Variant(512, 512, (), "512-byte sectors", PLAIN_LUKS),
 }
 
 
@@ -283,6 +286,7 @@ class LuksBackend(Backend):
                             details={
                                 "cipher": self.cipher_label,
                                 "workqueues": _workqueues(v.flags),
+                                **({"variant_of": v.variant_of, "option": v.label} if v.variant_of else {}),
                                 "dm_table_options": " ".join(options) or "none",
                                 "image": f"{size} bytes, {allocation}",
                                 "loop_device": loop.dev,

@@ -24,6 +24,7 @@ from cryptbench.errors import UsageError
 from cryptbench.json_types import JsonObject
 from cryptbench.report import document
 from cryptbench.report.json_output import print_json
+from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import Document
 from cryptbench.store import Store, default_db_path
 from cryptbench.units import parse_percent
@@ -119,7 +120,7 @@ def evaluate(doc: Document, bound: float) -> Result:
             if c is None:
                 findings.append(Finding(t.name, t.baseline, w, None, None, None, False, t.host))
                 continue
-            pct, interval, _ = document.speed_change(c)
+            pct, interval, _ = speed_change(c)
             overhead = -pct
             low, high = (None, None) if interval is None else (-interval[1], -interval[0])
             findings.append(Finding(t.name, t.baseline, w, overhead, low, high, overhead <= bound, t.host))

@@ -2,7 +2,8 @@
 
 In order: one header line; which way of encrypting costs least (the ranking);
 a compact matrix, a row per target and a column per workload, each cell the
-change against the target's baseline with the half-width of its interval;
+change against the target's baseline with the half-width of its interval (and
+for a variant, a second row against the target it varies in one option);
 one line per encrypted target naming what limits it; one line counting the
 warnings and the precision reached, with the command that shows everything
 (`show N --details`, which prints console.render's full report).
@@ -19,7 +20,8 @@ from rich.text import Text
 
 from cryptbench.metrics import PRIMARY, primary_of
 from cryptbench.report import ranking, study_summary
-from cryptbench.report.document import results_by_key, speed_change
+from cryptbench.report.document import results_by_key
+from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import Comparison, Document, Result
 from cryptbench.units import format_bytes, format_duration, format_value
 
@@ -85,7 +87,16 @@ def _cells(doc: Document, workloads: list[str]) -> list[tuple[str, str, list[Tex
             f"vs {t.baseline}" if t.baseline else ("MB/s" if _all_throughput(doc, workloads) else "median")
         )
         rows.append((t.name, against, cells))
+        # a variant's second row: what its one option changes against the target it varies
+        variant = {c.workload: c for c in doc.comparisons if c.target == t.name and c.kind == "variant"}
+        if variant:
+            parent = next(iter(variant.values())).baseline
+            rows.append(("", f"vs {parent}", [_variant_cell(variant.get(w)) for w in workloads]))
     return rows
+
+
+def _variant_cell(c: Comparison | None) -> Text:
+    return Text("-") if c is None else _change_cell(c)
 
 
 def _all_throughput(doc: Document, workloads: list[str]) -> bool:
@@ -219,6 +230,11 @@ def render(doc: Document, console: Console) -> None:
         "[dim]Change in speed against the baseline named beside each target, in %, ± the half-width "
         "of its 95% interval; coloured where that interval excludes no change.[/dim]"
     )
+    if any(c.kind == "variant" for c in doc.comparisons):
+        console.print(
+            "[dim]A row with no target name holds the target above it against the one it differs "
+            "from in one option: what that option changes.[/dim]"
+        )
     limits = limit_lines(doc)
     if limits:
         console.print()

@@ -24,7 +24,8 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from cryptbench.measure.cpu_timeline import CpuTimeline
 from cryptbench.metrics import info
-from cryptbench.report.document import primary_of, results_by_key, speed_change
+from cryptbench.report.document import primary_of, results_by_key
+from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import Document, Result
 from cryptbench.units import format_bytes
 

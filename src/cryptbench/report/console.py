@@ -14,8 +14,9 @@ from rich.text import Text
 from cryptbench.json_types import JsonObject
 from cryptbench.metrics import PRIMARY, info
 from cryptbench.report import answer_console, cost_console, fleet_console, ranking, study_summary
-from cryptbench.report.document import primary_of, results_by_key, speed_change
+from cryptbench.report.document import primary_of, results_by_key
 from cryptbench.report.narrow import table_width
+from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import (
     Comparison,
     Document,
@@ -176,9 +177,42 @@ def _full(doc: Document, console: Console, metric: str | None) -> None:
     table, compact = _long_table(doc, metric, console.width)
     console.print(table)
     _legend(doc, console, metric, compact)
+    for table in variant_tables(doc):
+        console.print(table)
     _study_summary(doc.study_summary, doc.results, console)
     _footer(doc, console)
     fleet_console.render(doc, console)
+
+
+def variant_tables(doc: Document) -> list[Table]:
+    """Per target that others vary in one option (luks-aes256): a row per workload and a
+    column per option, each cell the change in speed the option makes, ± its interval."""
+    by_parent: dict[str, dict[tuple[str, str], Comparison]] = {}
+    for c in doc.comparisons:
+        if c.kind == "variant":
+            by_parent.setdefault(c.baseline, {})[(c.workload, c.target)] = c
+    tables = []
+    for parent, comps in by_parent.items():
+        variants = list(dict.fromkeys(t for _w, t in comps))
+        workloads = list(dict.fromkeys(w for w, _t in comps))
+        title = f"What each option changes against {parent}"
+        table = Table(
+            title=title,
+            title_justify="left",
+            caption="speed, %, ± the half-width of its 95% interval",
+            caption_justify="left",
+            box=box.SIMPLE_HEAD,
+            min_width=len(title),
+        )
+        table.add_column("workload", no_wrap=True)
+        for v in variants:
+            # the option's part of the name: luks-aes256-noqueue shows as -noqueue
+            short = v.replace(parent, "", 1) if parent in v else v
+            table.add_column(short, justify="right", no_wrap=True)
+        for w in workloads:
+            table.add_row(w, *(_change(comps.get((w, v)), compact=True) for v in variants))
+        tables.append(table)
+    return tables
 
 
 def _study_summary(summary: StudySummary | None, of_run: list[Result], console: Console) -> None:

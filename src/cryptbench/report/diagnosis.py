@@ -7,7 +7,8 @@ names the limit; when none holds, the cause is said to be unknown. A target's
 diagnosis is the rule that holds at the most of its workloads (ties: the one
 where the target lost most; "unknown" after every known limit), told at the
 workload where it lost most, then the next rule likewise; a queue-depth
-sweep adds how its cost moves with depth.
+sweep adds how its cost moves with depth, and a variant (one LUKS option
+changed) what its option changes (option_effects.py).
 docs/methodology.md, "Diagnosis", states the same rules for readers.
 """
 
@@ -21,6 +22,7 @@ from enum import StrEnum
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher.ceilings import UNKNOWN_HINT
 from cryptbench.cipher.kernel import classify, is_software
+from cryptbench.report import option_effects
 from cryptbench.result_model import (
     CipherInfo,
     Document,
@@ -385,6 +387,7 @@ MAX_SENTENCES = 2  # rules told per target, besides the queue-depth sentence
 
 def diagnose(doc: Document) -> list[TargetDiagnosis]:
     by_target: dict[str, list[Finding]] = defaultdict(list)
+    tmap = {t.name: t for t in doc.targets}
     index = Index.of(doc)
     for e in doc.efficiency:
         by_target[e.target].append(judge(facts(doc, e, index)))
@@ -413,7 +416,14 @@ def diagnose(doc: Document) -> list[TargetDiagnosis]:
             else:
                 sentences.append(f"Other limits hold at {where} (the --json document's findings).")
         sentences += _qd_sentences(target, [c for c in doc.qd_curves if c.target == target])
+        sentences += option_effects.sentences(doc, tmap[target]) if target in tmap else []
         out.append(TargetDiagnosis(target, sentences, [f.recorded() for f in findings]))
+    # a variant with no efficiency row (no cipher ceiling measured) still has its option's effect
+    for t in doc.targets:
+        if t.name not in by_target:
+            told = option_effects.sentences(doc, t)
+            if told:
+                out.append(TargetDiagnosis(t.name, told, []))
     return out
 
 

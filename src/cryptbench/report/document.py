@@ -36,7 +36,6 @@ from cryptbench.result_model import (
     Document,
     QdCurve,
     QdPoint,
-    RankEntry,
     Result,
     Stopping,
     TargetInfo,
@@ -256,7 +255,8 @@ def require_metric(doc: Document, metric: str) -> None:
 
 def _baselines(t: TargetInfo, tmap: dict[str, TargetInfo]) -> list[tuple[str, str]]:
     """(baseline, kind): the same stack without the cipher; plain on the same medium when that
-    differs; and for a target with a RAM twin (--ram), the twin: what the device costs it."""
+    differs; for a target with a RAM twin (--ram), the twin: what the device costs it; and for
+    a variant (one LUKS option changed), the target it varies: what the option changes."""
     out = []
     ram = t.medium == "ram"
     plain = RAM_PREFIX + "plain" if ram else "plain"
@@ -266,17 +266,13 @@ def _baselines(t: TargetInfo, tmap: dict[str, TargetInfo]) -> list[tuple[str, st
         out.append((plain, "plain"))
     if not ram and RAM_PREFIX + t.name in tmap:
         out.append((RAM_PREFIX + t.name, "ram"))
+    parent = t.details.get("variant_of")
+    if parent:
+        # the same decorations (ram:, @state, host/) on the target it differs from in one choice
+        twin = t.name.replace(t.backend, str(parent), 1)
+        if twin in tmap:
+            out.append((twin, "variant"))
     return out
-
-
-def speed_change(c: Comparison | RankEntry) -> tuple[float, tuple[float, float] | None, bool]:
-    """A comparison as a change in speed, in percent (+12 faster, -40 slower, whatever
-    the metric's direction), its interval (None without one), and whether that
-    interval excludes no change."""
-    pct = (c.ratio - 1) * 100
-    if c.ci_low is None or c.ci_high is None:
-        return pct, None, False
-    return pct, ((c.ci_low - 1) * 100, (c.ci_high - 1) * 100), c.ci_high < 1 or c.ci_low > 1
 
 
 def _whole(x: float) -> str:

@@ -29,7 +29,8 @@ from cryptbench import stats
 from cryptbench.errors import UsageError
 from cryptbench.json_types import JsonObject
 from cryptbench.metrics import info
-from cryptbench.report.document import primary_of, results_by_key, speed_change
+from cryptbench.report.document import primary_of, results_by_key
+from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import Document, Result
 from cryptbench.units import format_bytes
 
