@@ -66,6 +66,23 @@ def kernel_config(
     return "n"
 
 
+def crypto_missing(algorithm: str, config: str, module: str, proc: Path = Path("/proc/crypto")) -> str | None:
+    """Why the kernel cannot run crypto `algorithm` (adiantum(xchacha12,aes)), or None when it
+    can or cannot be told: registered in /proc/crypto, a module (loaded on first use), or
+    built in by its configuration `config`."""
+    try:
+        names = {
+            line.split(":", 1)[1].strip() for line in proc.read_text().splitlines() if line.startswith("name")
+        }
+    except OSError:
+        names = set()
+    if algorithm in names or kernel_module(module) is not None:
+        return None
+    if kernel_config(config) == "n":
+        return f"the kernel has no {algorithm} ({config} is not set)"
+    return None
+
+
 def run_cmd(
     args: Sequence[str], *, timeout: float = 120, input_bytes: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from cryptbench import system
 from cryptbench.backends.base import FILESYSTEMS
 from cryptbench.backends.filesystem import MIN_FS_BYTES, fs_image_size, mkfs_command
-from cryptbench.system import kernel_config, kernel_module
+from cryptbench.system import crypto_missing, kernel_config, kernel_module
 
 
 def test_every_filesystem_is_made_without_discard() -> None:
@@ -65,3 +66,24 @@ def test_the_kernel_config_is_read_from_boot_when_proc_has_none(tmp_path: Path) 
     assert kernel_config("CONFIG_EXT4_FS", tmp_path, missing) == "m"
     assert kernel_config("CONFIG_X", tmp_path, missing) == "n"
     assert kernel_config("CONFIG_X", tmp_path / "nowhere", missing) is None
+
+
+def test_a_crypto_algorithm_is_missing_only_where_the_kernel_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Registered in /proc/crypto, or a module, or built in: there. Configured out: missing,
+    with the option named. Nothing readable: not known, so provisioning is left to tell."""
+    proc = tmp_path / "crypto"
+    proc.write_text("name         : xts(aes)\ndriver       : xts(ecb(aes-generic))\n\n")
+    config: dict[str, str | None] = {"CONFIG_CRYPTO_ADIANTUM": "n"}
+    module: dict[str, str | None] = {}
+    monkeypatch.setattr(system, "kernel_config", lambda option: config.get(option))
+    monkeypatch.setattr(system, "kernel_module", lambda name: module.get(name))
+    missing = crypto_missing("adiantum(xchacha12,aes)", "CONFIG_CRYPTO_ADIANTUM", "adiantum", proc)
+    assert missing == "the kernel has no adiantum(xchacha12,aes) (CONFIG_CRYPTO_ADIANTUM is not set)"
+    assert crypto_missing("xts(aes)", "CONFIG_CRYPTO_XTS", "xts", proc) is None  # registered
+    module["adiantum"] = "module"  # Debian 12: loaded on first use
+    assert crypto_missing("adiantum(xchacha12,aes)", "CONFIG_CRYPTO_ADIANTUM", "adiantum", proc) is None
+    module.clear()
+    config["CONFIG_CRYPTO_ADIANTUM"] = None  # no configuration to read: not known
+    assert crypto_missing("adiantum(xchacha12,aes)", "CONFIG_CRYPTO_ADIANTUM", "adiantum", proc) is None

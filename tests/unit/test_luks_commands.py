@@ -9,6 +9,7 @@ import pytest
 
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.luks import (
+    AES_XTS,
     NO_QUEUE_SINCE,
     NO_READ_QUEUE,
     NO_WRITE_QUEUE,
@@ -51,14 +52,27 @@ def test_open_adds_each_variants_flags_and_nothing_else() -> None:
 
 def test_each_variant_differs_from_luks_aes256_in_one_choice() -> None:
     base = VARIANTS["luks-aes256"]
-    assert (base.key_bits, base.sector, base.flags) == (512, 4096, ())
+    assert (base.key_bits, base.sector, base.flags, base.cipher) == (512, 4096, (), AES_XTS)
     noqueue = VARIANTS["luks-aes256-noqueue"]
     assert noqueue.flags == (NO_READ_QUEUE, NO_WRITE_QUEUE)
     for name, v in VARIANTS.items():
         changed = [v.key_bits != base.key_bits, v.sector != base.sector, v.flags != base.flags]
-        assert sum(changed) == (0 if name == "luks-aes256" else 1), name
+        if v.variant_of is not None:
+            assert v.variant_of == "luks-aes256" and sum(changed) == 1 and v.cipher == AES_XTS, name
     argv = format_command("/dev/loop7", KEY, 512, VARIANTS["luks-aes256-sector512"].sector)
     assert argv[argv.index("--sector-size") + 1] == "512"
+
+
+def test_adiantum_is_xchacha12_and_aes_with_4096_byte_sectors() -> None:
+    v = VARIANTS["luks-adiantum"]
+    assert v.variant_of is None  # another cipher, not an option of luks-aes256's
+    argv = format_command("/dev/loop7", KEY, v.key_bits, v.sector, v.cipher)
+    assert argv[argv.index("--cipher") + 1] == "xchacha12,aes-adiantum-plain64"
+    assert argv[argv.index("--key-size") + 1] == "256" and argv[argv.index("--sector-size") + 1] == "4096"
+    assert v.algorithm == "adiantum(xchacha12,aes)" and v.cipher_name == "Adiantum"
+    backend = REGISTRY["luks-adiantum"]
+    assert backend.cipher_use is not None and backend.cipher_use.algorithm == "adiantum(xchacha12,aes)"
+    assert backend.summary == "dm-crypt LUKS2 (Adiantum) on a loop device, ext4 on top"
 
 
 # What Debian 12's kernel printed in the kernel lab for each sector size and flag set.

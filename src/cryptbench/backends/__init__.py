@@ -6,7 +6,7 @@ from cryptbench.backends.base import Availability, Backend, DirectIO, Helper, Ta
 from cryptbench.backends.cryfs import CryfsBackend
 from cryptbench.backends.encfs import EncfsBackend
 from cryptbench.backends.ext4loop import Ext4LoopBackend
-from cryptbench.backends.fscrypt import FscryptBackend
+from cryptbench.backends.fscrypt import ADIANTUM_POLICY, FscryptBackend
 from cryptbench.backends.gocryptfs import GocryptfsBackend
 from cryptbench.backends.images import image_backends
 from cryptbench.backends.known import known_answer_backends
@@ -20,6 +20,7 @@ REGISTRY: dict[str, Backend] = {
         PlainBackend(),
         Ext4LoopBackend(),
         FscryptBackend(),
+        FscryptBackend("fscrypt-adiantum", ADIANTUM_POLICY),
         GocryptfsBackend(),
         SecurefsBackend(),
         CryfsBackend(),

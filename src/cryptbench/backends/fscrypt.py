@@ -3,7 +3,8 @@
 The key is a raw 64-byte key generated per run (or derived with scrypt from
 the user's --passphrase-file) and handed to the kernel with
 the fscrypt ioctls (<linux/fscrypt.h>, v2 policy: AES-256-XTS contents,
-AES-256-CTS-CBC names). It never touches a disk or a command line. We call the
+AES-256-CTS-CBC names; or, as `fscrypt-adiantum`, Adiantum for both, as Android
+encrypts on CPUs without AES instructions). It never touches a disk or a command line. We call the
 kernel API directly rather than the `fscrypt` command-line tool because that
 tool needs /etc/fscrypt.conf and a metadata directory at the filesystem root:
 writes outside the scratch space that a benchmark has no business making.
@@ -18,6 +19,7 @@ import platform
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptbench import keys
@@ -26,7 +28,7 @@ from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_l
 from cryptbench.errors import ProvisionError
 from cryptbench.resources import FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, FscryptKey
 from cryptbench.session import Session
-from cryptbench.system import kernel_config
+from cryptbench.system import crypto_missing, kernel_config
 
 FS_IOC_SET_ENCRYPTION_POLICY = 0x800C6613
 FS_IOC_GET_ENCRYPTION_POLICY_EX = 0xC0096616
@@ -34,10 +36,45 @@ FS_IOC_ADD_ENCRYPTION_KEY = 0xC0506617
 FSCRYPT_POLICY_V2 = 2
 FSCRYPT_MODE_AES_256_XTS = 1
 FSCRYPT_MODE_AES_256_CTS = 4
+FSCRYPT_MODE_ADIANTUM = 9
 FSCRYPT_POLICY_FLAGS_PAD_32 = 0x03
+FSCRYPT_POLICY_FLAG_DIRECT_KEY = 0x04
 KEY_BYTES = 64  # AES-256-XTS needs a 512-bit key; v2 derives per-file keys from it
 
-POLICY_DESCRIPTION = "v2, contents AES-256-XTS, filenames AES-256-CTS-CBC, padding 32"
+
+@dataclass(frozen=True)
+class Policy:
+    """An fscrypt v2 policy: what encrypts file contents and names."""
+
+    contents: int  # FSCRYPT_MODE_*
+    names: int  # FSCRYPT_MODE_*
+    flags: int  # padding and FSCRYPT_POLICY_FLAG_*
+    description: str  # for the target's details
+    algorithm: str  # the kernel crypto algorithm that encrypts the contents
+    config: str  # the kernel option that builds it
+    module: str  # the module that holds it
+
+
+AES_POLICY = Policy(
+    FSCRYPT_MODE_AES_256_XTS,
+    FSCRYPT_MODE_AES_256_CTS,
+    FSCRYPT_POLICY_FLAGS_PAD_32,
+    "v2, contents AES-256-XTS, filenames AES-256-CTS-CBC, padding 32",
+    "xts(aes)",
+    "CONFIG_CRYPTO_XTS",
+    "xts",
+)
+# Android's choice for CPUs without AES instructions; DIRECT_KEY (the per-file nonce as
+# Adiantum's tweak instead of a derived key per file) is how the kernel docs advise it.
+ADIANTUM_POLICY = Policy(
+    FSCRYPT_MODE_ADIANTUM,
+    FSCRYPT_MODE_ADIANTUM,
+    FSCRYPT_POLICY_FLAGS_PAD_32 | FSCRYPT_POLICY_FLAG_DIRECT_KEY,
+    "v2, contents and filenames Adiantum (XChaCha12, AES-256), DIRECT_KEY, padding 32",
+    "adiantum(xchacha12,aes)",
+    "CONFIG_CRYPTO_ADIANTUM",
+    "adiantum",
+)
 BUFFERED_REASON = (
     "ext4 encrypts file contents in the page cache unless it is mounted with inlinecrypt "
     "on inline-encryption hardware, so O_DIRECT silently becomes buffered I/O"
@@ -71,13 +108,13 @@ def add_key(mountpoint: Path, passphrase: bytes | None) -> str:
     return identifier
 
 
-def set_policy(directory: Path, identifier: str) -> str:
+def set_policy(directory: Path, identifier: str, want: Policy = AES_POLICY) -> str:
     policy = struct.pack(
         "=BBBBB3s16s",
         FSCRYPT_POLICY_V2,
-        FSCRYPT_MODE_AES_256_XTS,
-        FSCRYPT_MODE_AES_256_CTS,
-        FSCRYPT_POLICY_FLAGS_PAD_32,
+        want.contents,
+        want.names,
+        want.flags,
         0,  # log2_data_unit_size: 0 = the filesystem block size
         b"",
         bytes.fromhex(identifier),
@@ -91,22 +128,26 @@ def set_policy(directory: Path, identifier: str) -> str:
         raise ProvisionError(f"could not set the fscrypt policy: {e.strerror}") from None
     finally:
         os.close(fd)
-    version, contents, names = buf[8], buf[9], buf[10]
-    if (version, contents, names) != (FSCRYPT_POLICY_V2, FSCRYPT_MODE_AES_256_XTS, FSCRYPT_MODE_AES_256_CTS):
+    version, contents, names, flags = buf[8], buf[9], buf[10], buf[11]
+    if (version, contents, names, flags) != (FSCRYPT_POLICY_V2, want.contents, want.names, want.flags):
         raise ProvisionError(
-            f"the kernel reports policy v{version} modes {contents}/{names}, not the one set"
+            f"the kernel reports policy v{version} modes {contents}/{names} flags {flags:#x}, not the one set"
         )
-    return POLICY_DESCRIPTION
+    return want.description
 
 
 class FscryptBackend(Backend):
-    name = "fscrypt"
     encrypted = True
     baseline = "ext4-loop"
-    summary = "ext4 native encryption (fscrypt v2, AES-256-XTS) in an image on a loop device"
-    # Writes are encrypted by the thread doing writeback, one page at a time;
-    # reads are decrypted in a workqueue that may use every core.
-    cipher_use = CipherUse("kernel", "xts(aes)", 4096, parallel=False)
+
+    def __init__(self, name: str = "fscrypt", policy: Policy = AES_POLICY) -> None:
+        self.name = name
+        self.policy = policy
+        cipher = "AES-256-XTS" if policy is AES_POLICY else "Adiantum"
+        self.summary = f"ext4 native encryption (fscrypt v2, {cipher}) in an image on a loop device"
+        # Writes are encrypted by the thread doing writeback, one page at a time;
+        # reads are decrypted in a workqueue that may use every core.
+        self.cipher_use = CipherUse("kernel", policy.algorithm, 4096, parallel=False)
 
     def probe(self) -> Availability:
         base = probe_ext4_loop()
@@ -122,6 +163,10 @@ class FscryptBackend(Backend):
             return Availability(False, "kernel was built without ext4 encryption (CONFIG_FS_ENCRYPTION)")
         if not _kernel_at_least(5, 4):
             return Availability(False, "fscrypt v2 policies need Linux 5.4 or later")
+        if self.policy is not AES_POLICY:
+            missing = crypto_missing(self.policy.algorithm, self.policy.config, self.policy.module)
+            if missing:
+                return Availability(False, missing)
         return Availability(True)
 
     def space_needed(self, spec: TargetSpec, data_bytes: int) -> int:
@@ -135,7 +180,7 @@ class FscryptBackend(Backend):
             try:
                 path = fs.mountpoint / "data"
                 path.mkdir()
-                policy = set_policy(path, identifier)
+                policy = set_policy(path, identifier, self.policy)
                 yield Target(
                     name=spec.name,
                     backend=self.name,

@@ -45,7 +45,7 @@ from cryptbench.errors import ProvisionError, UnavailableError
 from cryptbench.interrupts import signals_blocked
 from cryptbench.resources import DmCrypt
 from cryptbench.session import Session
-from cryptbench.system import kernel_module, run_cmd
+from cryptbench.system import crypto_missing, kernel_module, run_cmd
 
 LUKS2_HEADER = 16 << 20  # bytes: cryptsetup's default LUKS2 header and keyslot area
 SECTOR_SIZE = 4096  # bytes per encryption data unit, as fscrypt's
@@ -53,14 +53,36 @@ NO_READ_QUEUE, NO_WRITE_QUEUE = "no_read_workqueue", "no_write_workqueue"
 SUBMIT_FROM_CRYPT_CPUS = "submit_from_crypt_cpus"
 
 
+AES_XTS = "aes-xts-plain64"
+ADIANTUM = "xchacha12,aes-adiantum-plain64"
+# cryptsetup's cipher spec -> (the kernel crypto algorithm, what a reader calls it,
+# the kernel option that builds it, its module)
+CIPHERS = {
+    AES_XTS: ("xts(aes)", "AES-XTS", "CONFIG_CRYPTO_XTS", "xts"),
+    ADIANTUM: ("adiantum(xchacha12,aes)", "Adiantum", "CONFIG_CRYPTO_ADIANTUM", "adiantum"),
+}
+
+
 @dataclass(frozen=True)
 class Variant:
-    key_bits: int  # 256 for AES-128-XTS, 512 for AES-256-XTS
+    key_bits: int  # 256 for AES-128-XTS and Adiantum, 512 for AES-256-XTS
     sector: int  # bytes per encryption data unit (--sector-size)
     flags: tuple[str, ...] = ()  # dm-crypt performance flags, as the table names them
     label: str = ""  # what sets it apart, for the summary
     # the target it differs from in that one choice; a run holding both compares them
     variant_of: str | None = None
+    cipher: str = AES_XTS  # cryptsetup's --cipher
+
+    @property
+    def algorithm(self) -> str:
+        """The kernel crypto algorithm dm-crypt asks for."""
+        return CIPHERS[self.cipher][0]
+
+    @property
+    def cipher_name(self) -> str:
+        """AES-128-XTS, AES-256-XTS or Adiantum."""
+        name = CIPHERS[self.cipher][1]
+        return f"AES-{self.key_bits // 2}-XTS" if name == "AES-XTS" else name
 
     @property
     def table_options(self) -> tuple[str, ...]:
@@ -82,6 +104,8 @@ VARIANTS = {
         512, SECTOR_SIZE, (SUBMIT_FROM_CRYPT_CPUS,), "writes submitted from the crypt CPUs", PLAIN_LUKS
     ),
     "luks-aes256-sector512": Variant(512, 512, (), "512-byte sectors", PLAIN_LUKS),
+    # For CPUs without AES instructions: another cipher, not an option of luks-aes256's.
+    "luks-adiantum": Variant(256, SECTOR_SIZE, cipher=ADIANTUM),
 }
 
 
@@ -141,7 +165,9 @@ def parse_targets(text: str) -> dict[str, tuple[int, ...] | None]:
 NO_QUEUE_SINCE = (1, 22)  # dm-crypt's version with no_read_workqueue and no_write_workqueue (Linux 5.9)
 
 
-def format_command(device: str, keyfile: Path, key_bits: int, sector: int = SECTOR_SIZE) -> list[str]:
+def format_command(
+    device: str, keyfile: Path, key_bits: int, sector: int = SECTOR_SIZE, cipher: str = AES_XTS
+) -> list[str]:
     return [
         "cryptsetup",
         "luksFormat",
@@ -149,7 +175,7 @@ def format_command(device: str, keyfile: Path, key_bits: int, sector: int = SECT
         "--type",
         "luks2",
         "--cipher",
-        "aes-xts-plain64",
+        cipher,
         "--key-size",
         str(key_bits),
         "--sector-size",
@@ -192,6 +218,12 @@ def table_options(line: str) -> tuple[str, ...]:
     return tuple(parts[9 : 9 + int(parts[8])])
 
 
+def table_cipher(line: str) -> str:
+    """The cipher field of a crypt mapping's table line, as dm-crypt holds it."""
+    parts = line.split()
+    return parts[3] if len(parts) > 3 and parts[2] == "crypt" else "?"
+
+
 def check_table(options: tuple[str, ...], variant: Variant) -> None:
     """The mapping must have every option asked for: a kernel that dropped one would
     be measured under a name that says otherwise."""
@@ -217,14 +249,14 @@ class LuksBackend(Backend):
     def __init__(self, name: str) -> None:
         self.name = name
         self.variant = v = VARIANTS[name]
-        label = f"AES-{v.key_bits // 2}-XTS" + (f", {v.label}" if v.label else "")
-        self.cipher_label = f"aes-xts-plain64, {v.key_bits}-bit key, {v.sector}-byte sectors"
+        label = v.cipher_name + (f", {v.label}" if v.label else "")
+        self.cipher_label = f"{v.cipher}, {v.key_bits}-bit key, {v.sector}-byte sectors"
         self.summary = f"dm-crypt LUKS2 ({label}) on a loop device, ext4 on top"
         # dm-crypt's kcryptd workqueue spreads sectors over every core; with a
         # workqueue bypassed the submitting thread encrypts that direction, and
         # the ceiling is held to one core (conservative for the other direction).
         queued = not {NO_READ_QUEUE, NO_WRITE_QUEUE} & set(v.flags)
-        self.cipher_use = CipherUse("kernel", "xts(aes)", v.sector, parallel=queued)
+        self.cipher_use = CipherUse("kernel", v.algorithm, v.sector, parallel=queued)
 
     def probe(self) -> Availability:
         base = probe_loop("cryptsetup")
@@ -239,6 +271,11 @@ class LuksBackend(Backend):
             if version is not None and version < NO_QUEUE_SINCE:
                 shown = ".".join(map(str, version))
                 return Availability(False, f"dm-crypt {shown} has no no_*_workqueue flags (1.22, Linux 5.9)")
+        if self.variant.cipher != AES_XTS:
+            algorithm, _name, config, module = CIPHERS[self.variant.cipher]
+            why = crypto_missing(algorithm, config, module)
+            if why:
+                return Availability(False, why)
         try:
             keys.ram_dir()
         except UnavailableError as e:
@@ -261,7 +298,7 @@ class LuksBackend(Backend):
         try:
             with loop_device(session, image, direct_io=True) as loop:
                 v = self.variant
-                run_cmd(format_command(loop.dev, secret.path, v.key_bits, v.sector), timeout=120)
+                run_cmd(format_command(loop.dev, secret.path, v.key_bits, v.sector, v.cipher), timeout=120)
                 crypt = session.acquire(DmCrypt(mapping))
                 try:
                     with signals_blocked():  # the mapping must not appear after its release
@@ -288,6 +325,7 @@ class LuksBackend(Backend):
                                 "workqueues": _workqueues(v.flags),
                                 **({"variant_of": v.variant_of, "option": v.label} if v.variant_of else {}),
                                 "dm_table_options": " ".join(options) or "none",
+                                "dm_table_cipher": table_cipher(table),
                                 "image": f"{size} bytes, {allocation}",
                                 "loop_device": loop.dev,
                                 "loop_direct_io": loop.direct_io,
