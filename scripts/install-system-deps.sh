@@ -12,8 +12,11 @@ packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra moun
 # a font so its screenshot shows text, not boxes. The kernel lab
 # (tests/kernel_lab.py) boots Debian 12's own kernel under qemu, with busybox
 # for virtme-ng's initramfs.
+# ecryptfs-utils is for the kernel lab's eCryptfs tests only: its package enables a PAM
+# module (pam-auth-update), a change to a user's login we do not make for `make run`;
+# `backends` tells a user who wants the ecryptfs target to install it.
 if [ "${1:-}" = "--test" ]; then
-    packages+=(chromium fonts-dejavu-core qemu-system-x86 linux-image-amd64 busybox-static)
+    packages+=(chromium fonts-dejavu-core qemu-system-x86 linux-image-amd64 busybox-static ecryptfs-utils)
 fi
 
 missing=()

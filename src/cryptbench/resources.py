@@ -11,6 +11,8 @@ they cannot touch something cryptbench did not create.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import fcntl
 import os
 import signal
@@ -319,6 +321,47 @@ class FscryptKey(Resource):
         return f"removed fscrypt key {self.identifier[:8]}…"
 
 
+KEYCTL_SEARCH, KEYCTL_INVALIDATE = 10, 21
+KEY_SPEC_USER_KEYRING = -4
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}  # the keyctl system call's number
+
+
+def keyctl(*args: int | bytes) -> int:
+    """keyctl(2) by its system call (no keyutils needed); OSError on failure."""
+    number = SYS_KEYCTL.get(os.uname().machine)
+    if number is None:
+        raise OSError(errno.ENOSYS, f"keyctl's system call number on {os.uname().machine} is not known here")
+    libc = ctypes.CDLL(None, use_errno=True)
+    values = [ctypes.c_long(a) if isinstance(a, int) else ctypes.c_char_p(a) for a in args]
+    result = libc.syscall(ctypes.c_long(number), *values)
+    if result == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return int(result)
+
+
+@dataclass
+class EcryptfsKeys(Resource):
+    """eCryptfs authentication tokens ("user" keys named by their signature, hex) that
+    ecryptfs-add-passphrase put in root's user keyring. They hold no data, only the key:
+    each is invalidated, so none outlives the run."""
+
+    kind: ClassVar[str] = "ecryptfs-keys"
+    sigs: list[str] = field(default_factory=list)  # hex; not secret, a hash of the key
+
+    def release(self) -> str | None:
+        gone = []
+        for sig in self.sigs:
+            try:
+                key = keyctl(KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING, b"user", sig.encode(), 0)
+            except OSError:
+                continue  # not there (unlinked at unmount by ecryptfs_unlink_sigs, or never added)
+            with contextlib.suppress(OSError):
+                keyctl(KEYCTL_INVALIDATE, key)
+                gone.append(sig)
+        return f"invalidated eCryptfs key(s) {', '.join(gone)}" if gone else None
+
+
 @dataclass
 class Throttle(Resource):
     """A bytes/s limit, read and write, on a loop device cryptbench attached
@@ -388,6 +431,7 @@ KINDS: dict[str, type[Resource]] = {
         SecretFile,
         SecretDir,
         FscryptKey,
+        EcryptfsKeys,
         DmCrypt,
         Throttle,
     )

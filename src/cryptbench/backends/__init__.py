@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cryptbench.backends.base import Availability, Backend, DirectIO, Helper, Target, TargetSpec
 from cryptbench.backends.cryfs import CryfsBackend
+from cryptbench.backends.ecryptfs import EcryptfsBackend
 from cryptbench.backends.encfs import EncfsBackend
 from cryptbench.backends.ext4loop import Ext4LoopBackend
 from cryptbench.backends.fscrypt import ADIANTUM_POLICY, FscryptBackend
@@ -25,6 +26,7 @@ REGISTRY: dict[str, Backend] = {
         SecurefsBackend(),
         CryfsBackend(),
         EncfsBackend(),
+        EcryptfsBackend(),
         *luks_backends(),
         *image_backends(),
         *known_answer_backends(),
