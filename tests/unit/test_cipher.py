@@ -178,3 +178,17 @@ def test_af_alg_where_the_kernel_has_none_is_an_oserror_from_either_loop(
     monkeypatch.setattr(kernel, "_af_alg", None)
     with pytest.raises(OSError):
         kernel.af_alg_throughput("xts(aes)", 64, 4096, 0.05, 1)
+
+
+def test_kernel_ciphers_the_kernel_refused_are_kept_with_its_reason() -> None:
+    from cryptbench.cipher.document import AfAlg, AfAlgFigure, Unmeasured
+
+    refused = Unmeasured(
+        "adiantum(xchacha12,aes)", 4096, "the kernel refused adiantum(xchacha12,aes) through AF_ALG"
+    )
+    af = AfAlg(True, "", "C", [AfAlgFigure("xts(aes)", 512, 4096, 1, 1e9, [1e9])], [refused])
+    assert AfAlg.from_json(af.to_json()) == af
+    assert "skipped" not in AfAlg(True, "", "C").to_json()  # documents without refusals read as before
+    cases = {c.algorithm: c for c in kernel.AF_ALG_CASES}
+    assert (cases["xts(aes)"].iv_bytes, cases["adiantum(xchacha12,aes)"].iv_bytes) == (16, 32)
+    assert cases["cbc(aes)"].key_bytes == 32  # eCryptfs's AES-256

@@ -10,7 +10,8 @@
  * keep a request in flight per core, as dm-crypt's workqueue does.
  *
  * Each request carries its own IV, the unit's number (plain64, little
- * endian), as dm-crypt's aes-xts-plain64 and fscrypt's per-block IVs do.
+ * endian, zero-padded to the cipher's IV size: 16 bytes for xts(aes), 32 for
+ * adiantum and xchacha), as dm-crypt's -plain64 and fscrypt's per-block IVs do.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -28,7 +29,7 @@
 #define SOL_ALG 279
 #endif
 
-#define IV_BYTES 16
+#define MAX_IV_BYTES 32
 #define CHECK_EVERY 64 /* units between looks at the clock */
 
 static double now(void)
@@ -39,12 +40,13 @@ static double now(void)
 }
 
 /* One request: encrypt `unit` bytes of `in` into `out` with `sector` as the IV. */
-static int request(int op, unsigned char *in, unsigned char *out, size_t unit, uint64_t sector)
+static int request(int op, unsigned char *in, unsigned char *out, size_t unit, uint64_t sector, size_t iv_bytes)
 {
-    char control[CMSG_SPACE(sizeof(uint32_t)) + CMSG_SPACE(sizeof(struct af_alg_iv) + IV_BYTES)];
+    char control[CMSG_SPACE(sizeof(uint32_t)) + CMSG_SPACE(sizeof(struct af_alg_iv) + MAX_IV_BYTES)];
     memset(control, 0, sizeof(control));
     struct iovec iov = {.iov_base = in, .iov_len = unit};
-    struct msghdr msg = {.msg_control = control, .msg_controllen = sizeof(control), .msg_iov = &iov, .msg_iovlen = 1};
+    size_t controllen = CMSG_SPACE(sizeof(uint32_t)) + CMSG_SPACE(sizeof(struct af_alg_iv) + iv_bytes);
+    struct msghdr msg = {.msg_control = control, .msg_controllen = controllen, .msg_iov = &iov, .msg_iovlen = 1};
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_ALG;
     c->cmsg_type = ALG_SET_OP;
@@ -54,10 +56,10 @@ static int request(int op, unsigned char *in, unsigned char *out, size_t unit, u
     c = CMSG_NXTHDR(&msg, c);
     c->cmsg_level = SOL_ALG;
     c->cmsg_type = ALG_SET_IV;
-    c->cmsg_len = CMSG_LEN(sizeof(struct af_alg_iv) + IV_BYTES);
+    c->cmsg_len = CMSG_LEN(sizeof(struct af_alg_iv) + iv_bytes);
     struct af_alg_iv *iv = (struct af_alg_iv *)CMSG_DATA(c);
-    iv->ivlen = IV_BYTES;
-    memset(iv->iv, 0, IV_BYTES);
+    iv->ivlen = (uint32_t)iv_bytes;
+    memset(iv->iv, 0, iv_bytes);
     for (int i = 0; i < 8; i++)
         iv->iv[i] = (unsigned char)(sector >> (8 * i));
     if (sendmsg(op, &msg, 0) != (ssize_t)unit)
@@ -73,9 +75,9 @@ static int request(int op, unsigned char *in, unsigned char *out, size_t unit, u
 }
 
 PyDoc_STRVAR(encrypt_for_doc,
-"encrypt_for(algorithm, key, unit, seconds, first_sector) -> (bytes, seconds)\n\n"
+"encrypt_for(algorithm, key, unit, seconds, first_sector, iv_bytes=16) -> (bytes, seconds)\n\n"
 "Encrypt `unit`-byte data units through an AF_ALG skcipher socket, one request\n"
-"per unit with its sector number as the IV, until at least `seconds` have\n"
+"per unit with its sector number as the IV (`iv_bytes` long), until at least `seconds` have\n"
 "passed (after CHECK_EVERY unmeasured units), and return the bytes encrypted\n"
 "and the seconds taken. Runs without the GIL. OSError where the kernel refuses.");
 
@@ -86,11 +88,14 @@ static PyObject *encrypt_for(PyObject *self, PyObject *args)
     Py_ssize_t unit;
     double seconds;
     unsigned long long first;
-    if (!PyArg_ParseTuple(args, "sy*ndK", &algorithm, &key, &unit, &seconds, &first))
+    Py_ssize_t iv_bytes = 16;
+    if (!PyArg_ParseTuple(args, "sy*ndK|n", &algorithm, &key, &unit, &seconds, &first, &iv_bytes))
         return NULL;
-    if (unit < 16 || unit > (1 << 16) || seconds < 0 || strlen(algorithm) >= 64) {
+    if (unit < 16 || unit > (1 << 16) || seconds < 0 || strlen(algorithm) >= 64 || iv_bytes < 8
+        || iv_bytes > MAX_IV_BYTES) {
         PyBuffer_Release(&key);
-        PyErr_SetString(PyExc_ValueError, "unit must be 16 B to 64 KiB, seconds not negative, a name under 64");
+        PyErr_SetString(PyExc_ValueError,
+                        "unit must be 16 B to 64 KiB, seconds not negative, a name under 64, an IV of 8 to 32 bytes");
         return NULL;
     }
     unsigned char *in = PyMem_RawMalloc((size_t)unit), *out = PyMem_RawMalloc((size_t)unit);
@@ -110,11 +115,11 @@ static PyObject *encrypt_for(PyObject *self, PyObject *args)
             uint64_t sector = first;
             ok = 1;
             for (int i = 0; ok && i < CHECK_EVERY; i++)  /* warm: the cipher instantiated, pages touched */
-                ok = request(op, in, out, (size_t)unit, sector++);
+                ok = request(op, in, out, (size_t)unit, sector++, (size_t)iv_bytes);
             double start = now();
             while (ok && took < seconds) {
                 for (int i = 0; ok && i < CHECK_EVERY; i++) {
-                    ok = request(op, in, out, (size_t)unit, sector++);
+                    ok = request(op, in, out, (size_t)unit, sector++, (size_t)iv_bytes);
                     done += ok ? (uint64_t)unit : 0;
                 }
                 took = now() - start;

@@ -39,7 +39,7 @@ class UserspaceFigure:
 
 @dataclass(frozen=True)
 class Unmeasured:
-    """A userspace case this machine could not time."""
+    """A case (userspace, or a kernel algorithm through AF_ALG) this machine could not time."""
 
     cipher: str
     unit: int  # bytes per call
@@ -92,6 +92,8 @@ class AfAlg:
     reason: str  # why not, when not
     engine: str  # what timed it: "C", or "Python" (lower bounds; documents without the key)
     results: list[AfAlgFigure] = field(default_factory=list)
+    # algorithms the kernel refused (not built, or no module): none in older documents
+    skipped: list[Unmeasured] = field(default_factory=list)
 
     def to_json(self) -> JsonObject:
         return {
@@ -99,6 +101,7 @@ class AfAlg:
             "reason": self.reason,
             "engine": self.engine,
             "results": [r.to_json() for r in self.results],
+            **({"skipped": [u.to_json() for u in self.skipped]} if self.skipped else {}),
         }
 
     @classmethod
@@ -108,6 +111,7 @@ class AfAlg:
             d["reason"],
             d.get("engine", "Python"),
             [AfAlgFigure.from_json(r) for r in d.get("results", [])],
+            [Unmeasured(**u) for u in d.get("skipped", [])],
         )
 
 

@@ -113,15 +113,33 @@ def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progr
     return RamStack(True, "", size, RAM_BLOCK, RAM_DEPTH, rows, ciphers)
 
 
-def measure_af_alg(seconds: float, repeats: int) -> list[AfAlgFigure]:
-    """xts(aes) per data unit on one core and with a request in flight on every
-    core (dm-crypt's workqueue; fscrypt's writeback threads), like OpenSSL's figures."""
-    rows = []
-    for unit in (512, 4096):
-        for cores in dict.fromkeys((1, userspace.cores())):
-            xs = [kernel.af_alg_throughput("xts(aes)", 64, unit, seconds, cores) for _ in range(repeats)]
-            rows.append(AfAlgFigure("xts(aes)", 512, unit, cores, statistics.median(xs), xs))
-    return rows
+def measure_af_alg(seconds: float, repeats: int) -> tuple[list[AfAlgFigure], list[Unmeasured]]:
+    """Each kernel cipher per data unit on one core and with a request in flight on every
+    core (dm-crypt's workqueue; fscrypt's writeback threads), like OpenSSL's figures; and
+    the algorithms the kernel refused, with its reason."""
+    rows, skipped = [], []
+    for case in kernel.AF_ALG_CASES:
+        for unit in case.units:
+            try:
+                for cores in dict.fromkeys((1, userspace.cores())):
+                    xs = [
+                        kernel.af_alg_throughput(
+                            case.algorithm, case.key_bytes, unit, seconds, cores, case.iv_bytes
+                        )
+                        for _ in range(repeats)
+                    ]
+                    rows.append(
+                        AfAlgFigure(
+                            case.algorithm, case.key_bytes * 8, unit, cores, statistics.median(xs), xs
+                        )
+                    )
+            except OSError as e:
+                why = (
+                    f"the kernel refused {case.algorithm} through AF_ALG ({e.strerror}): not built, no module"
+                )
+                skipped.append(Unmeasured(case.algorithm, unit, why))
+                break
+    return rows, skipped
 
 
 def measure(
@@ -156,8 +174,9 @@ def measure(
     # what times AF_ALG here: a C loop, or Python (lower bounds)
     af_alg = AfAlg(af_alg_why is None, af_alg_why or "", kernel.af_alg_engine())
     if af_alg_why is None:
-        progress.phase("kernel xts(aes) through AF_ALG")
-        af_alg = replace(af_alg, results=measure_af_alg(seconds, repeats))
+        progress.phase("kernel ciphers through AF_ALG")
+        rows, refused = measure_af_alg(seconds, repeats)
+        af_alg = replace(af_alg, results=rows, skipped=refused)
     why = ram_stack_unavailable()
     if not kernel_stack:
         ram = RamStack(False, "not asked (--no-kernel-stack)")

@@ -60,6 +60,8 @@ def render(doc: CipherDocument, out: Console) -> None:
                 f"{_cores(r.cores)}: {format_rate(r.throughput)}"
                 + (" (timed from Python: a lower bound)" if af.engine == "Python" else "")
             )
+        for u in af.skipped:
+            out.print(f"kernel {u.cipher} through AF_ALG: not measured: {u.reason}")
     else:
         out.print(f"kernel throughput through AF_ALG: not measured: {af.reason}")
     ram = kern.ram_stack
