@@ -15,11 +15,13 @@ from cryptbench.backends.luks import (
     NO_WRITE_QUEUE,
     PLAIN_LUKS,
     VARIANTS,
+    check_cipher,
     check_table,
     device_mapper_missing,
     format_command,
     open_command,
     parse_targets,
+    table_cipher,
     table_options,
 )
 from cryptbench.errors import ProvisionError, UnavailableError
@@ -149,3 +151,16 @@ def test_luks_tuning_holds_its_option_targets_to_plain_luks() -> None:
     assert VARIANTS["luks-aes128"].variant_of is None  # another key size, not an option
     names = [w.name for w in suite.workloads]
     assert names == [w.name for w in load_suite("quick").workloads] + ["responsiveness"]
+
+
+def test_the_mapping_must_run_the_cipher_it_was_formatted_with() -> None:
+    xts = _recorded(4096, ())
+    assert table_cipher(xts) == "aes-xts-plain64"
+    check_cipher(table_cipher(xts), VARIANTS["luks-aes256"])
+    with pytest.raises(
+        ProvisionError, match="shows cipher 'aes-xts-plain64', not xchacha12,aes-adiantum-plain64"
+    ):
+        check_cipher(table_cipher(xts), VARIANTS["luks-adiantum"])
+    # what the lab printed for luks-adiantum (tests/lab/test_adiantum.py)
+    check_cipher("xchacha12,aes-adiantum-plain64", VARIANTS["luks-adiantum"])
+    assert table_cipher("0 98304 linear 7:0 0") == "?"

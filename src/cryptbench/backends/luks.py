@@ -224,6 +224,12 @@ def table_cipher(line: str) -> str:
     return parts[3] if len(parts) > 3 and parts[2] == "crypt" else "?"
 
 
+def check_cipher(cipher: str, variant: Variant) -> None:
+    """The mapping must run the cipher it was formatted with (dm-crypt shows cryptsetup's spec)."""
+    if cipher != variant.cipher:
+        raise ProvisionError(f"dm-crypt's table shows cipher {cipher[:60]!r}, not {variant.cipher}")
+
+
 def check_table(options: tuple[str, ...], variant: Variant) -> None:
     """The mapping must have every option asked for: a kernel that dropped one would
     be measured under a name that says otherwise."""
@@ -307,6 +313,7 @@ class LuksBackend(Backend):
                     table = run_cmd(["dmsetup", "table", mapping], timeout=30).stdout.decode()
                     options = table_options(table)
                     check_table(options, v)
+                    check_cipher(table_cipher(table), v)
                     mapped = f"/dev/mapper/{mapping}"
                     mkfs = mkfs_command("ext4", mapped)
                     run_cmd(mkfs)
