@@ -151,8 +151,8 @@ def unplaced_loops() -> set[str]:
     return found
 
 
-@pytest.fixture
-def target_dir(tmp_path: Path):  # type: ignore[no-untyped-def]
+@contextmanager
+def leak_checked_dir() -> Iterator[Path]:
     """A target directory on a real disk (/var/tmp, not a tmpfs), checked for leaks afterwards."""
     base = Path(os.environ.get("CRYPTBENCH_TEST_TARGET", "/var/tmp"))
     d = Path(tempfile.mkdtemp(prefix="cryptbench-test-", dir=base))
@@ -164,6 +164,12 @@ def target_dir(tmp_path: Path):  # type: ignore[no-untyped-def]
     if not left:
         shutil.rmtree(d, ignore_errors=True)
     assert not left, f"left behind: {left}"
+
+
+@pytest.fixture
+def target_dir() -> Iterator[Path]:
+    with leak_checked_dir() as d:
+        yield d
 
 
 requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to attach loop devices and mount")

@@ -104,8 +104,9 @@ class LoopDevice(Resource):
         return [dev for dev, backing in loop_backings() if backing in names]
 
     def release(self) -> str | None:
-        done = []
+        done, removed = [], []
         for dev in self.devices():
+            removed.extend(remove_dm_holders(Path("/sys/block", Path(dev).name)))
             for attempt in range(20):
                 proc = subprocess.run(["losetup", "--detach", dev], capture_output=True, check=False)
                 if proc.returncode == 0:
@@ -114,7 +115,27 @@ class LoopDevice(Resource):
                 time.sleep(0.05 * (attempt + 1))
             else:
                 raise ProvisionError(f"could not detach {dev}: {proc.stderr.decode().strip()}")
-        return f"detached {', '.join(done)} ({self.image.name})" if done else None
+        said = f"detached {', '.join(done)} ({self.image.name})" if done else None
+        return f"removed {', '.join(removed)} stacked on it; {said}" if removed and said else said
+
+
+def remove_dm_holders(block: Path) -> list[str]:
+    """Remove the device-mapper devices stacked on `block` (a /sys/block entry of ours),
+    the topmost first; what was removed. Only a run killed mid-way leaves any: cryptsetup's
+    temporary device while luksFormat wipes for --integrity, or a NAME_dif whose crypt
+    mapping never opened. They hold the loop device, which could not be detached under them."""
+    removed = []
+    for holder in sorted((block / "holders").glob("dm-*")):
+        removed.extend(remove_dm_holders(Path("/sys/block", holder.name)))
+        try:
+            name = (Path("/sys/block", holder.name) / "dm" / "name").read_text().strip()
+        except OSError:
+            continue  # gone meanwhile
+        proc = subprocess.run(["dmsetup", "remove", "--retry", name], capture_output=True, check=False)
+        if proc.returncode != 0 and (Path("/sys/block", holder.name)).exists():
+            raise ProvisionError(f"could not remove {name} from {block.name}: {proc.stderr.decode().strip()}")
+        removed.append(name)
+    return removed
 
 
 @dataclass

@@ -1,15 +1,19 @@
 """Tests that run inside the kernel lab (tests/kernel_lab.py): Debian 12's own
 kernel, with modules, device-mapper, AF_ALG and cgroup v2 only.
 
-Each stays tiny (one workload, 8 MiB, 2 trials): under TCG every figure is
-slow, and no figure measured there is a performance figure.
+Each run stays tiny (one or two workloads, 8 MiB, 2 trials), and tests that only
+inspect a finished run share one (conftest.py): under TCG every figure is slow,
+and no figure measured there is a performance figure.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
+from cryptbench.json_types import JsonObject
+from cryptbench.system import mounts
 from tests.conftest import cli
 
 ONE_WORKLOAD = """
@@ -37,8 +41,40 @@ def run_args(target_dir: Path, tmp_path: Path, backends: list[str], *extra: str)
     ]
 
 
-def run_json(target_dir: Path, tmp_path: Path, backends: list[str], *extra: str) -> dict:  # type: ignore[type-arg]
+def run_json(target_dir: Path, tmp_path: Path, backends: list[str], *extra: str) -> JsonObject:
     """A whole `cryptbench run` as a user types it; its result document."""
     proc = cli(*run_args(target_dir, tmp_path, backends, "--json", *extra))
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    doc: JsonObject = json.loads(proc.stdout)
+    return doc
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    """A `cryptbench run` that completed, and where to ask about it again."""
+
+    doc: JsonObject  # the document `run --json` printed
+    db: Path  # the SQLite database it was stored in
+    env: dict[str, str]  # the environment it ran in, for later commands on the same state
+
+
+@dataclass(frozen=True)
+class RamRun(FinishedRun):
+    """A `--ram` run of fscrypt that began with ext4 not loaded."""
+
+    ext4_loaded_before: bool  # whether /proc/filesystems listed ext4 when the run began
+    rows: dict[str, JsonObject]  # `cryptbench backends`, by name, asked with ext4 not loaded
+
+
+def ecryptfs_mounts() -> list[Path]:
+    return [m.mountpoint for m in mounts() if m.fstype == "ecryptfs"]
+
+
+def user_keys() -> set[str]:
+    """The descriptions of the "user" keys this process can see (/proc/keys)."""
+    out = set()
+    for line in Path("/proc/keys").read_text().splitlines():
+        fields = line.split()
+        if len(fields) > 8 and fields[7] == "user":
+            out.add(fields[8].rstrip(":"))
+    return out

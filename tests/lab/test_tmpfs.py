@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import leftovers
-from tests.lab import run_json
+from tests.lab import RamRun, run_json
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
 REFUSED = "0 (the backing filesystem (tmpfs) refused direct I/O"
@@ -30,8 +30,9 @@ def test_a_target_on_tmpfs_gets_a_buffered_loop_device(tmp_path: Path) -> None:
     assert doc["trials"]["failed"] == 0
 
 
-def test_a_ram_run(target_dir: Path, tmp_path: Path) -> None:
-    doc = run_json(target_dir, tmp_path, ["fscrypt"], "--ram")
+def test_a_ram_run(ram_run: RamRun) -> None:
+    """The `--ram` run of fscrypt (tests/lab/conftest.py): its twins on a tmpfs."""
+    doc = ram_run.doc
     targets = {t["name"]: t for t in doc["targets"]}
     assert {"ram:plain", "ram:ext4-loop", "ram:fscrypt"} <= set(targets)
     assert targets["ram:fscrypt"]["encryption_verified"] is True

@@ -8,17 +8,23 @@ from pathlib import Path
 import pytest
 
 from cryptbench.backends import REGISTRY
+from cryptbench.backends.base import TargetSpec
 from cryptbench.backends.luks import (
     AES_XTS,
+    LUKS2_HEADER,
     NO_QUEUE_SINCE,
     NO_READ_QUEUE,
     NO_WRITE_QUEUE,
     PLAIN_LUKS,
     VARIANTS,
     check_cipher,
+    check_integrity_mode,
     check_table,
     device_mapper_missing,
     format_command,
+    image_size,
+    integrity_detail,
+    integrity_table_mode,
     open_command,
     parse_targets,
     table_cipher,
@@ -58,11 +64,58 @@ def test_each_variant_differs_from_luks_aes256_in_one_choice() -> None:
     noqueue = VARIANTS["luks-aes256-noqueue"]
     assert noqueue.flags == (NO_READ_QUEUE, NO_WRITE_QUEUE)
     for name, v in VARIANTS.items():
-        changed = [v.key_bits != base.key_bits, v.sector != base.sector, v.flags != base.flags]
+        changed = [
+            v.key_bits != base.key_bits,
+            v.sector != base.sector,
+            v.flags != base.flags,
+            (v.integrity, v.journal) != (base.integrity, base.journal),  # how sectors are authenticated
+        ]
         if v.variant_of is not None:
             assert v.variant_of == "luks-aes256" and sum(changed) == 1 and v.cipher == AES_XTS, name
     argv = format_command("/dev/loop7", KEY, 512, VARIANTS["luks-aes256-sector512"].sector)
     assert argv[argv.index("--sector-size") + 1] == "512"
+
+
+def test_integrity_formats_with_hmac_sha256_and_opens_with_or_without_the_journal() -> None:
+    journaled, direct = VARIANTS["luks-aes256-hmac"], VARIANTS["luks-aes256-hmac-nojournal"]
+    for v in (journaled, direct):
+        argv = format_command("/dev/loop7", KEY, v.key_bits, v.sector, v.cipher, v.integrity)
+        assert argv[argv.index("--integrity") + 1] == "hmac-sha256"
+        # the cipher's key only: cryptsetup adds HMAC-SHA256's 256 bits to it (768 in all)
+        assert argv[argv.index("--key-size") + 1] == "512"
+        assert "--integrity-no-wipe" not in argv  # unwritten sectors would fail to read
+        assert v.table_cipher == "capi:authenc(hmac(sha256),xts(aes))-plain64"
+        assert "integrity:32:aead" in v.table_options and "sector_size:4096" in v.table_options
+    assert "--integrity" not in format_command("/dev/loop7", KEY, 512)
+    assert "--integrity-no-journal" not in open_command("/dev/loop7", KEY, "m", (), journaled.journal)
+    assert "--integrity-no-journal" in open_command("/dev/loop7", KEY, "m", (), direct.journal)
+    assert (journaled.integrity_mode, direct.integrity_mode, VARIANTS[PLAIN_LUKS].integrity_mode) == (
+        "J",
+        "D",
+        None,
+    )
+
+
+def test_integrity_is_counted_in_the_image_and_so_in_the_free_space_check() -> None:
+    size = 64 << 20
+    plain = REGISTRY[PLAIN_LUKS].space_needed(TargetSpec(PLAIN_LUKS), size)
+    hmac = REGISTRY["luks-aes256-hmac"].space_needed(TargetSpec("luks-aes256-hmac"), size)
+    assert plain == image_size(VARIANTS[PLAIN_LUKS], size)
+    # tags (32 B per 4 KiB) and the journal (1/128) fit in what is added, with room
+    assert hmac - plain >= (plain - LUKS2_HEADER) * (32 / 4096 + 1 / 128) + (1 << 20)
+
+
+def test_dm_integritys_mode_is_read_and_checked() -> None:
+    line = "0 180224 integrity 7:0 0 32 J 6 journal_sectors:3048 interleave_sectors:32768 buffer_sectors:128"
+    assert integrity_table_mode(line) == "J"
+    check_integrity_mode("J", VARIANTS["luks-aes256-hmac"])
+    with pytest.raises(ProvisionError, match="mode 'J', not D"):
+        check_integrity_mode("J", VARIANTS["luks-aes256-hmac-nojournal"])
+    with pytest.raises(ProvisionError, match="not show an integrity mapping"):
+        integrity_table_mode("0 98304 linear 7:0 0")
+    assert "no journal" in integrity_detail("hmac-sha256", "D") and "journaled" in integrity_detail(
+        "hmac-sha256", "J"
+    )
 
 
 def test_adiantum_is_xchacha12_and_aes_with_4096_byte_sectors() -> None:
@@ -93,7 +146,7 @@ def _recorded(sector: int, flags: tuple[str, ...]) -> str:
     return TABLES[f"TABLE sector={sector} flags=[{' '.join(f'--perf-{f}' for f in flags)}]"]
 
 
-@pytest.mark.parametrize("name", list(VARIANTS))
+@pytest.mark.parametrize("name", [n for n, v in VARIANTS.items() if v.integrity is None])
 def test_each_variants_recorded_table_passes_its_check(name: str) -> None:
     v = VARIANTS[name]
     options = table_options(_recorded(v.sector, v.flags))
@@ -145,7 +198,7 @@ def test_luks_tuning_without_device_mapper_refuses_with_the_reason(tmp_path: Pat
 def test_luks_tuning_holds_its_option_targets_to_plain_luks() -> None:
     suite = load_suite("luks-tuning")
     backends = list(suite.backends or [])
-    assert backends[0] == PLAIN_LUKS and len(backends) == 6
+    assert backends[0] == PLAIN_LUKS and len(backends) == 8
     for name in backends[1:]:
         assert VARIANTS[name].variant_of == PLAIN_LUKS and VARIANTS[name].label, name
     assert VARIANTS["luks-aes128"].variant_of is None  # another key size, not an option

@@ -39,7 +39,9 @@ def _named(sentence: str | None) -> set[str]:
 
 def test_the_lab_ran_every_option_target_against_plain_luks() -> None:
     assert DOC.environment["kernel"].startswith("6.1.")  # Debian 12's, not this host's
-    assert sorted(OPTIONS) == sorted(n for n, v in VARIANTS.items() if v.variant_of)
+    # the five of luks-tuning when it was recorded (before the integrity targets)
+    assert OPTIONS == ["luks-aes256-noqueue", "luks-aes256-noreadq", "luks-aes256-nowriteq",
+                       "luks-aes256-submitcpus", "luks-aes256-sector512"]  # fmt: skip
     assert TARGETS[PLAIN_LUKS].baseline == "ext4-loop"
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from cryptbench.backends.luks import VARIANTS, integrity_detail
 from cryptbench.report import answer_console, console, document, option_effects
 from cryptbench.result_model import Document, TargetInfo
 from cryptbench.store import MetricValue, Store, TrialRecord
@@ -92,6 +93,28 @@ def test_the_option_kind_comes_from_the_mapping_and_the_label(doc: Document) -> 
     submit = TargetInfo("s", "s", "e", True, "direct", None, None, None, True,
                         {"dm_table_options": "submit_from_crypt_cpus sector_size:4096"})  # fmt: skip
     assert option_effects.kind_of(submit) is option_effects.OptionKind.SUBMIT
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("luks-aes256-hmac", option_effects.OptionKind.INTEGRITY),
+        ("luks-aes256-hmac-nojournal", option_effects.OptionKind.INTEGRITY_DIRECT),
+    ],
+)
+def test_integrity_is_told_apart_by_its_journal(name: str, kind: option_effects.OptionKind) -> None:
+    """From the details the provisioner records: the table's options and dm-integrity's mode."""
+    v = VARIANTS[name]
+    assert v.integrity and v.integrity_mode
+    details = {
+        "variant_of": "luks-aes256",
+        "option": v.label,
+        "dm_table_options": " ".join(v.table_options),
+        "integrity": integrity_detail(v.integrity, v.integrity_mode),
+    }
+    t = TargetInfo(name, name, "ext4-loop", True, "direct", None, None, None, True, details)
+    assert option_effects.kind_of(t) is kind
+    assert "HMAC-SHA256 tag" in kind.why(False) and ("journal first" in kind.why(False)) == v.journal
 
 
 def test_the_diagnosis_says_where_each_option_helps_hurts_or_changes_nothing(doc: Document) -> None:

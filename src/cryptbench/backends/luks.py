@@ -15,6 +15,14 @@ them, which Ceph's 2023 study measured). After opening, the mapping's table
 (`dmsetup table`) must show every option asked for: a kernel that ignores one
 does not get its target measured under that name.
 
+Authenticated encryption is two more: LUKS2 with `--integrity hmac-sha256`, which
+stacks dm-crypt (AES-256-XTS with an HMAC-SHA256 tag per sector) on dm-integrity,
+journaled as cryptsetup makes it and opened with `--integrity-no-journal`. Both
+are held to `luks-aes256`, the same cipher without integrity. Formatting wipes
+the whole device to initialise the tags: that happens while provisioning,
+outside every clock, and the tags and journal are counted in the image's size
+(and so in the free-space check).
+
 The key is a random key file (or the user's passphrase) in a 0600 file in RAM,
 removed once the mapping is open; PBKDF2 with the minimum iteration count,
 because the key is random and the benchmark does not time unlocking.
@@ -63,6 +71,17 @@ CIPHERS = {
 }
 
 
+# cryptsetup's --integrity -> (the kernel's algorithm, what a reader calls it, the
+# kernel option that builds it, its module, its tag in bytes per sector)
+INTEGRITY = {"hmac-sha256": ("hmac(sha256)", "HMAC-SHA256", "CONFIG_CRYPTO_HMAC", "hmac", 32)}
+# dm-integrity's own space beside the data, with room to spare: the tags (32 bytes
+# per 4096-byte sector, 0.8 %), the journal (the kernel's default, 1/128 of the
+# device, 0.8 %) and a superblock and padding per interleaved area.
+INTEGRITY_SHARE = 32  # at most 1/32 of the data (3.1 %) ...
+INTEGRITY_SPARE = 8 << 20  # ... plus 8 MiB, bytes
+WIPE_RATE = 5e6  # bytes/s: the slowest wipe we wait for (a TCG guest's), before giving up
+
+
 @dataclass(frozen=True)
 class Variant:
     key_bits: int  # 256 for AES-128-XTS and Adiantum, 512 for AES-256-XTS
@@ -72,6 +91,8 @@ class Variant:
     # the target it differs from in that one choice; a run holding both compares them
     variant_of: str | None = None
     cipher: str = AES_XTS  # cryptsetup's --cipher
+    integrity: str | None = None  # cryptsetup's --integrity (a key of INTEGRITY), or None
+    journal: bool = True  # with integrity: dm-integrity's journal (False: --integrity-no-journal)
 
     @property
     def algorithm(self) -> str:
@@ -86,9 +107,27 @@ class Variant:
 
     @property
     def table_options(self) -> tuple[str, ...]:
-        """What `dmsetup table` must show for it: its flags, and a sector size other than 512."""
+        """What `dmsetup table` must show for it: its flags, its tags (the AEAD's, in
+        bytes per sector) and a sector size other than 512."""
         sector = (f"sector_size:{self.sector}",) if self.sector != 512 else ()
-        return (*self.flags, *sector)
+        tags = (f"integrity:{INTEGRITY[self.integrity][4]}:aead",) if self.integrity else ()
+        return (*self.flags, *tags, *sector)
+
+    @property
+    def table_cipher(self) -> str:
+        """The cipher dm-crypt's table shows: cryptsetup's spec, or with integrity the
+        kernel's AEAD that pairs the cipher with the tag's MAC."""
+        if self.integrity is None:
+            return self.cipher
+        mode, iv = self.cipher.split("-", 1)[1].split("-", 1)  # aes-xts-plain64 -> xts, plain64
+        return f"capi:authenc({INTEGRITY[self.integrity][0]},{mode}({self.cipher.split('-', 1)[0]}))-{iv}"
+
+    @property
+    def integrity_mode(self) -> str | None:
+        """dm-integrity's mode as its table shows it: J journaled, D direct; None without it."""
+        if self.integrity is None:
+            return None
+        return "J" if self.journal else "D"
 
 
 PLAIN_LUKS = "luks-aes256"  # what each option variant is held to: LUKS2 as cryptsetup makes it
@@ -104,6 +143,22 @@ VARIANTS = {
         512, SECTOR_SIZE, (SUBMIT_FROM_CRYPT_CPUS,), "writes submitted from the crypt CPUs", PLAIN_LUKS
     ),
     "luks-aes256-sector512": Variant(512, 512, (), "512-byte sectors", PLAIN_LUKS),
+    # Authenticated encryption: the same cipher, each sector with an HMAC-SHA256 tag.
+    "luks-aes256-hmac": Variant(
+        512,
+        SECTOR_SIZE,
+        label="HMAC-SHA256 integrity, journaled",
+        variant_of=PLAIN_LUKS,
+        integrity="hmac-sha256",
+    ),
+    "luks-aes256-hmac-nojournal": Variant(
+        512,
+        SECTOR_SIZE,
+        label="HMAC-SHA256 integrity, no journal",
+        variant_of=PLAIN_LUKS,
+        integrity="hmac-sha256",
+        journal=False,
+    ),
     # For CPUs without AES instructions: another cipher, not an option of luks-aes256's.
     "luks-adiantum": Variant(256, SECTOR_SIZE, cipher=ADIANTUM),
 }
@@ -123,6 +178,16 @@ def device_mapper_missing() -> str | None:
     if kernel_module("dm-crypt") is None and not _dm_target("crypt"):
         return "the kernel has no dm-crypt (neither loaded nor a dm-crypt module under /lib/modules)"
     return None
+
+
+def integrity_missing(integrity: str) -> str | None:
+    """Why LUKS2 with `--integrity integrity` cannot work here (dm-crypt aside), or None."""
+    if kernel_module("dm-integrity") is None and not _dm_target("integrity"):
+        return "the kernel has no dm-integrity (neither loaded nor a module), which LUKS2 --integrity needs"
+    algorithm, _name, config, module, _tag = INTEGRITY[integrity]
+    return crypto_missing(algorithm, config, module) or crypto_missing(
+        "authenc", "CONFIG_CRYPTO_AUTHENC", "authenc"
+    )
 
 
 def _dm_target(name: str) -> bool:
@@ -166,8 +231,15 @@ NO_QUEUE_SINCE = (1, 22)  # dm-crypt's version with no_read_workqueue and no_wri
 
 
 def format_command(
-    device: str, keyfile: Path, key_bits: int, sector: int = SECTOR_SIZE, cipher: str = AES_XTS
+    device: str,
+    keyfile: Path,
+    key_bits: int,
+    sector: int = SECTOR_SIZE,
+    cipher: str = AES_XTS,
+    integrity: str | None = None,
 ) -> list[str]:
+    # With --integrity, cryptsetup adds the MAC's key to --key-size (512 + 256 bits for
+    # AES-256-XTS with HMAC-SHA256) and wipes the device to initialise every tag.
     return [
         "cryptsetup",
         "luksFormat",
@@ -180,6 +252,7 @@ def format_command(
         str(key_bits),
         "--sector-size",
         str(sector),
+        *(("--integrity", integrity) if integrity else ()),
         "--pbkdf",
         "pbkdf2",
         "--pbkdf-force-iterations",
@@ -190,7 +263,9 @@ def format_command(
     ]
 
 
-def open_command(device: str, keyfile: Path, mapping: str, flags: tuple[str, ...] = ()) -> list[str]:
+def open_command(
+    device: str, keyfile: Path, mapping: str, flags: tuple[str, ...] = (), journal: bool = True
+) -> list[str]:
     return [
         "cryptsetup",
         "open",
@@ -199,6 +274,7 @@ def open_command(device: str, keyfile: Path, mapping: str, flags: tuple[str, ...
         "--key-file",
         str(keyfile),
         *(f"--perf-{f}" for f in flags),
+        *(() if journal else ("--integrity-no-journal",)),
         device,
         mapping,
     ]
@@ -225,9 +301,25 @@ def table_cipher(line: str) -> str:
 
 
 def check_cipher(cipher: str, variant: Variant) -> None:
-    """The mapping must run the cipher it was formatted with (dm-crypt shows cryptsetup's spec)."""
-    if cipher != variant.cipher:
-        raise ProvisionError(f"dm-crypt's table shows cipher {cipher[:60]!r}, not {variant.cipher}")
+    """The mapping must run the cipher it was formatted with (dm-crypt shows cryptsetup's
+    spec, or with integrity the kernel's AEAD)."""
+    if cipher != variant.table_cipher:
+        raise ProvisionError(f"dm-crypt's table shows cipher {cipher[:60]!r}, not {variant.table_cipher}")
+
+
+def integrity_table_mode(line: str) -> str:
+    """dm-integrity's mode in its mapping's table line (`dmsetup table NAME_dif`):
+    start length integrity device reserved tag_size mode ..."""
+    parts = line.split()
+    if len(parts) < 7 or parts[2] != "integrity":
+        raise ProvisionError(f"dmsetup table does not show an integrity mapping: {' '.join(parts[:4])[:80]}")
+    return parts[6]
+
+
+def check_integrity_mode(mode: str, variant: Variant) -> None:
+    """A journal asked for, or declined, must be what dm-integrity runs."""
+    if mode != variant.integrity_mode:
+        raise ProvisionError(f"dm-integrity runs in mode {mode[:8]!r}, not {variant.integrity_mode}")
 
 
 def check_table(options: tuple[str, ...], variant: Variant) -> None:
@@ -282,6 +374,10 @@ class LuksBackend(Backend):
             why = crypto_missing(algorithm, config, module)
             if why:
                 return Availability(False, why)
+        if self.variant.integrity:
+            why = integrity_missing(self.variant.integrity)
+            if why:
+                return Availability(False, why)
         try:
             keys.ram_dir()
         except UnavailableError as e:
@@ -289,7 +385,7 @@ class LuksBackend(Backend):
         return probe_fs("ext4")
 
     def space_needed(self, spec: TargetSpec, data_bytes: int) -> int:
-        return fs_image_size("ext4", data_bytes) + LUKS2_HEADER
+        return image_size(self.variant, data_bytes)
 
     @contextmanager
     def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
@@ -297,23 +393,27 @@ class LuksBackend(Backend):
         image = base / "luks.img"
         mountpoint = base / "mnt"
         mountpoint.mkdir()
-        size = fs_image_size("ext4", data_bytes) + LUKS2_HEADER
+        size = image_size(self.variant, data_bytes)
         allocation = preallocate(session.check_inside(image), size)
         mapping = mapping_name(session, spec, base.name)
         secret = session.secret_file(f"luks-{spec.slug}-{base.name}", keys.new_password(session.passphrase))
         try:
             with loop_device(session, image, direct_io=True) as loop:
                 v = self.variant
-                run_cmd(format_command(loop.dev, secret.path, v.key_bits, v.sector, v.cipher), timeout=120)
+                run_cmd(
+                    format_command(loop.dev, secret.path, v.key_bits, v.sector, v.cipher, v.integrity),
+                    timeout=120 + (size / WIPE_RATE if v.integrity else 0),
+                )
                 crypt = session.acquire(DmCrypt(mapping))
                 try:
                     with signals_blocked():  # the mapping must not appear after its release
-                        run_cmd(open_command(loop.dev, secret.path, mapping, v.flags), timeout=120)
+                        run_cmd(open_command(loop.dev, secret.path, mapping, v.flags, v.journal), timeout=120)
                     session.release(secret)  # the key is in the kernel now
                     table = run_cmd(["dmsetup", "table", mapping], timeout=30).stdout.decode()
                     options = table_options(table)
                     check_table(options, v)
                     check_cipher(table_cipher(table), v)
+                    integrity = _integrity_details(mapping, v)
                     mapped = f"/dev/mapper/{mapping}"
                     mkfs = mkfs_command("ext4", mapped)
                     run_cmd(mkfs)
@@ -333,6 +433,7 @@ class LuksBackend(Backend):
                                 **({"variant_of": v.variant_of, "option": v.label} if v.variant_of else {}),
                                 "dm_table_options": " ".join(options) or "none",
                                 "dm_table_cipher": table_cipher(table),
+                                **integrity,
                                 "image": f"{size} bytes, {allocation}",
                                 "loop_device": loop.dev,
                                 "loop_direct_io": loop.direct_io,
@@ -346,6 +447,30 @@ class LuksBackend(Backend):
                     session.release(crypt)
         finally:
             session.release(secret)
+
+
+def image_size(variant: Variant, data_bytes: int) -> int:
+    """The image: ext4 for the data, the LUKS2 header and, with integrity, dm-integrity's tags and journal."""
+    fs = fs_image_size("ext4", data_bytes)
+    spare = fs // INTEGRITY_SHARE + INTEGRITY_SPARE if variant.integrity else 0
+    return fs + LUKS2_HEADER + spare
+
+
+def _integrity_details(mapping: str, variant: Variant) -> dict[str, str]:
+    """With integrity: dm-integrity's mode as its table shows it (cryptsetup names that
+    mapping NAME_dif), checked against the journal asked for."""
+    if variant.integrity is None:
+        return {}
+    line = run_cmd(["dmsetup", "table", f"{mapping}_dif"], timeout=30).stdout.decode()
+    mode = integrity_table_mode(line)
+    check_integrity_mode(mode, variant)
+    return {"integrity": integrity_detail(variant.integrity, mode)}
+
+
+def integrity_detail(integrity: str, mode: str) -> str:
+    """The target's `integrity` detail: the tag and dm-integrity's mode, in words."""
+    journal = "journaled (J)" if mode == "J" else "no journal (D: data and tags written in place)"
+    return f"{INTEGRITY[integrity][1]} tags via dm-integrity, {journal}"
 
 
 def _workqueues(flags: tuple[str, ...]) -> str:

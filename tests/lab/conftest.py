@@ -1,0 +1,79 @@
+"""Runs that several lab tests read.
+
+Under TCG one `cryptbench run` spends a minute or more before its first trial
+(the interpreter, NumPy and SciPy, the baselines' own trials), so the tests
+that only inspect a finished run share one: a run of every backend this host's
+kernel lacks, and a `--ram` run begun with ext4 not yet loaded. Each test
+still checks its own part of the run and fails on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cryptbench.backends.filesystem import kernel_filesystems
+from cryptbench.backends.luks import VARIANTS
+from cryptbench.commands import backends
+from tests.conftest import cli, leak_checked_dir
+from tests.lab import FinishedRun, RamRun, run_args
+
+# Every backend this host's kernel lacks: Adiantum, eCryptfs, device-mapper.
+KERNEL_ONLY = ["fscrypt-adiantum", "ecryptfs", *VARIANTS]
+
+# Two of luks-tuning's workloads, tiny: a latency-bound write and the
+# responsiveness probe under a bulk write (one second of it).
+TWO_WORKLOADS = """
+name = "kernel-only-tiny"
+description = "Two of luks-tuning's workloads, tiny, for the kernel lab"
+[[workloads]]
+name = "rnd4k-q1-write"
+rw = "randwrite"
+bs = "4K"
+iodepth = 1
+[[workloads]]
+name = "responsiveness"
+app = "responsiveness"
+seconds = 1
+probe_size = "4M"
+"""
+
+
+def _own_state(home: Path) -> dict[str, str]:
+    # A session fixture starts before the first test's isolated_state: its own dirs.
+    return {**os.environ, "XDG_STATE_HOME": str(home / "state"), "XDG_DATA_HOME": str(home / "data")}
+
+
+@pytest.fixture(scope="session")
+def kernel_only_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FinishedRun]:
+    home = tmp_path_factory.mktemp("kernel-only")
+    suite = home / "suite.toml"
+    suite.write_text(TWO_WORKLOADS)
+    env = _own_state(home)
+    with leak_checked_dir() as target:
+        proc = cli(
+            *("run", "--backends", ",".join(KERNEL_ONLY), "--suite", str(suite), "--size", "8M"),
+            *("--repeats", "2", "--json", "--target", str(target), "--db", str(home / "r.sqlite")),
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stderr
+        yield FinishedRun(json.loads(proc.stdout), home / "r.sqlite", env)
+
+
+@pytest.fixture(scope="session")
+def ram_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RamRun]:
+    home = tmp_path_factory.mktemp("ram")
+    env = _own_state(home)
+    if "ext4" in kernel_filesystems():  # an earlier lab test mounted ext4; nothing holds it now
+        subprocess.run(["rmmod", "ext4"], check=True)
+    loaded = "ext4" in kernel_filesystems()
+    rows = {str(r["name"]): r for r in backends.run()}
+    with leak_checked_dir() as target:
+        proc = cli(*run_args(target, home, ["fscrypt"], "--ram", "--json"), env=env)
+        assert proc.returncode == 0, proc.stderr
+        yield RamRun(json.loads(proc.stdout), home / "r.sqlite", env, loaded, rows)

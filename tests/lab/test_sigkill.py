@@ -1,0 +1,98 @@
+"""A SIGKILL with every kind of target only a distribution kernel offers up at once (a
+dm-crypt mapping, fscrypt with an Adiantum policy, eCryptfs with its key tokens in the
+kernel keyring), then `cryptbench cleanup`: nothing may be left, not even a token."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import cli, leftovers
+from tests.lab import ecryptfs_mounts, run_args, user_keys
+from tests.reliability import count
+
+pytestmark = [pytest.mark.lab, pytest.mark.integration]
+UP_AT_ONCE = ["fscrypt-adiantum", "ecryptfs", "luks-aes256"]
+
+
+def _mappings() -> list[Path]:
+    return list(Path("/dev/mapper").glob("cryptbench-*"))
+
+
+def test_sigkill_with_every_kernel_only_kind_up_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
+    before = user_keys()
+    argv = [sys.executable, "-m", "cryptbench", *run_args(target_dir, tmp_path, UP_AT_ONCE, "--repeats", "5")]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    # every target is provisioned before the first trial: wait for the last of them
+    while not (_mappings() and ecryptfs_mounts()):
+        assert proc.poll() is None and time.monotonic() < deadline, "the targets did not all come up"
+        time.sleep(0.1)
+    time.sleep(2)  # into the mkfs, mount, proof or the trials
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    mess = leftovers(target_dir)
+    assert any(m.startswith("dm-crypt mapping") for m in mess), mess
+    mounted = [m for m in mess if m.startswith("mount ")]
+    assert len(mounted) >= 3, mess  # ext4 (fscrypt-adiantum's and the mapping's) and eCryptfs at least
+    clean = cli("cleanup", "--target", str(target_dir))
+    assert clean.returncode == 0, clean.stderr
+    print(f"cleanup said: {clean.stdout.strip()}")
+    assert leftovers(target_dir) == [] and ecryptfs_mounts() == [] and _mappings() == []
+    assert user_keys() - before == set()  # the run's tokens: unlinked at unmount or invalidated
+    count("SIGKILLs with a dm-crypt mapping, fscrypt (Adiantum) and eCryptfs up at once, cleaned up")
+
+
+def _stacked_on_loops_under(root: Path) -> list[str]:
+    """The device-mapper devices stacked on loop devices whose image lies under `root`."""
+    found = []
+    for loop in Path("/sys/block").glob("loop*"):
+        backing = loop / "loop" / "backing_file"
+        if backing.exists() and backing.read_text().strip().startswith(str(root)):
+            found += [(h / "dm" / "name").read_text().strip() for h in (loop / "holders").glob("dm-*")]
+    return found
+
+
+def test_sigkill_of_cryptsetup_while_it_wipes_for_integrity_then_cleanup(
+    target_dir: Path, tmp_path: Path
+) -> None:
+    """luksFormat --integrity wipes the device through a temporary mapping of cryptsetup's
+    own. Killed there with the run (an OOM kill, a power-user's kill -9 of the whole tree),
+    it leaves that mapping holding the run's loop device: `cleanup` removes it, then detaches."""
+    args = run_args(
+        target_dir, tmp_path, ["luks-aes256-hmac"], "--size", "256M"
+    )  # a wipe long enough to strike
+    proc = subprocess.Popen([sys.executable, "-m", "cryptbench", *args], stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while True:  # a mapping that lasts: the wipe's, not the superblock's brief one before it
+        assert proc.poll() is None and time.monotonic() < deadline, "no wipe was seen"
+        if _stacked_on_loops_under(target_dir):
+            time.sleep(1)
+            if _stacked_on_loops_under(target_dir):
+                break
+        time.sleep(0.05)
+    wipers = [
+        p
+        for p in psutil.process_iter(["name", "cmdline"])
+        if p.info["name"] == "cryptsetup" and "luksFormat" in (p.info["cmdline"] or [])
+    ]
+    assert wipers, "cryptsetup luksFormat is not running"
+    for p in [psutil.Process(proc.pid), *wipers]:
+        p.send_signal(signal.SIGKILL)
+    proc.wait()
+    psutil.wait_procs(wipers, timeout=10)
+    stacked = _stacked_on_loops_under(target_dir)
+    print(f"left stacked on the loop device: {stacked}")
+    assert stacked, "the temporary mapping was gone before the kill"
+    clean = cli("cleanup", "--target", str(target_dir))
+    assert clean.returncode == 0, clean.stderr
+    print(f"cleanup said: {clean.stdout.strip()}")
+    assert all(name in clean.stdout for name in stacked)
+    assert leftovers(target_dir) == [] and _stacked_on_loops_under(target_dir) == []
+    count("SIGKILLs of cryptsetup while it wiped for --integrity, its temporary mapping removed by cleanup")
