@@ -1,7 +1,8 @@
 """The kernel's cipher through AF_ALG, on a kernel that has it (and loads
 af_alg, algif_skcipher and its AES driver on demand), set against the RAM-stack
 method on the same kernel: both are what `cryptbench cipher` prints; and the
-other kernel ciphers the targets use (Adiantum, XChaCha12, CBC for eCryptfs)."""
+other kernel ciphers the targets use (Adiantum, XChaCha12, CBC for eCryptfs) and
+the HMAC-SHA256 of LUKS2's integrity tags, through a hash socket."""
 
 from __future__ import annotations
 
@@ -36,11 +37,11 @@ def test_af_alg_per_unit_on_every_core_against_the_ram_stack(
     assert af["engine"] == "C", "the C loop (_af_alg.c) was not built"
     got = {(r["unit"], r["cores"]): r["throughput"] for r in af["results"] if r["algorithm"] == "xts(aes)"}
     assert set(got) == {(512, 1), (4096, 1), (512, 2), (4096, 2)}
-    # Debian builds Adiantum, XChaCha12 and CBC as modules: each loaded on demand and timed
+    # Debian builds Adiantum, XChaCha12, CBC and HMAC as modules: each loaded on demand and timed
     others = {
         (r["algorithm"], r["cores"]): r["throughput"] for r in af["results"] if r["algorithm"] != "xts(aes)"
     }
-    for algorithm in ("adiantum(xchacha12,aes)", "xchacha12", "cbc(aes)"):
+    for algorithm in ("adiantum(xchacha12,aes)", "xchacha12", "cbc(aes)", "hmac(sha256)"):
         assert others.get((algorithm, 1), 0) > 0 and others.get((algorithm, 2), 0) > 0, (algorithm, af)
         record_property(f"AF_ALG {algorithm}, 4096 B units, 1 core(s)", format_rate(others[(algorithm, 1)]))
     assert af.get("skipped", []) == []
@@ -56,6 +57,9 @@ def test_af_alg_per_unit_on_every_core_against_the_ram_stack(
     monkeypatch.setattr(kernel, "_af_alg", None)
     python = kernel.af_alg_throughput("xts(aes)", 64, 4096, 0.3, 1)
     record_property("AF_ALG xts(aes), 4096 B units, 1 core(s), timed from Python", format_rate(python))
+    tags = kernel.af_alg_throughput("hmac(sha256)", 32, 4096, 0.3, 1, kind="hash")  # the hash socket too
+    record_property("AF_ALG hmac(sha256), 4096 B units, 1 core(s), timed from Python", format_rate(tags))
+    assert python > 0 and tags > 0
     for r in ram["results"]:
         record_property(f"RAM stack {r['target']} {r['direction']}", format_rate(r["throughput"]))
     for c in ram["cipher"]:

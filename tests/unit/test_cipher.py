@@ -175,9 +175,16 @@ def test_af_alg_where_the_kernel_has_none_is_an_oserror_from_either_loop(
         pytest.skip("this kernel has AF_ALG; the refusal is for kernels without it")
     with pytest.raises(OSError):
         kernel.af_alg_throughput("xts(aes)", 64, 4096, 0.05, 2)
+    with pytest.raises(OSError):  # a hash socket, for the integrity tags' HMAC
+        kernel.af_alg_throughput("hmac(sha256)", 32, 4096, 0.05, 1, kind="hash")
+    if kernel._af_alg is not None:  # a kind the C loop does not know is the caller's error
+        with pytest.raises(ValueError, match="kind skcipher or hash"):
+            kernel._af_alg.encrypt_for("xts(aes)", b"k" * 64, 4096, 0.05, 0, 16, "aead")
     monkeypatch.setattr(kernel, "_af_alg", None)
     with pytest.raises(OSError):
         kernel.af_alg_throughput("xts(aes)", 64, 4096, 0.05, 1)
+    with pytest.raises(OSError):
+        kernel.af_alg_throughput("hmac(sha256)", 32, 4096, 0.05, 1, kind="hash")
 
 
 def test_kernel_ciphers_the_kernel_refused_are_kept_with_its_reason() -> None:
@@ -192,3 +199,4 @@ def test_kernel_ciphers_the_kernel_refused_are_kept_with_its_reason() -> None:
     cases = {c.algorithm: c for c in kernel.AF_ALG_CASES}
     assert (cases["xts(aes)"].iv_bytes, cases["adiantum(xchacha12,aes)"].iv_bytes) == (16, 32)
     assert cases["cbc(aes)"].key_bytes == 32  # eCryptfs's AES-256
+    assert cases["hmac(sha256)"].kind == "hash" and {c.kind for c in cases.values()} == {"skcipher", "hash"}

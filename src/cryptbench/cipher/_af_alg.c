@@ -12,6 +12,10 @@
  * Each request carries its own IV, the unit's number (plain64, little
  * endian, zero-padded to the cipher's IV size: 16 bytes for xts(aes), 32 for
  * adiantum and xchacha), as dm-crypt's -plain64 and fscrypt's per-block IVs do.
+ *
+ * A keyed hash (hmac(sha256), dm-integrity's tag under LUKS2 --integrity) goes
+ * through a "hash" socket instead: one send of the unit, which finishes the
+ * digest, and one read of the tag, as dm-crypt tags each sector.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -30,6 +34,7 @@
 #endif
 
 #define MAX_IV_BYTES 32
+#define MAX_DIGEST_BYTES 64 /* SHA-512's; a read of this much returns the whole tag */
 #define CHECK_EVERY 64 /* units between looks at the clock */
 
 static double now(void)
@@ -74,12 +79,24 @@ static int request(int op, unsigned char *in, unsigned char *out, size_t unit, u
     return 1;
 }
 
+/* One keyed-hash request: the unit's tag. `sector` goes into the data, as dm-crypt
+ * authenticates each sector with its number. */
+static int digest_request(int op, unsigned char *in, unsigned char *out, size_t unit, uint64_t sector)
+{
+    for (int i = 0; i < 8; i++)
+        in[i] = (unsigned char)(sector >> (8 * i));
+    if (send(op, in, unit, 0) != (ssize_t)unit) /* no MSG_MORE: the digest is final */
+        return 0;
+    return read(op, out, MAX_DIGEST_BYTES) > 0;
+}
+
 PyDoc_STRVAR(encrypt_for_doc,
-"encrypt_for(algorithm, key, unit, seconds, first_sector, iv_bytes=16) -> (bytes, seconds)\n\n"
+"encrypt_for(algorithm, key, unit, seconds, first_sector, iv_bytes=16, kind='skcipher') -> (bytes, seconds)\n\n"
 "Encrypt `unit`-byte data units through an AF_ALG skcipher socket, one request\n"
 "per unit with its sector number as the IV (`iv_bytes` long), until at least `seconds` have\n"
 "passed (after CHECK_EVERY unmeasured units), and return the bytes encrypted\n"
-"and the seconds taken. Runs without the GIL. OSError where the kernel refuses.");
+"and the seconds taken. With kind 'hash', each unit's keyed digest through a hash\n"
+"socket instead (iv_bytes unused). Runs without the GIL. OSError where the kernel refuses.");
 
 static PyObject *encrypt_for(PyObject *self, PyObject *args)
 {
@@ -89,16 +106,20 @@ static PyObject *encrypt_for(PyObject *self, PyObject *args)
     double seconds;
     unsigned long long first;
     Py_ssize_t iv_bytes = 16;
-    if (!PyArg_ParseTuple(args, "sy*ndK|n", &algorithm, &key, &unit, &seconds, &first, &iv_bytes))
+    const char *kind = "skcipher";
+    if (!PyArg_ParseTuple(args, "sy*ndK|ns", &algorithm, &key, &unit, &seconds, &first, &iv_bytes, &kind))
         return NULL;
+    int hash = strcmp(kind, "hash") == 0;
     if (unit < 16 || unit > (1 << 16) || seconds < 0 || strlen(algorithm) >= 64 || iv_bytes < 8
-        || iv_bytes > MAX_IV_BYTES) {
+        || iv_bytes > MAX_IV_BYTES || (!hash && strcmp(kind, "skcipher") != 0)) {
         PyBuffer_Release(&key);
         PyErr_SetString(PyExc_ValueError,
-                        "unit must be 16 B to 64 KiB, seconds not negative, a name under 64, an IV of 8 to 32 bytes");
+                        "unit must be 16 B to 64 KiB, seconds not negative, a name under 64, an IV of 8 to 32 bytes, "
+                        "kind skcipher or hash");
         return NULL;
     }
-    unsigned char *in = PyMem_RawMalloc((size_t)unit), *out = PyMem_RawMalloc((size_t)unit);
+    size_t out_bytes = (size_t)unit > MAX_DIGEST_BYTES ? (size_t)unit : MAX_DIGEST_BYTES;
+    unsigned char *in = PyMem_RawMalloc((size_t)unit), *out = PyMem_RawMalloc(out_bytes);
     int tfm = -1, op = -1, ok = 0, err = 0;
     uint64_t done = 0;
     double took = 0;
@@ -106,7 +127,7 @@ static PyObject *encrypt_for(PyObject *self, PyObject *args)
     if (in != NULL && out != NULL) {
         memset(in, 0xa5, (size_t)unit);
         struct sockaddr_alg sa = {.salg_family = AF_ALG};
-        strcpy((char *)sa.salg_type, "skcipher");
+        strcpy((char *)sa.salg_type, hash ? "hash" : "skcipher");
         strcpy((char *)sa.salg_name, algorithm);
         tfm = socket(AF_ALG, SOCK_SEQPACKET, 0);
         if (tfm >= 0 && bind(tfm, (struct sockaddr *)&sa, sizeof(sa)) == 0
@@ -115,11 +136,13 @@ static PyObject *encrypt_for(PyObject *self, PyObject *args)
             uint64_t sector = first;
             ok = 1;
             for (int i = 0; ok && i < CHECK_EVERY; i++)  /* warm: the cipher instantiated, pages touched */
-                ok = request(op, in, out, (size_t)unit, sector++, (size_t)iv_bytes);
+                ok = hash ? digest_request(op, in, out, (size_t)unit, sector++)
+                          : request(op, in, out, (size_t)unit, sector++, (size_t)iv_bytes);
             double start = now();
             while (ok && took < seconds) {
                 for (int i = 0; ok && i < CHECK_EVERY; i++) {
-                    ok = request(op, in, out, (size_t)unit, sector++, (size_t)iv_bytes);
+                    ok = hash ? digest_request(op, in, out, (size_t)unit, sector++)
+                              : request(op, in, out, (size_t)unit, sector++, (size_t)iv_bytes);
                     done += ok ? (uint64_t)unit : 0;
                 }
                 took = now() - start;

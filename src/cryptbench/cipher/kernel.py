@@ -47,6 +47,7 @@ class AfAlgCase:
     iv_bytes: int  # the unit's number, little endian, zero-padded to this
     units: tuple[int, ...]  # bytes per request
     used_by: str
+    kind: str = "skcipher"  # the AF_ALG socket type: skcipher, or hash for a keyed digest (no IV)
 
 
 AF_ALG_CASES = (
@@ -55,6 +56,8 @@ AF_ALG_CASES = (
     AfAlgCase("cbc(aes)", 32, 16, (4096,), "ecryptfs (AES-256 per 4 KiB extent)"),
     # Adiantum's bulk cipher alone: how much of Adiantum's cost is XChaCha12's
     AfAlgCase("xchacha12", 32, 32, (4096,), "Adiantum's stream cipher"),
+    # dm-integrity's tag under LUKS2 --integrity hmac-sha256: one digest per 4 KiB sector
+    AfAlgCase("hmac(sha256)", 32, 16, (4096,), "luks-aes256-hmac, -hmac-nojournal (the tags)", "hash"),
 )
 
 
@@ -189,12 +192,19 @@ def af_alg_engine() -> str:
 
 
 def af_alg_throughput(
-    algorithm: str, key_bytes: int, unit: int, seconds: float, workers: int = 1, iv_bytes: int = 16
+    algorithm: str,
+    key_bytes: int,
+    unit: int,
+    seconds: float,
+    workers: int = 1,
+    iv_bytes: int = 16,
+    kind: str = "skcipher",
 ) -> float:
     """Bytes/s of the kernel's `algorithm` through AF_ALG: one request per data
     unit, as dm-crypt and fscrypt submit them, with `workers` requests in
     flight (a thread and a socket each, outside Python's lock), as dm-crypt's
-    workqueue spreads a stream over every core.
+    workqueue spreads a stream over every core. With kind "hash", each unit's keyed
+    digest instead (one tag per sector, as dm-integrity's are made).
 
     Each request also costs two system calls. From the C loop that is all it
     costs beyond the cipher; from Python (where the loop was not built) the
@@ -209,7 +219,7 @@ def af_alg_throughput(
     def work(i: int) -> None:
         try:
             # Each worker its own sectors, as a disk's concurrent requests.
-            moved[i], took[i] = loop(algorithm, key, unit, seconds, i << 40, iv_bytes)
+            moved[i], took[i] = loop(algorithm, key, unit, seconds, i << 40, iv_bytes, kind)
         except OSError as e:
             failed.append(e)
 
@@ -224,28 +234,32 @@ def af_alg_throughput(
 
 
 def _c_loop(
-    algorithm: str, key: bytes, unit: int, seconds: float, first: int, iv_bytes: int
+    algorithm: str, key: bytes, unit: int, seconds: float, first: int, iv_bytes: int, kind: str
 ) -> tuple[int, float]:
     assert _af_alg is not None
-    done, took = _af_alg.encrypt_for(algorithm, key, unit, seconds, first, iv_bytes)
+    done, took = _af_alg.encrypt_for(algorithm, key, unit, seconds, first, iv_bytes, kind)
     return int(done), float(took)
 
 
 def _python_loop(
-    algorithm: str, key: bytes, unit: int, seconds: float, first: int, iv_bytes: int
+    algorithm: str, key: bytes, unit: int, seconds: float, first: int, iv_bytes: int, kind: str
 ) -> tuple[int, float]:
     data = os.urandom(unit)
     with socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0) as alg:
-        alg.bind(("skcipher", algorithm))
+        alg.bind((kind, algorithm))
         alg.setsockopt(socket.SOL_ALG, socket.ALG_SET_KEY, key)
         op, _ = alg.accept()
         with op:
             done, sector, start = 0, first, time.perf_counter()
             while True:
                 for _ in range(64):
-                    iv = sector.to_bytes(iv_bytes, "little")  # plain64 IVs: the sector number
-                    op.sendmsg_afalg([data], op=socket.ALG_OP_ENCRYPT, iv=iv)
-                    op.recv(unit)
+                    if kind == "hash":  # one send finishes the digest; the tag is at most 64 bytes
+                        op.send(data)
+                        op.recv(64)
+                    else:
+                        iv = sector.to_bytes(iv_bytes, "little")  # plain64 IVs: the sector number
+                        op.sendmsg_afalg([data], op=socket.ALG_OP_ENCRYPT, iv=iv)
+                        op.recv(unit)
                     sector += 1
                 done += 64 * unit
                 elapsed = time.perf_counter() - start

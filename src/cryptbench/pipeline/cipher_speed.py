@@ -124,7 +124,7 @@ def measure_af_alg(seconds: float, repeats: int) -> tuple[list[AfAlgFigure], lis
                 for cores in dict.fromkeys((1, userspace.cores())):
                     xs = [
                         kernel.af_alg_throughput(
-                            case.algorithm, case.key_bytes, unit, seconds, cores, case.iv_bytes
+                            case.algorithm, case.key_bytes, unit, seconds, cores, case.iv_bytes, case.kind
                         )
                         for _ in range(repeats)
                     ]
