@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.commands import run as run_cmd
+from cryptbench.engines.apps.responsiveness import BULK_BYTES
 from cryptbench.plan import RunRequest
 from cryptbench.store import Store
 from tests.conftest import need_backend, requires_root
@@ -110,12 +111,16 @@ def _run(suite_text: str, target_dir: Path, tmp_path: Path, **kw: str) -> run_cm
 
 
 def _probe_ran_under_the_load(out: dict[tuple[str, str], list[dict]], targets: list[str]) -> None:
-    """responsiveness: the bulk write ran its second on the target and the probe read
-    beside it, O_DIRECT from the scratch filesystem (ext4 under /var/tmp here)."""
+    """responsiveness: the bulk write ran on the target for its second, or until its byte
+    cap where the machine writes that sooner (this VM wrote 1 GiB buffered in 0.27 s), and
+    the probe read beside it, O_DIRECT from the scratch filesystem (ext4 under /var/tmp
+    here), and no longer than the load (exitall)."""
     for t in targets:
         for o in out[("resp", t)]:
             (bulk,) = o["phases"]
-            assert bulk["name"] == "bulk" and bulk["bytes"] > 0 and 0.9 < bulk["seconds"] < 60, (t, o)
+            assert bulk["name"] == "bulk" and 0 < bulk["bytes"] <= BULK_BYTES and bulk["seconds"] < 60, (t, o)
+            assert bulk["seconds"] > 0.9 or bulk["bytes"] == BULK_BYTES, (t, o)
+            assert o["details"]["probe_seconds"] <= bulk["seconds"] + 1, (t, o)
             assert o["details"]["probe_direct"] is True and o["details"]["probe_reads"] > 0, (t, o)
             f = o["figures"]
             assert 0 < f["probe.lat_p50"] <= f["probe.lat_p99"] <= f["probe.lat_p99_9"], (t, f)
