@@ -1,6 +1,7 @@
-"""A SIGKILL with every kind of target only a distribution kernel offers up at once (a
-dm-crypt mapping, fscrypt with an Adiantum policy, eCryptfs with its key tokens in the
-kernel keyring), then `cryptbench cleanup`: nothing may be left, not even a token."""
+"""A SIGKILL with every kind of target only a distribution kernel offers up at once (dm-crypt
+mappings, one of them stacked on dm-integrity, fscrypt with an Adiantum policy, eCryptfs
+with its key tokens in the kernel keyring), then `cryptbench cleanup`: nothing may be left,
+not even a token."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from tests.lab import ecryptfs_mounts, run_args, user_keys
 from tests.reliability import count
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
-UP_AT_ONCE = ["fscrypt-adiantum", "ecryptfs", "luks-aes256"]
+UP_AT_ONCE = ["fscrypt-adiantum", "ecryptfs", "luks-adiantum", "luks-aes256-hmac-nojournal"]
+# luks-adiantum's mapping, and the integrity target's crypt mapping with its NAME_dif under it
+MAPPINGS_UP = 3
 
 
 def _mappings() -> list[Path]:
@@ -31,14 +34,15 @@ def test_sigkill_with_every_kernel_only_kind_up_then_cleanup(target_dir: Path, t
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     # every target is provisioned before the first trial: wait for the last of them
-    while not (_mappings() and ecryptfs_mounts()):
+    while not (len(_mappings()) >= MAPPINGS_UP and ecryptfs_mounts()):
         assert proc.poll() is None and time.monotonic() < deadline, "the targets did not all come up"
         time.sleep(0.1)
     time.sleep(2)  # into the mkfs, mount, proof or the trials
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     mess = leftovers(target_dir)
-    assert any(m.startswith("dm-crypt mapping") for m in mess), mess
+    mapped = [m for m in mess if m.startswith("dm-crypt mapping")]
+    assert len(mapped) >= MAPPINGS_UP and any(m.endswith("_dif") for m in mapped), mess
     mounted = [m for m in mess if m.startswith("mount ")]
     assert len(mounted) >= 3, mess  # ext4 (fscrypt-adiantum's and the mapping's) and eCryptfs at least
     clean = cli("cleanup", "--target", str(target_dir))
@@ -46,7 +50,7 @@ def test_sigkill_with_every_kernel_only_kind_up_then_cleanup(target_dir: Path, t
     print(f"cleanup said: {clean.stdout.strip()}")
     assert leftovers(target_dir) == [] and ecryptfs_mounts() == [] and _mappings() == []
     assert user_keys() - before == set()  # the run's tokens: unlinked at unmount or invalidated
-    count("SIGKILLs with a dm-crypt mapping, fscrypt (Adiantum) and eCryptfs up at once, cleaned up")
+    count("SIGKILLs with dm-crypt (Adiantum; on dm-integrity), fscrypt-adiantum and eCryptfs up, cleaned up")
 
 
 def _stacked_on_loops_under(root: Path) -> list[str]:
