@@ -25,6 +25,7 @@ from cryptbench.report import (
     document,
     export_html,
     export_markdown,
+    ranking,
     warning_rules,
 )
 from cryptbench.result_model import Document
@@ -71,7 +72,7 @@ RENDERERS: dict[str, Callable[[Document], str]] = {
     "details-80.txt": lambda d: _console_text(d, 80, details=True),
     "details-120.txt": lambda d: _console_text(d, 120, details=True),
     "report.md": export_markdown.render,
-    "ranking.json": lambda d: _json([s.to_json() for s in d.ranking]),
+    "ranking.json": lambda d: _json([s.to_json() for s in ranking.build(d)]),
     "derived.json": _derived,
     "charts.json": _charts,
     "page.html": lambda d: export_html.render(d, []),

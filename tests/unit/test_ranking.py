@@ -1,7 +1,10 @@
-"""The ranking of encrypted targets, on documents recorded by real runs
-(tests/fixtures/documents/), some altered the way a failure or a faster layer would."""
+"""The ranking of encrypted targets, built here (never read from a stored document):
+on documents recorded by real runs (tests/fixtures/documents/), some altered the way
+a failure or a faster layer would, and on small documents whose verdicts are worked
+out by hand."""
 
 import copy
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -10,14 +13,15 @@ import pytest
 
 from cryptbench import stats
 from cryptbench.report import ranking
-from cryptbench.result_model import Document
+from cryptbench.result_model import Document, RankEntry, RankingSection, Result, TargetInfo
 from tests.unit.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
 
 def _doc(name: str) -> dict:
-    return json.loads((DOCS / f"{name}.json").read_text())
+    """A recorded document with its ranking built anew from its results."""
+    return _rebuilt(json.loads((DOCS / f"{name}.json").read_text()))
 
 
 def _rebuilt(doc: dict) -> dict:
@@ -67,7 +71,7 @@ def test_families_rank_on_their_own_workloads() -> None:
 
 
 def test_a_target_faster_than_plain_is_ranked_first_and_said_to_be_faster() -> None:
-    doc = json.loads((DOCS / "default-run.json").read_text())
+    doc = _doc("default-run")
     for r in doc["results"]:
         if r["target"] == "encfs":
             r["samples"] = [v * 20 for v in r["samples"]]
@@ -78,7 +82,7 @@ def test_a_target_faster_than_plain_is_ranked_first_and_said_to_be_faster() -> N
 
 
 def test_failed_or_unproven_targets_are_never_ranked() -> None:
-    doc = json.loads((DOCS / "default-run.json").read_text())
+    doc = _doc("default-run")
     doc["results"] = [
         r for r in doc["results"] if not (r["target"] == "cryfs" and r["workload"] == "rnd4k-q1-read")
     ]
@@ -127,7 +131,7 @@ def test_ram_twins_rank_separately_from_the_device() -> None:
 
 
 def test_all_tied_when_intervals_overlap() -> None:
-    doc = json.loads((DOCS / "default-run.json").read_text())
+    doc = _doc("default-run")
     keep = {"plain", "ext4-loop", "gocryptfs", "securefs"}
     doc["targets"] = [t for t in doc["targets"] if t["name"] in keep]
     doc["results"] = [r for r in doc["results"] if r["target"] in keep]
@@ -144,11 +148,15 @@ def _exact_quantiles(pairs: list[tuple[list[float], list[float]]], qs: tuple[flo
 
 
 def test_geometric_mean_interval_matches_exact_enumeration() -> None:
-    pairs = [([10.0, 14.0], [20.0, 21.0]), ([3.0, 5.0], [4.0, 4.4])]
+    pairs = [([10.0, 14.0, 11.0], [20.0, 21.0, 26.0]), ([3.0, 5.0, 4.2], [4.0, 4.4, 3.6])]
     r = stats.geometric_mean_ratio(pairs, seed=7)
-    assert r.ratio == pytest.approx(math.sqrt((12 / 20.5) * (4 / 4.2)))
-    lo_band = _exact_quantiles(pairs, (0.01, 0.04))
-    hi_band = _exact_quantiles(pairs, (0.96, 0.99))
+    assert r.ratio == pytest.approx(math.sqrt((11 / 21) * (4.2 / 4.0)))
+    lo_band = _exact_quantiles(pairs, (0.015, 0.035))
+    hi_band = _exact_quantiles(pairs, (0.965, 0.985))
+    # The bands tell a 95 % interval from a 90 % one: its bounds fall outside both.
+    ninety = _exact_quantiles(pairs, (0.05, 0.95))
+    assert ninety[0] > lo_band[1] and ninety[1] < hi_band[0]
+    assert r.ci_low is not None and r.ci_high is not None
     assert lo_band[0] <= r.ci_low <= lo_band[1]
     assert hi_band[0] <= r.ci_high <= hi_band[1]
     other = stats.geometric_mean_ratio(
@@ -163,3 +171,165 @@ def test_geometric_mean_interval_matches_exact_enumeration() -> None:
 def test_geometric_mean_without_enough_trials_has_no_interval() -> None:
     r = stats.geometric_mean_ratio([([10.0], [20.0, 21.0]), ([3.0, 5.0], [4.0, 4.4])])
     assert r.ci_low is None and r.ci_high is None and r.ratio > 0
+
+
+# Small documents whose verdicts are worked out by hand. Trials of equal value give
+# a ratio exactly and an interval of one point (ci_low == ci_high == the ratio).
+SEQ, RND, APP = "seq-read", "rnd-read", "responsiveness"
+PLAN = {
+    "workloads": [SEQ, RND, APP],
+    "workload_specs": {SEQ: {"rw": "read"}, RND: {"rw": "randread"}},  # an app has no fio spec
+    "primary_metrics": {SEQ: "throughput", RND: "throughput", APP: "probe.lat_p99"},  # p99: lower is better
+    "seed": 3,
+}
+BASE = Document.from_json(json.loads((DOCS / "default-run.json").read_text()))
+
+
+def _target(name: str, medium: str = "device", host: str | None = None) -> TargetInfo:
+    backend = name.rsplit("/", 1)[-1].removeprefix("ram:")
+    plain = backend == "plain"
+    return TargetInfo(
+        name, backend, None if plain else "plain", not plain, "direct", None, None,
+        None if plain else False, None if plain else True, {}, medium, host,
+    )  # fmt: skip
+
+
+def _result(workload: str, target: str, samples: list[float]) -> Result:
+    metric = PLAN["primary_metrics"][workload]
+    return Result(
+        workload, target, metric, "", samples, len(samples), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, None, None
+    )
+
+
+def _speeds(target: str, seq: float, rnd: float, p99: float, trials: int = 3) -> list[Result]:
+    """A target's results: MB/s at the two fio workloads, and a p99 in seconds."""
+    return [
+        _result(SEQ, target, [seq] * trials),
+        _result(RND, target, [rnd] * trials),
+        _result(APP, target, [p99] * trials),
+    ]
+
+
+def _section(targets: list[TargetInfo], results: list[Result]) -> list[RankingSection]:
+    return ranking.build(dataclasses.replace(BASE, plan=PLAN, targets=targets, results=results, warnings=[]))
+
+
+def _verdicts(entries: list[RankEntry]) -> list[tuple[str, float, str]]:
+    return [(e.target, round(e.ratio, 9), e.verdict) for e in entries]
+
+
+def test_verdicts_worked_out_by_hand() -> None:
+    # plain: 100 and 100 MB/s, p99 10 ms. a: 80 % of plain's speed everywhere (its p99
+    # 12.5 ms is plain's 10 ms over 0.8). b: half plain's speed. c: a's very figures,
+    # so its one-point interval touches the cheapest's: tied, not costlier.
+    (s,) = _section(
+        [_target("plain"), _target("a"), _target("b"), _target("c")],
+        [
+            *_speeds("plain", 100, 100, 0.010),
+            *_speeds("a", 80, 80, 0.0125),
+            *_speeds("b", 50, 50, 0.020),
+            *_speeds("c", 80, 80, 0.0125),
+        ],
+    )
+    assert s.plain == "plain" and s.workloads == [SEQ, RND, APP]
+    assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("c", 0.8, "tied"), ("b", 0.5, "costlier")]
+    best, tied = s.overall[0], s.overall[1]
+    assert best.ci_low == best.ci_high == pytest.approx(0.8) and tied.ci_high == best.ci_low
+    assert [e.workloads for e in s.overall] == [3, 3, 3]
+    assert [(f.family, f.workloads) for f in s.families] == [
+        ("sequential", [SEQ]),
+        ("random", [RND]),
+        ("application", [APP]),
+    ]
+    # responsiveness' p99 is a time: a slower p99 is a ratio below 1, not above
+    (app,) = [f for f in s.families if f.family == "application"]
+    assert _verdicts(app.entries) == [("a", 0.8, "cheapest"), ("c", 0.8, "tied"), ("b", 0.5, "costlier")]
+    assert [w.workload for w in s.per_workload] == [SEQ, RND, APP]
+
+
+def test_the_cheapest_differs_by_family_and_overall_is_the_geometric_mean() -> None:
+    # a: 0.9 sequential, 0.4 random, 0.8 app; b: 0.5, 0.8, 0.8.
+    # Overall a = (0.9 * 0.4 * 0.8) ** (1/3) = 0.66, b = (0.5 * 0.8 * 0.8) ** (1/3) = 0.684.
+    (s,) = _section(
+        [_target("plain"), _target("a"), _target("b")],
+        [*_speeds("plain", 100, 100, 0.010), *_speeds("a", 90, 40, 0.0125), *_speeds("b", 50, 80, 0.0125)],
+    )
+    fam = {f.family: _verdicts(f.entries) for f in s.families}
+    assert fam["sequential"] == [("a", 0.9, "cheapest"), ("b", 0.5, "costlier")]
+    assert fam["random"] == [("b", 0.8, "cheapest"), ("a", 0.4, "costlier")]
+    assert fam["application"] == [("a", 0.8, "cheapest"), ("b", 0.8, "tied")]
+    overall = _verdicts(s.overall)
+    assert overall == [
+        ("b", round((0.5 * 0.8 * 0.8) ** (1 / 3), 9), "cheapest"),
+        ("a", round((0.9 * 0.4 * 0.8) ** (1 / 3), 9), "costlier"),
+    ]
+
+
+def test_without_an_interval_the_run_cannot_tell_targets_apart() -> None:
+    # d ran once: no interval, so though its one ratio is far below, it is tied.
+    one_trial = [_target("plain"), _target("a"), _target("d")]
+    (s,) = _section(
+        one_trial,
+        [
+            *_speeds("plain", 100, 100, 0.010),
+            *_speeds("a", 80, 80, 0.0125),
+            *_speeds("d", 25, 25, 0.04, trials=1),
+        ],
+    )
+    assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("d", 0.25, "tied")]
+    assert s.overall[1].ci_low is None and s.overall[1].ci_high is None
+    # and when the cheapest itself has no interval, every other target is tied with it
+    (s,) = _section(
+        one_trial,
+        [
+            *_speeds("plain", 100, 100, 0.010),
+            *_speeds("a", 80, 80, 0.0125, trials=1),
+            *_speeds("d", 25, 25, 0.04),
+        ],
+    )
+    assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("d", 0.25, "tied")]
+
+
+def test_sections_by_host_and_by_ram_twin_each_against_their_own_plain() -> None:
+    # Each target is held to the plain of its host and medium, never to another's:
+    # on the device fscrypt is 0.8 of plain, on RAM 0.5 of ram:plain, on h1 0.25 of h1/plain.
+    targets = [
+        _target("plain"),
+        _target("fscrypt"),
+        _target("ram:plain", medium="ram"),
+        _target("ram:fscrypt", medium="ram"),
+        _target("h1/plain", host="h1"),
+        _target("h1/fscrypt", host="h1"),
+    ]
+    results = [
+        *_speeds("plain", 100, 100, 0.010),
+        *_speeds("fscrypt", 80, 80, 0.0125),
+        *_speeds("ram:plain", 1000, 1000, 0.001),
+        *_speeds("ram:fscrypt", 500, 500, 0.002),
+        *_speeds("h1/plain", 400, 400, 0.001),
+        *_speeds("h1/fscrypt", 100, 100, 0.004),
+    ]
+    sections = _section(targets, results)
+    assert [(s.host, s.medium, s.plain) for s in sections] == [
+        (None, "device", "plain"),
+        (None, "ram", "ram:plain"),
+        ("h1", "device", "h1/plain"),
+    ]
+    assert [_verdicts(s.overall) for s in sections] == [
+        [("fscrypt", 0.8, "cheapest")],
+        [("ram:fscrypt", 0.5, "cheapest")],
+        [("h1/fscrypt", 0.25, "cheapest")],
+    ]
+
+
+def test_a_target_missing_a_workload_is_not_ranked_and_plain_missing_one_drops_it() -> None:
+    (s,) = _section(
+        [_target("plain"), _target("a"), _target("b")],
+        [*_speeds("plain", 100, 100, 0.010), *_speeds("a", 80, 80, 0.0125), *_speeds("b", 50, 50, 0.02)[:2]],
+    )
+    assert [(n.target, n.reason) for n in s.not_ranked] == [("b", f"trials failed at {APP}")]
+    (s,) = _section(
+        [_target("plain"), _target("a")],
+        [*_speeds("plain", 100, 100, 0.010)[1:], *_speeds("a", 80, 80, 0.0125)],
+    )
+    assert s.workloads == [RND, APP] and _verdicts(s.overall) == [("a", 0.8, "cheapest")]
