@@ -4,26 +4,43 @@ on recorded documents what the document lists."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cryptbench.report import warning_rules
 from cryptbench.report.warning_rules import WarningKind
-from cryptbench.result_model import Document
+from cryptbench.result_model import Document, RunWarning
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
 
-def test_every_kind_has_its_rule_and_every_rule_is_applied() -> None:
-    applied = {*warning_rules.RUN_RULES, *warning_rules.RESULT_RULES}
-    applied |= {
-        warning_rules.failed_trials,
-        warning_rules.cache_not_dropped,
-        warning_rules.imprecise,
-        warning_rules.io_mode_mismatch,
-    }
-    assert {r.__name__ for r in applied} == {k.value.replace("-", "_") for k in WarningKind}
+def test_every_kind_has_its_rule_and_find_calls_every_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kind's rule, named after it, is watched while find() runs over a recorded
+    document: every one must be called, whichever way find() reaches it."""
+    called: set[str] = set()
+
+    def watched(name: str) -> Callable[..., list[RunWarning]]:
+        rule = getattr(warning_rules, name)  # an AttributeError here: a kind without its rule
+
+        def spy(*args: Any) -> list[RunWarning]:
+            called.add(name)
+            return rule(*args)
+
+        return spy
+
+    names = {k.value.replace("-", "_") for k in WarningKind}
+    spies = {name: watched(name) for name in names}
+    for name, spy in spies.items():
+        monkeypatch.setattr(warning_rules, name, spy)
+    for table in ("RUN_RULES", "RESULT_RULES"):  # they hold the rules themselves, not their names
+        rules = getattr(warning_rules, table)
+        monkeypatch.setattr(warning_rules, table, tuple(spies.get(r.__name__, r) for r in rules))
+    doc = Document.from_json(json.loads((DOCS / "default-run.json").read_text()))
+    warning_rules.find(doc, [])
+    assert called == names
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in DOCS.glob("*.json")))
