@@ -5,25 +5,29 @@ BUILT  := pyproject.toml setup.py src/cryptbench/cipher/_units.c src/cryptbench/
 STAMP  := $(VENV)/.installed-$(shell cat $(BUILT) | cksum | cut -d' ' -f1)
 ARGS   ?=
 PYTEST_ARGS ?=
+# apt's and pip's output goes here; each set-up step prints one line (scripts/quietly.sh).
+LOG    := build/setup.log
+QUIETLY := scripts/quietly.sh $(LOG)
 
 .PHONY: run test test-steps setup system-deps test-deps lint clean
 
 setup: system-deps $(STAMP)
 
 system-deps:
-	@scripts/install-system-deps.sh
+	@$(QUIETLY) "checking system packages" scripts/install-system-deps.sh
 
 test-deps:
-	@scripts/install-system-deps.sh --test
+	@$(QUIETLY) "checking the tests' system packages" scripts/install-system-deps.sh --test
 
 $(STAMP): $(BUILT)
-	rm -f $(VENV)/.installed-*
-	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
-	touch $@
+	@rm -f $(VENV)/.installed-*
+	@$(QUIETLY) "making the Python environment $(VENV)" python3 -m venv $(VENV)
+	@$(QUIETLY) "installing Python packages into $(VENV)" \
+		$(VENV)/bin/pip install --disable-pip-version-check -e '.[dev]'
+	@touch $@
 
 run: setup
-	$(VENV)/bin/cryptbench run $(ARGS)
+	@$(VENV)/bin/cryptbench run $(ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -35,13 +35,16 @@ if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
 
+# What the user must read even when scripts/quietly.sh sends the rest to its log: on fd 3 where it is open.
+notice() { if { true >&3; } 2>/dev/null; then echo "$*" >&3; else echo "$*" >&2; fi; }
+
 if [ "$(id -u)" -ne 0 ]; then
-    echo "install-system-deps: not root; missing packages: ${missing[*]}" >&2
-    echo "install-system-deps: cryptbench will skip what needs them and say why" >&2
+    notice "install-system-deps: not root; missing packages: ${missing[*]}"
+    notice "install-system-deps: cryptbench will skip what needs them and say why"
     exit 0
 fi
 
-echo "install-system-deps: installing ${missing[*]}" >&2
+echo "install-system-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
