@@ -43,16 +43,41 @@ KVM_PROBE_SECONDS = 90.0  # a boot that has not run `true` by then hangs
 LAB_SECONDS = 40 * 60.0  # every lab test together; TCG is slow but not that slow
 RESULTS = "results.jsonl"
 CONSOLE = "console.log"
+PYTEST_EXIT = "lab: pytest exit "  # the guest script's last line, then the status
 
 
 @dataclass
 class Outcome:
-    """One guest test's result, merged over its setup, call and teardown."""
+    """One guest test's result, merged over its setup, call and teardown.
 
-    outcome: str = "passed"  # passed, failed or skipped
+    Nothing passes by default: a test passed only when its setup, call and
+    teardown all reported and passed. A test whose phases stop short (the guest
+    panicked, ran out of memory or was stopped) failed, whatever did arrive.
+    """
+
+    outcome: str = ""  # passed, failed or skipped, once its phases are read (settle)
     report: str = ""  # the guest's failure report (with what the test printed), or the skip reason
     seconds: float = 0.0  # wall time in the guest, all phases
     figures: list[tuple[str, str]] = field(default_factory=list)  # what the test recorded (record_property)
+    phases: dict[str, str] = field(default_factory=dict)  # setup/call/teardown -> the outcome each reported
+
+    def settle(self) -> None:
+        """Decide the outcome from the phases that arrived."""
+        if "failed" in self.phases.values():
+            self.outcome = "failed"
+        elif "teardown" not in self.phases or (
+            "call" not in self.phases and self.phases.get("setup") == "passed"
+        ):
+            arrived = ", ".join(self.phases) or "none"
+            self.outcome = "failed"
+            self.report = (
+                f"the guest stopped before this test finished (phases reported: {arrived}); "
+                "it panicked, ran out of memory or hit the lab's time limit"
+            )
+        elif "skipped" in self.phases.values():
+            self.outcome = "skipped"
+        else:
+            self.outcome = "passed"
 
 
 @dataclass
@@ -68,6 +93,24 @@ class LabRun:
     console: str = ""  # everything the guest printed
     outcomes: dict[str, Outcome] = field(default_factory=dict)  # by node id
     figures: dict[str, int] = field(default_factory=dict)  # the guest's reliability figures
+    pytest_exit: int | None = (
+        None  # the guest's pytest exit status, from its last line; None if it never came
+    )
+
+    def failure(self) -> str | None:
+        """Why the lab as a whole failed, beyond any one test's outcome; None if it did not."""
+        if self.unavailable:
+            return None
+        if self.returncode is None:
+            return f"the lab was stopped at its time limit ({LAB_SECONDS:.0f} s)"
+        if self.pytest_exit is None:
+            return (
+                f"the guest never reported pytest's exit (vng exit {self.returncode}): "
+                "it panicked, ran out of memory or was powered off"
+            )
+        if self.pytest_exit != 0:
+            return f"pytest in the guest exited {self.pytest_exit}"
+        return None
 
     def summary(self) -> str:
         if self.unavailable:
@@ -76,9 +119,10 @@ class LabRun:
         for o in self.outcomes.values():
             counts[o.outcome] = counts.get(o.outcome, 0) + 1
         tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no result"
+        failed = self.failure()
         return (
             f"kernel lab: {Path(self.kernel).name} under {self.accel.upper()} ({self.accel_reason}); "
-            f"{tally} in {self.seconds:.0f} s"
+            f"{tally} in {self.seconds:.0f} s" + (f"; FAILED: {failed}" if failed else "")
         )
 
 
@@ -147,6 +191,9 @@ def _run_vng(argv: list[str], log: Path, timeout: float) -> int | None:
                     proc.wait()
 
 
+_ACCEL: dict[str, tuple[str, str]] = {}  # kernel -> its choice: one probe per pytest, for every boot
+
+
 def choose_accel(kernel: str, scratch: Path) -> tuple[str, str]:
     """KVM where it boots the lab kernel, TCG otherwise; and why."""
     forced = os.environ.get("CRYPTBENCH_LAB_ACCEL")
@@ -154,6 +201,12 @@ def choose_accel(kernel: str, scratch: Path) -> tuple[str, str]:
         return forced, "CRYPTBENCH_LAB_ACCEL"
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return "tcg", "no usable /dev/kvm"
+    if kernel not in _ACCEL:  # a probe that hangs costs its 90 s once, not once a boot
+        _ACCEL[kernel] = _probe_kvm(kernel, scratch)
+    return _ACCEL[kernel]
+
+
+def _probe_kvm(kernel: str, scratch: Path) -> tuple[str, str]:
     log = scratch / "kvm-probe.log"
     rc = _run_vng(vng_command(kernel, "kvm", scratch, None, "true"), log, KVM_PROBE_SECONDS)
     if rc == 0:
@@ -184,7 +237,7 @@ export CRYPTBENCH_LAB=guest CRYPTBENCH_LAB_RESULTS={results} CRYPTBENCH_TEST_TAR
 export PYTHONDONTWRITEBYTECODE=1
 set +e
 {python} -m pytest -p no:cacheprovider -o addopts= -q -rA --basetemp=/tmp/lab/pytest {ids}
-echo "lab: pytest exit $?"
+echo "{PYTEST_EXIT}$?"
 """
 
 
@@ -213,11 +266,21 @@ def boot(nodeids: list[str]) -> LabRun:
         lab.seconds = time.monotonic() - start
         lab.console = log.read_text(errors="replace")
         lab.outcomes, lab.figures = read_results(scratch / RESULTS)
+        lab.pytest_exit = pytest_exit(lab.console)
         if lab.returncode is None:
             lab.console += f"\n[stopped after {LAB_SECONDS:.0f} s]"
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return lab
+
+
+def pytest_exit(console: str) -> int | None:
+    """The guest pytest's exit status, from the script's last line; None if that line never came."""
+    for line in reversed(console.splitlines()):
+        status = line.strip().removeprefix(PYTEST_EXIT)
+        if status != line.strip() and status.isdigit():
+            return int(status)
+    return None
 
 
 def read_results(path: Path) -> tuple[dict[str, Outcome], dict[str, int]]:
@@ -237,12 +300,15 @@ def read_results(path: Path) -> tuple[dict[str, Outcome], dict[str, int]]:
             continue
         o = outcomes.setdefault(rec["nodeid"], Outcome())
         o.seconds += rec["duration"]
+        o.phases[rec["when"]] = rec["outcome"]
         if rec.get("properties"):  # each phase's report repeats those recorded before it
             o.figures = [(str(k), str(v)) for k, v in rec["properties"]]
         if rec["outcome"] == "failed":
-            o.outcome, o.report = "failed", f"{o.report}\n[{rec['when']}] {rec['longrepr']}".strip()
-        elif rec["outcome"] == "skipped" and o.outcome == "passed":
-            o.outcome, o.report = "skipped", rec["longrepr"]
+            o.report = f"{o.report}\n[{rec['when']}] {rec['longrepr']}".strip()
+        elif rec["outcome"] == "skipped" and not o.report:
+            o.report = rec["longrepr"]
+    for o in outcomes.values():
+        o.settle()
     return outcomes, figures
 
 
@@ -270,16 +336,7 @@ class LabItem(pytest.Item):
         self.lab_ids = lab_ids
 
     def runtest(self) -> None:
-        lab = self.config.stash.setdefault(LAB_RUN, None)
-        if lab is None:
-            lab = boot(self.lab_ids)
-            self.config.stash[LAB_RUN] = lab
-            for name, n in lab.figures.items():
-                count(f"{name} (kernel lab)", n)
-        if lab.unavailable:
-            if REQUIRE:
-                pytest.fail(f"the kernel lab could not run: {lab.unavailable}", pytrace=False)
-            pytest.skip(f"kernel lab unavailable: {lab.unavailable}")
+        lab = booted(self.config, self.lab_ids)
         got = lab.outcomes.get(self.nodeid)
         if got is None:
             tail = "\n".join(lab.console.splitlines()[-60:])
@@ -297,11 +354,42 @@ class LabItem(pytest.Item):
         return str(self.path), 0, f"{self.name} (kernel lab)"
 
 
+class WholeLabItem(LabItem):
+    """Stands for the boot itself, after every test: the lab fails as a whole when it
+    was stopped at its time limit, or the guest's pytest never said it finished or
+    did not exit 0, even where every test that reported passed."""
+
+    def runtest(self) -> None:
+        failed = booted(self.config, self.lab_ids).failure()
+        if failed:
+            pytest.fail(f"the kernel lab failed as a whole: {failed}", pytrace=False)
+
+    def reportinfo(self) -> tuple[str, int, str]:
+        return str(self.path), 0, "the kernel lab as a whole"
+
+
 LAB_RUN = pytest.StashKey["LabRun | None"]()
 
 
+def booted(config: pytest.Config, ids: list[str]) -> LabRun:
+    """The lab's one boot for all of `ids`, made by the first stand-in that asks;
+    a lab that could not boot skips (or, where it must run, fails) the asker."""
+    lab = config.stash.setdefault(LAB_RUN, None)
+    if lab is None:
+        lab = boot(ids)
+        config.stash[LAB_RUN] = lab
+        for name, n in lab.figures.items():
+            count(f"{name} (kernel lab)", n)
+    if lab.unavailable:
+        if REQUIRE:
+            pytest.fail(f"the kernel lab could not run: {lab.unavailable}", pytrace=False)
+        pytest.skip(f"kernel lab unavailable: {lab.unavailable}")
+    return lab
+
+
 def stand_in(items: list[pytest.Item]) -> list[pytest.Item]:
-    """Replace each lab test by a LabItem, the lab tests last (one boot for all)."""
+    """Replace each lab test by a LabItem, the lab tests last (one boot for all),
+    and the lab as a whole after them."""
     lab = [i for i in items if i.get_closest_marker("lab")]
     if not lab:
         return items
@@ -312,4 +400,5 @@ def stand_in(items: list[pytest.Item]) -> list[pytest.Item]:
         proxy.own_markers = list(getattr(item, "own_markers", []))
         proxy.keywords.update(item.keywords)
         proxies.append(proxy)
-    return [i for i in items if not i.get_closest_marker("lab")] + proxies
+    whole = WholeLabItem.from_parent(lab[0].session, name="kernel-lab", lab_ids=ids)  # type: ignore[arg-type]
+    return [i for i in items if not i.get_closest_marker("lab")] + proxies + [whole]

@@ -26,6 +26,7 @@ def test_phases_merge_into_one_outcome_per_test(tmp_path: Path) -> None:
                 _line("t.py::bad", "call", "failed", "AssertionError: 270 %"),
                 _line("t.py::bad", "teardown", "failed", "left behind: loop0"),
                 _line("t.py::skip", "setup", "skipped", "Skipped: no adiantum"),
+                _line("t.py::skip", "teardown", "passed"),
                 json.dumps({"figures": {"SIGKILLs with a dm-crypt mapping open, cleaned up": 1}}),
                 '{"nodeid": "t.py::torn", "when": "ca',  # the guest died while writing
             ]
@@ -40,6 +41,58 @@ def test_phases_merge_into_one_outcome_per_test(tmp_path: Path) -> None:
     assert "[call] AssertionError: 270 %" in bad.report and "[teardown] left behind: loop0" in bad.report
     assert outcomes["t.py::skip"].outcome == "skipped" and "no adiantum" in outcomes["t.py::skip"].report
     assert figures == {"SIGKILLs with a dm-crypt mapping open, cleaned up": 1}
+
+
+def test_a_test_whose_phases_stop_short_failed(tmp_path: Path) -> None:
+    # The guest panicked, ran out of memory or hit the time limit: what arrived passed.
+    path = tmp_path / kernel_lab.RESULTS
+    path.write_text(
+        "\n".join(
+            [
+                _line("t.py::setup_only", "setup", "passed"),
+                _line("t.py::no_teardown", "setup", "passed"),
+                _line("t.py::no_teardown", "call", "passed"),
+                _line("t.py::skip_no_teardown", "setup", "skipped", "Skipped: no adiantum"),
+            ]
+        )
+    )
+    outcomes, _ = kernel_lab.read_results(path)
+    for nodeid, arrived in (
+        ("t.py::setup_only", "setup"),
+        ("t.py::no_teardown", "setup, call"),
+        ("t.py::skip_no_teardown", "setup"),
+    ):
+        assert outcomes[nodeid].outcome == "failed", nodeid
+        assert f"phases reported: {arrived})" in outcomes[nodeid].report
+
+
+def test_the_guest_pytest_exit_is_read_from_its_last_line() -> None:
+    console = (
+        f"lab: 6.1.0-56-amd64, ext4 loaded: 0\n...\n{kernel_lab.PYTEST_EXIT}1\n[   42.1] reboot: Power down\n"
+    )
+    assert kernel_lab.pytest_exit(console) == 1
+    assert kernel_lab.pytest_exit("lab: 6.1.0-56-amd64, ext4 loaded: 0\n[ 9.1] Kernel panic\n") is None
+    assert kernel_lab.pytest_exit(f"{kernel_lab.PYTEST_EXIT}\n") is None  # torn: no status
+
+
+def test_the_lab_fails_as_a_whole_when_stopped_died_or_pytest_failed() -> None:
+    def lab(returncode: int | None, exit_status: int | None) -> kernel_lab.LabRun:
+        return kernel_lab.LabRun(
+            kernel="vmlinuz", accel="tcg", returncode=returncode, pytest_exit=exit_status
+        )
+
+    assert lab(0, 0).failure() is None
+    assert "time limit" in (lab(None, None).failure() or "")
+    assert "time limit" in (lab(None, 0).failure() or "")  # stopped after pytest: still stopped
+    assert "never reported pytest's exit" in (lab(0, None).failure() or "")
+    assert lab(0, 1).failure() == "pytest in the guest exited 1"
+    assert "FAILED: pytest in the guest exited 1" in lab(0, 1).summary()
+    assert kernel_lab.LabRun(unavailable="no qemu").failure() is None  # the stand-ins say so instead
+
+
+def test_the_guest_script_ends_with_pytest_exit(tmp_path: Path) -> None:
+    script = kernel_lab.guest_script(tmp_path, ["tests/lab/test_luks.py::test_x"])
+    assert script.rstrip().splitlines()[-1] == f'echo "{kernel_lab.PYTEST_EXIT}$?"'
 
 
 def test_no_results_file_means_no_outcomes(tmp_path: Path) -> None:

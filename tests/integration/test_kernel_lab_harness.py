@@ -1,0 +1,30 @@
+"""The kernel lab's harness against a real guest that dies mid-test: the test
+must be reported failed, and the lab as a whole too, though every line the
+guest wrote before it died says "passed"."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import kernel_lab
+from tests.reliability import count
+
+VICTIM = "tests/harness/guest_dies.py::test_the_guest_powers_off_mid_test"
+
+
+@pytest.mark.integration
+def test_a_guest_powered_off_mid_test_fails_the_test_and_the_lab() -> None:
+    why = kernel_lab.why_no_lab()
+    if why:
+        if kernel_lab.REQUIRE:
+            pytest.fail(f"the kernel lab could not run: {why}", pytrace=False)
+        pytest.skip(f"kernel lab unavailable: {why}")
+    lab = kernel_lab.boot([VICTIM])
+    print(lab.summary())
+    got = lab.outcomes.get(VICTIM)
+    assert got is not None, f"the setup phase never arrived; console:\n{lab.console[-3000:]}"
+    assert got.phases == {"setup": "passed"}, got.phases  # the call began and never reported
+    assert got.outcome == "failed" and "phases reported: setup)" in got.report
+    assert lab.returncode is not None and lab.pytest_exit is None
+    assert "never reported pytest's exit" in (lab.failure() or "")
+    count("lab guests powered off mid-test, reported failed (tests/harness/guest_dies.py)")
