@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from cryptbench import stats
-from cryptbench.backends import REGISTRY
+from cryptbench.backends import REGISTRY, TargetSpec
 from cryptbench.engines.fio import parse_fio_json, probe_ioengine, run_fio
 from cryptbench.engines.jobs import render_job, render_layout
 from cryptbench.measure.cache import drop_caches
@@ -55,7 +55,7 @@ def main() -> int:
         run_id = store.insert_run(suite.name, {"seed": args.seed}, {}, "fidelity")
         session = Session.create(Path(args.target))
         try:
-            with REGISTRY["plain"].provision(session, size) as target:
+            with REGISTRY["plain"].provision(session, TargetSpec("plain"), size) as target:
                 engine = probe_ioengine(session.path("ioengine-probe"))
                 ctx = TrialContext(session, store, run_id, size, engine, False)
                 layout = session.path("layout.fio")

@@ -109,3 +109,24 @@ def test_the_command_line_starts_without_scipy_or_matplotlib() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def _heavy_imports(*argv: str) -> set[str]:
+    """SciPy or Matplotlib among what a process imported, from -X importtime's report."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *argv], capture_output=True, text=True, check=True
+    )
+    names = {
+        line.rsplit("|", 1)[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line
+    }
+    return names & {"scipy", "matplotlib"}
+
+
+def test_backends_and_help_run_without_scipy_or_matplotlib() -> None:
+    # The commands themselves, run whole: what they import at run time counts too.
+    assert _heavy_imports("-m", "cryptbench", "--help") == set()
+    assert _heavy_imports("-m", "cryptbench", "backends") == set()
+    assert _heavy_imports("-c", "import scipy.stats, matplotlib") == {
+        "scipy",
+        "matplotlib",
+    }  # the check sees them

@@ -1,0 +1,56 @@
+"""Every script in benchmarks/ runs, in a tiny smoke mode of seconds each, so that
+none can break unseen (fidelity.py once stopped with a TypeError for weeks: nothing
+ran it). Their figures at these sizes mean nothing; only that each runs to the end
+and prints its table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+BENCHMARKS = Path(__file__).resolve().parent.parent.parent / "benchmarks"
+
+# script -> (its tiny arguments, what its output must hold, exit statuses that mean
+# "ran to the end": fidelity.py exits 1 when a ratio misses its target, which at these
+# sizes it may)
+SMOKE: dict[str, tuple[list[str], str, set[int]]] = {
+    "calibration.py": (
+        ["--runs", "1", "--size", "1M", "--repeats", "2", "--suite", "selftest"],
+        "contain 1.00",
+        {0},
+    ),
+    "cipher-vs-openssl.py": (["--rounds", "1", "--seconds", "1"], "ratio", {0}),
+    "cost-to-answer.py": (["--size", "1M"], "adaptive / fixed", {0}),
+    "fidelity.py": (["--size", "4M", "--rounds", "1"], "largest deviation", {0, 1}),
+    "fleet-scaling.py": (
+        ["--hosts", "1", "--size", "1M", "--repeats", "1", "--backends", "plain", "--suite", "selftest"],
+        "ratio to 1 host",
+        {0},
+    ),
+    "startup.py": (["--rounds", "2"], "neither SciPy nor Matplotlib", {0}),
+}
+
+
+def test_every_benchmark_has_a_smoke_mode() -> None:
+    assert sorted(p.name for p in BENCHMARKS.glob("*.py")) == sorted(SMOKE)
+
+
+@pytest.mark.parametrize("script", sorted(SMOKE))
+def test_the_benchmark_runs(script: str, target_dir: Path) -> None:
+    args, expect, statuses = SMOKE[script]
+    if "--target" in (BENCHMARKS / script).read_text():
+        args = [*args, "--target", str(target_dir)]
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode in statuses, (done.returncode, done.stdout, done.stderr)
+    assert expect in done.stdout, done.stdout
