@@ -34,6 +34,11 @@ def test_drop_leaves_nothing_resident(target_dir: Path, backend: str) -> None:
         assert resident_bytes(files) == 0
 
 
+def _sectors_written(dev: str) -> int:
+    """The block device's own count of 512-byte sectors written (Documentation/block/stat.rst)."""
+    return int(Path(f"/sys/block/{dev}/stat").read_text().split()[6])
+
+
 @requires_root
 def test_write_throughput_includes_the_final_fsync(target_dir: Path) -> None:
     """Known answer: behind a 20 MB/s throttle, a buffered write that ends with
@@ -51,7 +56,10 @@ def test_write_throughput_includes_the_final_fsync(target_dir: Path) -> None:
         job = session.path("throttled.fio")
         opts = JobOptions(t.path / "d", 16 << 20, False, "psync", False, 1)
         job.write_text(render_job(WorkloadSpec("seq-write", "write", 1 << 20, 1), opts))
+        written = _sectors_written(dev)
         with throttled(session, major_minor, limit, "durability") as cgroup:
             m = parse_fio_json(run_fio(job, session, cgroup=cgroup))
         assert m.throughput <= limit * 1.15
-        assert m.throughput >= limit * 0.25  # and the measurement is of that device
+        # And what fio timed went to that device: its own counter took every byte.
+        # (No floor on the speed: under TCG or on a busy host it may be far below the limit.)
+        assert (_sectors_written(dev) - written) * 512 >= 16 << 20
