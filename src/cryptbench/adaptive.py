@@ -6,7 +6,9 @@ against its baseline on the workload's primary metric (the 95 % interval of
 their speed ratio), or, for a target that has no baseline and is nobody's
 baseline, its own median (relative to itself). After `min_repeats` rounds, a
 question whose interval reaches no further than ±precision from its estimate
-is closed — in the report's terms, "-62% [-66, -58]" is within ±5 % —; the others get
+is closed — in the report's terms, "-62% [-66, -58]" is within ±5 % —, and so is one
+whose whole interval lies within ±equivalence of no change (0.97 to 1.03 by default:
+no measurable cost, whatever its width); the others get
 another interleaved trial of the target and of its baseline, until they are
 precise, reach `max_repeats`, or the run's byte or time budget is spent.
 With no precision (`--repeats N`, or a study's fixed protocol) every question
@@ -30,6 +32,7 @@ from cryptbench.json_types import JsonObject
 
 class StopReason(StrEnum):
     PRECISION = "precision"  # the interval reached ±precision
+    EQUIVALENT = "equivalent"  # the whole interval lies within ±equivalence of no change
     FIXED = "fixed-repeats"  # the protocol fixes the number of trials
     MAX_REPEATS = "max-repeats"  # --max-repeats rounds without reaching the precision
     MAX_BYTES = "max-bytes"  # the byte budget was spent
@@ -38,6 +41,7 @@ class StopReason(StrEnum):
 
 
 BUDGETS = (StopReason.MAX_BYTES, StopReason.MAX_TIME)
+ANSWERED = (StopReason.PRECISION, StopReason.EQUIVALENT)  # closed by its interval, reopened if it widens
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,9 @@ class Stopping:
     max_repeats: int  # rounds at most; with precision None, exactly
     max_bytes: int | None  # bytes written during the trials (device counter, else fio's count)
     max_time: float | None  # seconds of trials
+    # ratio units (0.03: within 0.97 to 1.03 is "no measurable cost"); None in rules
+    # stored before there was one
+    equivalence: float | None = None
 
     def to_json(self) -> JsonObject:
         return {
@@ -57,11 +64,26 @@ class Stopping:
             "max_repeats": self.max_repeats,
             "max_bytes": self.max_bytes,
             "max_time": self.max_time,
+            "equivalence": self.equivalence,
         }
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Stopping:
-        return cls(d["precision"], d["min_repeats"], d["max_repeats"], d["max_bytes"], d["max_time"])
+        return cls(
+            d["precision"],
+            d["min_repeats"],
+            d["max_repeats"],
+            d["max_bytes"],
+            d["max_time"],
+            d.get("equivalence"),
+        )
+
+
+def equivalent(r: stats.Ratio, margin: float | None) -> bool:
+    """The whole interval lies within ±margin of no change: no measurable difference."""
+    if margin is None or r.ci_low is None or r.ci_high is None:
+        return False
+    return 1 - margin <= r.ci_low and r.ci_high <= 1 + margin
 
 
 @dataclass(frozen=True)
@@ -84,6 +106,7 @@ class Answer:
     rounds: int = 0  # rounds run while the question was open (failed trials included)
     halfwidth: float | None = None  # ratio units (0.05: 5 points of change) the interval reached
     samples: int = 0  # the target's successful trials when judged
+    equivalent: bool = False  # its interval lay within ±equivalence of no change when judged
 
     def to_json(self) -> JsonObject:
         q = self.question
@@ -123,14 +146,16 @@ def questions(
 
 
 Samples = dict[tuple[str, str], list[float]]  # (workload, target) -> primary metric, trial order
+Rounds = dict[tuple[str, str], list[int]]  # (workload, target) -> the round of each of its samples
 
 
-def halfwidth(q: Question, samples: Samples, run_seed: int) -> tuple[float | None, int]:
-    """(half-width of the question's 95 % interval as a fraction of no change
-    (stats.halfwidth), or None; the target's samples).
+def interval(
+    q: Question, samples: Samples, run_seed: int, rounds: Rounds | None = None
+) -> tuple[stats.Ratio | None, int]:
+    """(the question's ratio and 95 % interval, or None; the target's samples).
 
-    Seeded as the result document seeds the same figure, so the precision a
-    question stopped at is the one the report prints."""
+    Seeded as the result document seeds the same figure, and paired by round as
+    it pairs, so the precision a question stopped at is the one the report prints."""
     a = samples.get((q.workload, q.target), [])
     if q.baseline is None:
         if len(a) < 2:
@@ -138,15 +163,20 @@ def halfwidth(q: Question, samples: Samples, run_seed: int) -> tuple[float | Non
         s = stats.summarize(a, seed=stats.figure_seed(run_seed, q.workload, q.target, q.metric))
         assert s.ci_low is not None and s.ci_high is not None
         # its own median as 1.00: the interval relative to it
-        r = stats.Ratio(1.0, s.ci_low / s.median, s.ci_high / s.median)
-    else:
-        b = samples.get((q.workload, q.baseline), [])
-        if not a or not b:
-            return None, len(a)
-        r = stats.speed_ratio(
-            a, b, q.higher_is_better, stats.figure_seed(run_seed, q.workload, q.target, q.baseline)
-        )
-    return stats.halfwidth(r), len(a)
+        return stats.Ratio(1.0, s.ci_low / s.median, s.ci_high / s.median), len(a)
+    b = samples.get((q.workload, q.baseline), [])
+    if not a or not b:
+        return None, len(a)
+    of = rounds or {}
+    r = stats.speed_ratio(
+        a,
+        b,
+        q.higher_is_better,
+        stats.figure_seed(run_seed, q.workload, q.target, q.baseline),
+        of.get((q.workload, q.target)),
+        of.get((q.workload, q.baseline)),
+    )
+    return r, len(a)
 
 
 class Controller:
@@ -166,18 +196,23 @@ class Controller:
     def done(self) -> bool:
         return not self.open
 
-    def review(self, rounds: int, samples: Samples, lost: set[str]) -> None:
+    def review(
+        self, rounds: int, samples: Samples, lost: set[str], sample_rounds: Rounds | None = None
+    ) -> None:
         """After `rounds` rounds: close what is answered, lost or out of rounds."""
         rule = self.rule
         for a in self.answers:
-            if a.stopped_by not in (None, StopReason.PRECISION):
+            if a.stopped_by is not None and a.stopped_by not in ANSWERED:
                 continue
-            a.halfwidth, a.samples = halfwidth(a.question, samples, self.run_seed)
+            r, a.samples = interval(a.question, samples, self.run_seed, sample_rounds)
+            a.halfwidth = None if r is None else stats.halfwidth(r)
+            # a target's own median (no baseline) has no change to be equivalent to
+            a.equivalent = (
+                a.question.baseline is not None and r is not None and equivalent(r, rule.equivalence)
+            )
             # A baseline run on for another question changes a closed answer's
-            # interval: judged again, and reopened if no longer precise.
-            if a.stopped_by is StopReason.PRECISION and (
-                a.halfwidth is None or rule.precision is None or a.halfwidth > rule.precision
-            ):
+            # interval: judged again, and reopened if no longer answered.
+            if a.stopped_by in ANSWERED and not (a.equivalent or self._precise(a)):
                 a.stopped_by = None
         for a in self.open:
             a.rounds = rounds
@@ -186,17 +221,30 @@ class Controller:
             elif rule.precision is None:
                 if rounds >= rule.max_repeats:
                     a.stopped_by = StopReason.FIXED
-            elif rounds >= rule.min_repeats and a.halfwidth is not None and a.halfwidth <= rule.precision:
+            elif rounds >= rule.min_repeats and a.equivalent:
+                a.stopped_by = StopReason.EQUIVALENT
+            elif rounds >= rule.min_repeats and self._precise(a):
                 a.stopped_by = StopReason.PRECISION
             elif rounds >= rule.max_repeats:
                 a.stopped_by = StopReason.MAX_REPEATS
 
-    def exhaust(self, reason: StopReason, rounds: int, samples: Samples, lost: set[str]) -> None:
+    def _precise(self, a: Answer) -> bool:
+        p = self.rule.precision
+        return p is not None and a.halfwidth is not None and a.halfwidth <= p
+
+    def exhaust(
+        self,
+        reason: StopReason,
+        rounds: int,
+        samples: Samples,
+        lost: set[str],
+        sample_rounds: Rounds | None = None,
+    ) -> None:
         """A budget is spent: every open question stops where it is (and a
         precise one that more baseline trials made imprecise again); one whose
         target was lost says so rather than blame the budget."""
         self.stopped_by = reason
-        self.review(rounds, samples, lost)
+        self.review(rounds, samples, lost, sample_rounds)
         for a in self.open:
             a.stopped_by = reason
 

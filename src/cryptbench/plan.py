@@ -34,6 +34,10 @@ from cryptbench.units import format_bytes, parse_duration, parse_percent, parse_
 
 DEFAULT_SIZE = "64M"
 DEFAULT_PRECISION = "5%"
+# Within this much of no change, a whole interval is "no measurable cost" and two
+# targets are "equal": the user would not notice, and more trials would not change it.
+DEFAULT_EQUIVALENCE = "3%"
+EQUIVALENCE_RANGE = (0.1, 50.0)  # percent
 DEFAULT_MIN_REPEATS = 3
 DEFAULT_MAX_REPEATS = 10
 PRECISION_RANGE = (0.1, 50.0)  # percent
@@ -142,6 +146,7 @@ def stopping_rule(
     max_bytes: str | None,
     max_time: str | None,
     target_dir: Path | None,
+    equivalence: str | None = None,
 ) -> Stopping:
     """Adaptive unless the number of rounds is fixed: by --repeats, or by a
     suite that reproduces a study's count (unless --precision asks otherwise).
@@ -167,10 +172,12 @@ def stopping_rule(
         if budget <= 0:
             raise UsageError("--max-bytes must be more than zero")
     seconds = parse_duration(max_time, what="--max-time") if max_time is not None else None
+    low, high = EQUIVALENCE_RANGE
+    margin = parse_percent(equivalence or DEFAULT_EQUIVALENCE, what="--equivalence", low=low, high=high)
     fixed = repeats if repeats is not None else (None if adaptive_flags else suite.repeats)
     if fixed is not None:
         check_repeats_range(fixed, "--repeats")
-        return Stopping(None, fixed, fixed, budget, seconds)
+        return Stopping(None, fixed, fixed, budget, seconds, margin)
     if budget is None and target_dir is not None:
         budget = min(int(free_bytes(target_dir) * DEFAULT_MAX_BYTES_FRACTION), DEFAULT_MAX_BYTES_CAP)
     if seconds is None:
@@ -185,7 +192,7 @@ def stopping_rule(
         raise UsageError("--min-repeats must be at least 2: one trial has no interval to judge")
     if most < least:
         raise UsageError(f"--max-repeats {most} is below --min-repeats {least}")
-    return Stopping(fraction, least, most, budget, seconds)
+    return Stopping(fraction, least, most, budget, seconds, margin)
 
 
 def _with_baselines(names: list[str]) -> tuple[list[str], list[str]]:
@@ -273,6 +280,7 @@ class RunRequest:
     fs: str | None = None  # the filesystem inside image backends
     as_published: bool = False
     precision: str | None = None  # percent, as typed ("5%")
+    equivalence: str | None = None  # percent, as typed ("3%")
     min_repeats: int | None = None  # count
     max_repeats: int | None = None  # count
     max_bytes: str | None = None  # bytes, as typed
@@ -299,7 +307,15 @@ def build_plan(request: RunRequest) -> Plan:
         raise UsageError("--seed must be from 0 to 4294967295")
     target_dir = check_target_dir(Path(r.target))
     rule = stopping_rule(
-        suite, r.repeats, r.precision, r.min_repeats, r.max_repeats, r.max_bytes, r.max_time, target_dir
+        suite,
+        r.repeats,
+        r.precision,
+        r.min_repeats,
+        r.max_repeats,
+        r.max_bytes,
+        r.max_time,
+        target_dir,
+        r.equivalence,
     )
     passphrase = keys.read_passphrase_file(r.passphrase_file) if r.passphrase_file is not None else None
     ordered, added, skipped = _backends(r, suite)

@@ -88,9 +88,12 @@ class Result:
     max: float
     ci_low: float | None  # the median's bootstrap interval (stats.CONFIDENCE)
     ci_high: float | None
+    # the round (from 0) each sample ran in, parallel to samples; None in documents
+    # recorded before rounds were kept, whose comparisons could not pair
+    rounds: list[int] | None = None
 
     def to_json(self) -> JsonObject:
-        return {
+        d: JsonObject = {
             "workload": self.workload,
             "target": self.target,
             "metric": self.metric,
@@ -106,10 +109,13 @@ class Result:
             "ci_low": self.ci_low,
             "ci_high": self.ci_high,
         }
+        if self.rounds is not None:
+            d["rounds"] = self.rounds
+        return d
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Result:
-        return cls(**{k: d[k] for k in _RESULT_KEYS})
+        return cls(**{k: d[k] for k in _RESULT_KEYS if k in d})
 
 
 _RESULT_KEYS = tuple(Result.__dataclass_fields__)
@@ -134,13 +140,16 @@ class Comparison:
     overhead_percent: float  # (1 - ratio) * 100: positive is slower
     precision: float | None  # the interval's relative half-width, a fraction
     stopped_by: str | None  # what ended its repetition (adaptive.StopReason); "baseline" kind only
+    # how the interval was made: stats.PAIRED (by round) or stats.UNPAIRED; None in
+    # documents recorded before either was named, all of them unpaired
+    method: str | None = None
 
     def to_json(self) -> JsonObject:
-        return {k: getattr(self, k) for k in _COMPARISON_KEYS}
+        return {k: getattr(self, k) for k in _COMPARISON_KEYS if k != "method" or self.method is not None}
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Comparison:
-        return cls(**{k: d[k] for k in _COMPARISON_KEYS})
+        return cls(**{k: d[k] for k in _COMPARISON_KEYS if k in d})
 
 
 _COMPARISON_KEYS = tuple(Comparison.__dataclass_fields__)

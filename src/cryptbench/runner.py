@@ -26,7 +26,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from cryptbench.adaptive import Controller, Samples, Stopping, StopReason
+from cryptbench.adaptive import Controller, Rounds, Samples, Stopping, StopReason
 from cryptbench.backends.base import Target, cache_files, iter_files
 from cryptbench.engines.apps import AppEnv, AppWorkload
 from cryptbench.engines.fio import parse_fio_json, run_fio
@@ -467,9 +467,14 @@ class Spend:
         return None
 
 
-def primary_samples(store: Store, run_id: int, metric_of: dict[str, str]) -> Samples:
-    """Each (workload, target)'s values of the workload's primary metric, in trial order."""
-    return {(w, t): v for (w, t, m), v in store.samples(run_id).items() if metric_of.get(w) == m}
+def primary_samples(store: Store, run_id: int, metric_of: dict[str, str]) -> tuple[Samples, Rounds]:
+    """Each (workload, target)'s values of the workload's primary metric, in trial order,
+    and the round each ran in."""
+    by_round = {(w, t): v for (w, t, m), v in store.samples_by_round(run_id).items() if metric_of.get(w) == m}
+    return (
+        {key: [v for _r, v in pairs] for key, pairs in by_round.items()},
+        {key: [r for r, _v in pairs] for key, pairs in by_round.items()},
+    )
 
 
 def run_rounds(
@@ -536,7 +541,8 @@ def interleave(
     rng = random.Random(seed)
     block = rounds = trials = 0
     while True:
-        controller.review(rounds, primary_samples(store, run_id, metric_of), set(lost))
+        samples, sample_rounds = primary_samples(store, run_id, metric_of)
+        controller.review(rounds, samples, set(lost), sample_rounds)
         on_change()
         # Every target gets the first min_repeats rounds (all of a fixed
         # count) even when a lost target closed every question early.
@@ -552,7 +558,8 @@ def interleave(
         for w, names in blocks:
             reason = spent(controller.rule)
             if reason is not None:
-                controller.exhaust(reason, rounds, primary_samples(store, run_id, metric_of), set(lost))
+                samples, sample_rounds = primary_samples(store, run_id, metric_of)
+                controller.exhaust(reason, rounds, samples, set(lost), sample_rounds)
                 on_change()
                 return
             block = run_block(w, names, rounds, block)

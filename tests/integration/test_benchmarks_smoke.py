@@ -25,6 +25,7 @@ SMOKE: dict[str, tuple[list[str], str, set[int]]] = {
         {0},
     ),
     "cipher-vs-openssl.py": (["--rounds", "1", "--seconds", "1"], "ratio", {0}),
+    "coverage.py": (["--comparisons", "8"], "A/A coverage", {0}),
     "cost-to-answer.py": (["--size", "1M"], "adaptive / fixed", {0}),
     "fidelity.py": (["--size", "4M", "--rounds", "1"], "largest deviation", {0, 1}),
     "fleet-scaling.py": (

@@ -9,10 +9,11 @@ import pytest
 from tests import kernel_lab
 from tests.reliability import count
 
+pytestmark = pytest.mark.integration
+
 VICTIM = "tests/harness/guest_dies.py::test_the_guest_powers_off_mid_test"
 
 
-@pytest.mark.integration
 def test_a_guest_powered_off_mid_test_fails_the_test_and_the_lab() -> None:
     why = kernel_lab.why_no_lab()
     if why:

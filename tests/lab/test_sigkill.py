@@ -63,34 +63,41 @@ def _stacked_on_loops_under(root: Path) -> list[str]:
     return found
 
 
+def _formatting() -> list[psutil.Process]:
+    """cryptsetup luksFormat's processes, running now."""
+    return [
+        p
+        for p in psutil.process_iter(["name", "cmdline"])
+        if p.info["name"] == "cryptsetup" and "luksFormat" in (p.info["cmdline"] or [])
+    ]
+
+
 def test_sigkill_of_cryptsetup_while_it_wipes_for_integrity_then_cleanup(
     target_dir: Path, tmp_path: Path
 ) -> None:
     """luksFormat --integrity wipes the device through a temporary mapping of cryptsetup's
     own. Killed there with the run (an OOM kill, a power-user's kill -9 of the whole tree),
     it leaves that mapping holding the run's loop device: `cleanup` removes it, then detaches."""
-    args = run_args(
-        target_dir, tmp_path, ["luks-aes256-hmac"], "--size", "256M"
-    )  # a wipe long enough to strike
+    args = run_args(target_dir, tmp_path, ["luks-aes256-hmac"], "--size", "64M")
     proc = subprocess.Popen([sys.executable, "-m", "cryptbench", *args], stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
-    while True:  # a mapping that lasts: the wipe's, not the superblock's brief one before it
-        assert proc.poll() is None and time.monotonic() < deadline, "no wipe was seen"
+    while True:
+        # Seen, then frozen with cryptsetup, then seen again: a mapping that a frozen
+        # cryptsetup holds stays until the kill, however briefly it would have lasted.
+        assert proc.poll() is None and time.monotonic() < deadline, "no temporary mapping was seen"
         if _stacked_on_loops_under(target_dir):
-            time.sleep(1)
-            if _stacked_on_loops_under(target_dir):
+            frozen = [psutil.Process(proc.pid), *_formatting()]
+            for p in frozen:
+                p.suspend()
+            if len(frozen) > 1 and _stacked_on_loops_under(target_dir):
                 break
+            for p in frozen:
+                p.resume()
         time.sleep(0.05)
-    wipers = [
-        p
-        for p in psutil.process_iter(["name", "cmdline"])
-        if p.info["name"] == "cryptsetup" and "luksFormat" in (p.info["cmdline"] or [])
-    ]
-    assert wipers, "cryptsetup luksFormat is not running"
-    for p in [psutil.Process(proc.pid), *wipers]:
+    for p in frozen:
         p.send_signal(signal.SIGKILL)
     proc.wait()
-    psutil.wait_procs(wipers, timeout=10)
+    psutil.wait_procs(frozen[1:], timeout=10)
     stacked = _stacked_on_loops_under(target_dir)
     print(f"left stacked on the loop device: {stacked}")
     assert stacked, "the temporary mapping was gone before the kill"

@@ -8,7 +8,17 @@ from typing import Any, cast
 
 import pytest
 
-from cryptbench.adaptive import Controller, Question, Stopping, StopReason, halfwidth, questions
+from cryptbench import stats
+from cryptbench.adaptive import (
+    Controller,
+    Question,
+    Rounds,
+    Samples,
+    Stopping,
+    StopReason,
+    interval,
+    questions,
+)
 from cryptbench.runner import Spend, run_rounds
 from cryptbench.store import Store
 from cryptbench.suite import load_suite
@@ -44,6 +54,13 @@ def _q(baseline: str | None = "plain") -> Question:
     return Question("w", "enc", baseline, "throughput", True)
 
 
+def halfwidth(
+    q: Question, samples: Samples, seed: int, rounds: Rounds | None = None
+) -> tuple[float | None, int]:
+    r, n = interval(q, samples, seed, rounds)
+    return (None if r is None else stats.halfwidth(r)), n
+
+
 def test_halfwidth_is_in_points_of_change() -> None:
     samples = {("w", "plain"): [100.0, 100.0, 100.0], ("w", "enc"): [50.0, 50.0, 50.0]}
     assert halfwidth(_q(), samples, 1) == (0.0, 3)
@@ -51,6 +68,38 @@ def test_halfwidth_is_in_points_of_change() -> None:
     hw, n = halfwidth(_q(), samples, 1)
     assert n == 3 and hw == pytest.approx(0.10)  # the median ratio 0.50 reaches 0.40 and 0.60
     assert halfwidth(_q(), {("w", "plain"): [1.0]}, 1) == (None, 0)
+
+
+def test_halfwidth_pairs_by_round_as_the_document_does() -> None:
+    # The machine's speed swings from round to round; enc is half of plain in each.
+    samples = {("w", "plain"): [100.0, 200.0, 50.0], ("w", "enc"): [50.0, 100.0, 25.0]}
+    rounds = {("w", "plain"): [0, 1, 2], ("w", "enc"): [0, 1, 2]}
+    hw, n = halfwidth(_q(), samples, 1, rounds)
+    assert n == 3 and hw == pytest.approx(0.0, abs=1e-9)  # each round's ratio is 0.5
+    unpaired, _ = halfwidth(_q(), samples, 1)
+    assert unpaired is not None and unpaired > 0.2
+
+
+def test_an_interval_within_the_equivalence_margin_is_answered_as_no_cost() -> None:
+    # enc is plain give or take 1 %: its interval lies within ±3 % of no change, though at
+    # ±2.5 % it is not within the ±2 % asked for.
+    rule = Stopping(0.02, 3, 8, None, None, 0.03)
+    c = Controller(rule, [_q()], 1)
+    rounds = {("w", "plain"): [0, 1, 2], ("w", "enc"): [0, 1, 2]}
+    samples = {("w", "plain"): [100.0, 200.0, 50.0], ("w", "enc"): [101.0, 198.5, 50.3]}
+    c.review(3, samples, set(), rounds)
+    (a,) = c.answers
+    assert a.stopped_by is StopReason.EQUIVALENT and a.equivalent
+    assert a.halfwidth is not None and 0.02 < a.halfwidth < 0.03
+    # without a margin the same interval is merely imprecise
+    c = Controller(Stopping(0.02, 3, 8, None, None), [_q()], 1)
+    c.review(3, samples, set(), rounds)
+    assert c.answers[0].stopped_by is None
+    # a 10 % cost measured as precisely is not equivalent to no cost
+    slower = {("w", "plain"): [100.0, 200.0, 50.0], ("w", "enc"): [90.0, 180.0, 45.0]}
+    c = Controller(rule, [_q()], 1)
+    c.review(3, slower, set(), rounds)
+    assert c.answers[0].stopped_by is StopReason.PRECISION and not c.answers[0].equivalent
 
 
 def test_own_median_is_judged_relative_to_itself() -> None:

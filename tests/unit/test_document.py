@@ -114,8 +114,11 @@ def test_contract_and_ratio(tmp_path: Path) -> None:
     assert c["ratio"] == pytest.approx(0.4)
     assert c["ci_low"] <= 0.4 <= c["ci_high"]
     assert c["overhead_percent"] == pytest.approx(60)
+    # Each round's gocryptfs trial is 0.4 of that round's plain one: paired by round, the
+    # rounds' spread cancels and the interval is the point (unpaired it was [59, 61]).
+    assert c["method"] == "paired" and c["ci_low"] == pytest.approx(0.4) == c["ci_high"]
     assert doc["conclusions"] == [
-        "gocryptfs costs 60% of throughput against plain on every workload (most at w1: 60% [59, 61])."
+        "gocryptfs costs 60% of throughput against plain on every workload (most at w1: 60% [60, 60])."
     ]
     assert doc["warnings"] == []
     assert document.build(store, run_id).to_json() == doc  # show reproduces run exactly
@@ -217,9 +220,13 @@ def test_a_time_is_compared_as_speed(tmp_path: Path) -> None:
     doc = document.build(store, run_id).to_json()
     (c,) = doc["comparisons"]
     assert c["metric"] == "seconds"
-    assert c["ratio"] == pytest.approx(0.5, rel=0.02)  # half the speed
-    assert c["overhead_percent"] == pytest.approx(50, abs=1)
-    assert doc["conclusions"][0].startswith("gocryptfs costs 50% of speed against plain")
+    # Half the speed, but for round 0, where plain alone started slow (its ratio 0.75):
+    # paired by round, that round weighs in the geometric mean and widens the interval.
+    assert c["method"] == "paired"
+    assert c["ratio"] == pytest.approx((0.75 * 0.5**4) ** (1 / 5), rel=1e-3)
+    assert c["ci_low"] <= 0.5 <= c["ci_high"]
+    assert c["overhead_percent"] == pytest.approx(100 * (1 - c["ratio"]))
+    assert doc["conclusions"][0].startswith("gocryptfs costs 46% of speed against plain")
     assert {r["metric"] for r in doc["results"]} == {"seconds", "extract.seconds"}
     slow = [w for w in doc["warnings"] if w["kind"] == "slow-first-trial"]
     assert [(w["target"], w["workload"]) for w in slow] == [("plain", "tree")]

@@ -333,3 +333,32 @@ def test_a_target_missing_a_workload_is_not_ranked_and_plain_missing_one_drops_i
         [*_speeds("plain", 100, 100, 0.010)[1:], *_speeds("a", 80, 80, 0.0125)],
     )
     assert s.workloads == [RND, APP] and _verdicts(s.overall) == [("a", 0.8, "cheapest")]
+
+
+def _swinging(target: str, factor: float, rounds: list[int] | None) -> list[Result]:
+    """Speeds that swing 2x from round to round, `factor` of plain's in every round."""
+    swing = [1.0, 2.0, 0.5, 1.5]
+    return [
+        dataclasses.replace(_result(SEQ, target, [100 * s * factor for s in swing]), rounds=rounds),
+        dataclasses.replace(_result(RND, target, [50 * s * factor for s in swing]), rounds=rounds),
+        dataclasses.replace(_result(APP, target, [0.01 * s / factor for s in swing]), rounds=rounds),
+    ]
+
+
+def test_trials_of_the_same_rounds_rank_paired() -> None:
+    # a is 0.8 of plain in every round, b 0.7: paired by round, the swing cancels and each
+    # interval is its point, so b is costlier; without rounds the swing hides the gap.
+    targets = [_target("plain"), _target("a"), _target("b")]
+    rounds = [0, 1, 2, 3]
+    results = [*_swinging("plain", 1.0, rounds), *_swinging("a", 0.8, rounds), *_swinging("b", 0.7, rounds)]
+    (s,) = _section(targets, results)
+    assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("b", 0.7, "costlier")]
+    assert [(e.ci_low, e.ci_high) for e in s.overall] == [
+        pytest.approx((0.8, 0.8)),
+        pytest.approx((0.7, 0.7)),
+    ]
+    (seq,) = [w for w in s.per_workload if w.workload == SEQ]
+    assert _verdicts(seq.entries) == [("a", 0.8, "cheapest"), ("b", 0.7, "costlier")]
+    unpaired = [dataclasses.replace(r, rounds=None) for r in results]
+    (s,) = _section(targets, unpaired)
+    assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("b", 0.7, "tied")]

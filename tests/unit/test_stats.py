@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from scipy import stats as sps
 from scipy.stats import binom
 
 from cryptbench import stats
@@ -126,3 +127,71 @@ def test_two_clusters_are_found_and_one_spread_is_not() -> None:
     rng = random.Random(1)
     found = sum(modes([rng.gauss(100, 10) for _ in range(12)]) is not None for _ in range(200))
     assert found <= 4  # a normal sample is rarely split (1 of 200 here)
+
+
+# --- paired by round ---------------------------------------------------------
+
+
+def test_rounds_pair_only_when_every_round_of_the_target_ran_the_baseline_once() -> None:
+    a, b = [1.0, 2.0, 3.0], [2.0, 2.0, 2.0, 2.0]
+    assert stats.round_pairs(a, [0, 1, 2], b, [0, 1, 2, 3]) == [(1.0, 2.0), (2.0, 2.0), (3.0, 2.0)]
+    assert stats.round_pairs(a, [0, 1, 4], b, [0, 1, 2, 3]) is None  # round 4 had no baseline
+    assert stats.round_pairs(a, [0, 0, 1], b, [0, 1, 2, 3]) is None  # two trials in one round
+    assert stats.round_pairs(a, None, b, [0, 1, 2, 3]) is None  # rounds not recorded
+    assert stats.round_pairs([1.0], [0], b, [0, 1, 2, 3]) is None  # one round: no interval either way
+    assert stats.round_pairs([0.0, 1.0], [0, 1], b, [0, 1, 2, 3]) is None  # no log-ratio of zero
+
+
+def test_the_paired_interval_is_students_t_on_the_rounds_log_ratios() -> None:
+    pairs = [(80.0, 100.0), (90.0, 104.0), (70.0, 95.0), (85.0, 99.0)]
+    d = np.log([a / b for a, b in pairs])
+    expected = sps.ttest_1samp(d, 0).confidence_interval(0.95)  # SciPy's own, computed apart
+    r = stats.paired_ratio(pairs)
+    assert r.method == stats.PAIRED
+    assert r.ratio == pytest.approx(np.exp(d.mean()))
+    assert (r.ci_low, r.ci_high) == pytest.approx((np.exp(expected.low), np.exp(expected.high)))
+    constant = stats.paired_ratio([(40.0, 100.0), (44.0, 110.0)])
+    assert (constant.ratio, constant.ci_low, constant.ci_high) == pytest.approx((0.4, 0.4, 0.4))
+
+
+def test_speed_ratio_pairs_where_rounds_pair_and_turns_times_around() -> None:
+    rounds = [0, 1, 2]
+    fast = stats.speed_ratio([80.0, 90.0, 70.0], [100.0, 104.0, 95.0], True, 1, rounds, rounds)
+    assert fast.method == stats.PAIRED
+    # the same as times (lower is better): the baseline's time over the target's
+    slow = stats.speed_ratio([100.0, 104.0, 95.0], [80.0, 90.0, 70.0], False, 1, rounds, rounds)
+    assert (slow.ratio, slow.ci_low, slow.ci_high) == pytest.approx((fast.ratio, fast.ci_low, fast.ci_high))
+    unpaired = stats.speed_ratio([80.0, 90.0, 70.0], [100.0, 104.0, 95.0], True, 1)
+    assert unpaired.method == stats.UNPAIRED and unpaired == stats.ratio(
+        [80.0, 90.0, 70.0], [100.0, 104.0, 95.0], 1
+    )
+
+
+def test_pairing_cancels_what_a_round_did_to_both_sides() -> None:
+    # The machine's speed swings 2x from round to round; the target is 0.8 of the
+    # baseline within each round, give or take 1 %.
+    swing = [1.0, 2.0, 0.5, 1.5, 0.8]
+    base = [100.0 * s for s in swing]
+    target = [0.8 * b * (1 + e) for b, e in zip(base, [0.01, -0.01, 0.0, 0.005, -0.005], strict=True)]
+    rounds = list(range(5))
+    paired = stats.speed_ratio(target, base, True, 1, rounds, rounds)
+    unpaired = stats.speed_ratio(target, base, True, 1)
+    assert paired.ci_low is not None and paired.ci_high is not None
+    assert 0.78 < paired.ci_low <= 0.8 <= paired.ci_high < 0.82
+    assert unpaired.ci_low is not None and unpaired.ci_high is not None
+    assert unpaired.ci_high - unpaired.ci_low > 10 * (paired.ci_high - paired.ci_low)
+
+
+def test_the_paired_geometric_mean_adds_the_workloads_variances() -> None:
+    w1 = [(80.0, 100.0), (90.0, 104.0), (70.0, 95.0)]
+    w2 = [(50.0, 100.0), (55.0, 100.0), (45.0, 100.0), (50.0, 98.0)]
+    d1 = np.log([a / b for a, b in w1])
+    d2 = np.log([a / b for a, b in w2])
+    r = stats.paired_geometric_mean([w1, w2])
+    mean = (d1.mean() + d2.mean()) / 2
+    v1, v2 = d1.var(ddof=1) / 3 / 4, d2.var(ddof=1) / 4 / 4
+    dof = (v1 + v2) ** 2 / (v1**2 / 2 + v2**2 / 3)  # Welch and Satterthwaite
+    half = sps.t.ppf(0.975, dof) * np.sqrt(v1 + v2)
+    assert r.method == stats.PAIRED and r.ratio == pytest.approx(np.exp(mean))
+    assert (r.ci_low, r.ci_high) == pytest.approx((np.exp(mean - half), np.exp(mean + half)))
+    assert stats.paired_geometric_mean([w1, w2[:1]]).ci_low is None  # a workload of one round

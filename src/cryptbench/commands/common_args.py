@@ -7,7 +7,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cryptbench.plan import DEFAULT_MAX_REPEATS, DEFAULT_MAX_TIME, DEFAULT_MIN_REPEATS, DEFAULT_PRECISION
+from cryptbench.plan import (
+    DEFAULT_EQUIVALENCE,
+    DEFAULT_MAX_REPEATS,
+    DEFAULT_MAX_TIME,
+    DEFAULT_MIN_REPEATS,
+    DEFAULT_PRECISION,
+)
 
 DETAILS_HELP = (
     "after the answer, everything: the full table with intervals, the repetition, each target's I/O, "
@@ -65,6 +71,13 @@ def add_stopping(parser: argparse.ArgumentParser, *, max_bytes: bool) -> None:
         help="adaptive: repeat until each comparison's 95%% interval is within ±P of its estimate "
         f"(default {DEFAULT_PRECISION.replace('%', '%%')}; for a suite that fixes its repeats, asking "
         "turns adaptive on)",
+    )
+    parser.add_argument(
+        "--equivalence",
+        metavar="E",
+        help="a comparison whose whole 95%% interval lies within ±E of no change is answered "
+        "'no measurable cost', and targets whose difference does are 'equal' in the ranking "
+        f"(default {DEFAULT_EQUIVALENCE.replace('%', '%%')})",
     )
     parser.add_argument(
         "--min-repeats",

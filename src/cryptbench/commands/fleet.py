@@ -523,6 +523,7 @@ def run(
     suite: str = "quick",
     repeats: int | None = None,
     precision: str | None = None,
+    equivalence: str | None = None,
     min_repeats: int | None = None,
     max_repeats: int | None = None,
     max_time: str | None = None,
@@ -534,7 +535,9 @@ def run(
     specs = hosts_mod.load(hosts)
     suite_obj = load_suite(suite)
     workloads = check_suite(suite_obj)
-    rule = stopping_rule(suite_obj, repeats, precision, min_repeats, max_repeats, None, max_time, None)
+    rule = stopping_rule(
+        suite_obj, repeats, precision, min_repeats, max_repeats, None, max_time, None, equivalence
+    )
     if seed is not None and not 0 <= seed < 2**32:
         raise UsageError("--seed must be from 0 to 4294967295")
     progress = progress or NullProgress()
@@ -589,6 +592,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
             suite=args.suite,
             repeats=args.repeats,
             precision=args.precision,
+            equivalence=args.equivalence,
             min_repeats=args.min_repeats,
             max_repeats=args.max_repeats,
             max_time=args.max_time,

@@ -1,20 +1,20 @@
 """The result document: one model built from the store, rendered by every format.
 
 Its JSON form is a contract (`--json`, `show --json`): schema_version, run_id,
-environment, targets[], results[], comparisons[] (each with the precision its
-interval reached and, for a target against its baseline, what stopped its
-repetition), stopping (the rule, each question's answer, the bytes and seconds
-the trials spent), warnings[], device_writes (where the scratch space has a
-block device), efficiency[] (each encrypted target's throughput against the
-lower of plain's on its medium and its cipher's ceiling, with where that
-ceiling came from, and CPU-seconds per GB), qd_curves[] (the change against
-the baseline by queue depth, per pattern that ran at several depths),
-diagnosis[] (per encrypted target, sentences naming its limit, and each
-workload's finding), ranking[] (schema 2: per host and medium, the encrypted
-targets ranked by their cost against plain overall, per family and per
-workload, with ties, and those not ranked with why), and for a suite
-that follows a study with its own summary, study_summary. Throughput is in
-bytes/s and latency in seconds. Later versions add keys; they do not rename.
+environment, targets[], results[] (each sample's round beside it), comparisons[]
+(each with the precision its interval reached, whether it was paired by round and,
+for a target against its baseline, what stopped its repetition), stopping (the rule,
+each question's answer, the bytes and seconds the trials spent), warnings[],
+device_writes (where the scratch space has a block device), efficiency[] (each
+encrypted target's throughput against the lower of plain's on its medium and its
+cipher's ceiling, with where that ceiling came from, and CPU-seconds per GB),
+qd_curves[] (the change against the baseline by queue depth, per pattern that ran at
+several depths), diagnosis[] (per encrypted target, sentences naming its limit, and
+each workload's finding), ranking[] (schema 2: per host and medium, the encrypted
+targets ranked by their cost against plain overall, per family and per workload,
+with ties, and those not ranked with why), and for a suite that follows a study with
+its own summary, study_summary. Throughput is in bytes/s and latency in seconds.
+Later versions add keys; they do not rename.
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ def build(store: Store, run_id: int) -> Document:
     seed = int(plan.get("seed", 0))
     targets = store.target_rows(run_id)
     trials = store.trial_rows(run_id)
-    samples = store.samples(run_id)
+    by_round = store.samples_by_round(run_id)
+    samples = {key: [v for _r, v in pairs] for key, pairs in by_round.items()}
+    rounds = {key: [r for r, _v in pairs] for key, pairs in by_round.items()}
 
     workloads = [w for w in plan["workloads"] if any(t.workload == w for t in trials)]
     target_names = [t.name for t in targets]
@@ -68,7 +70,11 @@ def build(store: Store, run_id: int) -> Document:
                     continue
                 s = stats.summarize(values, seed=stats.figure_seed(seed, w, tn, metric))
                 # stats.Summary's fields (n, median, … ci_high) are Result's figures, by name
-                results.append(Result(w, tn, metric, info(metric).unit, values, **asdict(s)))
+                results.append(
+                    Result(
+                        w, tn, metric, info(metric).unit, values, **asdict(s), rounds=rounds[(w, tn, metric)]
+                    )
+                )
 
     stopping = Stopping.from_json(run.stopping) if run.stopping else None
     answers = {(a.workload, a.target, a.baseline): a for a in stopping.answers} if stopping else {}
@@ -83,7 +89,12 @@ def build(store: Store, run_id: int) -> Document:
                 if not a or not b:
                     continue
                 r = stats.speed_ratio(
-                    a, b, info(metric).higher_is_better, stats.figure_seed(seed, w, t.name, baseline)
+                    a,
+                    b,
+                    info(metric).higher_is_better,
+                    stats.figure_seed(seed, w, t.name, baseline),
+                    rounds[(w, t.name, metric)],
+                    rounds[(w, baseline, metric)],
                 )
                 answer = answers.get((w, t.name, baseline)) if kind == "baseline" else None
                 comparisons.append(
@@ -99,6 +110,7 @@ def build(store: Store, run_id: int) -> Document:
                         overhead_percent=(1 - r.ratio) * 100,
                         precision=stats.halfwidth(r),
                         stopped_by=None if answer is None else answer.stopped_by,
+                        method=r.method,
                     )
                 )
 

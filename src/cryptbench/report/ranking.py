@@ -24,6 +24,7 @@ from cryptbench.result_model import (
     NotRanked,
     RankEntry,
     RankingSection,
+    Result,
     TargetInfo,
     WorkloadRanking,
 )
@@ -55,28 +56,47 @@ def _ranked(entries: list[RankEntry]) -> list[RankEntry]:
     return out
 
 
+def _result(doc: Document, workload: str, target: str) -> Result:
+    metric = primary_of(doc.plan, workload)
+    return next(r for r in doc.results if (r.workload, r.target, r.metric) == (workload, target, metric))
+
+
 def _oriented(doc: Document, workload: str, target: str, plain: str) -> tuple[list[float], list[float]]:
     """(target's, plain's) samples of the workload's primary metric, as speeds' numerator
     and denominator: a time (lower is better) swaps the sides, as stats.speed_ratio does."""
-    metric = primary_of(doc.plan, workload)
-    samples = {(r.workload, r.target): r.samples for r in doc.results if r.metric == metric}
-    a, b = samples[(workload, target)], samples[(workload, plain)]
-    return (b, a) if info(metric).higher_is_better is False else (a, b)
+    a, b = _result(doc, workload, target), _result(doc, workload, plain)
+    return (b.samples, a.samples) if info(a.metric).higher_is_better is False else (a.samples, b.samples)
+
+
+def _paired(doc: Document, workload: str, target: str, plain: str) -> list[tuple[float, float]] | None:
+    """The workload's (target, plain) speeds round by round where they pair (stats.round_pairs)."""
+    a, b = _result(doc, workload, target), _result(doc, workload, plain)
+    pairs = stats.round_pairs(a.samples, a.rounds, b.samples, b.rounds)
+    if pairs is None or info(a.metric).higher_is_better is not False:
+        return pairs
+    return [(y, x) for x, y in pairs]
 
 
 def _one(doc: Document, workload: str, target: str, plain: str) -> RankEntry:
-    # The document's comparison uses this seed, so a workload's entry repeats its interval.
+    # The document's comparison uses this seed and pairs as it does, so a workload's
+    # entry repeats its interval.
     seed = stats.figure_seed(int(doc.plan.get("seed", 0)), workload, target, plain)
-    a, b = _oriented(doc, workload, target, plain)
-    r = stats.ratio(a, b, seed)
+    a, b = _result(doc, workload, target), _result(doc, workload, plain)
+    r = stats.speed_ratio(a.samples, b.samples, info(a.metric).higher_is_better, seed, a.rounds, b.rounds)
     return RankEntry(target, r.ratio, r.ci_low, r.ci_high, 1)
 
 
 def _over(doc: Document, scope: str, workloads: list[str], target: str, plain: str) -> RankEntry:
+    """Over several workloads: paired where every workload pairs, else unpaired (never
+    whichever is narrower)."""
     if len(workloads) == 1:
         return _one(doc, workloads[0], target, plain)
-    seed = stats.figure_seed(int(doc.plan.get("seed", 0)), "ranking", scope, target, plain)
-    r = stats.geometric_mean_ratio([_oriented(doc, w, target, plain) for w in workloads], seed)
+    paired = [_paired(doc, w, target, plain) for w in workloads]
+    if all(p is not None for p in paired):
+        r = stats.paired_geometric_mean([p for p in paired if p is not None])
+    else:
+        seed = stats.figure_seed(int(doc.plan.get("seed", 0)), "ranking", scope, target, plain)
+        r = stats.geometric_mean_ratio([_oriented(doc, w, target, plain) for w in workloads], seed)
     return RankEntry(target, r.ratio, r.ci_low, r.ci_high, len(workloads))
 
 

@@ -220,7 +220,7 @@ def imprecise(doc: Document) -> Found:
     if not rule or rule["precision"] is None:
         return
     seed = int(doc.plan.get("seed", 0))
-    samples = {(r.workload, r.target, r.metric): r.samples for r in doc.results}
+    results = {(r.workload, r.target, r.metric): r for r in doc.results}
     for c in doc.comparisons:
         if c.stopped_by not in SHORT or c.precision is None:
             continue
@@ -228,16 +228,19 @@ def imprecise(doc: Document) -> Found:
             f"±{c.precision * 100:.1f}% against {c.baseline}, not the asked "
             f"±{rule['precision'] * 100:g}% (stopped by {c.stopped_by})"
         )
-        a = samples.get((c.workload, c.target, c.metric), [])
-        b = samples.get((c.workload, c.baseline, c.metric), [])
+        ra = results.get((c.workload, c.target, c.metric))
+        rb = results.get((c.workload, c.baseline, c.metric))
+        a, b = (ra.samples, rb.samples) if ra and rb else ([], [])
         k = rule["min_repeats"]
-        if len(a) > k and len(b) > k:
+        if ra and rb and len(a) > k and len(b) > k:
             early = stats.halfwidth(
                 stats.speed_ratio(
                     a[:k],
                     b[:k],
                     info(c.metric).higher_is_better,
                     stats.figure_seed(seed, c.workload, c.target, c.baseline),
+                    None if ra.rounds is None else ra.rounds[:k],
+                    None if rb.rounds is None else rb.rounds[:k],
                 )
             )
             if early is not None and c.precision >= NOT_NARROWING * early:

@@ -310,13 +310,17 @@ class Store:
 
     def samples(self, run_id: int) -> dict[tuple[str, str, str], list[float]]:
         """Every metric value of a run by (workload, target, metric), in trial order."""
-        out: dict[tuple[str, str, str], list[float]] = {}
-        for workload, target, name, value in self.db.execute(
-            "SELECT t.workload, t.target, m.name, m.value FROM metrics m JOIN trials t ON t.id=m.trial_id"
-            " WHERE t.run_id=? ORDER BY t.seq",
+        return {key: [v for _r, v in pairs] for key, pairs in self.samples_by_round(run_id).items()}
+
+    def samples_by_round(self, run_id: int) -> dict[tuple[str, str, str], list[tuple[int, float]]]:
+        """Every metric value of a run as (round, value), by (workload, target, metric), in trial order."""
+        out: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
+        for workload, target, name, repeat, value in self.db.execute(
+            "SELECT t.workload, t.target, m.name, t.repeat, m.value FROM metrics m JOIN trials t"
+            " ON t.id=m.trial_id WHERE t.run_id=? ORDER BY t.seq",
             (run_id,),
         ):
-            out.setdefault((workload, target, name), []).append(value)
+            out.setdefault((workload, target, name), []).append((repeat, value))
         return out
 
     def trial_metrics(self, run_id: int) -> dict[int, dict[str, tuple[float, str]]]:
