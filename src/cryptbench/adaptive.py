@@ -79,13 +79,6 @@ class Stopping:
         )
 
 
-def equivalent(r: stats.Ratio, margin: float | None) -> bool:
-    """The whole interval lies within ±margin of no change: no measurable difference."""
-    if margin is None or r.ci_low is None or r.ci_high is None:
-        return False
-    return 1 - margin <= r.ci_low and r.ci_high <= 1 + margin
-
-
 @dataclass(frozen=True)
 class Question:
     workload: str
@@ -208,7 +201,7 @@ class Controller:
             a.halfwidth = None if r is None else stats.halfwidth(r)
             # a target's own median (no baseline) has no change to be equivalent to
             a.equivalent = (
-                a.question.baseline is not None and r is not None and equivalent(r, rule.equivalence)
+                a.question.baseline is not None and r is not None and stats.equivalent(r, rule.equivalence)
             )
             # A baseline run on for another question changes a closed answer's
             # interval: judged again, and reopened if no longer answered.

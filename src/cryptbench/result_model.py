@@ -513,6 +513,12 @@ class Document:
     diagnosis: list[TargetDiagnosis] = field(default_factory=list)  # per encrypted target
     fleet: FleetSection | None = None  # fleet/spread.py's section, for a fleet run
 
+    @property
+    def equivalence(self) -> float | None:
+        """Ratio units within which no change is "no measurable cost" (the stopping rule's
+        --equivalence); None for runs recorded before the rule had one."""
+        return None if self.stopping is None else self.stopping.rule.get("equivalence")
+
     def to_json(self) -> JsonObject:
         d: JsonObject = {
             "schema_version": self.schema_version,

@@ -207,6 +207,14 @@ def paired_geometric_mean(workloads: list[list[tuple[float, float]]]) -> Ratio:
     return Ratio(point, lo, hi, PAIRED)
 
 
+def equivalent(r: Ratio, margin: float | None) -> bool:
+    """The whole interval lies within ±margin (ratio units) of no change: no measurable
+    difference, however wide the interval is inside it."""
+    if margin is None or r.ci_low is None or r.ci_high is None:
+        return False
+    return 1 - margin <= r.ci_low and r.ci_high <= 1 + margin
+
+
 def halfwidth(r: Ratio) -> float | None:
     """How far the 95 % interval of a ratio reaches from the estimate, in
     ratio units (0.05: five percentage points of change either way, the way

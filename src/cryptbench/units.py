@@ -76,13 +76,19 @@ def parse_duration(text: str, *, what: str) -> float:
 
 
 def format_duration(s: float) -> str:
-    """'1 min 31 s', '12.3 s'."""
+    """'1 min 31 s', '5 min', '12.3 s'."""
     if s < 60:
         return f"{s:.1f} s"
     minutes, seconds = divmod(round(s), 60)
     if minutes < 60:
-        return f"{minutes} min {seconds} s"
+        return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60} min"
+
+
+def format_count_range(values: list[int]) -> str:
+    """'3' or '3 to 7': the span of some counts."""
+    lo, hi = min(values), max(values)
+    return f"{lo}" if lo == hi else f"{lo} to {hi}"
 
 
 def format_bytes(n: float) -> str:

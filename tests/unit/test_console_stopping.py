@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+
+from cryptbench.report.answer_console import precision_line
 from cryptbench.report.console import stopping_lines
-from cryptbench.result_model import Stopping
+from cryptbench.result_model import Document, Stopping
+
+DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
 
 def _stopping(precision: float | None, source: str = "device") -> Stopping:
@@ -34,7 +41,7 @@ def test_adaptive_line_counts_the_precise_and_lists_the_rest() -> None:
     assert "adaptive to ±5%" in first and "1 of 2 comparisons got there in 4 trials" in first
     # the device counter spans the trial phase, resets between trials included
     assert "the trial phase wrote 3.0 GiB (the device counter, resets between trials included)" in first
-    assert "budget: 1.0 GiB written, 5 min 0 s" in first
+    assert "budget: 1.0 GiB written, 5 min" in first
     assert rest == ["  enc vs plain, v: ±17.1% after 4 trial(s), stopped by max-time"]
 
 
@@ -46,3 +53,35 @@ def test_without_a_device_counter_it_says_whose_count_it_is() -> None:
 
 def test_no_stopping_record_no_line() -> None:
     assert stopping_lines(None) == []
+
+
+def test_the_precision_line_says_what_stopped_each_group_and_how_far_it_got() -> None:
+    answer = {"workload": "w", "target": "enc", "baseline": "plain", "metric": "throughput", "rounds": 3}
+    answers = [
+        *[{**answer, "stopped_by": "precision", "samples": 3, "halfwidth": 0.04}] * 22,
+        *[{**answer, "stopped_by": "equivalent", "samples": 4, "halfwidth": 0.02}] * 9,
+        {**answer, "stopped_by": "max-time", "samples": 2, "halfwidth": 0.06},
+        {**answer, "stopped_by": "max-time", "samples": 3, "halfwidth": 0.11},
+        {**answer, "stopped_by": "target-lost", "samples": 1, "halfwidth": None},
+    ]
+    rule = {"precision": 0.05, "min_repeats": 3, "max_repeats": 10, "max_bytes": None, "max_time": 240}
+    st = Stopping.from_json(
+        {
+            "rule": {**rule, "equivalence": 0.03},
+            "answers": answers,
+            "stopped_by": "max-time",
+            "bytes_written": 1 << 30,
+            "bytes_source": "device",
+            "seconds": 241.0,
+        }
+    )
+    doc = dataclasses.replace(
+        Document.from_json(json.loads((DOCS / "default-run.json").read_text())), stopping=st
+    )
+    assert precision_line(doc) == (
+        "22 answered to ±5%, 9 equal within ±3%, 2 stopped by the 4 min budget after 2 to 3 trials "
+        "(±6.0% to ±11.0%), 1 stopped: a target was lost after 1 trial (no interval)"
+    )
+    first, *rest = stopping_lines(st)
+    assert "31 of 34 comparisons got there" in first  # equal within the margin is answered too
+    assert len(rest) == 3

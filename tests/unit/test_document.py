@@ -1,11 +1,13 @@
 """The result document, from a real store filled with synthetic trials."""
 
+import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
 from cryptbench.report import document
-from cryptbench.result_model import TargetInfo
+from cryptbench.result_model import Comparison, Document, TargetInfo
 from cryptbench.store import MetricValue, Store, TrialRecord
 
 CONTRACT_TARGET_KEYS = {"name", "backend", "baseline", "io_mode", "encryption_verified"}
@@ -20,6 +22,7 @@ CONTRACT_RESULT_KEYS = {
     "ci_high",
     "cv",
 }
+DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 CONTRACT_COMPARISON_KEYS = {"workload", "target", "baseline", "ratio", "ci_low", "ci_high"}
 
 
@@ -260,3 +263,41 @@ def test_instability_is_warned_never_averaged_into_a_confident_number(tmp_path: 
     (c,) = [c for c in doc["comparisons"] if c["workload"] == "w1"]
     assert c["stopped_by"] == "max-repeats" and c["precision"] > 0.05
     assert ("drift", "gocryptfs") not in kinds and ("bimodal", "plain") not in kinds
+
+
+def test_a_comparison_within_the_equivalence_margin_has_no_measurable_cost() -> None:
+    recorded = Document.from_json(json.loads((DOCS / "default-run.json").read_text()))
+    assert recorded.stopping is not None
+
+    def c(workload: str, ratio: float, lo: float, hi: float) -> Comparison:
+        return Comparison(
+            workload,
+            "gocryptfs",
+            "plain",
+            "baseline",
+            "throughput",
+            ratio,
+            lo,
+            hi,
+            (1 - ratio) * 100,
+            None,
+            None,
+        )
+
+    def said(comparisons: list[Comparison], margin: float | None) -> list[str]:
+        stopping = dataclasses.replace(
+            recorded.stopping, rule={**recorded.stopping.rule, "equivalence": margin}
+        )
+        return document.conclusions(dataclasses.replace(recorded, comparisons=comparisons, stopping=stopping))
+
+    # 0.985 [0.975, 0.995]: measurably slower, but within ±3 % of no change
+    mixed = [c("w1", 0.985, 0.975, 0.995), c("w2", 0.6, 0.55, 0.65), c("w3", 1.0, 0.9, 1.1)]
+    assert said(mixed, 0.03) == [
+        "gocryptfs against plain, of 3 workloads: no measurable cost at 1 (within ±3%); "
+        "slower at 1 (most at w2: 40% [35, 45] less); no clear difference at 1."
+    ]
+    assert said(mixed, None)[0].startswith("gocryptfs against plain, of 3 workloads: slower at 2")
+    same = [c("w1", 0.99, 0.98, 1.0), c("w2", 1.01, 0.985, 1.02)]
+    assert said(same, 0.03) == [
+        "gocryptfs has no measurable cost against plain on any workload (each within ±3%)."
+    ]

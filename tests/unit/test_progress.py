@@ -37,9 +37,9 @@ def test_a_pipe_gets_a_line_per_round_and_per_minute() -> None:
     lines = out.getvalue().splitlines()
     assert lines == [
         "provisioning plain…",
-        "trials: round 1, 0 done of 4 planned so far; 5 min 0 s of the time budget left",
+        "trials: round 1, 0 done of 4 planned so far; 5 min of the time budget left",
         "trials: round 1, 3 done of 4 planned so far; 3 min 45 s of the time budget left",
-        "trials: round 2, 4 done (1 failed) of 6 planned so far; 3 min 0 s of the time budget left",
+        "trials: round 2, 4 done (1 failed) of 6 planned so far; 3 min of the time budget left",
     ]
 
 

@@ -210,8 +210,18 @@ def _speeds(target: str, seq: float, rnd: float, p99: float, trials: int = 3) ->
     ]
 
 
-def _section(targets: list[TargetInfo], results: list[Result]) -> list[RankingSection]:
-    return ranking.build(dataclasses.replace(BASE, plan=PLAN, targets=targets, results=results, warnings=[]))
+def _document(targets: list[TargetInfo], results: list[Result], margin: float | None = None) -> Document:
+    assert BASE.stopping is not None
+    stopping = dataclasses.replace(BASE.stopping, rule={**BASE.stopping.rule, "equivalence": margin})
+    return dataclasses.replace(
+        BASE, plan=PLAN, targets=targets, results=results, warnings=[], stopping=stopping
+    )
+
+
+def _section(
+    targets: list[TargetInfo], results: list[Result], margin: float | None = None
+) -> list[RankingSection]:
+    return ranking.build(_document(targets, results, margin))
 
 
 def _verdicts(entries: list[RankEntry]) -> list[tuple[str, float, str]]:
@@ -362,3 +372,46 @@ def test_trials_of_the_same_rounds_rank_paired() -> None:
     unpaired = [dataclasses.replace(r, rounds=None) for r in results]
     (s,) = _section(targets, unpaired)
     assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("b", 0.7, "tied")]
+
+
+def test_targets_within_the_equivalence_margin_of_the_cheapest_are_equal_not_tied() -> None:
+    # a 0.80 of plain, e 0.79 (e/a = 0.9875, within ±3 %), t 0.70 measured loosely, b 0.5:
+    # e is equal to a; t's interval reaches a's but their difference is not known to be
+    # small, so it is tied; b is costlier.
+    targets = [_target("plain"), _target("a"), _target("e"), _target("t"), _target("b")]
+    results = [
+        *_speeds("plain", 100, 100, 0.010),
+        *_speeds("a", 80, 80, 0.0125),
+        *_speeds("e", 79, 79, 0.010 / 0.79),
+        *[dataclasses.replace(r, samples=[v * f for v, f in zip(r.samples, (0.8, 1.0, 1.2), strict=True)])
+          for r in _speeds("t", 70, 70, 0.010 / 0.7)],
+        *_speeds("b", 50, 50, 0.020),
+    ]  # fmt: skip
+    (s,) = _section(targets, results, margin=0.03)
+    assert [(e.target, e.verdict) for e in s.overall] == [
+        ("a", "cheapest"),
+        ("e", "equal"),
+        ("t", "tied"),
+        ("b", "costlier"),
+    ]
+    doc = dataclasses.replace(_document(targets, results, 0.03), ranking=[s])
+    first, by_kind = ranking.sentences(doc)
+    assert "; e costs the same within ±3%; t cannot be told apart from it. b costs most" in first
+    assert "sequential a -20% [-20, -20] (1 more equal, 1 more tied)" in by_kind
+    # without a margin (a run recorded before there was one) e's 1 %, measured exactly, is costlier
+    (s,) = _section(targets, results)
+    assert [e.verdict for e in s.overall] == ["cheapest", "costlier", "tied", "costlier"]
+
+
+def test_all_equal_is_said_as_such() -> None:
+    targets = [_target("plain"), _target("a"), _target("e")]
+    results = [
+        *_speeds("plain", 100, 100, 0.010),
+        *_speeds("a", 80, 80, 0.0125),
+        *_speeds("e", 79, 79, 0.010 / 0.79),
+    ]
+    (s,) = _section(targets, results, margin=0.03)
+    doc = dataclasses.replace(_document(targets, results, 0.03), ranking=[s])
+    assert ranking.sentences(doc)[0].startswith(
+        "The 2 encrypted targets cost the same within ±3%: a -20% [-20, -20]"
+    )

@@ -18,12 +18,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from cryptbench import stats
+from cryptbench.json_types import JsonObject
 from cryptbench.metrics import PRIMARY, primary_of
 from cryptbench.report import ranking, study_summary
 from cryptbench.report.document import results_by_key
 from cryptbench.report.speed_change import speed_change
-from cryptbench.result_model import Comparison, Document, Result
-from cryptbench.units import format_bytes, format_duration, format_value
+from cryptbench.result_model import Answer, Comparison, Document, Result
+from cryptbench.units import format_bytes, format_count_range, format_duration, format_value
 
 # Rich's SIMPLE box pads each column by one space on either side and puts one between columns.
 PADDING = 3
@@ -180,20 +182,53 @@ def _halfwidths(values: list[float]) -> str:
     return f"±{lo:.1f}%" if round(lo, 1) == round(hi, 1) else f"±{lo:.1f}% to ±{hi:.1f}%"
 
 
+# What stopped a comparison, in the order the precision line tells them.
+STOPPED = ("precision", "equivalent", "max-time", "max-bytes", "max-repeats", "target-lost", "open")
+
+
+def _stopped(reason: str, answers: list[Answer], rule: JsonObject, margin: float | None) -> str:
+    """One group of the precision line: how many, what stopped them, and how far they got."""
+    n = len(answers)
+    if reason == "precision":
+        return f"{n} answered to ±{rule['precision'] * 100:g}%"
+    if reason == "equivalent":
+        return f"{n} equal within ±{(margin or 0) * 100:g}%"
+    why = {
+        "max-time": f"stopped by the {format_duration(rule['max_time'] or 0)} budget",
+        "max-bytes": f"stopped by the {format_bytes(rule['max_bytes'] or 0)} budget",
+        "max-repeats": f"stopped at {rule['max_repeats']} trials",
+        "target-lost": "stopped: a target was lost",
+        "open": "still open when the run ended",
+    }.get(reason, f"stopped by {reason}")
+    trials = [a.samples for a in answers]
+    widths = [a.halfwidth for a in answers if a.halfwidth is not None]
+    # at max-repeats the trials are what stopped them: said once
+    tail = (
+        ""
+        if reason == "max-repeats"
+        else f" after {format_count_range(trials)} trial{'s' if max(trials) != 1 else ''}"
+    )
+    return f"{n} {why}{tail}" + (f" ({_halfwidths(widths)})" if widths else " (no interval)")
+
+
 def precision_line(doc: Document) -> str:
-    """How many comparisons the run answered to the asked precision, and how far the rest got."""
+    """How many comparisons the run answered, and how: to the asked precision, equal to
+    their baseline within the equivalence margin, or stopped short, by what and how far
+    they got."""
     st = doc.stopping
     base = [c for c in doc.comparisons if c.kind == "baseline"]
     reached = [c.precision for c in base if c.precision is not None]
+    margin = doc.equivalence
     if st and st.rule["precision"] is not None:
-        goal = st.rule["precision"]
-        answers = st.answers
-        done = [a for a in answers if a.stopped_by == "precision"]
-        rest = [a.halfwidth for a in answers if a.stopped_by != "precision" and a.halfwidth is not None]
-        text = f"{len(done)} of {len(answers)} comparisons answered to ±{goal * 100:g}%"
-        return text + (f", the rest {_halfwidths(rest)}" if rest else "")
+        groups: dict[str, list[Answer]] = {}
+        for a in st.answers:
+            groups.setdefault(a.stopped_by or "open", []).append(a)
+        order = [*STOPPED, *sorted(set(groups) - set(STOPPED))]
+        return ", ".join(_stopped(r, groups[r], st.rule, margin) for r in order if r in groups)
+    equal = [c for c in base if stats.equivalent(stats.Ratio(c.ratio, c.ci_low, c.ci_high), margin)]
+    also = f", {len(equal)} of them equal within ±{(margin or 0) * 100:g}%" if equal else ""
     if reached:
-        return f"{len(base)} comparisons, fixed trials: {_halfwidths(reached)}"
+        return f"{len(base)} comparisons, fixed trials: {_halfwidths(reached)}{also}"
     return f"{len(base)} comparisons, without intervals"
 
 

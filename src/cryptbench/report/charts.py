@@ -325,8 +325,9 @@ def ranking_chart(doc: Document) -> Chart | None:
         "ranking",
         "Which way of encrypting costs least here",
         "Each encrypted target's change in speed against plain on the same medium, cheapest first: the "
-        "geometric mean of its per-workload ratios, whiskers at the 95 % bootstrap interval over the "
-        "trials. Targets marked tied cannot be told apart from the cheapest (their intervals reach it).",
+        "geometric mean of its per-workload ratios, whiskers at its 95 % interval (paired by round where "
+        "the trials pair). Targets marked equal differ from the cheapest by less than the run's "
+        "equivalence margin; those marked tied cannot be told apart from it (their intervals reach it).",
         figure,
     )
 

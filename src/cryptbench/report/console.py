@@ -26,7 +26,7 @@ from cryptbench.result_model import (
     StudySummary,
     TargetInfo,
 )
-from cryptbench.units import format_bytes, format_duration, format_mb_per_s, format_value
+from cryptbench.units import format_bytes, format_count_range, format_duration, format_mb_per_s, format_value
 
 
 def _number(value: float) -> str:
@@ -305,11 +305,6 @@ def _pm(x: float | None) -> str:
     return "no interval" if x is None else f"±{x * 100:.1f}%"
 
 
-def _count_range(values: list[int]) -> str:
-    lo, hi = min(values), max(values)
-    return f"{lo}" if lo == hi else f"{lo} to {hi}"
-
-
 def stopping_lines(st: Stopping | None) -> list[str]:
     """How the run decided how many trials to run, and what stopped each comparison short."""
     if st is None:
@@ -336,15 +331,15 @@ def stopping_lines(st: Stopping | None) -> list[str]:
     if rule["precision"] is None:
         lines = [f"Repetition: {rule['max_repeats']} trials per workload and target, fixed; {spent}{limit}."]
     else:
-        precise = [a for a in answers if a.stopped_by == "precision"]
+        precise = [a for a in answers if a.stopped_by in ("precision", "equivalent")]
         lines = [
             f"Repetition: adaptive to ±{rule['precision'] * 100:g}% "
             f"({rule['min_repeats']} to {rule['max_repeats']} trials): {len(precise)} of {len(answers)} "
             f"comparisons got there"
-            + (f" in {_count_range([a.rounds for a in precise])} trials" if precise else "")
+            + (f" in {format_count_range([a.rounds for a in precise])} trials" if precise else "")
             + f"; {spent}{limit}."
         ]
-    short = [a for a in answers if a.stopped_by not in ("precision", "fixed-repeats")]
+    short = [a for a in answers if a.stopped_by not in ("precision", "equivalent", "fixed-repeats")]
     for a in short:
         against = f" vs {a.baseline}" if a.baseline else ""
         why = a.stopped_by or "the run ended"

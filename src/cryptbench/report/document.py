@@ -305,10 +305,13 @@ def _cost(c: Comparison) -> str:
 def conclusions(doc: Document) -> list[str]:
     """Plain-language lines, one per (target, baseline) pair.
 
-    Only workloads whose 95 % interval excludes 'no change' count as slower or
-    faster; the rest are said to show no clear difference, not averaged in.
+    A workload whose whole 95 % interval lies within the equivalence margin shows no
+    measurable cost. Of the rest, only those whose interval excludes 'no change'
+    count as slower or faster; the others are said to show no clear difference,
+    not averaged in.
     """
     lines = []
+    margin = doc.equivalence
     pairs: dict[tuple[str, str], list[Comparison]] = defaultdict(list)
     for c in doc.comparisons:
         pairs[(c.target, c.baseline)].append(c)
@@ -317,9 +320,17 @@ def conclusions(doc: Document) -> list[str]:
             # The stack against its own RAM twin: what the device costs it.
             target = f"{target} on the device"
             baseline = f"the same stack on RAM ({baseline})"
-        slower = [c for c in cs if c.ci_high is not None and c.ci_high < 1]
-        faster = [c for c in cs if c.ci_low is not None and c.ci_low > 1]
-        unclear = len(cs) - len(slower) - len(faster)
+        same = [c for c in cs if stats.equivalent(stats.Ratio(c.ratio, c.ci_low, c.ci_high), margin)]
+        rest = [c for c in cs if c not in same]
+        slower = [c for c in rest if c.ci_high is not None and c.ci_high < 1]
+        faster = [c for c in rest if c.ci_low is not None and c.ci_low > 1]
+        unclear = len(rest) - len(slower) - len(faster)
+        within = f"±{(margin or 0) * 100:g}%"
+        if len(same) == len(cs):
+            lines.append(
+                f"{target} has no measurable cost against {baseline} on any workload (each within {within})."
+            )
+            continue
         if len(slower) == len(cs):
             lo = min(c.overhead_percent for c in cs)
             worst = max(cs, key=lambda c: c.overhead_percent)
@@ -335,6 +346,8 @@ def conclusions(doc: Document) -> list[str]:
             )
             continue
         parts = []
+        if same:
+            parts.append(f"no measurable cost at {len(same)} (within {within})")
         if slower:
             worst = max(slower, key=lambda c: c.overhead_percent)
             parts.append(f"slower at {len(slower)} (most at {worst.workload}: {_cost(worst)} less)")

@@ -6,13 +6,17 @@ inverted for times), with the same bootstrap interval as the comparison the
 document already holds. Over several workloads (a family, or all of them) it is
 the geometric mean of those ratios, with a percentile-bootstrap interval that
 resamples every workload's trials of both sides. The cheapest target is the
-one with the highest ratio; any target whose interval reaches the cheapest's
-is tied with it, because the run cannot tell them apart. A target that was not
-proven encrypted, or whose trials failed, is listed as not ranked, with why.
+one with the highest ratio. A target whose own comparison with the cheapest
+(its speed over the cheapest's, on the same workloads) lies wholly within the
+run's equivalence margin is equal to it: the difference is too small to matter,
+and measured so. Any other target whose interval reaches the cheapest's is tied
+with it, because the run cannot tell them apart. A target that was not proven
+encrypted, or whose trials failed, is listed as not ranked, with why.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from cryptbench import stats
@@ -40,8 +44,9 @@ def family(plan: JsonObject, workload: str) -> str:
     return "random" if str(spec.get("rw", "")).startswith("rand") else "sequential"
 
 
-def _ranked(entries: list[RankEntry]) -> list[RankEntry]:
-    """Best first; each marked cheapest, tied (its interval reaches the cheapest's) or costlier."""
+def _ranked(entries: list[RankEntry], equal: Callable[[str, str], bool]) -> list[RankEntry]:
+    """Best first; each marked cheapest, equal (`equal(it, cheapest)`: their difference is
+    within the equivalence margin), tied (its interval reaches the cheapest's) or costlier."""
     order = sorted(entries, key=lambda e: -e.ratio)
     if not order:
         return []
@@ -50,9 +55,8 @@ def _ranked(entries: list[RankEntry]) -> list[RankEntry]:
     for e in order[1:]:
         # without an interval the run cannot tell them apart
         tied = e.ci_high is None or best.ci_low is None or e.ci_high >= best.ci_low
-        out.append(
-            RankEntry(e.target, e.ratio, e.ci_low, e.ci_high, e.workloads, "tied" if tied else "costlier")
-        )
+        verdict = "equal" if equal(e.target, best.target) else "tied" if tied else "costlier"
+        out.append(RankEntry(e.target, e.ratio, e.ci_low, e.ci_high, e.workloads, verdict))
     return out
 
 
@@ -77,27 +81,41 @@ def _paired(doc: Document, workload: str, target: str, plain: str) -> list[tuple
     return [(y, x) for x, y in pairs]
 
 
+def _ratio(doc: Document, scope: str, workloads: list[str], target: str, other: str) -> stats.Ratio:
+    """The target's speed over the other's at one workload, as the document's comparison of
+    the two would have it (its seed, paired as it pairs); over several, the geometric mean,
+    paired where every workload pairs, else unpaired (never whichever is narrower)."""
+    if len(workloads) == 1:
+        (w,) = workloads
+        seed = stats.figure_seed(int(doc.plan.get("seed", 0)), w, target, other)
+        a, b = _result(doc, w, target), _result(doc, w, other)
+        return stats.speed_ratio(
+            a.samples, b.samples, info(a.metric).higher_is_better, seed, a.rounds, b.rounds
+        )
+    paired = [_paired(doc, w, target, other) for w in workloads]
+    if all(p is not None for p in paired):
+        return stats.paired_geometric_mean([p for p in paired if p is not None])
+    seed = stats.figure_seed(int(doc.plan.get("seed", 0)), "ranking", scope, target, other)
+    return stats.geometric_mean_ratio([_oriented(doc, w, target, other) for w in workloads], seed)
+
+
 def _one(doc: Document, workload: str, target: str, plain: str) -> RankEntry:
-    # The document's comparison uses this seed and pairs as it does, so a workload's
-    # entry repeats its interval.
-    seed = stats.figure_seed(int(doc.plan.get("seed", 0)), workload, target, plain)
-    a, b = _result(doc, workload, target), _result(doc, workload, plain)
-    r = stats.speed_ratio(a.samples, b.samples, info(a.metric).higher_is_better, seed, a.rounds, b.rounds)
+    r = _ratio(doc, workload, [workload], target, plain)
     return RankEntry(target, r.ratio, r.ci_low, r.ci_high, 1)
 
 
 def _over(doc: Document, scope: str, workloads: list[str], target: str, plain: str) -> RankEntry:
-    """Over several workloads: paired where every workload pairs, else unpaired (never
-    whichever is narrower)."""
-    if len(workloads) == 1:
-        return _one(doc, workloads[0], target, plain)
-    paired = [_paired(doc, w, target, plain) for w in workloads]
-    if all(p is not None for p in paired):
-        r = stats.paired_geometric_mean([p for p in paired if p is not None])
-    else:
-        seed = stats.figure_seed(int(doc.plan.get("seed", 0)), "ranking", scope, target, plain)
-        r = stats.geometric_mean_ratio([_oriented(doc, w, target, plain) for w in workloads], seed)
+    r = _ratio(doc, scope, workloads, target, plain)
     return RankEntry(target, r.ratio, r.ci_low, r.ci_high, len(workloads))
+
+
+def _equal(doc: Document, scope: str, workloads: list[str]) -> Callable[[str, str], bool]:
+    """Whether two targets are equal over `workloads`: held to each other directly, as each
+    is held to plain, their difference lies within the run's equivalence margin."""
+    margin = doc.equivalence
+    return lambda target, best: (
+        margin is not None and stats.equivalent(_ratio(doc, scope, workloads, target, best), margin)
+    )
 
 
 def _groups(doc: Document) -> list[tuple[TargetInfo, list[TargetInfo]]]:
@@ -141,11 +159,14 @@ def build(doc: Document) -> list[RankingSection]:
                 excluded.append(NotRanked(t.name, why))
             else:
                 ranked.append(t.name)
+
         families = []
         for fam in FAMILIES:
             members = [w for w in workloads if family(doc.plan, w) == fam]
             if members:
-                entries = _ranked([_over(doc, fam, members, t, pname) for t in ranked])
+                entries = _ranked(
+                    [_over(doc, fam, members, t, pname) for t in ranked], _equal(doc, fam, members)
+                )
                 families.append(FamilyRanking(fam, members, entries))
         sections.append(
             RankingSection(
@@ -153,12 +174,16 @@ def build(doc: Document) -> list[RankingSection]:
                 medium=plain.medium,
                 plain=pname,
                 workloads=workloads,
-                overall=_ranked([_over(doc, "overall", workloads, t, pname) for t in ranked])
+                overall=_ranked(
+                    [_over(doc, "overall", workloads, t, pname) for t in ranked],
+                    _equal(doc, "overall", workloads),
+                )
                 if workloads
                 else [],
                 families=families,
                 per_workload=[
-                    WorkloadRanking(w, _ranked([_one(doc, w, t, pname) for t in ranked])) for w in workloads
+                    WorkloadRanking(w, _ranked([_one(doc, w, t, pname) for t in ranked], _equal(doc, w, [w])))
+                    for w in workloads
                 ],
                 not_ranked=excluded,
             )
@@ -188,10 +213,27 @@ def _where(section: RankingSection, several: bool) -> str:
     return text[0].upper() + text[1:] + ": "
 
 
+def _margin(doc: Document) -> str:
+    return f"±{(doc.equivalence or 0) * 100:g}%"
+
+
+def _others(entries: list[RankEntry], margin: str) -> str:
+    """'; b costs the same within ±3%; c cannot be told apart from it': the cheapest's peers."""
+    text = ""
+    equal = [e.target for e in entries if e.verdict == "equal"]
+    tied = [e.target for e in entries if e.verdict == "tied"]
+    if equal:
+        text += f"; {_names(equal)} {'costs' if len(equal) == 1 else 'cost'} the same within {margin}"
+    if tied:
+        text += f"; {_names(tied)} cannot be told apart from it"
+    return text
+
+
 def sentences(doc: Document) -> list[str]:
     """The ranking in words: one or two sentences per host and medium."""
     sections = doc.ranking
     several = len(sections) > 1
+    margin = _margin(doc)
     out = []
     for s in sections:
         where = _where(s, several)
@@ -202,6 +244,12 @@ def sentences(doc: Document) -> list[str]:
             line = f"{where}no encrypted target to rank."
         elif len(entries) == 1:
             line = f"{where}only {entries[0].target} was measured encrypted: {change(entries[0])} {over}."
+        elif all(e.verdict == "equal" for e in entries[1:]):
+            line = (
+                f"{where}the {len(entries)} encrypted targets cost the same within {margin}: "
+                + ", ".join(f"{e.target} {change(e)}" for e in entries)
+                + f", {over}."
+            )
         elif all(e.verdict != "costlier" for e in entries):
             line = (
                 f"{where}the {len(entries)} encrypted targets cannot be told apart: "
@@ -210,10 +258,7 @@ def sentences(doc: Document) -> list[str]:
             )
         else:
             best, worst = entries[0], entries[-1]
-            tied = [e.target for e in entries if e.verdict == "tied"]
-            line = f"{where}cheapest here: {best.target}, {change(best)} {over}"
-            if tied:
-                line += f"; {_names(tied)} cannot be told apart from it"
+            line = f"{where}cheapest here: {best.target}, {change(best)} {over}{_others(entries, margin)}"
             line += f". {worst.target} costs most: {change(worst)}."
         faster = [e.target for e in entries if e.ci_low is not None and e.ci_low > 1]
         if faster:
@@ -225,7 +270,13 @@ def sentences(doc: Document) -> list[str]:
             parts = []
             for f in s.families:
                 e = f.entries[0]
-                ties = sum(x.verdict == "tied" for x in f.entries)
-                parts.append(f"{f.family} {e.target} {change(e)}" + (f" ({ties} more tied)" if ties else ""))
+                counts = [
+                    f"{k} more {verdict}"
+                    for verdict in ("equal", "tied")
+                    if (k := sum(x.verdict == verdict for x in f.entries))
+                ]
+                parts.append(
+                    f"{f.family} {e.target} {change(e)}" + (f" ({', '.join(counts)})" if counts else "")
+                )
             out.append("Cheapest by kind of work: " + "; ".join(parts) + ".")
     return out
