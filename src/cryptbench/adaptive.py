@@ -38,6 +38,7 @@ class StopReason(StrEnum):
     MAX_BYTES = "max-bytes"  # the byte budget was spent
     MAX_TIME = "max-time"  # the time budget was spent
     TARGET_LOST = "target-lost"  # the target or its baseline can no longer be measured
+    DROPPED = "dropped"  # its workload was dropped so that the minimum rounds fit the time budget
 
 
 BUDGETS = (StopReason.MAX_BYTES, StopReason.MAX_TIME)
@@ -56,6 +57,9 @@ class Stopping:
     # ratio units (0.03: within 0.97 to 1.03 is "no measurable cost"); None in rules
     # stored before there was one
     equivalence: float | None = None
+    # when the first round shows min_repeats rounds cannot fit max_time: "drop"
+    # workloads (fit_minimum_rounds' rule) or "extend" max_time to fit them
+    overrun: str = "drop"
 
     def to_json(self) -> JsonObject:
         return {
@@ -65,6 +69,7 @@ class Stopping:
             "max_bytes": self.max_bytes,
             "max_time": self.max_time,
             "equivalence": self.equivalence,
+            "overrun": self.overrun,
         }
 
     @classmethod
@@ -76,7 +81,65 @@ class Stopping:
             d["max_bytes"],
             d["max_time"],
             d.get("equivalence"),
+            d.get("overrun", "drop"),
         )
+
+
+OVERRUNS = ("drop", "extend")
+EXTEND_MARGIN = 1.10  # an extended budget allows the minimum rounds a tenth more than the first round's pace
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What the first round showed of the time budget, and what was done about it."""
+
+    needed: float  # seconds the remaining minimum rounds take at the first round's pace, all workloads
+    left: float  # seconds of the time budget left after the first round
+    dropped: tuple[str, ...] = ()  # workloads dropped to fit, slowest of the largest kind first
+    kept_needed: float | None = None  # seconds the remaining minimum rounds take without them
+    extended_to: float | None = None  # seconds: the time budget extended to, when asked to
+
+    @property
+    def fits(self) -> bool:
+        """Whether the minimum rounds now fit the budget."""
+        if self.extended_to is not None:
+            return True
+        return (self.needed if self.kept_needed is None else self.kept_needed) <= self.left
+
+
+def fit_minimum_rounds(
+    rule: Stopping, first_round: dict[str, float], families: dict[str, str], elapsed: float
+) -> Fit | None:
+    """Whether the rounds every target must run (min_repeats) fit the time budget, at
+    the pace of the first round (`first_round`: each workload's seconds in it, every
+    target once); None when they fit or there is no time budget.
+
+    When they do not: with rule.overrun "extend", the budget is extended to the
+    elapsed time plus the remaining rounds at that pace, and a tenth more. With
+    "drop", workloads are dropped one at a time until the rest fit, each time the
+    slowest of the kind of work (`families`) that has the most workloads left, and
+    never the last of a kind, so the ranking keeps every family it had. If one of
+    each kind still does not fit, that is all that is dropped, and the Fit says so."""
+    if rule.max_time is None or rule.min_repeats < 2:
+        return None
+    rounds_left = rule.min_repeats - 1
+    left = rule.max_time - elapsed
+    needed = rounds_left * sum(first_round.values())
+    if needed <= left:
+        return None
+    if rule.overrun == "extend":
+        return Fit(needed, left, extended_to=elapsed + needed * EXTEND_MARGIN)
+    kept = dict(first_round)
+    dropped: list[str] = []
+    while rounds_left * sum(kept.values()) > left:
+        size = {f: sum(families[w] == f for w in kept) for f in {families[w] for w in kept}}
+        spare = [w for w in kept if size[families[w]] > 1]
+        if not spare:
+            break
+        worst = max(spare, key=lambda w: (size[families[w]], kept[w]))
+        dropped.append(worst)
+        del kept[worst]
+    return Fit(needed, left, tuple(dropped), rounds_left * sum(kept.values()))
 
 
 @dataclass(frozen=True)
@@ -220,6 +283,12 @@ class Controller:
                 a.stopped_by = StopReason.PRECISION
             elif rounds >= rule.max_repeats:
                 a.stopped_by = StopReason.MAX_REPEATS
+
+    def drop(self, workloads: set[str], rounds: int) -> None:
+        """Close the questions of workloads dropped to fit the time budget."""
+        for a in self.open:
+            if a.question.workload in workloads:
+                a.stopped_by, a.rounds = StopReason.DROPPED, rounds
 
     def _precise(self, a: Answer) -> bool:
         p = self.rule.precision

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from cryptbench import keys
-from cryptbench.adaptive import Stopping
+from cryptbench.adaptive import OVERRUNS, Stopping
 from cryptbench.backends import DEFAULT, REGISTRY
 from cryptbench.backends.base import FILESYSTEMS, STATES, TargetSpec
 from cryptbench.backends.filesystem import probe_fs
@@ -147,6 +147,7 @@ def stopping_rule(
     max_time: str | None,
     target_dir: Path | None,
     equivalence: str | None = None,
+    overrun: str = "drop",
 ) -> Stopping:
     """Adaptive unless the number of rounds is fixed: by --repeats, or by a
     suite that reproduces a study's count (unless --precision asks otherwise).
@@ -172,12 +173,14 @@ def stopping_rule(
         if budget <= 0:
             raise UsageError("--max-bytes must be more than zero")
     seconds = parse_duration(max_time, what="--max-time") if max_time is not None else None
+    if overrun not in OVERRUNS:
+        raise UsageError(f"--overrun must be one of {', '.join(OVERRUNS)}")
     low, high = EQUIVALENCE_RANGE
     margin = parse_percent(equivalence or DEFAULT_EQUIVALENCE, what="--equivalence", low=low, high=high)
     fixed = repeats if repeats is not None else (None if adaptive_flags else suite.repeats)
     if fixed is not None:
         check_repeats_range(fixed, "--repeats")
-        return Stopping(None, fixed, fixed, budget, seconds, margin)
+        return Stopping(None, fixed, fixed, budget, seconds, margin, overrun)
     if budget is None and target_dir is not None:
         budget = min(int(free_bytes(target_dir) * DEFAULT_MAX_BYTES_FRACTION), DEFAULT_MAX_BYTES_CAP)
     if seconds is None:
@@ -192,7 +195,7 @@ def stopping_rule(
         raise UsageError("--min-repeats must be at least 2: one trial has no interval to judge")
     if most < least:
         raise UsageError(f"--max-repeats {most} is below --min-repeats {least}")
-    return Stopping(fraction, least, most, budget, seconds, margin)
+    return Stopping(fraction, least, most, budget, seconds, margin, overrun)
 
 
 def _with_baselines(names: list[str]) -> tuple[list[str], list[str]]:
@@ -281,6 +284,7 @@ class RunRequest:
     as_published: bool = False
     precision: str | None = None  # percent, as typed ("5%")
     equivalence: str | None = None  # percent, as typed ("3%")
+    overrun: str = "drop"  # when the minimum rounds cannot fit --max-time: drop workloads, or extend it
     min_repeats: int | None = None  # count
     max_repeats: int | None = None  # count
     max_bytes: str | None = None  # bytes, as typed
@@ -316,6 +320,7 @@ def build_plan(request: RunRequest) -> Plan:
         r.max_time,
         target_dir,
         r.equivalence,
+        r.overrun,
     )
     passphrase = keys.read_passphrase_file(r.passphrase_file) if r.passphrase_file is not None else None
     ordered, added, skipped = _backends(r, suite)

@@ -26,7 +26,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from cryptbench.adaptive import Controller, Rounds, Samples, Stopping, StopReason
+from cryptbench.adaptive import Controller, Fit, Rounds, Samples, Stopping, StopReason, fit_minimum_rounds
 from cryptbench.backends.base import Target, cache_files, iter_files
 from cryptbench.engines.apps import AppEnv, AppWorkload
 from cryptbench.engines.fio import parse_fio_json, run_fio
@@ -38,8 +38,9 @@ from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.measure.device import bytes_written
 from cryptbench.session import Session
 from cryptbench.store import Store, TrialRecord, now_iso
-from cryptbench.suite import Workload, WorkloadSpec
+from cryptbench.suite import Workload, WorkloadSpec, family
 from cryptbench.trial_metrics import app_metrics, trial_metrics
+from cryptbench.units import format_duration
 
 DATA_FILE = "cryptbench.dat"
 T = TypeVar("T")
@@ -80,6 +81,7 @@ def round_blocks(
 
 class Progress(Protocol):
     def phase(self, text: str) -> None: ...
+    def say(self, text: str) -> None: ...
     def add_trials(self, count: int) -> None: ...
     def trial_done(self, spec: TrialSpec, ok: bool) -> None: ...
     def round_started(self, number: int, seconds_left: float | None) -> None: ...
@@ -87,6 +89,9 @@ class Progress(Protocol):
 
 class NullProgress:
     def phase(self, text: str) -> None:
+        pass
+
+    def say(self, text: str) -> None:
         pass
 
     def add_trials(self, count: int) -> None:
@@ -540,9 +545,18 @@ def interleave(
     metric_of = {a.question.workload: a.question.metric for a in controller.answers}
     rng = random.Random(seed)
     block = rounds = trials = 0
+    first_round: dict[str, float] = {}  # seconds each workload's block took in round 1
     while True:
         samples, sample_rounds = primary_samples(store, run_id, metric_of)
         controller.review(rounds, samples, set(lost), sample_rounds)
+        if rounds == 1:
+            fit = fit_minimum_rounds(
+                controller.rule, first_round, {w.name: family(w) for w in workloads}, seconds()
+            )
+            if fit is not None:
+                workloads = _refit(fit, controller, workloads, rounds)
+                store.add_note(run_id, fit_note(fit, controller.rule))
+                progress.say(fit_note(fit, controller.rule))
         on_change()
         # Every target gets the first min_repeats rounds (all of a fixed
         # count) even when a lost target closed every question early.
@@ -557,14 +571,57 @@ def interleave(
         progress.round_started(rounds + 1, left)
         for w, names in blocks:
             reason = spent(controller.rule)
+            # The first round runs whole, whatever the clock: it is what the run learns
+            # its pace from (fit_minimum_rounds). The byte budget still binds: it is wear.
+            if reason is StopReason.MAX_TIME and rounds == 0:
+                reason = None
             if reason is not None:
                 samples, sample_rounds = primary_samples(store, run_id, metric_of)
                 controller.exhaust(reason, rounds, samples, set(lost), sample_rounds)
                 on_change()
                 return
+            started = seconds()
             block = run_block(w, names, rounds, block)
+            if rounds == 0:
+                first_round[w.name] = seconds() - started
             trials += len(names)
         rounds += 1
+
+
+def _refit(
+    fit: Fit, controller: Controller, workloads: tuple[Workload, ...], rounds: int
+) -> tuple[Workload, ...]:
+    """Apply what the first round showed: a longer budget, or fewer workloads."""
+    if fit.extended_to is not None:
+        controller.rule = replace(controller.rule, max_time=fit.extended_to)
+    controller.drop(set(fit.dropped), rounds)
+    return tuple(w for w in workloads if w.name not in fit.dropped)
+
+
+def fit_note(fit: Fit, rule: Stopping) -> str:
+    """What the first round showed of the time budget, and what the run did, in one sentence."""
+    left = format_duration(max(fit.left, 0))
+    pace = (
+        f"at the first round's pace the {rule.min_repeats} rounds every target needs take "
+        f"{format_duration(fit.needed)} more, and {left} of the time budget is left"
+    )
+    if fit.extended_to is not None:
+        return f"{pace}: the budget is extended to {format_duration(fit.extended_to)} (--overrun extend)"
+    if not fit.dropped:
+        return (
+            f"{pace}, and no workload can be dropped without losing a kind of work: the budget will stop "
+            "some comparisons short of their minimum (more time: --max-time, or --overrun extend)"
+        )
+    drop = (
+        f"dropped {', '.join(fit.dropped)} "
+        "(the slowest of the kind of work that had the most; one of each kind kept)"
+    )
+    if fit.fits:
+        return f"{pace}: {drop} to fit (--overrun extend keeps them and takes longer)"
+    return (
+        f"{pace}: {drop}, and even so the budget will stop some comparisons short of their minimum "
+        "(more time: --max-time, or --overrun extend)"
+    )
 
 
 def workload_seeds(seed: int, workloads: Sequence[Workload]) -> dict[str, int]:

@@ -34,6 +34,22 @@ SUMMARIES = ("drop-min-max",)
 Workload = WorkloadSpec | AppWorkload
 
 
+# The ranking's kinds of work: a target is ranked in each, and a run that must drop
+# workloads to fit its budget keeps one of each.
+FAMILIES = ("sequential", "random", "application")
+
+
+def family_of_rw(rw: str | None) -> str:
+    """sequential or random for an fio pattern's rw, application for an app workload (None)."""
+    if rw is None:
+        return "application"
+    return "random" if rw.startswith("rand") else "sequential"
+
+
+def family(workload: Workload) -> str:
+    return family_of_rw(None if isinstance(workload, AppWorkload) else workload.rw)
+
+
 def primary_metric(workload: Workload) -> str:
     """The metric a workload's comparisons use."""
     return workload.primary if isinstance(workload, AppWorkload) else "throughput"

@@ -16,10 +16,11 @@ from cryptbench.adaptive import (
     Samples,
     Stopping,
     StopReason,
+    fit_minimum_rounds,
     interval,
     questions,
 )
-from cryptbench.runner import Spend, run_rounds
+from cryptbench.runner import Spend, TrialSpec, run_rounds
 from cryptbench.store import Store
 from cryptbench.suite import load_suite
 from tests.unit.fake_executor import FakeExecutor
@@ -247,6 +248,11 @@ def test_the_time_budget_stops_the_run(tmp_path: Path) -> None:
     )
     assert c.stopped_by is StopReason.MAX_TIME
     assert 0 < len(ex.specs) < 3 * 2 * 8
+    # the 5 s ran out in the first round's first block, yet the first round ran whole:
+    # the run learns its pace from it
+    assert {(s.workload.name, s.target) for s in ex.specs if s.repeat == 0} == {
+        (w.name, t) for w in WORKLOADS for t in ("plain", "steady", "noisy")
+    }
 
 
 def test_the_other_targets_go_on_when_one_is_lost(tmp_path: Path) -> None:
@@ -276,3 +282,85 @@ def test_a_tight_time_budget_gives_its_trials_to_the_questions_nearest_an_answer
     # with room for none, the nearest still gets its trials
     assert c.needed(3, capacity=0.0) == {"w1": {"a", "plain"}}
     assert c.needed(2, capacity=0.0) is None  # the first rounds measure every target
+
+
+# -- the first round against the time budget --------------------------------------
+
+
+FAMILY = {
+    "s1": "sequential",
+    "s2": "sequential",
+    "r1": "random",
+    "r2": "random",
+    "r3": "random",
+    "a": "application",
+}
+PACE = {"s1": 10.0, "s2": 30.0, "r1": 5.0, "r2": 20.0, "r3": 15.0, "a": 40.0}  # seconds in round 1: 120
+
+
+def test_minimum_rounds_that_fit_need_nothing() -> None:
+    assert fit_minimum_rounds(Stopping(0.05, 3, 10, None, 400.0), PACE, FAMILY, 120.0) is None  # 240 <= 280
+    assert (
+        fit_minimum_rounds(Stopping(0.05, 3, 10, None, None), PACE, FAMILY, 120.0) is None
+    )  # no time budget
+
+
+def test_the_slowest_of_the_largest_kind_is_dropped_first_and_one_of_each_kind_kept() -> None:
+    # 240 s more needed, 200 - 120 = 80 s left: 2 rounds of at most 40 s
+    fit = fit_minimum_rounds(Stopping(0.05, 3, 10, None, 200.0), PACE, FAMILY, 120.0)
+    assert fit is not None and (fit.needed, fit.left) == (240.0, 80.0)
+    # random has three: its slowest, r2 (20 s), goes; then sequential and random have two
+    # each, and the slower of their slowest goes, s2 (30 s); then random's r3 (15 s).
+    # s1, r1 and a stay: each the last of its kind
+    assert fit.dropped == ("r2", "s2", "r3")
+    assert fit.kept_needed == 2 * (10.0 + 5.0 + 40.0) and not fit.fits  # 110 s: still over
+    fit = fit_minimum_rounds(Stopping(0.05, 3, 10, None, 300.0), PACE, FAMILY, 120.0)
+    assert fit is not None and fit.dropped == ("r2", "s2") and fit.fits  # 2 * 70 = 140 <= 180
+
+
+def test_asked_to_extend_the_budget_is_extended_instead() -> None:
+    rule = Stopping(0.05, 3, 10, None, 200.0, 0.03, "extend")
+    fit = fit_minimum_rounds(rule, PACE, FAMILY, 120.0)
+    assert fit is not None and fit.dropped == () and fit.fits
+    assert fit.extended_to == pytest.approx(120.0 + 240.0 * 1.1)
+
+
+class _Clocked(FakeExecutor):
+    """Each trial takes its workload's seconds on a clock of its own."""
+
+    def __init__(
+        self, store: Store, run_id: int, spread: dict[str, tuple[float, float]], cost: dict[str, float]
+    ):
+        super().__init__(store, run_id, spread)
+        self.cost, self.now = cost, 0.0
+
+    def run(self, spec: TrialSpec) -> bool:
+        self.now += self.cost[spec.workload.name]
+        return super().run(spec)
+
+
+def test_a_first_round_too_slow_for_the_budget_drops_workloads_and_says_so(tmp_path: Path) -> None:
+    quick = {w.name: w for w in load_suite("quick").workloads}
+    workloads = tuple(
+        quick[n] for n in ("seq1m-q8-read", "seq1m-q8-write", "rnd4k-q32-read", "rnd4k-q1-read")
+    )
+    cost = {"seq1m-q8-read": 1.0, "seq1m-q8-write": 3.0, "rnd4k-q32-read": 1.0, "rnd4k-q1-read": 2.0}
+    store = Store.open(tmp_path / "r.sqlite")
+    run_id = store.insert_run("quick", {}, {}, "0")
+    ex = _Clocked(store, run_id, {"plain": (100, 1), "enc": (50, 0.5)}, cost)
+    qs = questions([(w.name, THROUGHPUT) for w in workloads], {"plain": None, "enc": "plain"})
+    # round 1: (1 + 3 + 1 + 2) * 2 targets = 14 s; two more rounds need 28 s, 26 - 14 = 12 s left
+    controller = Controller(Stopping(0.05, 3, 10, None, 26.0), qs, 3)
+    run_rounds(
+        cast(Any, ex), workloads, ["plain", "enc"], controller, Spend(ex.ctx, set(), lambda: ex.now), 3
+    )
+    dropped = {a.question.workload for a in controller.answers if a.stopped_by is StopReason.DROPPED}
+    # sequential and random have two each; the slowest of them goes first (seq1m-q8-write,
+    # 6 s a round), then rnd4k-q1-read (4 s): 2 rounds of 4 s fit in 12
+    assert dropped == {"seq1m-q8-write", "rnd4k-q1-read"}
+    assert all(a.rounds == 1 for a in controller.answers if a.stopped_by is StopReason.DROPPED)
+    assert not [s for s in ex.specs if s.repeat > 0 and s.workload.name in dropped]  # never run again
+    kept = [a for a in controller.answers if a.stopped_by is not StopReason.DROPPED]
+    assert all(a.stopped_by is StopReason.PRECISION and a.rounds == 3 for a in kept)
+    (note,) = store.run_row(run_id).notes
+    assert "dropped seq1m-q8-write, rnd4k-q1-read" in note and "one of each kind kept" in note

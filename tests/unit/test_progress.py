@@ -49,3 +49,12 @@ def test_a_terminal_gets_the_bar_and_no_lines() -> None:
         p.add_trials(1)
         p.round_started(1, None)
     assert "trials: round" not in out.getvalue()
+
+
+def test_a_note_is_said_at_once_though_trials_are_showing() -> None:
+    out = io.StringIO()
+    with RichProgress(Console(file=out, force_terminal=False, width=200), clock=Clock()) as p:
+        p.add_trials(4)
+        p.phase("not shown while trials run")
+        p.say("dropped rnd4k-q1-read to fit")
+    assert out.getvalue().splitlines() == ["note: dropped rnd4k-q1-read to fit"]

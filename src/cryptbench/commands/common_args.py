@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cryptbench.adaptive import OVERRUNS
 from cryptbench.plan import (
     DEFAULT_EQUIVALENCE,
     DEFAULT_MAX_REPEATS,
@@ -94,6 +95,13 @@ def add_stopping(parser: argparse.ArgumentParser, *, max_bytes: bool) -> None:
             help="stop repeating once the trials wrote this much (adaptive default: a tenth of the free "
             "space, at most 8G; a fixed count runs in full unless given)",
         )
+    parser.add_argument(
+        "--overrun",
+        choices=OVERRUNS,
+        default="drop",
+        help="when the first round shows the minimum trials cannot fit --max-time: drop workloads, "
+        "the slowest first and one of each kind of work kept (default), or extend the time budget",
+    )
     parser.add_argument(
         "--max-time",
         metavar="DURATION",

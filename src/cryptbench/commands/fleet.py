@@ -524,6 +524,7 @@ def run(
     repeats: int | None = None,
     precision: str | None = None,
     equivalence: str | None = None,
+    overrun: str = "drop",
     min_repeats: int | None = None,
     max_repeats: int | None = None,
     max_time: str | None = None,
@@ -536,7 +537,7 @@ def run(
     suite_obj = load_suite(suite)
     workloads = check_suite(suite_obj)
     rule = stopping_rule(
-        suite_obj, repeats, precision, min_repeats, max_repeats, None, max_time, None, equivalence
+        suite_obj, repeats, precision, min_repeats, max_repeats, None, max_time, None, equivalence, overrun
     )
     if seed is not None and not 0 <= seed < 2**32:
         raise UsageError("--seed must be from 0 to 4294967295")
@@ -593,6 +594,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
             repeats=args.repeats,
             precision=args.precision,
             equivalence=args.equivalence,
+            overrun=args.overrun,
             min_repeats=args.min_repeats,
             max_repeats=args.max_repeats,
             max_time=args.max_time,

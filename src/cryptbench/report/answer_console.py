@@ -183,7 +183,16 @@ def _halfwidths(values: list[float]) -> str:
 
 
 # What stopped a comparison, in the order the precision line tells them.
-STOPPED = ("precision", "equivalent", "max-time", "max-bytes", "max-repeats", "target-lost", "open")
+STOPPED = (
+    "precision",
+    "equivalent",
+    "max-time",
+    "max-bytes",
+    "max-repeats",
+    "dropped",
+    "target-lost",
+    "open",
+)
 
 
 def _stopped(reason: str, answers: list[Answer], rule: JsonObject, margin: float | None) -> str:
@@ -197,6 +206,7 @@ def _stopped(reason: str, answers: list[Answer], rule: JsonObject, margin: float
         "max-time": f"stopped by the {format_duration(rule['max_time'] or 0)} budget",
         "max-bytes": f"stopped by the {format_bytes(rule['max_bytes'] or 0)} budget",
         "max-repeats": f"stopped at {rule['max_repeats']} trials",
+        "dropped": "dropped to fit the time budget",
         "target-lost": "stopped: a target was lost",
         "open": "still open when the run ended",
     }.get(reason, f"stopped by {reason}")

@@ -65,6 +65,11 @@ class RichProgress:
             # soft_wrap: a log keeps each line whole; a terminal wraps it itself
             self.console.print(f"[dim]{text}…[/dim]", soft_wrap=True)
 
+    def say(self, text: str) -> None:
+        """A line the user must read now, whatever is showing (above the bar, if one is)."""
+        self._start()
+        self.console.print(f"[yellow]note[/yellow]: {text}", soft_wrap=True)
+
     def add_trials(self, count: int) -> None:
         """More trials to run: all of them for a fixed count, a round at a time when adaptive."""
         self._start()

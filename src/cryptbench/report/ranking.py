@@ -32,16 +32,13 @@ from cryptbench.result_model import (
     TargetInfo,
     WorkloadRanking,
 )
-
-FAMILIES = ("sequential", "random", "application")
+from cryptbench.suite import FAMILIES, family_of_rw
 
 
 def family(plan: JsonObject, workload: str) -> str:
     """sequential or random for an fio pattern, application for an app workload."""
     spec = plan.get("workload_specs", {}).get(workload)
-    if spec is None:
-        return "application"
-    return "random" if str(spec.get("rw", "")).startswith("rand") else "sequential"
+    return family_of_rw(None if spec is None else str(spec.get("rw", "")))
 
 
 def _ranked(entries: list[RankEntry], equal: Callable[[str, str], bool]) -> list[RankEntry]:
