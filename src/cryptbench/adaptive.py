@@ -235,14 +235,80 @@ def interval(
     return r, len(a)
 
 
+@dataclass(frozen=True)
+class RankingGroups:
+    """How the run's answer to "which costs least" is built: each encrypted target is
+    ranked against a plain target, over all workloads and over each kind of work."""
+
+    plain_of: dict[str, str]  # encrypted target -> the plain target of its medium (and host)
+    family_of: dict[str, str]  # workload -> its kind of work (suite.family)
+    higher_is_better: dict[str, bool | None]  # workload -> its primary metric's direction
+
+
+def _speed_pairs(
+    w: str, target: str, plain: str, samples: Samples, rounds: Rounds, higher: bool | None
+) -> list[tuple[float, float]] | None:
+    a, b = samples.get((w, target), []), samples.get((w, plain), [])
+    pairs = stats.round_pairs(a, rounds.get((w, target)), b, rounds.get((w, plain)))
+    if pairs is None or higher is not False:
+        return pairs
+    return [(y, x) for x, y in pairs]
+
+
+def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds) -> set[str]:
+    """The targets whose trials can still change the ranking: in the overall ranking or a
+    family's, the cheapest and every target whose interval reaches the cheapest's (or that
+    has no interval yet). A target whose interval lies wholly below the cheapest's, in
+    every scope, is decided: more trials cannot change where it stands."""
+    found: set[str] = set()
+    for plain in set(groups.plain_of.values()):
+        ranked = [t for t, p in groups.plain_of.items() if p == plain]
+        if len(ranked) < 2:
+            continue
+        scopes = [list(groups.family_of), *_by_family(groups.family_of).values()]
+        for workloads in scopes:
+            entries: dict[str, stats.Ratio] = {}
+            for t in ranked:
+                per = [
+                    _speed_pairs(w, t, plain, samples, rounds, groups.higher_is_better[w]) for w in workloads
+                ]
+                if any(p is None for p in per):
+                    found.add(t)  # not measured enough to place: its trials may change it all
+                    continue
+                entries[t] = stats.paired_geometric_mean([p for p in per if p is not None])
+            if not entries:
+                continue
+            best = max(entries, key=lambda t: entries[t].ratio)
+            low = entries[best].ci_low
+            tied = [
+                t
+                for t, r in entries.items()
+                if t != best and (low is None or r.ci_high is None or r.ci_high >= low)
+            ]
+            if tied:
+                found.update([best, *tied])
+    return found
+
+
+def _by_family(family_of: dict[str, str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for w, f in family_of.items():
+        out.setdefault(f, []).append(w)
+    return out if len(out) > 1 else {}
+
+
 class Controller:
     """Which targets each workload still needs, round after round."""
 
-    def __init__(self, rule: Stopping, qs: list[Question], run_seed: int) -> None:
+    def __init__(
+        self, rule: Stopping, qs: list[Question], run_seed: int, ranking: RankingGroups | None = None
+    ) -> None:
         self.rule = rule
         self.answers = [Answer(q) for q in qs]
         self.run_seed = run_seed
+        self.ranking = ranking
         self.stopped_by: StopReason | None = None  # a budget that ended the run
+        self.contenders: set[str] = set()  # the targets that can still change the ranking, at the last review
 
     @property
     def open(self) -> list[Answer]:
@@ -255,8 +321,11 @@ class Controller:
     def review(
         self, rounds: int, samples: Samples, lost: set[str], sample_rounds: Rounds | None = None
     ) -> None:
-        """After `rounds` rounds: close what is answered, lost or out of rounds."""
+        """After `rounds` rounds: close what is answered, lost or out of rounds, and note
+        which targets can still change the ranking."""
         rule = self.rule
+        if self.ranking is not None:
+            self.contenders = contenders(self.ranking, samples, sample_rounds or {}) - lost
         for a in self.answers:
             if a.stopped_by is not None and a.stopped_by not in ANSWERED:
                 continue
@@ -317,23 +386,35 @@ class Controller:
             return math.inf
         return max(1.0, a.samples * (a.halfwidth / self.rule.precision) ** 2 - a.samples)
 
-    def needed(self, rounds: int, capacity: float | None = None) -> dict[str, set[str]] | None:
-        """Per workload, the targets the open questions need in the next round, the workload
-        of the question nearest its answer first; None (every target) for the first
-        min_repeats rounds, so that every target is measured, asked about or not.
+    def _targets(self, a: Answer) -> tuple[str, ...]:
+        """What a question's next trial needs: its target and baseline, and for a target
+        that can still change the ranking, the plain it is ranked against too."""
+        t = a.question.target
+        if self.ranking is None or t not in self.contenders or t not in self.ranking.plain_of:
+            return a.question.targets
+        return tuple(dict.fromkeys([*a.question.targets, self.ranking.plain_of[t]]))
 
-        With `capacity` (the trials the time budget has left room for), the questions that
-        would not be answered within it wait: those nearest their answer take the trials,
-        so a budget-bound run answers as many questions as it can. The others stay open,
-        and get trials as soon as the chosen ones close."""
+    def needed(self, rounds: int, capacity: float | None = None) -> dict[str, set[str]] | None:
+        """Per workload, the targets the open questions need in the next round; None (every
+        target) for the first min_repeats rounds, so that every target is measured, asked
+        about or not.
+
+        First come the questions of targets that can still change the ranking (contenders:
+        the cheapest and those tied with it), then the rest, each group nearest its answer
+        first. With `capacity` (the trials the time budget has left room for), the
+        questions that would not be answered within it wait, in that order, so a
+        budget-bound run spends its time where the answer is still open. The others stay
+        open, and get trials as soon as the chosen ones close."""
         if rounds < self.rule.min_repeats:
             return None
-        chosen = sorted(self.open, key=self.remaining)
+        chosen = sorted(
+            self.open, key=lambda a: (a.question.target not in self.contenders, self.remaining(a))
+        )
         if capacity is not None and self.rule.precision is not None:
             kept: list[Answer] = []
             cost = 0.0
             for a in chosen:
-                c = min(self.remaining(a), self.rule.max_repeats - rounds) * len(a.question.targets)
+                c = min(self.remaining(a), self.rule.max_repeats - rounds) * len(self._targets(a))
                 if kept and cost + c > capacity:
                     continue
                 kept.append(a)
@@ -341,7 +422,7 @@ class Controller:
             chosen = kept
         out: dict[str, set[str]] = {}
         for a in chosen:
-            out.setdefault(a.question.workload, set()).update(a.question.targets)
+            out.setdefault(a.question.workload, set()).update(self._targets(a))
         return out
 
     def to_json(self) -> list[JsonObject]:

@@ -12,10 +12,12 @@ from cryptbench import stats
 from cryptbench.adaptive import (
     Controller,
     Question,
+    RankingGroups,
     Rounds,
     Samples,
     Stopping,
     StopReason,
+    contenders,
     fit_minimum_rounds,
     interval,
     questions,
@@ -364,3 +366,50 @@ def test_a_first_round_too_slow_for_the_budget_drops_workloads_and_says_so(tmp_p
     assert all(a.stopped_by is StopReason.PRECISION and a.rounds == 3 for a in kept)
     (note,) = store.run_row(run_id).notes
     assert "dropped seq1m-q8-write, rnd4k-q1-read" in note and "one of each kind kept" in note
+
+
+# -- time goes where the ranking is still open -------------------------------------
+
+
+GROUPS = RankingGroups({"a": "plain", "b": "plain", "c": "plain"}, {"w": "sequential"}, {"w": True})
+R3 = [0, 1, 2]
+
+
+def _ranked_samples(b: list[float]) -> tuple[Samples, Rounds]:
+    # a is 0.8 of plain in each round, c 0.5: both intervals are points
+    samples = {
+        ("w", "plain"): [100.0, 200.0, 50.0],
+        ("w", "a"): [80.0, 160.0, 40.0],
+        ("w", "c"): [50.0, 100.0, 25.0],
+    }
+    samples[("w", "b")] = b
+    return samples, {key: R3 for key in samples}
+
+
+def test_the_cheapest_and_those_tied_with_it_contend_the_costlier_do_not() -> None:
+    # b wanders around 0.8 of plain: its interval reaches a's; c's lies far below
+    assert contenders(GROUPS, *_ranked_samples([70.0, 180.0, 38.0])) == {"a", "b"}
+    # b measured at 0.6 in every round: a is cheapest and alone; nobody contends
+    assert contenders(GROUPS, *_ranked_samples([60.0, 120.0, 30.0])) == set()
+    # b not measured in every round: it cannot be placed yet, so it contends
+    samples, rounds = _ranked_samples([60.0, 120.0])
+    rounds[("w", "b")] = [0, 1]
+    assert contenders(GROUPS, samples, rounds) == set()  # 2 rounds pair, and b is clearly costlier
+    rounds[("w", "b")] = [0, 5]
+    assert contenders(GROUPS, samples, rounds) == {"b"}
+
+
+def test_contenders_take_the_trials_first_with_the_plain_they_are_ranked_against() -> None:
+    qs = [Question("w", t, "base", "throughput", True) for t in ("a", "b", "c")]
+    c = Controller(Stopping(0.05, 3, 10, None, None), qs, 1, GROUPS)
+    c.contenders = {"b", "a"}
+    for a in c.answers:
+        a.halfwidth, a.samples = {"a": 0.20, "b": 0.30, "c": 0.06}[a.question.target], 3
+    # c is nearest its answer (about 1.3 more trials), but a and b decide the ranking. A
+    # room of 21 trials holds a's 7 more rounds of 3 targets (a, its baseline and plain);
+    # then neither b's 21 nor c's 2.6 fit.
+    assert c.needed(3) == {"w": {"a", "b", "c", "base", "plain"}}
+    assert c.needed(3, capacity=21) == {"w": {"a", "base", "plain"}}
+    # without contenders, the nearest first: c (2.6 trials), then a (7 rounds of 2: 14)
+    c.contenders = set()
+    assert c.needed(3, capacity=21) == {"w": {"c", "a", "base"}}

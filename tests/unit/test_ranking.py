@@ -13,7 +13,7 @@ import pytest
 
 from cryptbench import stats
 from cryptbench.report import ranking
-from cryptbench.result_model import Document, RankEntry, RankingSection, Result, TargetInfo
+from cryptbench.result_model import Answer, Document, RankEntry, RankingSection, Result, TargetInfo
 from tests.unit.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
@@ -415,3 +415,19 @@ def test_all_equal_is_said_as_such() -> None:
     assert ranking.sentences(doc)[0].startswith(
         "The 2 encrypted targets cost the same within ±3%: a -20% [-20, -20]"
     )
+
+
+def test_a_workload_dropped_to_fit_the_budget_ranks_nothing() -> None:
+    # the app workload ran one round, then was dropped: the ranking is over the other two
+    targets = [_target("plain"), _target("a"), _target("b")]
+    results = [*_speeds("plain", 100, 100, 0.010), *_speeds("a", 80, 80, 0.0125), *_speeds("b", 50, 50, 0.02)]
+    results = [dataclasses.replace(r, samples=r.samples[:1]) if r.workload == APP else r for r in results]
+    doc = _document(targets, results)
+    assert doc.stopping is not None
+    answer = Answer(APP, "a", "plain", "probe.lat_p99", "dropped", 1, 1, None)
+    doc = dataclasses.replace(doc, stopping=dataclasses.replace(doc.stopping, answers=[answer]))
+    (s,) = ranking.build(doc)
+    assert s.workloads == [SEQ, RND] and [f.family for f in s.families] == ["sequential", "random"]
+    assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("b", 0.5, "costlier")]
+    first = ranking.sentences(dataclasses.replace(doc, ranking=[s]))[0]
+    assert "against plain over 2 workloads (1 dropped to fit the time budget)" in first

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptbench import __version__
-from cryptbench.adaptive import Controller, Question, questions
+from cryptbench.adaptive import Controller, Question, RankingGroups, questions
+from cryptbench.backends import REGISTRY
 from cryptbench.cipher import ceilings, userspace
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.fio import probe_ioengine
@@ -40,7 +41,7 @@ from cryptbench.runner import (
 )
 from cryptbench.session import Session
 from cryptbench.store import Store
-from cryptbench.suite import WorkloadSpec, primary_metric
+from cryptbench.suite import WorkloadSpec, family, primary_metric
 
 
 @dataclass
@@ -128,7 +129,7 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         executor = Executor(ctx, provisioned, direct, seeds, progress)
         writes = {w.name for w in plan.suite.workloads if w.is_write}
         spend = Spend(ctx, writes)
-        controller = Controller(plan.rule, run_questions(plan), plan.seed)
+        controller = Controller(plan.rule, run_questions(plan), plan.seed, ranking_groups(plan))
         record = stopping_recorder(store, run_id, controller, spend)
         return run_rounds(executor, plan.suite.workloads, list(targets), controller, spend, plan.seed, record)
 
@@ -161,6 +162,21 @@ def run_questions(plan: Plan) -> list[Question]:
         workloads.append((w.name, (metric, info(metric).higher_is_better)))
     asked = {t.name for t in plan.targets if t.backend not in plan.added_baselines}
     return questions(workloads, {t.name: plan.baseline_of(t) for t in plan.targets}, asked)
+
+
+def ranking_groups(plan: Plan) -> RankingGroups:
+    """Each encrypted target and the plain of its medium it is ranked against, as the
+    ranking (report/ranking.py) groups them; the workloads' kinds of work."""
+    plains = {t.medium: t.name for t in plan.targets if t.backend == "plain"}
+    plain_of = {
+        t.name: plains[t.medium] for t in plan.targets if REGISTRY[t.backend].encrypted and t.medium in plains
+    }
+    workloads = plan.suite.workloads
+    return RankingGroups(
+        plain_of,
+        {w.name: family(w) for w in workloads},
+        {w.name: info(primary_metric(w)).higher_is_better for w in workloads},
+    )
 
 
 def run(request: RunRequest, *, progress: Progress | None = None, registry: Path | None = None) -> RunOutcome:

@@ -115,6 +115,13 @@ def _equal(doc: Document, scope: str, workloads: list[str]) -> Callable[[str, st
     )
 
 
+def dropped(doc: Document) -> list[str]:
+    """The workloads the run dropped after its first round to fit its time budget."""
+    if doc.stopping is None:
+        return []
+    return list(dict.fromkeys(a.workload for a in doc.stopping.answers if a.stopped_by == "dropped"))
+
+
 def _groups(doc: Document) -> list[tuple[TargetInfo, list[TargetInfo]]]:
     """(plain, the encrypted targets beside it): one group per host and medium."""
     out = []
@@ -146,7 +153,8 @@ def build(doc: Document) -> list[RankingSection]:
         pname = plain.name
         metric_of = {w: primary_of(doc.plan, w) for w in doc.plan["workloads"]}
         have = {(r.workload, r.target) for r in doc.results if r.metric == metric_of.get(r.workload)}
-        workloads = [w for w in doc.plan["workloads"] if (w, pname) in have]
+        # a workload dropped to fit the time budget ran one round: it ranks nothing
+        workloads = [w for w in doc.plan["workloads"] if (w, pname) in have and w not in dropped(doc)]
         excluded, ranked = [], []
         for t in peers:
             why = _why_not(doc, t, workloads)
@@ -237,6 +245,8 @@ def sentences(doc: Document) -> list[str]:
         entries = s.overall
         n = len(s.workloads)
         over = f"against {s.plain} over {n} workload{'s' if n != 1 else ''}"
+        if gone := dropped(doc):
+            over += f" ({len(gone)} dropped to fit the time budget)"
         if not entries:
             line = f"{where}no encrypted target to rank."
         elif len(entries) == 1:
