@@ -48,9 +48,20 @@ def test_the_rules_find_the_recorded_warnings_that_need_no_trials(name: str) -> 
     """Recorded documents hold what the rules found when they were built; the rules
     that read only the document find the same again, in the same order."""
     doc = json.loads((DOCS / f"{name}.json").read_text())
-    trial_kinds = {WarningKind.FAILED_TRIALS, WarningKind.CACHE_NOT_DROPPED}
+    # the rules that read trials, and short-trial, which is newer than every recorded document
+    trial_kinds = {WarningKind.FAILED_TRIALS, WarningKind.CACHE_NOT_DROPPED, WarningKind.SHORT_TRIAL}
     again = [
         w.to_json() for w in warning_rules.find(Document.from_json(doc), []) if w.kind not in trial_kinds
     ]
     recorded = [w for w in doc["warnings"] if w["kind"] not in trial_kinds]
     assert again == recorded
+
+
+def test_trials_shorter_than_a_second_of_io_are_named_per_workload() -> None:
+    doc = Document.from_json(json.loads((DOCS / "default-run.json").read_text()))
+    short = {w.workload: w.message for w in warning_rules.short_trial(doc)}
+    # plain's sequential reads moved their bytes in 51, 97 and 185 ms (io_bytes / throughput)
+    assert "plain 97 ms" in short["seq1m-q8-read"]
+    # its rnd4k-q1-read trials took 1162, 983, 1138 and 1420 ms: a median over a second
+    assert "plain " not in short.get("rnd4k-q1-read", "")
+    assert all(w.kind == WarningKind.SHORT_TRIAL and w.target is None for w in warning_rules.short_trial(doc))

@@ -36,6 +36,7 @@ class WarningKind(StrEnum):
     DRIFT = "drift"  # a trend across the trials: the machine changed during the run
     BIMODAL = "bimodal"  # two clusters of samples: the median describes neither
     IMPRECISE = "imprecise"  # a comparison stopped short of the asked precision
+    SHORT_TRIAL = "short-trial"  # fio's trials ran less than MIN_TRIAL_SECONDS of I/O
 
 
 Found = Iterator[RunWarning]
@@ -266,6 +267,37 @@ def io_mode_mismatch(doc: Document) -> Found:
             )
 
 
+MIN_TRIAL_SECONDS = 1.0  # of I/O, fio's runtime: below it a figure is mostly start-up and ramp
+
+
+def short_trial(doc: Document) -> Found:
+    """Per fio workload, the targets whose trials moved their bytes in less than
+    MIN_TRIAL_SECONDS of fio's runtime (io_bytes over throughput, trial by trial; the
+    median): such a figure measures fio's start-up and the device's ramp as much as its
+    speed (docs/methodology.md)."""
+    specs = doc.plan.get("workload_specs", {})
+    by = {(r.workload, r.target, r.metric): r.samples for r in doc.results}
+    for w in doc.plan.get("workloads", []):
+        if w not in specs:
+            continue  # an application task times itself, whole
+        short = []
+        for t in doc.targets:
+            moved, rate = by.get((w, t.name, "io_bytes")), by.get((w, t.name, "throughput"))
+            if moved and rate and len(moved) == len(rate):
+                durations = [b / r for b, r in zip(moved, rate, strict=True) if r > 0]
+                if durations and (seconds := statistics.median(durations)) < MIN_TRIAL_SECONDS:
+                    short.append((t.name, seconds))
+        if short:
+            named = ", ".join(f"{name} {seconds * 1e3:.0f} ms" for name, seconds in short)
+            yield RunWarning(
+                WarningKind.SHORT_TRIAL,
+                f"trials shorter than {MIN_TRIAL_SECONDS:g} s of I/O (median, fio's runtime): {named}; "
+                "over so short a run fio's start-up and the device's ramp weigh in the figure; "
+                "a larger --size lengthens the trials",
+                workload=w,
+            )
+
+
 RUN_RULES = (interrupted, cache_drop_limited, generic_kernel_aes, encryption_unverified)
 RESULT_RULES = (few_samples, high_variation, outlier, drift, bimodal, slow_first_trial)
 
@@ -280,4 +312,5 @@ def find(doc: Document, trials: list[TrialRow]) -> list[RunWarning]:
     found += cache_not_dropped(doc, trials)
     found += imprecise(doc)
     found += io_mode_mismatch(doc)
+    found += short_trial(doc)
     return found
