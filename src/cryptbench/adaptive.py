@@ -255,6 +255,13 @@ def _speed_pairs(
     return [(y, x) for x, y in pairs]
 
 
+def _sides(
+    w: str, target: str, plain: str, samples: Samples, higher: bool | None
+) -> tuple[list[float], list[float]]:
+    a, b = samples[(w, target)], samples[(w, plain)]
+    return (b, a) if higher is False else (a, b)
+
+
 def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds) -> set[str]:
     """The targets whose trials can still change the ranking: in the overall ranking or a
     family's, the cheapest and every target whose interval reaches the cheapest's (or that
@@ -269,13 +276,17 @@ def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds) -> set[s
         for workloads in scopes:
             entries: dict[str, stats.Ratio] = {}
             for t in ranked:
+                # as the report ranks: paired where every workload pairs, else unpaired
                 per = [
                     _speed_pairs(w, t, plain, samples, rounds, groups.higher_is_better[w]) for w in workloads
                 ]
-                if any(p is None for p in per):
-                    found.add(t)  # not measured enough to place: its trials may change it all
-                    continue
-                entries[t] = stats.paired_geometric_mean([p for p in per if p is not None])
+                if all(p is not None for p in per):
+                    entries[t] = stats.paired_geometric_mean([p for p in per if p is not None])
+                elif all(samples.get((w, t)) and samples.get((w, plain)) for w in workloads):
+                    sides = [_sides(w, t, plain, samples, groups.higher_is_better[w]) for w in workloads]
+                    entries[t] = stats.geometric_mean_ratio(sides)
+                else:
+                    found.add(t)  # not measured at every workload yet: its trials may change it all
             if not entries:
                 continue
             best = max(entries, key=lambda t: entries[t].ratio)
@@ -387,10 +398,11 @@ class Controller:
         return max(1.0, a.samples * (a.halfwidth / self.rule.precision) ** 2 - a.samples)
 
     def _targets(self, a: Answer) -> tuple[str, ...]:
-        """What a question's next trial needs: its target and baseline, and for a target
-        that can still change the ranking, the plain it is ranked against too."""
+        """What a question's next trial needs: its target and baseline, and for a ranked
+        target the plain it is ranked against too, so that its rounds keep pairing with
+        plain's (a round without plain would leave its ranking unpaired for good)."""
         t = a.question.target
-        if self.ranking is None or t not in self.contenders or t not in self.ranking.plain_of:
+        if self.ranking is None or t not in self.ranking.plain_of:
             return a.question.targets
         return tuple(dict.fromkeys([*a.question.targets, self.ranking.plain_of[t]]))
 

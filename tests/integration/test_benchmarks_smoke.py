@@ -19,6 +19,7 @@ BENCHMARKS = Path(__file__).resolve().parent.parent.parent / "benchmarks"
 # "ran to the end": fidelity.py exits 1 when a ratio misses its target, which at these
 # sizes it may)
 SMOKE: dict[str, tuple[list[str], str, set[int]]] = {
+    "allocation.py": (["--replays", "1"], "answered per minute", {0}),
     "calibration.py": (
         ["--runs", "1", "--size", "1M", "--repeats", "2", "--suite", "selftest"],
         "contain 1.00",

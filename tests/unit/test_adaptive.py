@@ -391,15 +391,20 @@ def test_the_cheapest_and_those_tied_with_it_contend_the_costlier_do_not() -> No
     assert contenders(GROUPS, *_ranked_samples([70.0, 180.0, 38.0])) == {"a", "b"}
     # b measured at 0.6 in every round: a is cheapest and alone; nobody contends
     assert contenders(GROUPS, *_ranked_samples([60.0, 120.0, 30.0])) == set()
-    # b not measured in every round: it cannot be placed yet, so it contends
+    # b ran two rounds, both with plain: they pair, and b is clearly costlier
     samples, rounds = _ranked_samples([60.0, 120.0])
     rounds[("w", "b")] = [0, 1]
-    assert contenders(GROUPS, samples, rounds) == set()  # 2 rounds pair, and b is clearly costlier
+    assert contenders(GROUPS, samples, rounds) == set()
+    # b's second trial ran in a round without plain: b is ranked unpaired, as the report
+    # would rank it, and its interval, wide on two trials, reaches everyone's
     rounds[("w", "b")] = [0, 5]
+    assert contenders(GROUPS, samples, rounds) == {"a", "b", "c"}
+    # b not measured at all yet: it cannot be placed, so it contends
+    del samples[("w", "b")], rounds[("w", "b")]
     assert contenders(GROUPS, samples, rounds) == {"b"}
 
 
-def test_contenders_take_the_trials_first_with_the_plain_they_are_ranked_against() -> None:
+def test_contenders_take_the_trials_first_and_ranked_targets_run_with_their_plain() -> None:
     qs = [Question("w", t, "base", "throughput", True) for t in ("a", "b", "c")]
     c = Controller(Stopping(0.05, 3, 10, None, None), qs, 1, GROUPS)
     c.contenders = {"b", "a"}
@@ -410,6 +415,7 @@ def test_contenders_take_the_trials_first_with_the_plain_they_are_ranked_against
     # then neither b's 21 nor c's 2.6 fit.
     assert c.needed(3) == {"w": {"a", "b", "c", "base", "plain"}}
     assert c.needed(3, capacity=21) == {"w": {"a", "base", "plain"}}
-    # without contenders, the nearest first: c (2.6 trials), then a (7 rounds of 2: 14)
+    # without contenders, the nearest first: c (2.6 trials, with plain 3.96), then a (7
+    # rounds of 3: 21) does not fit, nor b
     c.contenders = set()
-    assert c.needed(3, capacity=21) == {"w": {"c", "a", "base"}}
+    assert c.needed(3, capacity=21) == {"w": {"c", "base", "plain"}}
