@@ -10,12 +10,23 @@ for the plain target) is run two ways, interleaved in random order per round:
 and the ratio median(harness) / median(direct) of fio's bw_bytes is printed
 with a 95 % bootstrap interval. Target: 1.00 ± 0.05.
 
+That tests the trial path, given the same job and data file. `--whole-run`
+tests the run instead, its data-file layout, trial order and preparation
+included, interleaved in random order per round:
+
+  run      `cryptbench run --backends plain --repeats 1` on the suite: each
+           workload's throughput as the run stores it
+  by hand  per workload, a data file freshly laid out by fio, then fio with the
+           same options on the command line, as a user comparing with fio would
+
     .venv/bin/python benchmarks/fidelity.py [--size 64M] [--rounds 5] [--target /var/tmp]
+    .venv/bin/python benchmarks/fidelity.py --whole-run [--size 256M] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import subprocess
 import sys
@@ -30,7 +41,7 @@ from cryptbench.measure.cache import drop_caches
 from cryptbench.runner import TrialContext, TrialSpec, job_options, run_trial
 from cryptbench.session import Session
 from cryptbench.store import Store
-from cryptbench.suite import load_suite
+from cryptbench.suite import WorkloadSpec, load_suite
 from cryptbench.units import parse_size
 
 TOLERANCE = 0.05
@@ -44,7 +55,10 @@ def main() -> int:
     ap.add_argument("--target", default="/var/tmp")
     ap.add_argument("--io-mode", choices=["direct", "buffered"], default="direct")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--whole-run", action="store_true", help="a whole cryptbench run against fio by hand")
     args = ap.parse_args()
+    if args.whole_run:
+        return whole_run(args)
     size = parse_size(args.size)
     suite = load_suite(args.suite)
     rng = random.Random(args.seed)
@@ -119,6 +133,77 @@ def main() -> int:
             f"{name:18} {d / 1e6:12.1f} {h / 1e6:13.1f} {r.ratio:6.3f}  {interval:16} "
             f"{'yes' if ok else 'NO':11} {'yes' if holds else 'NO'}"
         )
+    print(f"largest deviation of a ratio from 1.00: {worst:.3f} (target ≤ {TOLERANCE:.2f})")
+    return 0 if worst <= TOLERANCE else 1
+
+
+def by_hand(w: WorkloadSpec, data: Path, size: str, direct: bool, engine: str) -> float:
+    """bytes/s: fio on a freshly laid-out file, options on its command line, as a user types them."""
+    common = [f"--filename={data}", f"--size={size}", f"--direct={int(direct)}", f"--ioengine={engine}"]
+    data.unlink(missing_ok=True)
+    subprocess.run(["fio", "--name=layout", *common, "--rw=write", "--bs=1M", "--end_fsync=1"], check=True,
+                   capture_output=True)  # fmt: skip
+    if not direct:
+        drop_caches([data])
+    job = [f"--name={w.name}", *common, f"--rw={w.rw}", f"--bs={w.bs}", f"--iodepth={w.iodepth}"]
+    if w.is_write:
+        job.append("--end_fsync=1")
+    out = subprocess.run(
+        ["fio", *job, "--output-format=json"], capture_output=True, text=True, check=True
+    ).stdout
+    return parse_fio_json(out).throughput
+
+
+def whole_run(args: argparse.Namespace) -> int:
+    suite = load_suite(args.suite)
+    direct = args.io_mode == "direct"
+    rng = random.Random(args.seed)
+    specs = [w for w in suite.workloads if isinstance(w, WorkloadSpec)]
+    run: dict[str, list[float]] = {w.name: [] for w in specs}
+    hand: dict[str, list[float]] = {w.name: [] for w in specs}
+    with tempfile.TemporaryDirectory(dir=args.target) as tmp:
+        engine = probe_ioengine(Path(tmp) / "probe")
+        print(
+            f"whole run on plain at {args.target}, {args.size}, {args.rounds} rounds, {args.io_mode} I/O, "
+            f"ioengine {engine}",
+            file=sys.stderr,
+        )
+        for r in range(args.rounds):
+            ways = ["run", "by hand"]
+            rng.shuffle(ways)
+            for way in ways:
+                if way == "by hand":
+                    for w in specs:
+                        hand[w.name].append(by_hand(w, Path(tmp) / "by-hand.dat", args.size, direct, engine))
+                    continue
+                argv = [
+                    "run",
+                    "--backends",
+                    "plain",
+                    "--suite",
+                    args.suite,
+                    "--size",
+                    args.size,
+                    "--repeats",
+                    "1",
+                ]
+                argv += ["--io-mode", args.io_mode, "--seed", str(args.seed + r), "--target", tmp]
+                argv += ["--db", str(Path(tmp) / "run.sqlite"), "--json"]
+                cmd = [sys.executable, "-m", "cryptbench", *argv]
+                done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+                doc = json.loads(done.stdout)
+                for res in doc["results"]:
+                    if res["metric"] == "throughput" and res["workload"] in run:
+                        run[res["workload"]].extend(res["samples"])
+    print(f"{'workload':18} {'run MB/s':>9} {'by hand MB/s':>13} {'ratio':>6}  95% interval     within ±5%")
+    worst = 0.0
+    for name in run:
+        r = stats.ratio(run[name], hand[name], seed=args.seed)
+        a, b = stats.summarize(run[name]).median, stats.summarize(hand[name]).median
+        worst = max(worst, abs(r.ratio - 1))
+        interval = f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if r.ci_low is not None else "[none]"
+        ok = "yes" if abs(r.ratio - 1) <= TOLERANCE else "NO"
+        print(f"{name:18} {a / 1e6:9.1f} {b / 1e6:13.1f} {r.ratio:6.3f}  {interval:16} {ok}")
     print(f"largest deviation of a ratio from 1.00: {worst:.3f} (target ≤ {TOLERANCE:.2f})")
     return 0 if worst <= TOLERANCE else 1
 
