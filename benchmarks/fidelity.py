@@ -70,7 +70,7 @@ def main() -> int:
         session = Session.create(Path(args.target))
         try:
             with REGISTRY["plain"].provision(session, TargetSpec("plain"), size) as target:
-                engine = probe_ioengine(session.path("ioengine-probe"))
+                engine = probe_ioengine(session.path("ioengine-probe"), session)
                 ctx = TrialContext(session, store, run_id, size, engine, False)
                 layout = session.path("layout.fio")
                 layout.write_text(render_layout(job_options(ctx, target, direct_io, args.seed)))

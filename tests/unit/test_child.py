@@ -40,3 +40,19 @@ def test_a_child_past_its_time_is_stopped_and_the_trial_fails(tmp_path: Path) ->
 def test_the_environment_is_the_one_given(tmp_path: Path) -> None:
     done = run_child(["sh", "-c", "echo $LC_ALL"], None, 10, {"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
     assert done.stdout == "C\n"
+
+
+def test_what_the_child_started_is_stopped_with_it(tmp_path: Path) -> None:
+    # fio forks a process per job; a shell puts a command in the background. Both are in
+    # the child's session, and must end with it: this one ignores SIGTERM, as a stuck job would.
+    marker = tmp_path / "started"
+    script = f"sh -c 'trap \"\" TERM; echo $$ > {marker}; exec sleep 300' & wait"
+    with pytest.raises(TrialError, match="did not finish"):
+        run_child(["sh", "-c", script], None, 1.0)
+    grandchild = int(marker.read_text())
+    try:
+        # SIGKILL is delivered as the kernel schedules it: a moment, not a timing bound
+        _gone, alive = psutil.wait_procs([psutil.Process(grandchild)], timeout=10)
+    except psutil.NoSuchProcess:
+        alive = []
+    assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE], f"{grandchild} outlived the child"

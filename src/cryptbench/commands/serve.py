@@ -127,7 +127,7 @@ def _serve(
     with ExitStack() as stack:
         provisioned, _note = provision_all(plan, session, progress, stack)
         targets = provisioned.targets
-        engine = probe_ioengine(session.path("ioengine-probe"))
+        engine = probe_ioengine(session.path("ioengine-probe"), session)
         env = environment.collect(plan.target_dir)
         env["ioengine"] = engine
         progress.phase(f"starting fio's server on {address}")

@@ -9,6 +9,8 @@ journaled (pid and start time), so that after a SIGKILL of cryptbench
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -22,6 +24,14 @@ from cryptbench.session import Session
 
 class Stalled(TrialError):
     """The child was stopped because a patience check said waiting was pointless."""
+
+
+def _signal_group(proc: subprocess.Popen[str], sig: int) -> None:
+    """Signal the child's whole process group (its session: start_new_session). The group
+    outlives a leader that has exited, so its processes are reached all the same; a
+    group already empty is no error."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
 
 
 def run_child(
@@ -68,13 +78,15 @@ def run_child(
                 if why is not None:
                     raise Stalled(f"{name} stopped: {why}") from None
     except BaseException:
-        # Interrupted, timed out, or anything else: the child must not outlive the trial.
-        proc.terminate()
-        try:
+        # Interrupted, timed out, or anything else: the child must not outlive the trial,
+        # nor what it started. Its session is its process group: fio's forked job
+        # processes, a shell's background command. SIGTERM to all of it first (fio stops
+        # its jobs cleanly), then SIGKILL to whatever is left.
+        _signal_group(proc, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _signal_group(proc, signal.SIGKILL)
+        proc.wait()
         raise
     finally:
         if journaled is not None and session is not None:

@@ -20,6 +20,7 @@ from cryptbench.system import which
 from cryptbench.throttle import in_cgroup
 
 FIO_TIMEOUT = 1800.0  # seconds; a trial that takes longer is broken, not slow
+PROBE_TIMEOUT = 60.0  # seconds; reading 64 KiB takes milliseconds
 
 
 @dataclass(frozen=True)
@@ -136,24 +137,15 @@ def run_fio(
     return done.stdout
 
 
-def probe_ioengine(scratch_file: Path) -> str:
-    """io_uring if fio and the kernel support it here, else libaio, else psync."""
+def probe_ioengine(scratch_file: Path, session: Session | None = None) -> str:
+    """io_uring if fio and the kernel support it here, else libaio, else psync.
+
+    Each probe is a child of its own session (engines/child.py), journaled where a
+    session is given: interrupted, it is stopped with every job process fio forked."""
     for engine in ("io_uring", "libaio"):
-        proc = subprocess.run(
-            [
-                which("fio") or "fio",
-                "--name=probe",
-                f"--filename={scratch_file}",
-                "--size=64k",
-                "--bs=4k",
-                "--rw=read",
-                f"--ioengine={engine}",
-                "--output-format=json",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        argv = [which("fio") or "fio", "--name=probe", f"--filename={scratch_file}", "--size=64k", "--bs=4k"]
+        argv += ["--rw=read", f"--ioengine={engine}", "--output-format=json"]
+        proc = run_child(argv, session, PROBE_TIMEOUT, name="fio")
         scratch_file.unlink(missing_ok=True)
         if proc.returncode == 0:
             try:

@@ -88,7 +88,7 @@ def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progr
                 progress.phase(f"provisioning ram:{name}")
                 spec = TargetSpec(name, medium="ram")
                 targets[name] = stack.enter_context(REGISTRY[name].provision(session, spec, size))
-            engine = probe_ioengine(session.path("ioengine-probe"))
+            engine = probe_ioengine(session.path("ioengine-probe"), session)
             for i in range(repeats):
                 order = RAM_BACKENDS if i % 2 == 0 else tuple(reversed(RAM_BACKENDS))
                 for name in order:

@@ -100,7 +100,7 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         targets, direct = provisioned.targets, provisioned.direct
         if note:
             store.add_note(run_id, note)
-        engine = probe_ioengine(session.path("ioengine-probe"))
+        engine = probe_ioengine(session.path("ioengine-probe"), session)
         env = environment.collect(plan.target_dir)  # now with xts(aes) instantiated
         env["ioengine"] = engine
         store.update_environment(run_id, env)
