@@ -84,9 +84,10 @@ def test_cli_json_document(target_dir: Path, tmp_path: Path) -> None:
 
 
 def test_adaptive_repetition_for_real(target_dir: Path, tmp_path: Path) -> None:
-    """fscrypt against ext4-loop, repeated until ±precision or max-repeats
-    (plain, ext4-loop's baseline, only the first rounds); what stopped each
-    comparison is stored and shown."""
+    """fscrypt against ext4-loop, repeated until ±precision or max-repeats (plain,
+    ext4-loop's baseline and what fscrypt is ranked against, with each of fscrypt's
+    trials, so their rounds pair; ext4-loop, asked nothing, only as fscrypt's
+    baseline); what stopped each comparison is stored and shown."""
     db = tmp_path / "r.sqlite"
     outcome = run_cmd.run(
         RunRequest(
@@ -110,6 +111,8 @@ def test_adaptive_repetition_for_real(target_dir: Path, tmp_path: Path) -> None:
         "max_repeats": 4,
         "max_bytes": st["rule"]["max_bytes"],
         "max_time": DEFAULT_MAX_TIME,
+        "equivalence": 0.03,
+        "overrun": "drop",
     }
     # ext4-loop and plain were added as baselines: compared with, not asked about
     assert {(a["target"], a["baseline"]) for a in st["answers"]} == {("fscrypt", "ext4-loop")}
@@ -134,7 +137,7 @@ def test_adaptive_repetition_for_real(target_dir: Path, tmp_path: Path) -> None:
             assert c["stopped_by"] in ("precision", "max-repeats") and c["precision"] is not None
             if c["stopped_by"] == "precision":
                 assert c["precision"] <= 0.40  # precise on every sample the report uses
-    assert counts["plain"] == 2 * 2  # the min rounds, no more
+    assert counts["plain"] == counts["fscrypt"] == counts["ext4-loop"]  # every round, each once
     assert sum(counts.values()) == doc["trials"]["ok"]
     assert max(counts.values()) <= 4 * 2
     assert st["bytes_source"] == "device" and st["bytes_written"] >= 2 * 3 * (4 << 20)
