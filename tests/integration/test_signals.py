@@ -197,8 +197,11 @@ def test_twenty_sigkills_at_random_moments_then_cleanup(target_dir: Path, tmp_pa
             continue
         assert proc.returncode == -signal.SIGKILL, err
         assert up, "a run frozen after making its scratch had nothing up"
+        # A child of its own session (fio) was not frozen and may finish on its own;
+        # mounts, loop devices, key and run directories stay until someone removes them.
+        lasting = {m for m in up if not m.startswith("process ")}
         left = _mess(target_dir)
-        assert set(up) <= set(left), f"a SIGKILLed run undid {set(up) - set(left)}"
+        assert lasting <= set(left), f"a SIGKILLed run undid {lasting - set(left)}"
         messy += 1
     clean = cli("cleanup", "--target", str(target_dir))
     assert clean.returncode == 0, clean.stderr
