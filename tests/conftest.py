@@ -34,6 +34,12 @@ from tests.reliability import FIGURES
 settings.register_profile("cryptbench", derandomize=True, deadline=None, max_examples=300, database=None)
 settings.load_profile("cryptbench")
 
+# The suite's runs use tiny data files to test behaviour, not speed: sizing their trials
+# to a second each would multiply make test's time for nothing. Trial sizing has its own
+# tests (unit/test_trial_sizing.py, integration/test_trial_sizing_real.py), which ask for
+# it by --trial-time; a user's shell that sets the variable is left alone.
+os.environ.setdefault("CRYPTBENCH_TRIAL_TIME", "0")
+
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

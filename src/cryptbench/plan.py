@@ -6,6 +6,7 @@ A plan that cannot run fails here, with the reason, before a byte is written.
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -30,7 +31,7 @@ from cryptbench.suite import (
     primary_metric,
 )
 from cryptbench.system import is_root
-from cryptbench.units import format_bytes, parse_duration, parse_percent, parse_size
+from cryptbench.units import format_bytes, format_duration, parse_duration, parse_percent, parse_size
 
 DEFAULT_SIZE = "64M"
 DEFAULT_PRECISION = "5%"
@@ -50,6 +51,11 @@ PRECISION_RANGE = (0.1, 50.0)  # percent
 DEFAULT_MAX_BYTES_FRACTION = 0.10
 DEFAULT_MAX_BYTES_CAP = 8 << 30
 DEFAULT_MAX_TIME = 240.0  # seconds
+# Each fio trial lasts at least this much I/O where passes can make it
+# (trial_sizing.py); the environment variable sets the default, 0 turns it off.
+DEFAULT_TRIAL_TIME = "1s"
+TRIAL_TIME_VARIABLE = "CRYPTBENCH_TRIAL_TIME"
+MAX_TRIAL_TIME = 600.0  # seconds: a longer trial is a soak test, not a trial
 SIZE_ALIGN = 1 << 20  # data files are whole MiB so that every block size divides them
 # --ram: the twins may take at most half the memory the kernel calls available,
 # so that the page cache and fio keep room; the tmpfs gets a little slack for
@@ -86,6 +92,8 @@ class Plan:
     as_published: bool = False  # the suite's as_published workloads are in suite.workloads
     # --ram: the size of the tmpfs the RAM twins live on (bytes); 0 without --ram
     ram_bytes: int = 0
+    # seconds of I/O each fio trial lasts at least, where passes can make it; 0: one pass
+    trial_time: float = 0.0
 
     @property
     def repeats(self) -> int:
@@ -133,6 +141,7 @@ class Plan:
             # the study's own commands, faults included, run beside the corrected workloads
             "as_published": [w.name for w in self.suite.as_published] if self.as_published else [],
             "ram": self.ram_bytes > 0,
+            "trial_time": self.trial_time,
             "ram_bytes": self.ram_bytes,
         }
 
@@ -182,7 +191,7 @@ def stopping_rule(
         check_repeats_range(fixed, "--repeats")
         return Stopping(None, fixed, fixed, budget, seconds, margin, overrun)
     if budget is None and target_dir is not None:
-        budget = min(int(free_bytes(target_dir) * DEFAULT_MAX_BYTES_FRACTION), DEFAULT_MAX_BYTES_CAP)
+        budget = default_max_bytes(target_dir)
     if seconds is None:
         seconds = DEFAULT_MAX_TIME
     low, high = PRECISION_RANGE
@@ -290,6 +299,7 @@ class RunRequest:
     max_bytes: str | None = None  # bytes, as typed
     max_time: str | None = None  # a duration, as typed ("5m")
     ram: bool = False  # also run each stack on RAM
+    trial_time: str | None = None  # a duration, as typed ("1s", "0"); None: $CRYPTBENCH_TRIAL_TIME, else 1s
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunRequest:
@@ -348,7 +358,27 @@ def build_plan(request: RunRequest) -> Plan:
         target_bytes=target_bytes,
         as_published=r.as_published,
         ram_bytes=ram_bytes,
+        trial_time=_trial_time(r),
     )
+
+
+def default_max_bytes(target_dir: Path) -> int:
+    """The byte budget of an adaptive run that gives none: a tenth of the free space, at most 8 GiB."""
+    return min(int(free_bytes(target_dir) * DEFAULT_MAX_BYTES_FRACTION), DEFAULT_MAX_BYTES_CAP)
+
+
+def _trial_time(r: RunRequest) -> float:
+    """--trial-time in seconds: as given, else from the environment, else the default; 0 allowed."""
+    if r.trial_time is not None:
+        text, what = r.trial_time, "--trial-time"
+    else:
+        text, what = os.environ.get(TRIAL_TIME_VARIABLE, DEFAULT_TRIAL_TIME), TRIAL_TIME_VARIABLE
+    if text.strip() in ("0", "0s"):
+        return 0.0
+    seconds = parse_duration(text, what=what)
+    if seconds > MAX_TRIAL_TIME:
+        raise UsageError(f"{what} {text[:40]} is longer than {format_duration(MAX_TRIAL_TIME)}")
+    return seconds
 
 
 def _suite(r: RunRequest) -> Suite:

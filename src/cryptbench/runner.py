@@ -19,8 +19,8 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain
 from pathlib import Path
@@ -114,6 +114,9 @@ class TrialContext:
     zero_data: bool
     write_new_file: bool = False  # write trials write a new file instead of overwriting
     device: str | None = None  # the block device under the scratch space (vda), for its write counter
+    # fio workload -> passes over the data file per trial, where a trial may make
+    # several (trial_passes); calibrated before the first round (trial_sizing.py)
+    passes: Mapping[str, int] = field(default_factory=dict)
 
 
 class Targets(Protocol):
@@ -125,7 +128,7 @@ class Targets(Protocol):
 
 
 def job_options(
-    ctx: TrialContext, target: Target, direct: bool, seed: int, new_file: bool = False
+    ctx: TrialContext, target: Target, direct: bool, seed: int, new_file: bool = False, passes: int = 1
 ) -> JobOptions:
     return JobOptions(
         filename=ctx.session.check_inside(target.path / DATA_FILE),
@@ -135,7 +138,58 @@ def job_options(
         zero_data=ctx.zero_data,
         seed=seed,
         new_file=new_file,
+        passes=passes,
     )
+
+
+def trial_passes(ctx: TrialContext, workload: str, direct: bool, new_file: bool) -> int:
+    """Passes over the data file a trial of `workload` makes on a target: the calibrated
+    count with direct I/O, else one. A buffered second pass would be served from the page
+    cache; and a write that makes a new file (a fresh image, a suite that writes new
+    files) measures a first write, which a second pass would turn into a rewrite."""
+    return ctx.passes.get(workload, 1) if direct and not new_file else 1
+
+
+class FioRunner(Protocol):
+    """Runs one job file and returns fio's JSON text (engines/fio.run_fio, or a test's fake)."""
+
+    def __call__(
+        self,
+        jobfile: Path,
+        session: Session | None = None,
+        *,
+        readonly: bool = False,
+        cgroup: Path | None = None,
+    ) -> str: ...
+
+
+@dataclass(frozen=True)
+class TrialJob:
+    text: str  # the fio job file
+    filename: Path  # the file it reads or writes: the data file, or its ciphertext
+    fio: FioRunner  # what runs it: read-only for the ciphertext, in the target's cgroup
+
+
+def trial_job(
+    ctx: TrialContext,
+    workload: WorkloadSpec,
+    target: Target,
+    direct: bool,
+    seed: int,
+    new_file: bool,
+    fio: FioRunner,
+    passes: int,
+    time_limit: float | None = None,
+) -> TrialJob:
+    """The job a trial of `workload` on `target` runs, and how to run it; `time_limit`
+    (seconds) stops it early, for calibration only."""
+    opts = replace(job_options(ctx, target, direct, seed, new_file, passes), time_limit=time_limit)
+    if workload.view == "backing":
+        opts = replace(opts, filename=backing_file(ctx.session, target))
+        fio = partial(fio, readonly=True)
+    if target.cgroup is not None:
+        fio = partial(fio, cgroup=target.cgroup)
+    return TrialJob(render_job(workload, opts), opts.filename, fio)
 
 
 def backing_file(session: Session, target: Target) -> Path:
@@ -271,19 +325,6 @@ def _store_failure(
         raise e
 
 
-class FioRunner(Protocol):
-    """Runs one job file and returns fio's JSON text (engines/fio.run_fio, or a test's fake)."""
-
-    def __call__(
-        self,
-        jobfile: Path,
-        session: Session | None = None,
-        *,
-        readonly: bool = False,
-        cgroup: Path | None = None,
-    ) -> str: ...
-
-
 def run_trial(
     ctx: TrialContext,
     spec: TrialSpec,
@@ -298,14 +339,10 @@ def run_trial(
     helper died, and DiskFull when the target filesystem filled up.
     """
     assert isinstance(spec.workload, WorkloadSpec)
-    opts = job_options(ctx, target, direct, workload_seed, writes_new_file(ctx, spec, target))
-    if spec.workload.view == "backing":
-        opts = replace(opts, filename=backing_file(ctx.session, target))
-        fio = partial(fio, readonly=True)
-    if target.cgroup is not None:
-        fio = partial(fio, cgroup=target.cgroup)
-    job_text = render_job(spec.workload, opts)
-    row = _trial_row(spec, target, job_text)
+    new_file = writes_new_file(ctx, spec, target)
+    passes = trial_passes(ctx, spec.workload.name, direct, new_file)
+    job = trial_job(ctx, spec.workload, target, direct, workload_seed, new_file, fio, passes)
+    row = _trial_row(spec, target, job.text)
     try:
         try:
             lost = target_lost(target, "before this trial")
@@ -313,9 +350,14 @@ def run_trial(
                 raise TargetLost(lost)
             jobfile = ctx.session.path("jobs", f"{spec.seq:05d}-{spec.workload.name}-{target.name}.fio")
             jobfile.parent.mkdir(exist_ok=True)
-            jobfile.write_text(job_text)
+            jobfile.write_text(job.text)
             raw, meters = _measure(
-                ctx, target, cache_files(target, opts.filename), row, "fio", lambda: fio(jobfile, ctx.session)
+                ctx,
+                target,
+                cache_files(target, job.filename),
+                row,
+                "fio",
+                lambda: job.fio(jobfile, ctx.session),
             )
         except OSError as e:  # the scratch filesystem full, a FUSE mount gone, …
             raise TrialError(_why(e)) from None

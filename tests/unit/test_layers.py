@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("resources", "session"),  # what a run owns, journaled and released
     ("backends", "engines", "measure", "cipher", "fleet"),  # the real components
     ("suite", "adaptive", "trial_metrics"),  # what to run and how many times
-    ("plan", "runner"),  # choices checked; trials ordered and run
+    ("plan", "runner", "trial_sizing"),  # choices checked; trials sized, ordered and run
     ("report",),  # the document and everything that renders it
     ("pipeline",),  # the stages commands share
     ("commands",),

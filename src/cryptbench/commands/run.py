@@ -11,7 +11,7 @@ from rich.console import Console
 
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_provisioning, add_stopping
 from cryptbench.pipeline.execute import RunOutcome, run
-from cryptbench.plan import RunRequest
+from cryptbench.plan import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE, RunRequest
 from cryptbench.report import console as console_report
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
@@ -41,7 +41,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "or a TOML file (default: quick)",
     )
     p.add_argument(
-        "--size", help="data file per target, bytes moved per trial (default: the suite's, else 64M)"
+        "--size",
+        help="data file per target: a fio trial makes one or more passes over it "
+        "(default: the suite's, else 64M)",
+    )
+    p.add_argument(
+        "--trial-time",
+        metavar="DURATION",
+        help=f"each fio trial lasts at least this much I/O, making several passes over the data file "
+        f"where direct I/O allows (default ${TRIAL_TIME_VARIABLE}, else {DEFAULT_TRIAL_TIME}; 0: one pass)",
     )
     add_stopping(p, max_bytes=True)
     p.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")

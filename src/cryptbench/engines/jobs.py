@@ -2,7 +2,10 @@
 
 Choices that matter for honest numbers, each visible in the job file:
 - size-based jobs over one pre-laid-out data file: every block is touched once
-  per trial (fio's random map), so a read never hits a page it read before;
+  per pass (fio's random map), so a read never hits a page it read before;
+- a trial too short to mean anything makes several passes (fio's `loops`), but
+  only with direct I/O: a buffered second pass would be served from the page
+  cache (a read) or overwrite dirty pages before they reach the device (a write);
 - writes end with end_fsync=1, which fio counts inside the job's runtime, so
   bw_bytes is durable throughput, not page-cache speed;
 - data buffers are filled with random bytes once, before the clock starts
@@ -33,6 +36,15 @@ class JobOptions:
     # The write makes a new file: no fallocate first, so the file (and an
     # image under it) grows as it is written, as with a copy.
     new_file: bool = False
+    # passes over the data file per trial (fio loops): more than one only with direct I/O
+    passes: int = 1
+    # seconds after which fio stops (runtime=): only calibration (trial_sizing.py) sets
+    # one, to learn a pass's length without waiting out a long one; None: none
+    time_limit: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.passes < 1 or (self.passes > 1 and not self.direct):
+            raise ValueError(f"{self.passes} passes over {self.filename}: more than one needs direct I/O")
 
 
 def escape_filename(path: Path) -> str:
@@ -70,6 +82,10 @@ def render_job(workload: WorkloadSpec, opts: JobOptions) -> str:
         f"bs={workload.bs}",
         f"iodepth={workload.iodepth}",
     ]
+    if opts.passes > 1:
+        lines.append(f"loops={opts.passes}")
+    if opts.time_limit is not None:
+        lines.append(f"runtime={max(1, round(opts.time_limit * 1e3))}ms")
     if workload.view == "backing":
         # readonly is a command-line option of fio's, not a job option
         lines.append("# the ciphertext is only read: fio runs with --readonly, which refuses any write")

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import resource
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cryptbench import __version__
+from cryptbench import __version__, trial_sizing
 from cryptbench.adaptive import Controller, Question, RankingGroups, questions
 from cryptbench.backends import REGISTRY
 from cryptbench.cipher import ceilings, userspace
@@ -25,7 +25,7 @@ from cryptbench.metrics import info
 from cryptbench.pipeline import cipher_speed
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
 from cryptbench.pipeline.provision import provision_all, target_row
-from cryptbench.plan import Plan, RunRequest, build_plan
+from cryptbench.plan import Plan, RunRequest, build_plan, default_max_bytes
 from cryptbench.report import document
 from cryptbench.result_model import Document
 from cryptbench.runner import (
@@ -33,6 +33,7 @@ from cryptbench.runner import (
     NullProgress,
     Progress,
     Spend,
+    Targets,
     TrialContext,
     app_env,
     run_rounds,
@@ -42,6 +43,7 @@ from cryptbench.runner import (
 from cryptbench.session import Session
 from cryptbench.store import Store
 from cryptbench.suite import WorkloadSpec, family, primary_metric
+from cryptbench.units import format_duration
 
 
 @dataclass
@@ -126,12 +128,54 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
             if isinstance(w, AppWorkload):
                 progress.phase(f"making the inputs of {w.name}")
                 w.make_inputs(app_env(ctx, w, next(iter(targets.values())), seeds[w.name]))
-        executor = Executor(ctx, provisioned, direct, seeds, progress)
         writes = {w.name for w in plan.suite.workloads if w.is_write}
-        spend = Spend(ctx, writes)
+        spend = Spend(ctx, writes)  # before calibration: its writes and time are the run's too
+        ctx = provisioned.ctx = size_trials(plan, ctx, provisioned, direct, seeds, progress)
+        executor = Executor(ctx, provisioned, direct, seeds, progress)
         controller = Controller(plan.rule, run_questions(plan), plan.seed, ranking_groups(plan))
         record = stopping_recorder(store, run_id, controller, spend)
         return run_rounds(executor, plan.suite.workloads, list(targets), controller, spend, plan.seed, record)
+
+
+def size_trials(
+    plan: Plan,
+    ctx: TrialContext,
+    targets: Targets,
+    direct: dict[str, bool],
+    seeds: dict[str, int],
+    progress: Progress,
+) -> TrialContext:
+    """The context with each fio workload's passes per trial, calibrated on the baselines
+    (every target where there is none) so that trials last plan.trial_time; noted in the run."""
+    published = {w.name for w in plan.suite.as_published}  # run as the study ran them
+    workloads = [w for w in plan.suite.workloads if isinstance(w, WorkloadSpec) and w.name not in published]
+    if plan.trial_time <= 0 or not workloads:
+        return ctx
+    bases = {plan.baseline_of(t) for t in plan.targets}
+    baselines = [name for name in direct if name in bases] or list(direct)
+    new_file = {name: ctx.write_new_file or targets[name].state is not None for name in direct}
+    # A fixed count has no byte budget of its own; the passes it multiplies writes by still need one.
+    budget = plan.rule.max_bytes if plan.rule.max_bytes is not None else default_max_bytes(plan.target_dir)
+    passes, found, failed = trial_sizing.calibrate(
+        ctx,
+        targets,
+        direct,
+        workloads,
+        seeds,
+        baselines,
+        plan.trial_time,
+        new_file,
+        progress,
+        rounds=plan.rule.min_repeats,
+        budget=budget,
+    )
+    if found:
+        each = "; ".join(c.describe(ctx.size) for c in found)
+        last = format_duration(plan.trial_time)
+        ctx.store.add_note(ctx.run_id, f"trials sized to last {last} of I/O (--trial-time): {each}")
+    for why in failed:
+        ctx.store.add_note(ctx.run_id, f"could not size the trials of {why}; they make one pass")
+    return replace(ctx, passes=passes)
 
 
 CIPHER_SECONDS = 0.2  # per cipher figure the run takes: enough for a ceiling, not a study

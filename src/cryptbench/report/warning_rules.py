@@ -293,7 +293,8 @@ def short_trial(doc: Document) -> Found:
                 WarningKind.SHORT_TRIAL,
                 f"trials shorter than {MIN_TRIAL_SECONDS:g} s of I/O (median, fio's runtime): {named}; "
                 "over so short a run fio's start-up and the device's ramp weigh in the figure; "
-                "a larger --size lengthens the trials",
+                "buffered trials and writes to a new file make one pass over the data file (a larger "
+                "--size lengthens them), direct ones as many as --trial-time and the byte budget allow",
                 workload=w,
             )
 

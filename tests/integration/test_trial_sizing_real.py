@@ -1,0 +1,112 @@
+"""Trial sizing with real fio: calibrated on the baseline, the same passes on every
+direct target, one pass where a second would be dishonest, all of it in the run's notes
+and job files. The counts are what this disk gives; what is checked is how they are used."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from cryptbench.commands import run as run_cmd
+from cryptbench.plan import RunRequest
+from cryptbench.store import Store
+from tests.conftest import available, cli
+
+pytestmark = pytest.mark.integration
+
+SEQ_SUITE = Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml"
+SIZE = 8 << 20  # one pass lasts milliseconds: the trial time needs many
+
+
+def _trials(db: Path, run_id: int) -> list[tuple[str, str, str, dict]]:
+    store = Store.open(db)
+    try:
+        rows = store.db.execute(
+            "SELECT workload, target, job_file, raw_output FROM trials WHERE run_id=? AND status='ok'",
+            (run_id,),
+        ).fetchall()
+    finally:
+        store.close()
+    return [(w, t, job, json.loads(raw)["jobs"][0]) for w, t, job, raw in rows]
+
+
+def _passes(job: str) -> int:
+    m = re.search(r"^loops=(\d+)$", job, re.M)
+    return int(m.group(1)) if m else 1
+
+
+def test_direct_trials_make_the_calibrated_passes_on_every_target(target_dir: Path, tmp_path: Path) -> None:
+    # ext4-loop honours O_DIRECT here; gocryptfs does not, and so runs buffered beside them
+    backends = ["plain", *available(["ext4-loop", "gocryptfs"])]
+    db = tmp_path / "r.sqlite"
+    request = RunRequest(
+        suite=str(SEQ_SUITE),
+        backends=",".join(backends),
+        size="8M",
+        repeats=2,
+        seed=5,
+        io_mode="direct",
+        trial_time="0.3s",
+        target=str(target_dir),
+        db=db,
+    )
+    outcome = run_cmd.run(request)
+    assert outcome.status == "complete" and outcome.exit_code == 0
+    doc = outcome.document
+    assert doc.plan["trial_time"] == 0.3
+    note = next(n for n in doc.notes if n.startswith("trials sized to last"))
+    trials = _trials(db, outcome.run_id)
+    assert len(trials) == 2 * 2 * len(backends)
+    direct = {t.name: t.io_mode == "direct" for t in doc.targets}
+    assert direct["plain"]
+    for workload in ("seq1m-q8-read", "seq1m-q8-write"):
+        m = re.search(rf"{workload} (\d+) passes \(a pass of 8.0 MiB took \d+ ms on plain(, not the \d+ [^)]*)?\)", note)
+        assert m, note
+        count = int(m.group(1))
+        assert count > 1, f"{workload}: an 8 MiB pass lasts milliseconds, yet one pass was chosen"
+        direction = "write" if "write" in workload else "read"
+        for w, t, job, raw in trials:
+            if w == workload:
+                # the same work on every direct target; one pass where the page cache is in the way
+                expected = count if direct[t] else 1
+                assert _passes(job) == expected, (t, job)
+                assert raw[direction]["io_bytes"] == expected * SIZE  # fio moved every pass
+
+
+def test_buffered_trials_make_one_pass_and_are_called_short(target_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "r.sqlite"
+    proc = cli(
+        *("run", "--backends", "plain", "--suite", str(SEQ_SUITE), "--size", "8M", "--repeats", "2"),
+        *(
+            "--io-mode",
+            "buffered",
+            "--trial-time",
+            "0.3s",
+            "--target",
+            str(target_dir),
+            "--db",
+            str(db),
+            "--json",
+        ),
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert not any(n.startswith("trials sized") for n in doc["notes"])  # nothing to calibrate
+    trials = _trials(db, doc["run_id"])
+    assert trials and all(_passes(job) == 1 and "runtime=" not in job for _w, _t, job, _raw in trials)
+    short = [w for w in doc["warnings"] if w["kind"] == "short-trial"]
+    assert {w["workload"] for w in short} == {"seq1m-q8-read", "seq1m-q8-write"}
+    assert all("buffered trials and writes to a new file make one pass" in w["message"] for w in short)
+
+
+def test_trial_time_is_checked(tmp_path: Path) -> None:
+    bad = cli("run", "--trial-time", "soon", "--target", str(tmp_path), "--db", str(tmp_path / "r.sqlite"))
+    assert bad.returncode == 2 and "--trial-time 'soon' is not a duration" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    env = {**os.environ, "CRYPTBENCH_TRIAL_TIME": "2h"}
+    env_bad = cli("run", "--target", str(tmp_path), "--db", str(tmp_path / "r.sqlite"), env=env)
+    assert env_bad.returncode == 2 and "CRYPTBENCH_TRIAL_TIME 2h is longer than 10 min" in env_bad.stderr

@@ -1,0 +1,261 @@
+"""Trial sizing: how many passes over its data file a fio trial makes so that it lasts
+the trial time, within the byte budget, and only where a second pass is honest.
+
+The calibration's logic runs here against a fake fio that times passes like a device
+with a start-up cost; tests/integration/test_trial_sizing_real.py runs real fio."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cryptbench import trial_sizing
+from cryptbench.backends.base import Target
+from cryptbench.engines.jobs import JobOptions, render_job
+from cryptbench.errors import TrialError
+from cryptbench.runner import NullProgress, TrialContext, trial_passes
+from cryptbench.session import Session
+from cryptbench.suite import WorkloadSpec
+from cryptbench.trial_sizing import MARGIN, MAX_PASSES, calibrate, passes_for, within_budget
+
+FIXTURE = json.loads((Path(__file__).parent.parent / "fixtures/fio/rnd4k-q32-read-direct.json").read_text())
+SIZE = 64 << 20
+SEQ_READ = WorkloadSpec("seq-read", "read", 1 << 20, 8)
+SEQ_WRITE = WorkloadSpec("seq-write", "write", 1 << 20, 8)
+SLOW_READ = WorkloadSpec("slow-read", "randread", 4096, 1)
+
+
+def test_passes_for_reaches_the_trial_time_with_a_margin() -> None:
+    assert passes_for(0.027, 1.0) == 45  # ceil(1.2 / 0.027)
+    assert 45 * 0.027 >= 1.0
+    assert passes_for(1.3, 1.0) == 1  # one pass already lasts
+    assert passes_for(0.9, 1.0) == 2
+    assert passes_for(0.5, 0.0) == 1  # --trial-time 0: one pass
+    assert passes_for(1e-7, 1.0) == MAX_PASSES
+    assert passes_for(0.0, 1.0) == MAX_PASSES
+
+
+def test_within_budget_cuts_only_the_writes_in_proportion() -> None:
+    wanted = {"seq-read": 40, "seq-write": 30, "rnd-write": 8}
+    repeating = {"seq-write": 2, "rnd-write": 2}
+    single = {"seq-write": 1, "rnd-write": 1}
+    # no budget, or room enough: as wanted
+    assert within_budget(wanted, repeating, single, SIZE, 3, None) == wanted
+    need = 3 * SIZE * (30 * 2 + 8 * 2 + 2)  # the minimum rounds' writes, one-pass targets included
+    assert (
+        within_budget(wanted, repeating, single, SIZE, 3, int(need / trial_sizing.BUDGET_SHARE) + 1) == wanted
+    )
+    # a quarter of that room: each write workload's passes cut to about a quarter, reads untouched
+    cut = within_budget(wanted, repeating, single, SIZE, 3, int(need / trial_sizing.BUDGET_SHARE / 4))
+    assert cut["seq-read"] == 40
+    assert 6 <= cut["seq-write"] <= 7 and cut["rnd-write"] == 1
+    spent = 3 * SIZE * (cut["seq-write"] * 2 + cut["rnd-write"] * 2 + 2)
+    assert spent <= need / 4 + 3 * SIZE * 2  # within the room, but for the floor of one pass
+    # no room at all: one pass each, never none
+    assert within_budget(wanted, repeating, single, SIZE, 3, 1) == {
+        "seq-read": 40,
+        "seq-write": 1,
+        "rnd-write": 1,
+    }
+
+
+def test_more_passes_need_direct_io_and_are_in_the_job() -> None:
+    with pytest.raises(ValueError, match="direct I/O"):
+        JobOptions(Path("/x/d"), SIZE, False, "psync", False, 1, passes=2)
+    with pytest.raises(ValueError):
+        JobOptions(Path("/x/d"), SIZE, True, "psync", False, 1, passes=0)
+    text = render_job(SEQ_READ, JobOptions(Path("/x/d"), SIZE, True, "psync", False, 1, passes=12))
+    assert "loops=12" in text and "runtime=" not in text
+    one = render_job(SEQ_READ, JobOptions(Path("/x/d"), SIZE, True, "psync", False, 1))
+    assert "loops" not in one  # one pass: the job file as before sizing
+    limited = render_job(SEQ_READ, JobOptions(Path("/x/d"), SIZE, True, "psync", False, 1, time_limit=1.2))
+    assert "runtime=1200ms" in limited
+
+
+def test_trial_passes_only_where_a_second_pass_is_honest() -> None:
+    ctx = TrialContext(None, None, 1, SIZE, "psync", False, passes={"seq-read": 9})  # type: ignore[arg-type]
+    assert trial_passes(ctx, "seq-read", direct=True, new_file=False) == 9
+    assert trial_passes(ctx, "seq-read", direct=False, new_file=False) == 1  # the page cache would serve it
+    assert trial_passes(ctx, "seq-read", direct=True, new_file=True) == 1  # a rewrite, not the first write
+    assert trial_passes(ctx, "other", direct=True, new_file=False) == 1  # not calibrated
+
+
+class FakeFio:
+    """Times a job like a device: each run costs `startup` seconds, each pass its bytes
+    at the workload's rate on the target; fio's runtime= stops it early. Records the jobs."""
+
+    def __init__(self, rates: dict[tuple[str, str], float], startup: float = 0.02) -> None:
+        self.rates, self.startup = rates, startup
+        self.jobs: list[tuple[str, str]] = []  # (target directory name, job text)
+        self.fail: set[str] = set()
+
+    def __call__(
+        self, jobfile: Path, session: Any = None, *, readonly: bool = False, cgroup: Any = None
+    ) -> str:
+        text = jobfile.read_text()
+        name = re.search(r"^\[(?!global)(.+)\]$", text, re.M).group(1)  # type: ignore[union-attr]
+        target = Path(re.search(r"^filename=(.+)$", text, re.M).group(1)).parent.name  # type: ignore[union-attr]
+        self.jobs.append((target, text))
+        if name in self.fail:
+            raise TrialError("fio exited with status 1: no such device")
+        loops = int(m.group(1)) if (m := re.search(r"^loops=(\d+)$", text, re.M)) else 1
+        limit = int(m.group(1)) / 1e3 if (m := re.search(r"^runtime=(\d+)ms$", text, re.M)) else None
+        rate = self.rates[(name, target)]
+        seconds = loops * SIZE / rate + self.startup
+        moved = loops * SIZE
+        if limit is not None and seconds > limit:
+            seconds, moved = limit, int((limit - self.startup) * rate)
+        doc = copy.deepcopy(FIXTURE)
+        job = doc["jobs"][0]
+        direction = "write" if "write" in re.search(r"^rw=(.+)$", text, re.M).group(1) else "read"  # type: ignore[union-attr]
+        for d in ("read", "write"):
+            job[d]["io_bytes"] = moved if d == direction else 0
+        job[direction]["bw_bytes"] = int(moved / seconds)
+        job[direction]["runtime"] = int(seconds * 1e3)
+        job["jobname"] = name
+        return json.dumps(doc)
+
+
+class Dirs:
+    """Targets that are directories in the session: enough for a job's file names."""
+
+    def __init__(self, session: Session, names: list[str]) -> None:
+        self.targets = {}
+        for n in names:
+            path = session.path("targets", n)
+            path.mkdir(parents=True, exist_ok=True)
+            self.targets[n] = Target(n, "fake", n != "plain", None, path, (path,))
+
+    def __getitem__(self, name: str) -> Target:
+        return self.targets[name]
+
+    def reset(self, name: str) -> Target:
+        raise AssertionError("calibration never makes a target anew")
+
+    def lay_out(self, target: Target) -> None:
+        raise AssertionError("calibration runs on laid-out targets")
+
+
+@pytest.fixture
+def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session]:
+    # direct I/O has no page cache to drop; dropping the host's would only slow the test
+    monkeypatch.setattr(trial_sizing, "drop_caches", lambda files: None)
+    s = Session.create(tmp_path, registry=tmp_path / "reg")
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def _calibrate(session: Session, fio: FakeFio, names: list[str], **kw: Any) -> Any:
+    ctx = TrialContext(session, None, 1, SIZE, "psync", False)  # type: ignore[arg-type]
+    targets = Dirs(session, names)
+    args = {
+        "direct": {n: True for n in names},
+        "workloads": [SEQ_READ, SEQ_WRITE, SLOW_READ],
+        "baselines": ["plain"],
+        "trial_time": 1.0,
+        "new_file": {n: False for n in names},
+        "rounds": 3,
+        "budget": None,
+    }
+    args.update(kw)
+    return calibrate(
+        ctx,
+        targets,
+        args["direct"],
+        args["workloads"],
+        {w.name: 1 for w in args["workloads"]},
+        args["baselines"],
+        args["trial_time"],
+        args["new_file"],
+        NullProgress(),
+        rounds=args["rounds"],
+        budget=args["budget"],
+        fio=fio,
+    )
+
+
+def _rates(**by_target: tuple[float, float, float]) -> dict[tuple[str, str], float]:
+    """(seq-read, seq-write, slow-read) bytes/s per target."""
+    out = {}
+    for t, rates in by_target.items():
+        for w, r in zip((SEQ_READ, SEQ_WRITE, SLOW_READ), rates, strict=True):
+            out[(w.name, t)] = r
+    return out
+
+
+def test_calibration_makes_each_trial_last_the_trial_time_on_its_baseline(session: Session) -> None:
+    fio = FakeFio(_rates(plain=(2e9, 1e9, 20e6), gocryptfs=(0.5e9, 0.3e9, 10e6)))
+    passes, found, failed = _calibrate(session, fio, ["plain", "gocryptfs"])
+    assert failed == []
+    # only the baseline is calibrated on
+    assert {t for t, _ in fio.jobs} == {"plain"}
+    by = {c.workload: c for c in found}
+    for w, rate in ((SEQ_READ, 2e9), (SEQ_WRITE, 1e9)):
+        p = passes[w.name]
+        assert p * SIZE / rate >= 1.0, w.name  # the trial lasts the trial time…
+        assert (p - 1) * SIZE / rate < 1.0 * MARGIN + 0.05, w.name  # …and not much more
+        assert by[w.name].target == "plain" and by[w.name].passes == p == by[w.name].wanted
+    # a pass that lasts longer than the trial time: one pass, learnt from a run cut at the limit
+    assert passes["slow-read"] == 1
+    slow = [text for _t, text in fio.jobs if "[slow-read]" in text]
+    assert len(slow) == 1 and f"runtime={round(MARGIN * 1e3)}ms" in slow[0]
+    assert by["slow-read"].pass_seconds == pytest.approx(SIZE / 20e6, rel=0.05)
+    # every run after the first is a whole one, and at most CALIBRATION_RUNS per workload
+    for w in (SEQ_READ, SEQ_WRITE):
+        runs = [text for _t, text in fio.jobs if f"[{w.name}]" in text]
+        assert 2 <= len(runs) <= trial_sizing.CALIBRATION_RUNS
+        assert all("runtime=" not in text for text in runs[1:])
+
+
+def test_the_most_any_baseline_needs_is_taken(session: Session) -> None:
+    # ext4-loop is a baseline too (of the image targets), and faster at reads here
+    fio = FakeFio(_rates(plain=(1e9, 1e9, 20e6), **{"ext4-loop": (3e9, 0.5e9, 20e6)}))
+    passes, found, _ = _calibrate(session, fio, ["plain", "ext4-loop"], baselines=["plain", "ext4-loop"])
+    by = {c.workload: c for c in found}
+    assert by["seq-read"].target == "ext4-loop" and passes["seq-read"] * SIZE / 3e9 >= 1.0
+    assert by["seq-write"].target == "plain" and passes["seq-write"] * SIZE / 1e9 >= 1.0
+
+
+def test_no_passes_where_a_second_would_be_dishonest(session: Session) -> None:
+    fio = FakeFio(_rates(plain=(2e9, 1e9, 20e6)))
+    # buffered baseline: nothing calibrated, every trial one pass
+    passes, found, _ = _calibrate(session, fio, ["plain"], direct={"plain": False})
+    assert passes == {} and found == [] and fio.jobs == []
+    # writes to a new file: the writes make one pass, the reads are calibrated
+    passes, _found, _ = _calibrate(session, fio, ["plain"], new_file={"plain": True})
+    assert "seq-write" not in passes and passes["seq-read"] > 1
+    assert not any("[seq-write]" in text for _t, text in fio.jobs)
+    # --trial-time 0: no calibration at all
+    fio.jobs.clear()
+    passes, found, _ = _calibrate(session, fio, ["plain"], trial_time=0.0)
+    assert passes == {} and fio.jobs == []
+
+
+def test_the_byte_budget_bounds_the_writes(session: Session) -> None:
+    fio = FakeFio(_rates(plain=(2e9, 1e9, 20e6), gocryptfs=(0.5e9, 0.3e9, 10e6)))
+    free, _, _ = _calibrate(session, fio, ["plain", "gocryptfs"])
+    budget = 3 * SIZE * 2 * 4  # room for 4 passes a write trial, over 3 rounds on both targets
+    cut, found, _ = _calibrate(
+        session, fio, ["plain", "gocryptfs"], budget=int(budget / trial_sizing.BUDGET_SHARE)
+    )
+    assert cut["seq-read"] == free["seq-read"]
+    assert cut["seq-write"] == 4 < free["seq-write"]
+    c = next(c for c in found if c.workload == "seq-write")
+    assert (c.passes, c.wanted) == (4, free["seq-write"])
+    assert "byte budget" in c.describe(SIZE) and "4 passes" in c.describe(SIZE)
+
+
+def test_a_failing_calibration_is_reported_and_leaves_one_pass(session: Session) -> None:
+    fio = FakeFio(_rates(plain=(2e9, 1e9, 20e6)))
+    fio.fail = {"seq-read"}
+    passes, _found, failed = _calibrate(session, fio, ["plain"])
+    assert "seq-read" not in passes and passes["seq-write"] > 1
+    assert len(failed) == 1 and failed[0].startswith("seq-read on plain: fio exited with status 1")
