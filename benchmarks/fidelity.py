@@ -17,7 +17,9 @@ included, interleaved in random order per round:
   run      `cryptbench run --backends plain --repeats 1` on the suite: each
            workload's throughput as the run stores it
   by hand  per workload, a data file freshly laid out by fio, then fio with the
-           same options on the command line, as a user comparing with fio would
+           same options on the command line, as a user comparing with fio would,
+           making as many passes (--loops) as the run's trials of that workload
+           made (--trial-time); the first round runs the run first, to learn them
 
     .venv/bin/python benchmarks/fidelity.py [--size 64M] [--rounds 5] [--target /var/tmp]
     .venv/bin/python benchmarks/fidelity.py --whole-run [--size 256M] [--rounds 3]
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -56,6 +59,7 @@ def main() -> int:
     ap.add_argument("--io-mode", choices=["direct", "buffered"], default="direct")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--whole-run", action="store_true", help="a whole cryptbench run against fio by hand")
+    ap.add_argument("--trial-time", default="1s", help="--whole-run: the run's --trial-time (default 1s)")
     args = ap.parse_args()
     if args.whole_run:
         return whole_run(args)
@@ -137,7 +141,19 @@ def main() -> int:
     return 0 if worst <= TOLERANCE else 1
 
 
-def by_hand(w: WorkloadSpec, data: Path, size: str, direct: bool, engine: str) -> float:
+def run_passes(db: Path, run_id: int) -> dict[str, int]:
+    """Each workload's passes over the data file in the run's trials (fio's loops)."""
+    store = Store.open(db)
+    try:
+        rows = store.db.execute("SELECT workload, job_file FROM trials WHERE run_id=?", (run_id,)).fetchall()
+    finally:
+        store.close()
+    return {
+        w: int(m.group(1)) if (m := re.search(r"^loops=(\d+)$", job or "", re.M)) else 1 for w, job in rows
+    }
+
+
+def by_hand(w: WorkloadSpec, data: Path, size: str, direct: bool, engine: str, passes: int) -> float:
     """bytes/s: fio on a freshly laid-out file, options on its command line, as a user types them."""
     common = [f"--filename={data}", f"--size={size}", f"--direct={int(direct)}", f"--ioengine={engine}"]
     data.unlink(missing_ok=True)
@@ -146,6 +162,7 @@ def by_hand(w: WorkloadSpec, data: Path, size: str, direct: bool, engine: str) -
     if not direct:
         drop_caches([data])
     job = [f"--name={w.name}", *common, f"--rw={w.rw}", f"--bs={w.bs}", f"--iodepth={w.iodepth}"]
+    job.append(f"--loops={passes}")
     if w.is_write:
         job.append("--end_fsync=1")
     out = subprocess.run(
@@ -168,13 +185,18 @@ def whole_run(args: argparse.Namespace) -> int:
             f"ioengine {engine}",
             file=sys.stderr,
         )
+        passes: dict[str, int] = {}  # each workload's passes in the run's trials
         for r in range(args.rounds):
             ways = ["run", "by hand"]
-            rng.shuffle(ways)
+            if r > 0:
+                rng.shuffle(ways)
             for way in ways:
                 if way == "by hand":
                     for w in specs:
-                        hand[w.name].append(by_hand(w, Path(tmp) / "by-hand.dat", args.size, direct, engine))
+                        data = Path(tmp) / "by-hand.dat"
+                        hand[w.name].append(
+                            by_hand(w, data, args.size, direct, engine, passes.get(w.name, 1))
+                        )
                     continue
                 argv = [
                     "run",
@@ -188,10 +210,11 @@ def whole_run(args: argparse.Namespace) -> int:
                     "1",
                 ]
                 argv += ["--io-mode", args.io_mode, "--seed", str(args.seed + r), "--target", tmp]
-                argv += ["--db", str(Path(tmp) / "run.sqlite"), "--json"]
+                argv += ["--trial-time", args.trial_time, "--db", str(Path(tmp) / "run.sqlite"), "--json"]
                 cmd = [sys.executable, "-m", "cryptbench", *argv]
                 done = subprocess.run(cmd, capture_output=True, text=True, check=True)
                 doc = json.loads(done.stdout)
+                passes.update(run_passes(Path(tmp) / "run.sqlite", doc["run_id"]))
                 for res in doc["results"]:
                     if res["metric"] == "throughput" and res["workload"] in run:
                         run[res["workload"]].extend(res["samples"])

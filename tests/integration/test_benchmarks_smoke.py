@@ -29,7 +29,11 @@ SMOKE: dict[str, tuple[list[str], str, set[int]]] = {
     "coverage.py": (["--comparisons", "8"], "A/A coverage", {0}),
     "cost-to-answer.py": (["--size", "1M"], "adaptive / fixed", {0}),
     "fidelity.py": (["--size", "4M", "--rounds", "1"], "largest deviation", {0, 1}),
-    "fidelity.py --whole-run": (["--whole-run", "--size", "4M", "--rounds", "1"], "by hand MB/s", {0, 1}),
+    "fidelity.py --whole-run": (
+        ["--whole-run", "--size", "4M", "--rounds", "1", "--trial-time", "0.1s"],
+        "by hand MB/s",
+        {0, 1},
+    ),
     "fleet-scaling.py": (
         ["--hosts", "1", "--size", "1M", "--repeats", "1", "--backends", "plain", "--suite", "selftest"],
         "ratio to 1 host",
