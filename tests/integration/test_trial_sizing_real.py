@@ -64,7 +64,9 @@ def test_direct_trials_make_the_calibrated_passes_on_every_target(target_dir: Pa
     direct = {t.name: t.io_mode == "direct" for t in doc.targets}
     assert direct["plain"]
     for workload in ("seq1m-q8-read", "seq1m-q8-write"):
-        m = re.search(rf"{workload} (\d+) passes \(a pass of 8.0 MiB took \d+ ms on plain(, not the \d+ [^)]*)?\)", note)
+        m = re.search(
+            rf"{workload} (\d+) passes \(a pass of 8.0 MiB took \d+ ms on plain(, not the \d+ [^)]*)?\)", note
+        )
         assert m, note
         count = int(m.group(1))
         assert count > 1, f"{workload}: an 8 MiB pass lasts milliseconds, yet one pass was chosen"
