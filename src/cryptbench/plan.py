@@ -55,6 +55,9 @@ DEFAULT_MAX_TIME = 240.0  # seconds
 # (trial_sizing.py); the environment variable sets the default, 0 turns it off.
 DEFAULT_TRIAL_TIME = "1s"
 TRIAL_TIME_VARIABLE = "CRYPTBENCH_TRIAL_TIME"
+# of the byte budget, what laying out the grown data files may write together; as much
+# again is left for the minimum rounds' writes (trial_sizing.WRITE_SHARE)
+GROWTH_SHARE = 0.25
 MAX_TRIAL_TIME = 600.0  # seconds: a longer trial is a soak test, not a trial
 SIZE_ALIGN = 1 << 20  # data files are whole MiB so that every block size divides them
 # --ram: the twins may take at most half the memory the kernel calls available,
@@ -94,6 +97,9 @@ class Plan:
     ram_bytes: int = 0
     # seconds of I/O each fio trial lasts at least, where passes can make it; 0: one pass
     trial_time: float = 0.0
+    # bytes the data file may grow to so that buffered trials last trial_time
+    # (trial_sizing.grow; targets are made to hold it); 0: it keeps `size`
+    data_size_limit: int = 0
 
     @property
     def repeats(self) -> int:
@@ -142,6 +148,7 @@ class Plan:
             "as_published": [w.name for w in self.suite.as_published] if self.as_published else [],
             "ram": self.ram_bytes > 0,
             "trial_time": self.trial_time,
+            "data_size_limit": self.data_size_limit,
             "ram_bytes": self.ram_bytes,
         }
 
@@ -337,6 +344,10 @@ def build_plan(request: RunRequest) -> Plan:
     states, fs = _states_and_fs(r, suite, ordered)
     targets = _expand(ordered, states, fs, r.ram)
     ram_bytes = _ram_bytes(targets, target_bytes) if r.ram else 0
+    trial_time = _trial_time(r)
+    limit = _growth_limit(r, suite, size, targets, rule, target_dir, trial_time)
+    if limit:
+        target_bytes += limit - size  # each target holds the data file grown to its limit
     space = _space(targets, target_bytes, input_bytes, target_dir)
     return Plan(
         suite=suite,
@@ -358,8 +369,33 @@ def build_plan(request: RunRequest) -> Plan:
         target_bytes=target_bytes,
         as_published=r.as_published,
         ram_bytes=ram_bytes,
-        trial_time=_trial_time(r),
+        trial_time=trial_time,
+        data_size_limit=limit,
     )
+
+
+def _growth_limit(
+    r: RunRequest,
+    suite: Suite,
+    size: int,
+    targets: tuple[TargetSpec, ...],
+    rule: Stopping,
+    target_dir: Path,
+    trial_time: float,
+) -> int:
+    """Bytes the data file may grow to so that buffered trials last the trial time: each
+    target's share of GROWTH_SHARE of the byte budget (a tenth of the free space at most),
+    since every target's file is written at layout. 0 where it keeps its size: a size
+    asked for (--size, a study's own), --ram (its twins live in memory), no trial time,
+    no fio workload, or a share no larger than the size."""
+    fio = any(isinstance(w, WorkloadSpec) for w in suite.workloads)
+    if r.size is not None or suite.size is not None or r.ram or trial_time <= 0 or not fio:
+        return 0
+    budget = default_max_bytes(target_dir)
+    if rule.max_bytes is not None:
+        budget = min(budget, rule.max_bytes)
+    limit = int(budget * GROWTH_SHARE / max(1, len(targets))) // SIZE_ALIGN * SIZE_ALIGN
+    return limit if limit > size else 0
 
 
 def default_max_bytes(target_dir: Path) -> int:

@@ -117,6 +117,17 @@ class TrialContext:
     # fio workload -> passes over the data file per trial, where a trial may make
     # several (trial_passes); calibrated before the first round (trial_sizing.py)
     passes: Mapping[str, int] = field(default_factory=dict)
+    # bytes of fio's data file where it grew past `size` so that buffered trials last
+    # the trial time (trial_sizing.grow); 0: `size`
+    data_size: int = 0
+    # fio workload -> bytes a pass moves, where fewer than the data file (a slow
+    # workload over a file grown for a fast one)
+    moved: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def file_bytes(self) -> int:
+        """Bytes of fio's data file on each target."""
+        return self.data_size or self.size
 
 
 class Targets(Protocol):
@@ -128,18 +139,31 @@ class Targets(Protocol):
 
 
 def job_options(
-    ctx: TrialContext, target: Target, direct: bool, seed: int, new_file: bool = False, passes: int = 1
+    ctx: TrialContext,
+    target: Target,
+    direct: bool,
+    seed: int,
+    new_file: bool = False,
+    passes: int = 1,
+    workload: str | None = None,
 ) -> JobOptions:
+    """A job's options on `target`; with `workload`, the bytes its passes move."""
     return JobOptions(
         filename=ctx.session.check_inside(target.path / DATA_FILE),
-        size=ctx.size,
+        size=ctx.file_bytes,
         direct=direct,
         ioengine=ctx.ioengine,
         zero_data=ctx.zero_data,
         seed=seed,
         new_file=new_file,
         passes=passes,
+        io_size=ctx.moved.get(workload) if workload is not None else None,
     )
+
+
+def pass_bytes(ctx: TrialContext, workload: str) -> int:
+    """Bytes one pass of `workload` moves: the data file, or fewer where sizing said so."""
+    return ctx.moved.get(workload, ctx.file_bytes)
 
 
 def trial_passes(ctx: TrialContext, workload: str, direct: bool, new_file: bool) -> int:
@@ -183,7 +207,8 @@ def trial_job(
 ) -> TrialJob:
     """The job a trial of `workload` on `target` runs, and how to run it; `time_limit`
     (seconds) stops it early, for calibration only."""
-    opts = replace(job_options(ctx, target, direct, seed, new_file, passes), time_limit=time_limit)
+    opts = job_options(ctx, target, direct, seed, new_file, passes, workload.name)
+    opts = replace(opts, time_limit=time_limit)
     if workload.view == "backing":
         opts = replace(opts, filename=backing_file(ctx.session, target))
         fio = partial(fio, readonly=True)
@@ -226,7 +251,7 @@ def prepare(ctx: TrialContext, spec: TrialSpec, targets: Targets) -> Target:
             os.sync()  # the freed blocks are the filesystem's again before the clock starts
     elif not spec.workload.is_write:
         try:
-            short = datafile.stat().st_size < ctx.size
+            short = datafile.stat().st_size < ctx.file_bytes
         except FileNotFoundError:
             short = True
         if short:

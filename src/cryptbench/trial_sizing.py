@@ -15,10 +15,16 @@ less over more passes. A workload's passes are the most any baseline needs, and 
 target makes them, so that its trials do its baseline's work.
 
 Several passes only with direct I/O, and never for a write that makes a new file
-(runner.trial_passes): those trials make one, and the short-trial warning names them
-when they are short. Writes are wear: the write workloads' passes are cut so that the
-minimum rounds write at most half the byte budget (--max-bytes), leaving the rest for
-the rounds that make answers precise.
+(runner.trial_passes). Buffered trials make one pass: instead, where the data file's
+size is the tool's default (not --size, not a study's), it grows before it is laid out
+(`grow`), so that one buffered pass lasts the trial time on the baselines, up to the
+plan's limit (its share of the free space and of the byte budget); a workload slower
+than the fastest moves only what its trial time needs of it (fio's io_size), never less
+than the size asked for. What stays short is named by the short-trial warning.
+
+Writes are wear: the write workloads' passes are cut so that the minimum rounds write
+at most half the byte budget (--max-bytes), leaving the rest for the rounds that make
+answers precise.
 """
 
 from __future__ import annotations
@@ -31,14 +37,17 @@ from cryptbench.backends.base import cache_files
 from cryptbench.engines.fio import FioMeasurement, parse_fio_json, run_fio
 from cryptbench.errors import TrialError
 from cryptbench.measure.cache import drop_caches
-from cryptbench.runner import FioRunner, Progress, Targets, TrialContext, trial_job
+from cryptbench.runner import FioRunner, Progress, Targets, TrialContext, pass_bytes, trial_job
 from cryptbench.suite import WorkloadSpec
 from cryptbench.units import format_bytes, format_duration
 
 MAX_PASSES = 4096  # a pass of 1 MiB at 4 GB/s lasts 0.26 ms: 4096 of them make a second
 MARGIN = 1.2  # aim a fifth over the trial time: later passes run faster than the first
 CALIBRATION_RUNS = 3  # fio runs per workload and baseline, at most
-BUDGET_SHARE = 0.5  # of the byte budget, what the minimum rounds' writes may take
+BUDGET_SHARE = 0.5  # of the byte budget, what the minimum rounds' writes may take (direct)
+# Buffered, where the data file grew: laying out the grown files may write a quarter of
+# the byte budget (plan.GROWTH_SHARE), and the minimum rounds' writes another quarter.
+WRITE_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -50,8 +59,10 @@ class Calibration:
     pass_seconds: float  # seconds of fio's runtime one pass took, in the last calibration run
     wanted: int  # passes the trial time needs
     passes: int  # passes each trial makes: wanted, or fewer for the byte budget
+    pass_bytes: int  # bytes a pass moves
 
-    def describe(self, size: int) -> str:
+    def describe(self) -> str:
+        size = self.pass_bytes
         seconds = self.pass_seconds
         lasted = f"{seconds * 1e3:.0f} ms" if seconds < 1 else format_duration(seconds)
         took = f"a pass of {format_bytes(size)} took {lasted} on {self.target}"
@@ -77,23 +88,133 @@ def within_budget(
     wanted: Mapping[str, int],
     repeating: Mapping[str, int],
     single: Mapping[str, int],
-    size: int,
+    size: Mapping[str, int],
     rounds: int,
     budget: int | None,
 ) -> dict[str, int]:
     """Each write workload's passes (`wanted`), cut in proportion where the minimum
     rounds would write more than BUDGET_SHARE of `budget` (bytes; None: no budget).
     `repeating`: per write workload, the targets that make its passes; `single`: those
-    that make one pass whatever (buffered, or writing a new file); `size`: bytes a pass."""
+    that make one pass whatever (buffered, or writing a new file); `size`: per write
+    workload, the bytes a pass moves."""
     if budget is None:
         return dict(wanted)
-    fixed = rounds * size * sum(single.values())
-    spent = rounds * size * sum(wanted[w] * n for w, n in repeating.items())
+    fixed = rounds * sum(size[w] * n for w, n in single.items())
+    spent = rounds * sum(size[w] * wanted[w] * n for w, n in repeating.items())
     room = max(0.0, budget * BUDGET_SHARE - fixed)
     if spent <= room:
         return dict(wanted)
     scale = room / spent
     return {w: max(1, math.floor(p * scale)) if w in repeating else p for w, p in wanted.items()}
+
+
+def grown_size(rates: Mapping[str, float], trial_time: float, size: int, limit: int, align: int) -> int:
+    """Bytes of a data file one buffered pass of the fastest workload takes `trial_time`
+    over (`rates`: bytes/s per workload), a margin over, in whole `align`s: at least
+    `size`, at most `limit`."""
+    want = max((r * trial_time * MARGIN for r in rates.values()), default=0.0)
+    return min(limit, max(size, math.ceil(want / align) * align))
+
+
+def moved_bytes(
+    rates: Mapping[str, float],
+    blocks: Mapping[str, int],
+    trial_time: float,
+    size: int,
+    file_bytes: int,
+    caps: Mapping[str, int],
+) -> dict[str, int]:
+    """Per workload that moves less than the whole file, the bytes its pass moves (fio
+    io_size): what the trial time needs at its rate, within its cap (`caps`: the write
+    workloads' share of the byte budget), in whole blocks, at least `size` (what was asked)."""
+    out = {}
+    for w, rate in rates.items():
+        b = blocks[w]
+        want = math.ceil(rate * trial_time * MARGIN / b) * b
+        if w in caps:
+            want = min(want, caps[w] // b * b)
+        want = max(size, want)
+        if want < file_bytes:
+            out[w] = want
+    return out
+
+
+@dataclass(frozen=True)
+class Growth:
+    """What calibrating buffered trials did to the data file."""
+
+    size: int  # bytes of the data file now
+    limit: int  # bytes it could have grown to
+    rates: dict[str, float]  # bytes/s of one buffered pass per workload, the fastest baseline's
+    moved: dict[str, int]  # bytes a pass moves where fewer than the file
+
+    def describe(self, asked: int, trial_time: float) -> str:
+        lasting = format_duration(trial_time)
+        if self.size <= asked:
+            return (
+                f"the {format_bytes(asked)} data file already lasts {lasting} of buffered I/O "
+                "for the slowest workloads; it was not grown"
+            )
+        fast = max(self.rates, key=lambda w: self.rates[w])
+        rate = self.rates[fast]
+        each = ", ".join(f"{w} {format_bytes(n)}" for w, n in self.moved.items())
+        tail = f"; a trial of a slower workload or a write (wear) moves less of it: {each}" if each else ""
+        grown = f"data file grown from {format_bytes(asked)} to {format_bytes(self.size)}"
+        if self.size >= self.limit:
+            need = format_bytes(int(rate * trial_time))
+            return (
+                f"{grown}, its limit (its share of the byte budget: a larger --max-bytes or --size "
+                "lengthens the trials); one buffered pass "
+                f"of {fast} ({rate / 1e6:.0f} MB/s) would need {need} to last {lasting}{tail}"
+            )
+        pace = f"{fast} ({rate / 1e6:.0f} MB/s)"
+        return f"{grown}, so that one buffered pass of {pace} lasts about {lasting}{tail}"
+
+
+def grow(
+    ctx: TrialContext,
+    targets: Targets,
+    workloads: Iterable[WorkloadSpec],
+    seeds: Mapping[str, int],
+    baselines: list[str],
+    trial_time: float,
+    limit: int,
+    write_cap: int,
+    progress: Progress,
+    fio: FioRunner = run_fio,
+) -> tuple[Growth | None, list[str]]:
+    """The data file's size (at most `limit` bytes) and each workload's bytes a pass (a
+    write workload's at most `write_cap`), from one buffered pass of each workload over
+    the file as asked (already laid out on `baselines`, buffered targets); None when
+    nothing could be measured. Also what failed, in words."""
+    rates: dict[str, float] = {}
+    blocks: dict[str, int] = {}
+    failed: list[str] = []
+    workloads = list(workloads)
+    for w in workloads:
+        progress.phase(f"sizing the data file for {w.name}")
+        for name in baselines:
+            target = targets[name]
+            job = trial_job(ctx, w, target, False, seeds[w.name], False, fio, 1, trial_time * MARGIN)
+            jobfile = ctx.session.path("jobs", f"grow-{w.name}-{name}.fio")
+            jobfile.parent.mkdir(exist_ok=True)
+            jobfile.write_text(job.text)
+            try:
+                drop_caches(cache_files(target, job.filename))
+                m = parse_fio_json(job.fio(jobfile, ctx.session))
+            except (TrialError, OSError) as e:
+                failed.append(f"{w.name} on {name}: {e}")
+                continue
+            rate = m.io_bytes / max(_seconds(m), 1e-6)
+            rates[w.name] = max(rates.get(w.name, 0.0), rate)
+            blocks[w.name] = w.bs
+    if not rates:
+        return None, failed
+    align = max(1 << 20, *blocks.values())
+    size = grown_size(rates, trial_time, ctx.size, max(limit, ctx.size), align)
+    caps = {w.name: write_cap for w in workloads if w.is_write}
+    moved = moved_bytes(rates, blocks, trial_time, ctx.size, size, caps)
+    return Growth(size, limit, rates, moved), failed
 
 
 def _seconds(m: FioMeasurement) -> float:
@@ -123,8 +244,9 @@ def _pass_seconds(
         jobfile.write_text(job.text)
         drop_caches(cache_files(target, job.filename))
         m = parse_fio_json(job.fio(jobfile, ctx.session))
-        if m.io_bytes < passes * ctx.size:  # stopped at the limit: one pass is long enough
-            return _seconds(m) * passes * ctx.size / max(m.io_bytes, 1), 1
+        one = pass_bytes(ctx, w.name)
+        if m.io_bytes < passes * one:  # stopped at the limit: one pass is long enough
+            return _seconds(m) * passes * one / max(m.io_bytes, 1), 1
         per_pass = _seconds(m) / passes
         needed = passes_for(per_pass, trial_time)
         if per_pass * passes >= trial_time or needed <= passes:
@@ -175,6 +297,7 @@ def calibrate(
         w.name: sum(direct[t] and not new_file[t] for t in direct) for w in writes if w.name in wanted
     }
     single = {w.name: len(direct) - repeating.get(w.name, 0) for w in writes}
-    passes = within_budget(wanted, repeating, single, ctx.size, rounds, budget)
-    calibrations = [Calibration(w, t, s, p, passes[w]) for w, (t, s, p) in found.items()]
+    size = {w.name: pass_bytes(ctx, w.name) for w in writes}
+    passes = within_budget(wanted, repeating, single, size, rounds, budget)
+    calibrations = [Calibration(w, t, s, p, passes[w], pass_bytes(ctx, w)) for w, (t, s, p) in found.items()]
     return passes, calibrations, failed

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.commands import run as run_cmd
-from cryptbench.plan import RunRequest
+from cryptbench.plan import GROWTH_SHARE, RunRequest
 from cryptbench.store import Store
 from tests.conftest import available, cli
 
@@ -112,3 +112,40 @@ def test_trial_time_is_checked(tmp_path: Path) -> None:
     env = {**os.environ, "CRYPTBENCH_TRIAL_TIME": "2h"}
     env_bad = cli("run", "--target", str(tmp_path), "--db", str(tmp_path / "r.sqlite"), env=env)
     assert env_bad.returncode == 2 and "CRYPTBENCH_TRIAL_TIME 2h is longer than 10 min" in env_bad.stderr
+
+
+def test_buffered_trials_get_a_data_file_grown_for_them(target_dir: Path, tmp_path: Path) -> None:
+    # No --size: the tool's 64 MiB may grow, here to its share of the 1 GiB budget
+    # (GROWTH_SHARE, over the targets); gocryptfs makes the run buffered where it runs.
+    backends = ["plain", *available(["gocryptfs"])]
+    db = tmp_path / "r.sqlite"
+    request = RunRequest(
+        suite=str(SEQ_SUITE),
+        backends=",".join(backends),
+        repeats=2,
+        seed=5,
+        io_mode="buffered",
+        trial_time="0.3s",
+        max_bytes="1G",
+        target=str(target_dir),
+        db=db,
+    )
+    outcome = run_cmd.run(request)
+    assert outcome.status == "complete" and outcome.exit_code == 0
+    doc = outcome.document
+    limit = doc.plan["data_size_limit"]
+    assert limit == int((1 << 30) * GROWTH_SHARE / len(backends)) // (1 << 20) * (1 << 20) > 64 << 20
+    note = next(n for n in doc.notes if n.startswith(("data file grown", "the 64.0 MiB data file already")))
+    trials = _trials(db, outcome.run_id)
+    sizes = {int(re.search(r"^size=(\d+)$", job, re.M).group(1)) for _w, _t, job, _raw in trials}  # type: ignore[union-attr]
+    assert len(sizes) == 1  # one data file size for every target and workload
+    (size,) = sizes
+    assert 64 << 20 <= size <= limit
+    assert (size > 64 << 20) == note.startswith("data file grown")
+    for w, _t, job, raw in trials:
+        assert _passes(job) == 1  # buffered: one pass, never a loop over cached pages
+        m = re.search(r"^io_size=(\d+)$", job, re.M)
+        moved = int(m.group(1)) if m else size
+        assert 64 << 20 <= moved <= size
+        direction = "write" if "write" in w else "read"
+        assert raw[direction]["io_bytes"] == moved, (w, job)

@@ -218,3 +218,23 @@ def test_a_run_request_has_a_field_for_every_flag_of_run_and_no_other() -> None:
     )  # fmt: skip
     assert request.suite == "quick" and request.target == "/var/tmp"  # the flags' defaults are the request's
     assert RunRequest() == RunRequest.from_args(parser.parse_args([]))
+
+
+def test_the_data_file_may_grow_only_where_its_size_is_the_tools(tmp_path: Path) -> None:
+    from cryptbench.plan import GROWTH_SHARE, SIZE_ALIGN, default_max_bytes
+
+    grown = _plan(tmp_path, size=None, trial_time="1s", backends="plain,ext4-loop")
+    share = int(default_max_bytes(tmp_path) * GROWTH_SHARE / len(grown.targets)) // SIZE_ALIGN * SIZE_ALIGN
+    assert grown.size == 64 << 20 and grown.data_size_limit == share > grown.size
+    same = _plan(tmp_path, size=None, trial_time="0", backends="plain,ext4-loop")
+    assert same.data_size_limit == 0
+    # every target is made to hold the grown file, and the space check counts it
+    assert grown.target_bytes - same.target_bytes == share - (64 << 20)
+    assert grown.space_needed > same.space_needed
+    # a size asked for is kept: --size, or a study's own
+    assert _plan(tmp_path, size="64M", trial_time="1s").data_size_limit == 0
+    study = _plan(tmp_path, size=None, suite="study-002", repeats=None, trial_time="1s", backends="plain")
+    assert study.data_size_limit == 0
+    # a byte budget too small for a larger file leaves it as it is
+    assert _plan(tmp_path, size=None, repeats=None, max_bytes="100M", trial_time="1s").data_size_limit == 0
+    assert grown.to_json()["data_size_limit"] == share

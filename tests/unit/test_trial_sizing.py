@@ -46,19 +46,20 @@ def test_within_budget_cuts_only_the_writes_in_proportion() -> None:
     repeating = {"seq-write": 2, "rnd-write": 2}
     single = {"seq-write": 1, "rnd-write": 1}
     # no budget, or room enough: as wanted
-    assert within_budget(wanted, repeating, single, SIZE, 3, None) == wanted
+    size = {"seq-write": SIZE, "rnd-write": SIZE}
+    assert within_budget(wanted, repeating, single, size, 3, None) == wanted
     need = 3 * SIZE * (30 * 2 + 8 * 2 + 2)  # the minimum rounds' writes, one-pass targets included
     assert (
-        within_budget(wanted, repeating, single, SIZE, 3, int(need / trial_sizing.BUDGET_SHARE) + 1) == wanted
+        within_budget(wanted, repeating, single, size, 3, int(need / trial_sizing.BUDGET_SHARE) + 1) == wanted
     )
     # a quarter of that room: each write workload's passes cut to about a quarter, reads untouched
-    cut = within_budget(wanted, repeating, single, SIZE, 3, int(need / trial_sizing.BUDGET_SHARE / 4))
+    cut = within_budget(wanted, repeating, single, size, 3, int(need / trial_sizing.BUDGET_SHARE / 4))
     assert cut["seq-read"] == 40
     assert 6 <= cut["seq-write"] <= 7 and cut["rnd-write"] == 1
     spent = 3 * SIZE * (cut["seq-write"] * 2 + cut["rnd-write"] * 2 + 2)
     assert spent <= need / 4 + 3 * SIZE * 2  # within the room, but for the floor of one pass
     # no room at all: one pass each, never none
-    assert within_budget(wanted, repeating, single, SIZE, 3, 1) == {
+    assert within_budget(wanted, repeating, single, size, 3, 1) == {
         "seq-read": 40,
         "seq-write": 1,
         "rnd-write": 1,
@@ -250,7 +251,7 @@ def test_the_byte_budget_bounds_the_writes(session: Session) -> None:
     assert cut["seq-write"] == 4 < free["seq-write"]
     c = next(c for c in found if c.workload == "seq-write")
     assert (c.passes, c.wanted) == (4, free["seq-write"])
-    assert "byte budget" in c.describe(SIZE) and "4 passes" in c.describe(SIZE)
+    assert "byte budget" in c.describe() and "4 passes" in c.describe()
 
 
 def test_a_failing_calibration_is_reported_and_leaves_one_pass(session: Session) -> None:
@@ -259,3 +260,99 @@ def test_a_failing_calibration_is_reported_and_leaves_one_pass(session: Session)
     passes, _found, failed = _calibrate(session, fio, ["plain"])
     assert "seq-read" not in passes and passes["seq-write"] > 1
     assert len(failed) == 1 and failed[0].startswith("seq-read on plain: fio exited with status 1")
+
+
+def test_grown_size_lasts_the_trial_time_within_its_bounds() -> None:
+    mib = 1 << 20
+    rates = {"seq-read": 1.2e9, "slow-read": 40e6}
+    # the fastest workload's pass lasts the trial time, a margin over, in whole MiB
+    size = trial_sizing.grown_size(rates, 1.0, 64 * mib, 8 << 30, mib)
+    assert size % mib == 0 and 1.2e9 * MARGIN <= size < 1.2e9 * MARGIN + mib
+    # never below what was asked, never above the limit
+    assert trial_sizing.grown_size({"slow-read": 1e6}, 1.0, 64 * mib, 8 << 30, mib) == 64 * mib
+    assert trial_sizing.grown_size(rates, 1.0, 64 * mib, 512 * mib, mib) == 512 * mib
+
+
+def test_slower_workloads_move_only_what_their_trial_time_needs() -> None:
+    mib = 1 << 20
+    rates = {"seq-read": 1.2e9, "rnd-read": 200e6, "slow-read": 40e6}
+    blocks = {"seq-read": mib, "rnd-read": 4096, "slow-read": 4096}
+    file_bytes = trial_sizing.grown_size(rates, 1.0, 64 * mib, 8 << 30, mib)
+    moved = trial_sizing.moved_bytes(rates, blocks, 1.0, 64 * mib, file_bytes, {})
+    assert "seq-read" not in moved  # the file was sized for it: the whole of it
+    assert moved["rnd-read"] % 4096 == 0 and 200e6 * MARGIN <= moved["rnd-read"] < 200e6 * MARGIN + 4096
+    assert moved["slow-read"] == 64 * mib  # never fewer bytes than asked for
+    # a write's cap (its share of the byte budget) binds, in whole blocks, above what was asked
+    capped = trial_sizing.moved_bytes(rates, blocks, 1.0, 64 * mib, file_bytes, {"rnd-read": 100 * mib + 5})
+    assert capped["rnd-read"] == 100 * mib
+    floor = trial_sizing.moved_bytes(rates, blocks, 1.0, 64 * mib, file_bytes, {"seq-read": mib})
+    assert floor["seq-read"] == 64 * mib
+
+
+def test_growth_measures_one_buffered_pass_on_each_baseline(session: Session) -> None:
+    fio = FakeFio(_rates(plain=(1.2e9, 0.8e9, 40e6), **{"ext4-loop": (1.5e9, 0.7e9, 30e6)}))
+    ctx = TrialContext(session, None, 1, SIZE, "psync", False)  # type: ignore[arg-type]
+    targets = Dirs(session, ["plain", "ext4-loop", "gocryptfs"])
+    workloads = [SEQ_READ, SEQ_WRITE, SLOW_READ]
+    growth, failed = trial_sizing.grow(
+        ctx,
+        targets,
+        workloads,
+        {w.name: 1 for w in workloads},
+        ["plain", "ext4-loop"],
+        1.0,
+        4 << 30,
+        4 << 30,
+        NullProgress(),
+        fio,
+    )
+    assert failed == [] and growth is not None
+    # one run per workload and baseline, buffered, one pass, cut at the trial time
+    assert sorted(t for t, _ in fio.jobs) == ["ext4-loop"] * 3 + ["plain"] * 3
+    for _t, text in fio.jobs:
+        assert "direct=0" in text and "loops" not in text and f"runtime={round(MARGIN * 1e3)}ms" in text
+    # the fastest baseline's rate per workload, the file sized for the fastest workload
+    assert growth.rates["seq-read"] == pytest.approx(1.5e9 * SIZE / (SIZE + 1.5e9 * fio.startup), rel=1e-3)
+    assert growth.size >= growth.rates["seq-read"] * MARGIN and growth.size % (1 << 20) == 0
+    assert set(growth.moved) == {"seq-write", "slow-read"}
+    assert growth.moved["slow-read"] == SIZE
+    said = growth.describe(SIZE, 1.0)
+    assert said.startswith("data file grown from 64.0 MiB to ") and "seq-read" in said
+    # a limit below what the trial time needs: grown to the limit, and said so
+    fio.jobs.clear()
+    capped, _ = trial_sizing.grow(
+        ctx,
+        targets,
+        workloads,
+        {w.name: 1 for w in workloads},
+        ["plain"],
+        1.0,
+        512 << 20,
+        100 << 20,
+        NullProgress(),
+        fio,
+    )
+    assert capped is not None and capped.size == 512 << 20
+    assert capped.moved["seq-write"] == 100 << 20  # a write's share of the byte budget
+    assert "its limit (its share of the byte budget: a larger --max-bytes or --size" in capped.describe(
+        SIZE, 1.0
+    )
+
+
+def test_growth_reports_what_it_could_not_measure(session: Session) -> None:
+    fio = FakeFio(_rates(plain=(1.2e9, 0.8e9, 40e6)))
+    fio.fail = {"seq-read", "seq-write", "slow-read"}
+    ctx = TrialContext(session, None, 1, SIZE, "psync", False)  # type: ignore[arg-type]
+    seeds = {"seq-read": 1, "seq-write": 1, "slow-read": 1}
+    growth, failed = trial_sizing.grow(
+        ctx, Dirs(session, ["plain"]), [SEQ_READ, SEQ_WRITE, SLOW_READ], seeds, ["plain"], 1.0, 4 << 30,
+        4 << 30, NullProgress(), fio,
+    )  # fmt: skip
+    assert growth is None and len(failed) == 3 and failed[0].startswith("seq-read on plain: fio exited")
+
+
+def test_a_pass_over_part_of_the_file_is_in_the_job() -> None:
+    opts = JobOptions(Path("/x/d"), 1 << 30, False, "psync", False, 1, io_size=80 << 20)
+    assert "io_size=83886080" in render_job(SLOW_READ, opts)
+    whole = JobOptions(Path("/x/d"), 1 << 30, False, "psync", False, 1, io_size=1 << 30)
+    assert "io_size" not in render_job(SLOW_READ, whole)

@@ -67,6 +67,8 @@ def _plan(
             io_mode=io_mode,
             data=data,
             passphrase_file=passphrase_file,
+            # the coordinator sends whole jobs: nothing here sizes trials or grows the data file
+            trial_time="0",
         )
     )
     stateful = [t.name for t in plan.targets if t.state is not None]

@@ -38,6 +38,9 @@ class JobOptions:
     new_file: bool = False
     # passes over the data file per trial (fio loops): more than one only with direct I/O
     passes: int = 1
+    # bytes a pass moves where fewer than the file (fio io_size): a slow workload over
+    # a file grown for a fast one; None: the whole file
+    io_size: int | None = None
     # seconds after which fio stops (runtime=): only calibration (trial_sizing.py) sets
     # one, to learn a pass's length without waiting out a long one; None: none
     time_limit: float | None = None
@@ -82,6 +85,8 @@ def render_job(workload: WorkloadSpec, opts: JobOptions) -> str:
         f"bs={workload.bs}",
         f"iodepth={workload.iodepth}",
     ]
+    if opts.io_size is not None and opts.io_size < opts.size:
+        lines.append(f"io_size={opts.io_size}")
     if opts.passes > 1:
         lines.append(f"loops={opts.passes}")
     if opts.time_limit is not None:

@@ -24,7 +24,7 @@ from cryptbench.measure.device import device_of
 from cryptbench.metrics import info
 from cryptbench.pipeline import cipher_speed
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
-from cryptbench.pipeline.provision import provision_all, target_row
+from cryptbench.pipeline.provision import Provisioned, provision_all, target_row
 from cryptbench.plan import Plan, RunRequest, build_plan, default_max_bytes
 from cryptbench.report import document
 from cryptbench.result_model import Document
@@ -121,6 +121,7 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         )
         provisioned.ctx = ctx
         seeds = workload_seeds(plan.seed, plan.suite.workloads)
+        ctx = provisioned.ctx = grow_data_file(plan, ctx, provisioned, direct, seeds, progress)
         if any(isinstance(w, WorkloadSpec) and not w.is_write for w in plan.suite.workloads):
             for t in targets.values():
                 provisioned.lay_out(t)
@@ -137,6 +138,57 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         return run_rounds(executor, plan.suite.workloads, list(targets), controller, spend, plan.seed, record)
 
 
+def _sized_workloads(plan: Plan) -> list[WorkloadSpec]:
+    """The fio workloads trial sizing applies to: a study's own commands run as it ran them."""
+    published = {w.name for w in plan.suite.as_published}
+    return [w for w in plan.suite.workloads if isinstance(w, WorkloadSpec) and w.name not in published]
+
+
+def _baselines(plan: Plan, names: list[str]) -> list[str]:
+    """Of `names`, the targets others are compared with; all of them when none is."""
+    bases = {plan.baseline_of(t) for t in plan.targets}
+    return [name for name in names if name in bases] or names
+
+
+def _byte_budget(plan: Plan) -> int:
+    """The byte budget trial sizing keeps to: the run's; a fixed count has none of its own,
+    but what sizing multiplies its writes by still needs one (the adaptive default)."""
+    return plan.rule.max_bytes if plan.rule.max_bytes is not None else default_max_bytes(plan.target_dir)
+
+
+def grow_data_file(
+    plan: Plan,
+    ctx: TrialContext,
+    targets: Provisioned,
+    direct: dict[str, bool],
+    seeds: dict[str, int],
+    progress: Progress,
+) -> TrialContext:
+    """Where trials run buffered and the data file may grow (plan.data_size_limit), the
+    context with the size that makes a buffered pass last plan.trial_time on the
+    baselines, and the bytes each slower workload moves; noted in the run."""
+    workloads = _sized_workloads(plan)
+    buffered = [name for name, d in direct.items() if not d]
+    if plan.data_size_limit <= plan.size or not buffered or not workloads:
+        return ctx
+    baselines = _baselines(plan, buffered)
+    for name in baselines:
+        targets.lay_out(targets[name])
+    # the minimum rounds' writes, on every target, take at most their share of the byte budget
+    writes = max(1, sum(w.is_write for w in workloads))
+    trials = len(direct) * plan.rule.min_repeats * writes
+    write_cap = int(_byte_budget(plan) * trial_sizing.WRITE_SHARE / trials)
+    growth, failed = trial_sizing.grow(
+        ctx, targets, workloads, seeds, baselines, plan.trial_time, plan.data_size_limit, write_cap, progress
+    )
+    for why in failed:
+        ctx.store.add_note(ctx.run_id, f"could not size the data file for {why}")
+    if growth is None:
+        return ctx
+    ctx.store.add_note(ctx.run_id, growth.describe(plan.size, plan.trial_time))
+    return replace(ctx, data_size=growth.size if growth.size > plan.size else 0, moved=growth.moved)
+
+
 def size_trials(
     plan: Plan,
     ctx: TrialContext,
@@ -147,15 +199,11 @@ def size_trials(
 ) -> TrialContext:
     """The context with each fio workload's passes per trial, calibrated on the baselines
     (every target where there is none) so that trials last plan.trial_time; noted in the run."""
-    published = {w.name for w in plan.suite.as_published}  # run as the study ran them
-    workloads = [w for w in plan.suite.workloads if isinstance(w, WorkloadSpec) and w.name not in published]
+    workloads = _sized_workloads(plan)
     if plan.trial_time <= 0 or not workloads:
         return ctx
-    bases = {plan.baseline_of(t) for t in plan.targets}
-    baselines = [name for name in direct if name in bases] or list(direct)
+    baselines = _baselines(plan, list(direct))
     new_file = {name: ctx.write_new_file or targets[name].state is not None for name in direct}
-    # A fixed count has no byte budget of its own; the passes it multiplies writes by still need one.
-    budget = plan.rule.max_bytes if plan.rule.max_bytes is not None else default_max_bytes(plan.target_dir)
     passes, found, failed = trial_sizing.calibrate(
         ctx,
         targets,
@@ -167,10 +215,10 @@ def size_trials(
         new_file,
         progress,
         rounds=plan.rule.min_repeats,
-        budget=budget,
+        budget=_byte_budget(plan),
     )
     if found:
-        each = "; ".join(c.describe(ctx.size) for c in found)
+        each = "; ".join(c.describe() for c in found)
         last = format_duration(plan.trial_time)
         ctx.store.add_note(ctx.run_id, f"trials sized to last {last} of I/O (--trial-time): {each}")
     for why in failed:

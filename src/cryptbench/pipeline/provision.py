@@ -158,7 +158,7 @@ class Provisioned:
     def lay_out(self, target: Target) -> None:
         """Write the data file the read trials read, before any clock starts."""
         assert self.ctx is not None
-        self.progress.phase(f"writing the {self.plan.size >> 20} MiB data file on {target.name}")
+        self.progress.phase(f"writing the {self.ctx.file_bytes >> 20} MiB data file on {target.name}")
         layout = self.session.path("jobs", f"layout-{self._specs[target.name].slug}.fio")
         layout.parent.mkdir(exist_ok=True)
         layout.write_text(
