@@ -108,11 +108,14 @@ def within_budget(
     return {w: max(1, math.floor(p * scale)) if w in repeating else p for w, p in wanted.items()}
 
 
-def grown_size(rates: Mapping[str, float], trial_time: float, size: int, limit: int, align: int) -> int:
-    """Bytes of a data file one buffered pass of the fastest workload takes `trial_time`
-    over (`rates`: bytes/s per workload), a margin over, in whole `align`s: at least
-    `size`, at most `limit`."""
-    want = max((r * trial_time * MARGIN for r in rates.values()), default=0.0)
+def grown_size(
+    rates: Mapping[str, float], trial_time: float, size: int, limit: int, align: int, caps: Mapping[str, int]
+) -> int:
+    """Bytes of a data file one buffered pass of the workload that needs most takes
+    `trial_time` over (`rates`: bytes/s per workload; `caps`: at most what a write's share
+    of the byte budget lets it move), a margin over, in whole `align`s: at least `size`,
+    at most `limit`."""
+    want = max((min(r * trial_time * MARGIN, caps.get(w, math.inf)) for w, r in rates.items()), default=0.0)
     return min(limit, max(size, math.ceil(want / align) * align))
 
 
@@ -147,6 +150,7 @@ class Growth:
     limit: int  # bytes it could have grown to
     rates: dict[str, float]  # bytes/s of one buffered pass per workload, the fastest baseline's
     moved: dict[str, int]  # bytes a pass moves where fewer than the file
+    sized_by: str  # the workload whose pass the file was sized for (a read, where writes are capped)
 
     def describe(self, asked: int, trial_time: float) -> str:
         lasting = format_duration(trial_time)
@@ -155,7 +159,7 @@ class Growth:
                 f"the {format_bytes(asked)} data file already lasts {lasting} of buffered I/O "
                 "for the slowest workloads; it was not grown"
             )
-        fast = max(self.rates, key=lambda w: self.rates[w])
+        fast = self.sized_by
         rate = self.rates[fast]
         each = ", ".join(f"{w} {format_bytes(n)}" for w, n in self.moved.items())
         tail = f"; a trial of a slower workload or a write (wear) moves less of it: {each}" if each else ""
@@ -211,10 +215,11 @@ def grow(
     if not rates:
         return None, failed
     align = max(1 << 20, *blocks.values())
-    size = grown_size(rates, trial_time, ctx.size, max(limit, ctx.size), align)
     caps = {w.name: write_cap for w in workloads if w.is_write}
+    size = grown_size(rates, trial_time, ctx.size, max(limit, ctx.size), align, caps)
     moved = moved_bytes(rates, blocks, trial_time, ctx.size, size, caps)
-    return Growth(size, limit, rates, moved), failed
+    sized_by = max(rates, key=lambda w: min(rates[w], caps.get(w, math.inf) / trial_time / MARGIN))
+    return Growth(size, limit, rates, moved, sized_by), failed
 
 
 def _seconds(m: FioMeasurement) -> float:

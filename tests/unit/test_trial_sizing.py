@@ -266,18 +266,21 @@ def test_grown_size_lasts_the_trial_time_within_its_bounds() -> None:
     mib = 1 << 20
     rates = {"seq-read": 1.2e9, "slow-read": 40e6}
     # the fastest workload's pass lasts the trial time, a margin over, in whole MiB
-    size = trial_sizing.grown_size(rates, 1.0, 64 * mib, 8 << 30, mib)
+    size = trial_sizing.grown_size(rates, 1.0, 64 * mib, 8 << 30, mib, {})
     assert size % mib == 0 and 1.2e9 * MARGIN <= size < 1.2e9 * MARGIN + mib
     # never below what was asked, never above the limit
-    assert trial_sizing.grown_size({"slow-read": 1e6}, 1.0, 64 * mib, 8 << 30, mib) == 64 * mib
-    assert trial_sizing.grown_size(rates, 1.0, 64 * mib, 512 * mib, mib) == 512 * mib
+    assert trial_sizing.grown_size({"slow-read": 1e6}, 1.0, 64 * mib, 8 << 30, mib, {}) == 64 * mib
+    assert trial_sizing.grown_size(rates, 1.0, 64 * mib, 512 * mib, mib, {}) == 512 * mib
+    # a write capped by its share of the byte budget does not size the file for the reads
+    writes = {"seq-write": 1.5e9, "slow-read": 40e6}
+    assert trial_sizing.grown_size(writes, 1.0, 64 * mib, 8 << 30, mib, {"seq-write": 100 * mib}) == 100 * mib
 
 
 def test_slower_workloads_move_only_what_their_trial_time_needs() -> None:
     mib = 1 << 20
     rates = {"seq-read": 1.2e9, "rnd-read": 200e6, "slow-read": 40e6}
     blocks = {"seq-read": mib, "rnd-read": 4096, "slow-read": 4096}
-    file_bytes = trial_sizing.grown_size(rates, 1.0, 64 * mib, 8 << 30, mib)
+    file_bytes = trial_sizing.grown_size(rates, 1.0, 64 * mib, 8 << 30, mib, {})
     moved = trial_sizing.moved_bytes(rates, blocks, 1.0, 64 * mib, file_bytes, {})
     assert "seq-read" not in moved  # the file was sized for it: the whole of it
     assert moved["rnd-read"] % 4096 == 0 and 200e6 * MARGIN <= moved["rnd-read"] < 200e6 * MARGIN + 4096
@@ -334,6 +337,7 @@ def test_growth_measures_one_buffered_pass_on_each_baseline(session: Session) ->
     )
     assert capped is not None and capped.size == 512 << 20
     assert capped.moved["seq-write"] == 100 << 20  # a write's share of the byte budget
+    assert capped.sized_by == growth.sized_by == "seq-read"  # the fastest read, not a capped write
     assert "its limit (its share of the byte budget: a larger --max-bytes or --size" in capped.describe(
         SIZE, 1.0
     )
