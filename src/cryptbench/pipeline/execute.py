@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import resource
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from cryptbench import __version__, trial_sizing
+from cryptbench import __version__
 from cryptbench.adaptive import Controller, Question, RankingGroups, questions
 from cryptbench.backends import REGISTRY
 from cryptbench.cipher import ceilings, userspace
@@ -22,10 +22,10 @@ from cryptbench.json_types import JsonObject
 from cryptbench.measure import environment
 from cryptbench.measure.device import device_of
 from cryptbench.metrics import info
-from cryptbench.pipeline import cipher_speed
+from cryptbench.pipeline import cipher_speed, sizing
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
-from cryptbench.pipeline.provision import Provisioned, provision_all, target_row
-from cryptbench.plan import Plan, RunRequest, build_plan, default_max_bytes
+from cryptbench.pipeline.provision import provision_all, target_row
+from cryptbench.plan import Plan, RunRequest, build_plan
 from cryptbench.report import document
 from cryptbench.result_model import Document
 from cryptbench.runner import (
@@ -33,7 +33,6 @@ from cryptbench.runner import (
     NullProgress,
     Progress,
     Spend,
-    Targets,
     TrialContext,
     app_env,
     run_rounds,
@@ -43,7 +42,6 @@ from cryptbench.runner import (
 from cryptbench.session import Session
 from cryptbench.store import Store
 from cryptbench.suite import WorkloadSpec, family, primary_metric
-from cryptbench.units import format_duration
 
 
 @dataclass
@@ -121,7 +119,7 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         )
         provisioned.ctx = ctx
         seeds = workload_seeds(plan.seed, plan.suite.workloads)
-        ctx = provisioned.ctx = grow_data_file(plan, ctx, provisioned, direct, seeds, progress)
+        ctx = provisioned.ctx = sizing.grow_data_file(plan, ctx, provisioned, direct, seeds, progress)
         if any(isinstance(w, WorkloadSpec) and not w.is_write for w in plan.suite.workloads):
             for t in targets.values():
                 provisioned.lay_out(t)
@@ -131,99 +129,11 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
                 w.make_inputs(app_env(ctx, w, next(iter(targets.values())), seeds[w.name]))
         writes = {w.name for w in plan.suite.workloads if w.is_write}
         spend = Spend(ctx, writes)  # before calibration: its writes and time are the run's too
-        ctx = provisioned.ctx = size_trials(plan, ctx, provisioned, direct, seeds, progress)
+        ctx = provisioned.ctx = sizing.size_trials(plan, ctx, provisioned, direct, seeds, progress)
         executor = Executor(ctx, provisioned, direct, seeds, progress)
         controller = Controller(plan.rule, run_questions(plan), plan.seed, ranking_groups(plan))
         record = stopping_recorder(store, run_id, controller, spend)
         return run_rounds(executor, plan.suite.workloads, list(targets), controller, spend, plan.seed, record)
-
-
-def _sized_workloads(plan: Plan) -> list[WorkloadSpec]:
-    """The fio workloads trial sizing applies to: a study's own commands run as it ran them."""
-    published = {w.name for w in plan.suite.as_published}
-    return [w for w in plan.suite.workloads if isinstance(w, WorkloadSpec) and w.name not in published]
-
-
-def _baselines(plan: Plan, names: list[str]) -> list[str]:
-    """Of `names`, the targets others are compared with; all of them when none is."""
-    bases = {plan.baseline_of(t) for t in plan.targets}
-    return [name for name in names if name in bases] or names
-
-
-def _byte_budget(plan: Plan) -> int:
-    """The byte budget trial sizing keeps to: the run's; a fixed count has none of its own,
-    but what sizing multiplies its writes by still needs one (the adaptive default)."""
-    return plan.rule.max_bytes if plan.rule.max_bytes is not None else default_max_bytes(plan.target_dir)
-
-
-def grow_data_file(
-    plan: Plan,
-    ctx: TrialContext,
-    targets: Provisioned,
-    direct: dict[str, bool],
-    seeds: dict[str, int],
-    progress: Progress,
-) -> TrialContext:
-    """Where trials run buffered and the data file may grow (plan.data_size_limit), the
-    context with the size that makes a buffered pass last plan.trial_time on the
-    baselines, and the bytes each slower workload moves; noted in the run."""
-    workloads = _sized_workloads(plan)
-    buffered = [name for name, d in direct.items() if not d]
-    if plan.data_size_limit <= plan.size or not buffered or not workloads:
-        return ctx
-    baselines = _baselines(plan, buffered)
-    for name in baselines:
-        targets.lay_out(targets[name])
-    # the minimum rounds' writes, on every target, take at most their share of the byte budget
-    writes = max(1, sum(w.is_write for w in workloads))
-    trials = len(direct) * plan.rule.min_repeats * writes
-    write_cap = int(_byte_budget(plan) * trial_sizing.WRITE_SHARE / trials)
-    growth, failed = trial_sizing.grow(
-        ctx, targets, workloads, seeds, baselines, plan.trial_time, plan.data_size_limit, write_cap, progress
-    )
-    for why in failed:
-        ctx.store.add_note(ctx.run_id, f"could not size the data file for {why}")
-    if growth is None:
-        return ctx
-    ctx.store.add_note(ctx.run_id, growth.describe(plan.size, plan.trial_time))
-    return replace(ctx, data_size=growth.size if growth.size > plan.size else 0, moved=growth.moved)
-
-
-def size_trials(
-    plan: Plan,
-    ctx: TrialContext,
-    targets: Targets,
-    direct: dict[str, bool],
-    seeds: dict[str, int],
-    progress: Progress,
-) -> TrialContext:
-    """The context with each fio workload's passes per trial, calibrated on the baselines
-    (every target where there is none) so that trials last plan.trial_time; noted in the run."""
-    workloads = _sized_workloads(plan)
-    if plan.trial_time <= 0 or not workloads:
-        return ctx
-    baselines = _baselines(plan, list(direct))
-    new_file = {name: ctx.write_new_file or targets[name].state is not None for name in direct}
-    passes, found, failed = trial_sizing.calibrate(
-        ctx,
-        targets,
-        direct,
-        workloads,
-        seeds,
-        baselines,
-        plan.trial_time,
-        new_file,
-        progress,
-        rounds=plan.rule.min_repeats,
-        budget=_byte_budget(plan),
-    )
-    if found:
-        each = "; ".join(c.describe() for c in found)
-        last = format_duration(plan.trial_time)
-        ctx.store.add_note(ctx.run_id, f"trials sized to last {last} of I/O (--trial-time): {each}")
-    for why in failed:
-        ctx.store.add_note(ctx.run_id, f"could not size the trials of {why}; they make one pass")
-    return replace(ctx, passes=passes)
 
 
 CIPHER_SECONDS = 0.2  # per cipher figure the run takes: enough for a ceiling, not a study
