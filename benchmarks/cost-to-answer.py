@@ -40,7 +40,7 @@ from cryptbench.adaptive import Controller, Stopping, questions
 from cryptbench.commands import run as run_cmd
 from cryptbench.metrics import info
 from cryptbench.plan import DEFAULT_EQUIVALENCE, DEFAULT_MAX_REPEATS, DEFAULT_MIN_REPEATS, RunRequest
-from cryptbench.store import Store
+from cryptbench.store import Store, split_rounds
 from cryptbench.units import format_bytes, parse_percent
 
 GOAL_BYTES = 0.25  # adaptive bytes at most this share of the fixed protocol's
@@ -94,8 +94,9 @@ def replay(db: Path, doc: dict[str, Any], precision: str) -> tuple[int, int, dic
     closed: dict[str, int] = {}
     last = max((r for pairs in primary.values() for r, _v in pairs), default=-1) + 1
     for k in range(1, last + 1):
-        samples = {key: [v for r, v in pairs if r < k] for key, pairs in primary.items()}
-        rounds = {key: [r for r, _v in pairs if r < k] for key, pairs in primary.items()}
+        samples, rounds = split_rounds(
+            {key: [(r, v) for r, v in pairs if r < k] for key, pairs in primary.items()}
+        )
         controller.review(k, samples, set(), rounds)
         for a in controller.answers:
             key = f"{a.question.target} vs {a.question.baseline}, {a.question.workload}"

@@ -37,7 +37,7 @@ from cryptbench.measure import cpu, cpu_timeline
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.measure.device import bytes_written
 from cryptbench.session import Session
-from cryptbench.store import Store, TrialRecord, now_iso
+from cryptbench.store import Store, TrialRecord, now_iso, split_rounds
 from cryptbench.suite import Workload, WorkloadSpec, family
 from cryptbench.trial_metrics import app_metrics, trial_metrics
 from cryptbench.units import format_duration
@@ -543,10 +543,7 @@ def primary_samples(store: Store, run_id: int, metric_of: dict[str, str]) -> tup
     """Each (workload, target)'s values of the workload's primary metric, in trial order,
     and the round each ran in."""
     by_round = {(w, t): v for (w, t, m), v in store.samples_by_round(run_id).items() if metric_of.get(w) == m}
-    return (
-        {key: [v for _r, v in pairs] for key, pairs in by_round.items()},
-        {key: [r for r, _v in pairs] for key, pairs in by_round.items()},
-    )
+    return split_rounds(by_round)
 
 
 def run_rounds(
@@ -622,8 +619,9 @@ def interleave(
             )
             if fit is not None:
                 workloads = _refit(fit, controller, workloads, rounds)
-                store.add_note(run_id, fit_note(fit, controller.rule))
-                progress.say(fit_note(fit, controller.rule))
+                note = fit_note(fit, controller.rule)
+                store.add_note(run_id, note)
+                progress.say(note)
         on_change()
         # Every target gets the first min_repeats rounds (all of a fixed
         # count) even when a lost target closed every question early.

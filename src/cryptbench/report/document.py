@@ -41,7 +41,7 @@ from cryptbench.result_model import (
     TargetInfo,
     TrialCounts,
 )
-from cryptbench.store import Store
+from cryptbench.store import Store, split_rounds
 
 DOCUMENT_SCHEMA = 2  # 2 added ranking
 STORED_CIPHERS = 20  # newest standalone cipher measurements searched for this machine's
@@ -53,9 +53,7 @@ def build(store: Store, run_id: int) -> Document:
     seed = int(plan.get("seed", 0))
     targets = store.target_rows(run_id)
     trials = store.trial_rows(run_id)
-    by_round = store.samples_by_round(run_id)
-    samples = {key: [v for _r, v in pairs] for key, pairs in by_round.items()}
-    rounds = {key: [r for r, _v in pairs] for key, pairs in by_round.items()}
+    samples, rounds = split_rounds(store.samples_by_round(run_id))
 
     workloads = [w for w in plan["workloads"] if any(t.workload == w for t in trials)]
     target_names = [t.name for t in targets]

@@ -8,10 +8,11 @@ import os
 import re
 import sqlite3
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cryptbench.errors import StoreError
 from cryptbench.interrupts import signals_blocked
@@ -88,6 +89,20 @@ def parse_run_ref(ref: str) -> int | None:
     if not _RUN_ID_RE.fullmatch(ref):
         raise StoreError(f"run {ref[:40]!r} is not a run id (a number, or 'latest')")
     return int(ref)
+
+
+K = TypeVar("K")
+
+
+def split_rounds(
+    by_round: Mapping[K, list[tuple[int, float]]],
+) -> tuple[dict[K, list[float]], dict[K, list[int]]]:
+    """(round, value) pairs, as Store.samples_by_round gives them, split into the values and
+    the rounds they ran in, each in trial order."""
+    return (
+        {key: [v for _r, v in pairs] for key, pairs in by_round.items()},
+        {key: [r for r, _v in pairs] for key, pairs in by_round.items()},
+    )
 
 
 class Store:
@@ -310,7 +325,7 @@ class Store:
 
     def samples(self, run_id: int) -> dict[tuple[str, str, str], list[float]]:
         """Every metric value of a run by (workload, target, metric), in trial order."""
-        return {key: [v for _r, v in pairs] for key, pairs in self.samples_by_round(run_id).items()}
+        return split_rounds(self.samples_by_round(run_id))[0]
 
     def samples_by_round(self, run_id: int) -> dict[tuple[str, str, str], list[tuple[int, float]]]:
         """Every metric value of a run as (round, value), by (workload, target, metric), in trial order."""
