@@ -40,6 +40,11 @@ SMOKE: dict[str, tuple[list[str], str, set[int]]] = {
         {0},
     ),
     "startup.py": (["--rounds", "2"], "neither SciPy nor Matplotlib", {0}),
+    "trial-length.py": (
+        ["--pairs", "1", "--repeats", "1", "--size", "4M", "--trial-time", "0.1s"],
+        "one pass / sized",
+        {0},
+    ),
 }
 
 
