@@ -33,11 +33,11 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from cryptbench.backends.base import cache_files
+from cryptbench.backends.base import Target, cache_files
 from cryptbench.engines.fio import FioMeasurement, parse_fio_json, run_fio
 from cryptbench.errors import TrialError
 from cryptbench.measure.cache import drop_caches
-from cryptbench.runner import FioRunner, Progress, Targets, TrialContext, pass_bytes, trial_job
+from cryptbench.runner import FioRunner, Progress, Targets, TrialContext, TrialJob, pass_bytes, trial_job
 from cryptbench.suite import WorkloadSpec
 from cryptbench.units import format_bytes, format_duration
 
@@ -200,12 +200,8 @@ def grow(
         for name in baselines:
             target = targets[name]
             job = trial_job(ctx, w, target, False, seeds[w.name], False, fio, 1, trial_time * MARGIN)
-            jobfile = ctx.session.path("jobs", f"grow-{w.name}-{name}.fio")
-            jobfile.parent.mkdir(exist_ok=True)
-            jobfile.write_text(job.text)
             try:
-                drop_caches(cache_files(target, job.filename))
-                m = parse_fio_json(job.fio(jobfile, ctx.session))
+                m = _measure_job(ctx, target, job, f"grow-{w.name}-{name}")
             except (TrialError, OSError) as e:
                 failed.append(f"{w.name} on {name}: {e}")
                 continue
@@ -220,6 +216,16 @@ def grow(
     moved = moved_bytes(rates, blocks, trial_time, ctx.size, size, caps)
     sized_by = max(rates, key=lambda w: min(rates[w], caps.get(w, math.inf) / trial_time / MARGIN))
     return Growth(size, limit, rates, moved, sized_by), failed
+
+
+def _measure_job(ctx: TrialContext, target: Target, job: TrialJob, name: str) -> FioMeasurement:
+    """One calibration run: its job file written as `name`.fio, caches dropped as before
+    a trial, fio's measurement."""
+    jobfile = ctx.session.path("jobs", f"{name}.fio")
+    jobfile.parent.mkdir(exist_ok=True)
+    jobfile.write_text(job.text)
+    drop_caches(cache_files(target, job.filename))
+    return parse_fio_json(job.fio(jobfile, ctx.session))
 
 
 def _seconds(m: FioMeasurement) -> float:
@@ -244,11 +250,7 @@ def _pass_seconds(
         # The first run stops at the trial time: a pass that lasts longer needs no more.
         limit = trial_time * MARGIN if run == 0 else None
         job = trial_job(ctx, w, target, True, seed, False, fio, passes, limit)
-        jobfile = ctx.session.path("jobs", f"calibrate-{w.name}-{name}-{run}.fio")
-        jobfile.parent.mkdir(exist_ok=True)
-        jobfile.write_text(job.text)
-        drop_caches(cache_files(target, job.filename))
-        m = parse_fio_json(job.fio(jobfile, ctx.session))
+        m = _measure_job(ctx, target, job, f"calibrate-{w.name}-{name}-{run}")
         one = pass_bytes(ctx, w.name)
         if m.io_bytes < passes * one:  # stopped at the limit: one pass is long enough
             return _seconds(m) * passes * one / max(m.io_bytes, 1), 1
