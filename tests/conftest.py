@@ -118,9 +118,23 @@ def leftovers(root: Path) -> list[str]:
             and str(root) in cmd
         ):
             found.append(f"process {p.pid} {cmd}")
+    found.extend(_command_leftovers(root))
     found.extend(f"dm-crypt mapping {m.name}" for m in Path("/dev/mapper").glob("cryptbench-*"))
     found.extend(f"block I/O throttle {rule}" for rule in loop_throttles())
     found.extend(f"key directory {d}" for d in secret_dirs_of() if not _another_live_run(d, root))
+    return found
+
+
+def _command_leftovers(root: Path) -> list[str]:
+    """What a user's command left: a process working in the scratch space (its cwd under
+    `root`, as every command's is), and the commands' cgroups (a hybrid hierarchy's
+    unified mount; on a v2-only one they sit beside the throttles' and are listed there)."""
+    found = []
+    for p in psutil.process_iter(["cwd", "status", "cmdline"]):
+        cwd = p.info["cwd"]
+        if cwd and p.info["status"] != psutil.STATUS_ZOMBIE and Path(cwd).is_relative_to(root):
+            found.append(f"process {p.pid} {' '.join(p.info['cmdline'] or [])} (in {cwd})")
+    found.extend(f"cgroup {d}" for d in (CGROUP / "unified").glob("cryptbench-*"))
     return found
 
 

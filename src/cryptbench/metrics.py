@@ -32,6 +32,7 @@ CATALOG = {
         MetricInfo("wall_seconds", "s", None, "wall time of the fio invocation"),
         MetricInfo("io_bytes", "bytes", None, "bytes moved"),
         MetricInfo("device_bytes_written", "bytes", None, "bytes the scratch device wrote (its own counter)"),
+        MetricInfo("device_bytes_read", "bytes", None, "bytes the scratch device read (its own counter)"),
     )
 }
 # Application workloads: the whole task, and each phase as <phase>.<metric>.
@@ -41,6 +42,7 @@ _APP_METRICS = (
     MetricInfo("files_per_second", "files/s", True, "files per second"),
     MetricInfo("messages_per_second", "messages/s", True, "messages per second"),
     MetricInfo("transactions_per_second", "transactions/s", True, "transactions per second"),
+    MetricInfo("command_cpu_seconds", "s", False, "CPU-seconds of the command's processes"),
 )
 CATALOG.update({m.name: m for m in _APP_METRICS})
 PRIMARY = "throughput"

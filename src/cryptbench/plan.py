@@ -17,6 +17,7 @@ from cryptbench.backends import DEFAULT, REGISTRY
 from cryptbench.backends.base import FILESYSTEMS, STATES, TargetSpec
 from cryptbench.backends.filesystem import probe_fs
 from cryptbench.engines.apps import AppWorkload
+from cryptbench.engines.apps.command import CommandWorkload
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.json_types import JsonObject
 from cryptbench.session import check_target_dir, free_bytes
@@ -27,6 +28,7 @@ from cryptbench.suite import (
     builtin_suites,
     check_repeats_range,
     check_size_range,
+    command_suite,
     load_suite,
     primary_metric,
 )
@@ -34,6 +36,7 @@ from cryptbench.system import is_root
 from cryptbench.units import format_bytes, format_duration, parse_duration, parse_percent, parse_size
 
 DEFAULT_SIZE = "64M"
+DEFAULT_SUITE = "quick"
 DEFAULT_PRECISION = "5%"
 # Within this much of no change, a whole interval is "no measurable cost" and two
 # targets are "equal": the user would not notice, and more trials would not change it.
@@ -285,7 +288,11 @@ class RunRequest:
     """What the user asked of a run, as given (sizes and durations unparsed): built once
     from the command line (`from_args`) or by a caller, and checked by `build_plan`."""
 
-    suite: str = "quick"  # a built-in suite's name or a TOML file
+    suite: str | None = None  # a built-in suite's name or a TOML file; None: quick, or --command's
+    commands: tuple[str, ...] | list[str] | None = None  # the user's own commands, a workload each
+    prepare: str | None = None  # with commands: before each trial, outside the clock
+    cleanup: str | None = None  # with commands: after each trial, outside the clock
+    inputs: str | None = None  # with commands: a path copied onto each target once
     backends: str | None = None  # comma-separated; None: the suite's, else every available default one
     size: str | None = None  # bytes, as typed ("64M"); None: the suite's, else DEFAULT_SIZE
     repeats: int | None = None  # a fixed count of trials; None: adaptive
@@ -348,7 +355,7 @@ def build_plan(request: RunRequest) -> Plan:
     limit = _growth_limit(r, suite, size, targets, rule, target_dir, trial_time)
     if limit:
         target_bytes += limit - size  # each target holds the data file grown to its limit
-    space = _space(targets, target_bytes, input_bytes, target_dir)
+    space = _space(targets, target_bytes, input_bytes, target_dir, _inputs_note(suite, len(targets)))
     return Plan(
         suite=suite,
         backends=tuple(ordered),
@@ -418,7 +425,16 @@ def _trial_time(r: RunRequest) -> float:
 
 
 def _suite(r: RunRequest) -> Suite:
-    suite = load_suite(r.suite)
+    if r.commands:
+        if r.suite is not None:
+            raise UsageError("--command builds its own suite: give --command or --suite, not both")
+        if r.as_published:
+            raise UsageError("--as-published needs a study's suite, not --command")
+        return command_suite(tuple(r.commands), r.prepare, r.cleanup, r.inputs)
+    for flag, value in (("--prepare", r.prepare), ("--cleanup", r.cleanup), ("--inputs", r.inputs)):
+        if value is not None:
+            raise UsageError(f"{flag} goes with --command (a suite file sets it per workload)")
+    suite = load_suite(r.suite or DEFAULT_SUITE)
     if not r.as_published:
         return suite
     if not suite.as_published:
@@ -543,7 +559,19 @@ def _ram_bytes(targets: tuple[TargetSpec, ...], target_bytes: int) -> int:
     return ram_bytes
 
 
-def _space(targets: tuple[TargetSpec, ...], target_bytes: int, input_bytes: int, target_dir: Path) -> int:
+def _inputs_note(suite: Suite, targets: int) -> str:
+    """What the user's inputs add to the space a plan needs, for its error."""
+    copied = [w for w in suite.workloads if isinstance(w, CommandWorkload) and w.inputs_bytes]
+    return "".join(
+        f"; the inputs of {w.name} ({format_bytes(w.inputs_bytes)}) are copied onto each of the "
+        f"{targets} target(s)"
+        for w in copied
+    )
+
+
+def _space(
+    targets: tuple[TargetSpec, ...], target_bytes: int, input_bytes: int, target_dir: Path, note: str = ""
+) -> int:
     """Bytes the plan needs on the target filesystem; refused when they and the margin are not free."""
     space = input_bytes + sum(
         REGISTRY[t.backend].space_needed(t, target_bytes) for t in targets if t.medium == "device"
@@ -552,7 +580,7 @@ def _space(targets: tuple[TargetSpec, ...], target_bytes: int, input_bytes: int,
     if space + SPACE_MARGIN > free:
         raise UsageError(
             f"not enough free space in {target_dir}: the plan needs {format_bytes(space)} "
-            f"plus {format_bytes(SPACE_MARGIN)} margin, {format_bytes(free)} is free "
+            f"plus {format_bytes(SPACE_MARGIN)} margin, {format_bytes(free)} is free{note} "
             "(use a smaller --size or fewer --backends)"
         )
     return space

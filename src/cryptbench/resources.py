@@ -211,15 +211,94 @@ class ProcessTree(Process):
             tree = [root, *root.children(recursive=True)]
         except psutil.Error:
             tree = [root]
-        for p in tree:
-            with contextlib.suppress(psutil.Error):
-                p.terminate()
-        _gone, alive = psutil.wait_procs(tree, timeout=5)
-        for p in alive:
-            with contextlib.suppress(psutil.Error):
-                p.kill()
-        psutil.wait_procs(alive, timeout=5)
+        terminate_all(tree, grace=5)
         return f"stopped {self.name or 'process'} (pid {self.pid}) and its {len(tree) - 1} worker(s)"
+
+
+@dataclass
+class ProcessGroup(Resource):
+    """The process group (its own session) a user's command runs in: every process
+    still in it is stopped, its leader alive or not. Only processes started since the
+    group was made are touched: a group's id can be reused once all of it has gone."""
+
+    kind: ClassVar[str] = "process-group"
+    pgid: int
+    create_time: float  # seconds since the epoch: the leader's start, as psutil reports it
+    name: str = ""
+
+    def members(self) -> list[psutil.Process]:
+        found = []
+        for p in psutil.process_iter(["create_time"]):
+            with contextlib.suppress(psutil.Error, OSError):
+                if os.getpgid(p.pid) == self.pgid and p.info["create_time"] >= self.create_time - 0.01:
+                    found.append(p)
+        return found
+
+    def release(self) -> str | None:
+        return stop_processes(self.members(), f"{self.name or 'command'}'s process group {self.pgid}")
+
+
+def stop_processes(procs: list[psutil.Process], what: str) -> str | None:
+    """What a user's command left running, ended (a grace of two seconds: it is not ours
+    to let finish); a description, None if nothing was left."""
+    if not procs:
+        return None
+    terminate_all(procs, grace=2)
+    return f"stopped {len(procs)} process(es) left in {what}"
+
+
+def terminate_all(procs: list[psutil.Process], grace: float) -> None:
+    """SIGTERM to each, `grace` seconds to exit, then SIGKILL to what is left."""
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    _gone, alive = psutil.wait_procs(procs, timeout=grace)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(alive, timeout=5)
+
+
+@dataclass
+class CommandCgroup(Resource):
+    """A cgroup (v2) a user's command and everything it starts run in: what escapes its
+    process group (a daemon that calls setsid) is still in it, and its CPU is counted
+    there. Released by killing every process in it and removing it."""
+
+    kind: ClassVar[str] = "command-cgroup"
+    path: Path
+
+    def release(self) -> str | None:
+        if not self.path.is_dir():
+            return None
+        procs = _cgroup_pids(self.path)
+        stopped = stop_processes([p for pid in procs for p in _process(pid)], f"cgroup {self.path.name}")
+        last: OSError | None = None
+        for attempt in range(40):
+            for pid in _cgroup_pids(self.path):  # what a SIGTERM did not end, or a fork meanwhile
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            try:
+                self.path.rmdir()
+                return f"{stopped}; removed cgroup {self.path}" if stopped else f"removed cgroup {self.path}"
+            except OSError as e:  # EBUSY while a killed process is still leaving
+                last = e
+                time.sleep(0.05 * (attempt + 1))
+        raise ProvisionError(f"could not remove cgroup {self.path}: {last}")
+
+
+def _cgroup_pids(cgroup: Path) -> list[int]:
+    try:
+        return [int(pid) for pid in (cgroup / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
+
+
+def _process(pid: int) -> list[psutil.Process]:
+    try:
+        return [psutil.Process(pid)]
+    except psutil.Error:
+        return []
 
 
 @dataclass
@@ -448,6 +527,8 @@ KINDS: dict[str, type[Resource]] = {
         LoopDevice,
         Process,
         ProcessTree,
+        ProcessGroup,
+        CommandCgroup,
         SocketFile,
         SecretFile,
         SecretDir,

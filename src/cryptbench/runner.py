@@ -15,6 +15,7 @@ masquerading as a difference between them. `--seed` reproduces the order.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -28,14 +29,15 @@ from typing import Protocol, TypeVar
 
 from cryptbench.adaptive import Controller, Fit, Rounds, Samples, Stopping, StopReason, fit_minimum_rounds
 from cryptbench.backends.base import Target, cache_files, iter_files
-from cryptbench.engines.apps import AppEnv, AppWorkload
+from cryptbench.engines.apps import AppEnv, AppResult, AppWorkload
+from cryptbench.engines.command_process import Sandbox, cgroup_root
 from cryptbench.engines.fio import parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
-from cryptbench.errors import CryptbenchError, DiskFull, TargetLost, TrialError
+from cryptbench.errors import CryptbenchError, DiskFull, TargetLost, TrialError, UsageError
 from cryptbench.json_types import JsonObject
 from cryptbench.measure import cpu, cpu_timeline
 from cryptbench.measure.cache import drop_caches, resident_bytes
-from cryptbench.measure.device import bytes_written
+from cryptbench.measure.device import bytes_read, bytes_written
 from cryptbench.session import Session
 from cryptbench.store import Store, TrialRecord, now_iso, split_rounds
 from cryptbench.suite import Workload, WorkloadSpec, family
@@ -284,6 +286,7 @@ def _why(e: OSError) -> str:
 class Meters:
     cpu: cpu.CpuUsage
     device_written: int | None  # bytes the scratch device wrote during the work; None: no counter
+    device_read: int | None = None  # bytes the scratch device read during the work; None: no counter
 
 
 def _measure(
@@ -293,16 +296,20 @@ def _measure(
     row: TrialRecord,
     what: str,
     work: Callable[[], T],
+    cold: bool = True,
 ) -> tuple[T, Meters]:
-    """Drop caches, then do `work` (fio, or an app's task) between CPU and
-    device-counter snapshots.
+    """Drop caches (unless the workload asks for a warm cache), then do `work` (fio, or
+    an app's task) between CPU and device-counter snapshots.
 
     A failure while a helper of the target died is the target's loss, not the trial's.
     """
-    row.cache_method = str(drop_caches(files))
-    # What is still resident now would be served from memory: record it.
-    row.cache_resident_bytes = resident_bytes(files)
-    written = bytes_written(ctx.device)
+    if cold:
+        row.cache_method = str(drop_caches(files))
+        # What is still resident now would be served from memory: record it.
+        row.cache_resident_bytes = resident_bytes(files)
+    else:
+        row.cache_method = WARM
+    written, read = bytes_written(ctx.device), bytes_read(ctx.device)
     before = cpu.snapshot(target.helpers)
     sampler = cpu_timeline.Sampler(target.helpers).start()
     try:
@@ -315,12 +322,16 @@ def _measure(
     finally:
         row.cpu_timeline = sampler.stop().to_json()
     after = cpu.snapshot(target.helpers)
-    written_after = bytes_written(ctx.device)
+    written_after, read_after = bytes_written(ctx.device), bytes_read(ctx.device)
     lost = target_lost(target, "during this trial")
     if lost:
         raise TargetLost(lost)
     device = None if written is None or written_after is None else written_after - written
-    return out, Meters(cpu.usage(before, after), device)
+    device_read = None if read is None or read_after is None else read_after - read
+    return out, Meters(cpu.usage(before, after), device, device_read)
+
+
+WARM = "kept: the workload asks for a warm cache"  # a trial's cache_method when none was dropped
 
 
 def _trial_row(spec: TrialSpec, target: Target, job: str) -> TrialRecord:
@@ -415,12 +426,44 @@ def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_s
 
     Set-up (what must be on the target) and clean-up (what the trial wrote)
     run outside the clock; caches are dropped after set-up and between the
-    task's phases. Raises TargetLost and DiskFull like run_trial.
+    task's phases. Raises TargetLost and DiskFull like run_trial, and
+    BrokenCommand when the user's command fails on the baseline in the first round.
     """
     workload = spec.workload
     assert isinstance(workload, AppWorkload)
     env = app_env(ctx, workload, target, workload_seed, spec.repeat + 1)
     row = _trial_row(spec, target, json.dumps(workload.describe(ctx.size), sort_keys=True))
+    with contextlib.ExitStack() as processes:
+        if workload.runs_commands:
+            # Ended when the trial ends, on every way out: before any unmount.
+            logs = ctx.session.path("commands", f"{spec.seq:05d}-{workload.name}-{target.name}")
+            env.sandbox = processes.enter_context(Sandbox(ctx.session, logs, cgroup_root()))
+        try:
+            result, meters = _app_trial(ctx, workload, target, env, row)
+        except TrialError as e:
+            _store_failure(ctx, spec, target, row, e)
+            if workload.runs_commands and target.baseline is None and spec.repeat == 0:
+                raise BrokenCommand(
+                    f"{workload.name} failed on {target.name}, the baseline, in the first round, so the "
+                    f"command is broken, not the target: {e}"
+                ) from None
+            return False
+    row.status = "ok"
+    row.raw_output = json.dumps(result.to_json(), sort_keys=True)
+    metrics = app_metrics(workload, result, meters.cpu, meters.device_written, meters.device_read)
+    ctx.store.insert_trial(ctx.run_id, row, metrics)
+    return True
+
+
+class BrokenCommand(UsageError):
+    """The user's command failed where nothing but the command can be at fault."""
+
+
+def _app_trial(
+    ctx: TrialContext, workload: AppWorkload, target: Target, env: AppEnv, row: TrialRecord
+) -> tuple[AppResult, Meters]:
+    """Set-up, the timed task, clean-up; clean-up also after a failure, so that what a failed
+    trial wrote does not fill the next (a target that cannot be cleaned is lost)."""
     try:
         try:
             lost = target_lost(target, "before this trial")
@@ -430,23 +473,24 @@ def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_s
             env.staging.mkdir(parents=True, exist_ok=True)
             workload.setup(env)
             files = cache_files(target, *iter_files((env.root, env.inputs)))
-            result, meters = _measure(ctx, target, files, row, workload.name, lambda: workload.run(env))
-            workload.clean(env)
+            outcome = _measure(
+                ctx, target, files, row, workload.name, lambda: workload.run(env), cold=workload.cold
+            )
         except OSError as e:  # the target full, a FUSE mount gone, …
             raise TrialError(_why(e)) from None
-    except TrialError as e:
-        _store_failure(ctx, spec, target, row, e)
+    except TrialError:
         try:
-            workload.clean(env)  # what a failed trial wrote must not fill the next
-        except OSError as clean_error:
+            workload.clean(env)
+        except (OSError, TrialError) as clean_error:
             raise TargetLost(
                 f"{target.name}: could not clean up after a failed trial: {clean_error}"
             ) from None
-        return False
-    row.status = "ok"
-    row.raw_output = json.dumps(result.to_json(), sort_keys=True)
-    ctx.store.insert_trial(ctx.run_id, row, app_metrics(workload, result, meters.cpu, meters.device_written))
-    return True
+        raise
+    try:
+        workload.clean(env)
+    except OSError as e:
+        raise TrialError(_why(e)) from None
+    return outcome
 
 
 class Executor:

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench.engines.apps import APPS, AppWorkload
+from cryptbench.engines.apps.command import KEYS as COMMAND_KEYS
+from cryptbench.engines.apps.command import CommandWorkload
 from cryptbench.engines.fio_workload import READS, VIEWS, WRITES, WorkloadSpec
 from cryptbench.errors import UsageError
 from cryptbench.json_types import TomlTable
@@ -31,7 +33,7 @@ MAX_SUITE_FILE = 1 << 20  # bytes
 SUMMARIES = ("drop-min-max",)
 
 
-Workload = WorkloadSpec | AppWorkload
+Workload = WorkloadSpec | AppWorkload  # CommandWorkload is an AppWorkload
 
 
 # The ranking's kinds of work: a target is ranked in each, and a run that must drop
@@ -83,6 +85,7 @@ def builtin_suites() -> list[str]:
 
 def load_suite(name_or_path: str) -> Suite:
     """Load a built-in suite by name, or a suite file by path."""
+    base: Path | None = None  # where a suite's relative inputs are: its file's directory
     if name_or_path in builtin_suites():
         text = resources.files("cryptbench.suites").joinpath(f"{name_or_path}.toml").read_text()
         origin = f"built-in suite {name_or_path!r}"
@@ -94,6 +97,7 @@ def load_suite(name_or_path: str) -> Suite:
                 f"({', '.join(builtin_suites())}) nor a file"
             )
         origin = f"suite file {str(path)!r}"
+        base = path.resolve().parent
         try:
             with open(path, "rb") as f:
                 raw = f.read(MAX_SUITE_FILE + 1)
@@ -109,7 +113,7 @@ def load_suite(name_or_path: str) -> Suite:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{origin} is not valid TOML: {e}") from None
-    return parse_suite(data, origin)
+    return parse_suite(data, origin, base)
 
 
 def _check_keys(table: TomlTable, allowed: set[str], required: set[str], where: str) -> None:
@@ -132,7 +136,7 @@ def _typed(table: TomlTable, key: str, kind: type, where: str) -> Any:
     return value
 
 
-def parse_suite(data: TomlTable, origin: str) -> Suite:
+def parse_suite(data: TomlTable, origin: str, base: Path | None = None) -> Suite:
     _check_keys(
         data,
         {
@@ -169,7 +173,7 @@ def parse_suite(data: TomlTable, origin: str) -> Suite:
     states = _string_list(data, "states", origin)
     fs = _typed(data, "fs", str, origin) if "fs" in data else None
     write_new_file = _typed(data, "write_new_file", bool, origin) if "write_new_file" in data else False
-    workloads = _workloads(_typed(data, "workloads", list, origin), origin, "workload")
+    workloads = _workloads(_typed(data, "workloads", list, origin), origin, "workload", base)
     if not workloads:
         raise UsageError(f"{origin}: has no workloads")
     as_published: tuple[Workload, ...] = ()
@@ -202,8 +206,9 @@ def parse_suite(data: TomlTable, origin: str) -> Suite:
     )
 
 
-def _workloads(raw: list[Any], origin: str, noun: str) -> tuple[Workload, ...]:
-    """The workload tables of a suite, each a fio pattern or (`app = …`) an application task."""
+def _workloads(raw: list[Any], origin: str, noun: str, base: Path | None = None) -> tuple[Workload, ...]:
+    """The workload tables of a suite, each a fio pattern, an application task (`app = …`)
+    or the user's own commands (`command = …`, or `[[workloads.phases]]`)."""
     workloads: list[Workload] = []
     for i, item in enumerate(raw):
         where = f"{origin}, {noun} {i + 1}"
@@ -211,6 +216,9 @@ def _workloads(raw: list[Any], origin: str, noun: str) -> tuple[Workload, ...]:
             raise UsageError(f"{where}: must be a table")
         if "app" in item:
             workloads.append(_app_workload(item, where))
+            continue
+        if "rw" not in item and set(item) & (COMMAND_KEYS - {"name"}):
+            workloads.append(CommandWorkload.from_table(_name(item, where), item, where, base))
             continue
         _check_keys(item, {"name", "rw", "bs", "iodepth", "view"}, {"name", "rw", "bs", "iodepth"}, where)
         wname = _typed(item, "name", str, where)
@@ -236,16 +244,57 @@ def _workloads(raw: list[Any], origin: str, noun: str) -> tuple[Workload, ...]:
 
 def _app_workload(item: TomlTable, where: str) -> AppWorkload:
     """An application workload: `name`, `app` and the app's own parameters."""
-    if "name" not in item:
-        raise UsageError(f"{where}: missing key 'name'")
-    name = _typed(item, "name", str, where)
-    if not _NAME_RE.match(name):
-        raise UsageError(f"{where}: name {name!r} must be lower-case letters, digits, . _ -")
+    name = _name(item, where)
     app = _typed(item, "app", str, where)
     if app not in APPS:
         raise UsageError(f"{where}: unknown app {app[:40]!r} (known: {', '.join(APPS)})")
     params = {k: v for k, v in item.items() if k not in ("name", "app")}
     return APPS[app].from_table(name, params, where)
+
+
+COMMAND_SUITE = "commands"  # the name of the suite --command builds
+
+
+def command_suite(
+    commands: tuple[str, ...], prepare: str | None, cleanup: str | None, inputs: str | None
+) -> Suite:
+    """The suite `run --command CMD [--command CMD2 …]` builds: a workload per command,
+    named after it, each with the same prepare, cleanup and inputs."""
+    workloads: list[Workload] = []
+    names: set[str] = set()
+    for i, command in enumerate(commands):
+        name = _unique(command_name(command), names)
+        table: TomlTable = {"command": command}
+        for key, value in (("prepare", prepare), ("cleanup", cleanup), ("inputs", inputs)):
+            if value is not None:
+                table[key] = value
+        where = f"--command {i + 1}" if len(commands) > 1 else "--command"
+        workloads.append(CommandWorkload.from_table(name, table, where))
+    return Suite(COMMAND_SUITE, "the commands given with --command", tuple(workloads))
+
+
+def command_name(command: str) -> str:
+    """The workload name `run --command` gives a command line: `make -j2` is make-j2."""
+    words = re.sub(r"[^a-z0-9._-]+", "-", command.lower()).strip("-._")
+    return re.sub(r"-{2,}", "-", words)[:40].rstrip("-._") or "command"
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{name[:36]}-{n}"
+    taken.add(candidate)
+    return candidate
+
+
+def _name(item: TomlTable, where: str) -> str:
+    if "name" not in item:
+        raise UsageError(f"{where}: missing key 'name'")
+    name = _typed(item, "name", str, where)
+    if not _NAME_RE.match(name):
+        raise UsageError(f"{where}: name {name!r} must be lower-case letters, digits, . _ -")
+    return name
 
 
 def _string_list(data: TomlTable, key: str, where: str) -> tuple[str, ...] | None:

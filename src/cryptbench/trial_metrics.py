@@ -15,10 +15,12 @@ def _rate(items: int, seconds: float, unit: str) -> float:
     return items / seconds * (60.0 if unit == "pictures/min" else 1.0)
 
 
-def _device(values: dict[str, float], written: int | None) -> None:
+def _device(values: dict[str, float], written: int | None, read: int | None = None) -> None:
     # Only where the scratch space has a block device with a counter (not tmpfs).
     if written is not None:
         values["device_bytes_written"] = float(written)
+    if read is not None:
+        values["device_bytes_read"] = float(read)
 
 
 def _fio_values(fio: FioMeasurement) -> dict[str, float]:
@@ -46,7 +48,11 @@ def fleet_trial_metrics(fio: FioMeasurement) -> list[MetricValue]:
 
 
 def app_metrics(
-    workload: AppWorkload, result: AppResult, cpu: CpuUsage, device_written: int | None = None
+    workload: AppWorkload,
+    result: AppResult,
+    cpu: CpuUsage,
+    device_written: int | None = None,
+    device_read: int | None = None,
 ) -> list[MetricValue]:
     """The task's time, its bytes/s and its natural rate, whole and per phase, and CPU."""
     seconds = max(result.seconds, 1e-9)
@@ -69,12 +75,13 @@ def app_metrics(
             "helper_cpu_seconds": sum(cpu.helper_seconds.values()),
             "helper_threads": cpu.helper_threads,
             "wall_seconds": cpu.wall_seconds,
-            "io_bytes": float(result.bytes),
         }
     )
+    if not workload.runs_commands:  # a user's command's bytes are unknown, not zero: the device's say
+        values["io_bytes"] = float(result.bytes)
     if result.bytes:
         values["cpu_seconds_per_gb"] = cpu.busy_seconds / (result.bytes / 1e9)
-    _device(values, device_written)
+    _device(values, device_written, device_read)
     return [MetricValue(name, info(name).unit, float(v)) for name, v in values.items()]
 
 

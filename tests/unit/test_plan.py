@@ -216,7 +216,8 @@ def test_a_run_request_has_a_field_for_every_flag_of_run_and_no_other() -> None:
     assert (request.backends, request.size, request.max_time, request.ram, request.seed) == (
         "plain", "8M", "1m", True, 3,
     )  # fmt: skip
-    assert request.suite == "quick" and request.target == "/var/tmp"  # the flags' defaults are the request's
+    # the flags' defaults are the request's (suite None: quick, unless --command)
+    assert request.suite is None and request.target == "/var/tmp"
     assert RunRequest() == RunRequest.from_args(parser.parse_args([]))
 
 

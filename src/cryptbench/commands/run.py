@@ -36,9 +36,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--suite",
-        default="quick",
         help="built-in suite (`cryptbench suites` lists them, and the study each preset follows) "
         "or a TOML file (default: quick)",
+    )
+    p.add_argument(
+        "--command",
+        dest="commands",
+        action="append",
+        metavar="CMD",
+        help="time your own shell command on every target instead of a suite (repeatable: one "
+        "workload each); it runs in an empty directory on the target (docs/own-work.md)",
+    )
+    p.add_argument(
+        "--prepare", metavar="CMD", help="with --command: run before each trial, outside the clock"
+    )
+    p.add_argument("--cleanup", metavar="CMD", help="with --command: run after each trial, outside the clock")
+    p.add_argument(
+        "--inputs",
+        metavar="PATH",
+        help="with --command: a file or directory copied onto each target once, outside every clock "
+        "($CRYPTBENCH_INPUTS names the copy)",
     )
     p.add_argument(
         "--size",

@@ -1,5 +1,5 @@
-"""Bytes the storage device under the scratch space wrote, from its own
-counter (/sys/block/DEV/stat, "sectors written", always 512-byte units):
+"""Bytes the storage device under the scratch space read and wrote, from its own
+counters (/sys/block/DEV/stat, "sectors read" and "sectors written", always 512-byte units):
 what wears an SSD, including what the layers added (journals, metadata,
 ciphertext padding) and anything else the machine wrote meanwhile.
 """
@@ -11,6 +11,7 @@ from pathlib import Path
 
 SYS = Path("/sys")
 SECTOR = 512  # bytes: the unit of /sys/block/*/stat, whatever the device's own sector size
+READ_SECTORS = 2  # field of /sys/block/DEV/stat: sectors read
 WRITE_SECTORS = 6  # field of /sys/block/DEV/stat: sectors written
 
 
@@ -29,10 +30,19 @@ def device_of(path: Path, sys: Path = SYS) -> str | None:
 
 def bytes_written(device: str | None, sys: Path = SYS) -> int | None:
     """The device's bytes written since boot; None without a device or counter."""
+    return _counter(device, WRITE_SECTORS, sys)
+
+
+def bytes_read(device: str | None, sys: Path = SYS) -> int | None:
+    """The device's bytes read since boot; None without a device or counter."""
+    return _counter(device, READ_SECTORS, sys)
+
+
+def _counter(device: str | None, field: int, sys: Path) -> int | None:
     if device is None:
         return None
     try:
         fields = (sys / "block" / device / "stat").read_text().split()
-        return int(fields[WRITE_SECTORS]) * SECTOR
+        return int(fields[field]) * SECTOR
     except (OSError, IndexError, ValueError):
         return None

@@ -25,6 +25,7 @@ from cryptbench.report import ranking, study_summary
 from cryptbench.report.document import results_by_key
 from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import Answer, Comparison, Document, Result
+from cryptbench.suite import command_name
 from cryptbench.units import format_bytes, format_count_range, format_duration, format_value
 
 # Rich's SIMPLE box pads each column by one space on either side and puts one between columns.
@@ -264,10 +265,77 @@ def warnings_lines(doc: Document) -> list[Text]:
     ]
 
 
+def _time(seconds: float, digits_of: float | None = None) -> str:
+    """Seconds to three figures, in ms below one second; `digits_of` sets the scale
+    (an interval's bounds are written like its median)."""
+    scale = digits_of if digits_of is not None else seconds
+    if scale < 1:
+        ms, ref = seconds * 1000, scale * 1000
+        return f"{ms:.0f} ms" if ref >= 100 else f"{ms:.1f} ms" if ref >= 10 else f"{ms:.2f} ms"
+    return f"{seconds:.0f} s" if scale >= 100 else f"{seconds:.1f} s" if scale >= 10 else f"{seconds:.2f} s"
+
+
+def _bare(text: str) -> str:
+    return text.rsplit(" ", 1)[0]
+
+
+def command_lines(doc: Document) -> list[str]:
+    """Each of the user's commands as hyperfine would put it: how long it took on the
+    baseline, with the median's interval, and how much longer (+) or shorter (-) on each
+    target, with the interval of that change."""
+    apps = doc.plan.get("apps", {})
+    results = results_by_key(doc)
+    lines = []
+    for w in doc.plan["workloads"]:
+        desc = apps.get(w) or {}
+        if desc.get("app") != "command":
+            continue
+        phases = desc.get("phases", [])
+        if len(phases) != 1:
+            text = f"{w} ({' → '.join(p['name'] for p in phases)})"
+        elif w == command_name(phases[0]["command"]):  # run --command's: named after it
+            text = f"`{phases[0]['command']}`"
+        else:
+            text = f"{w} (`{phases[0]['command']}`)"
+        parts = []
+        for t in doc.targets:
+            r = results.get((w, t.name, "seconds"))
+            if t.baseline or r is None:
+                continue
+            interval = ""
+            if r.ci_low is not None and r.ci_high is not None:
+                interval = f" [{_bare(_time(r.ci_low, r.median))}, {_bare(_time(r.ci_high, r.median))}]"
+            parts.append(f"took {_time(r.median)}{interval} on {t.name}")
+        changes = []
+        for c in doc.comparisons:
+            if c.workload != w or c.kind != "baseline" or c.ratio <= 0:
+                continue
+            # the ratio is a speed (baseline's seconds over the target's): its inverse is the time's
+            pct = (1 / c.ratio - 1) * 100
+            change = f"on {c.target} {pct:+.0f}%"
+            if c.ci_low and c.ci_high:
+                change += f" [{(1 / c.ci_high - 1) * 100:+.0f}, {(1 / c.ci_low - 1) * 100:+.0f}]"
+            against = next((t.baseline for t in doc.targets if t.name == c.target), None)
+            if against and against not in {t.name for t in doc.targets if not t.baseline}:
+                change += f" against {c.baseline}"
+            changes.append(change)
+        if parts:
+            lines.append(f"{text} {', '.join(parts)}" + (f"; {', '.join(changes)}" if changes else "") + ".")
+    return lines
+
+
 def render(doc: Document, console: Console) -> None:
     console.print(Text(header(doc), style="bold"))
     for line in ranking.sentences(doc):
         console.print(line)
+    commands = command_lines(doc)
+    if commands:
+        console.print()
+        for line in commands:
+            console.print(Text(line))
+        console.print(
+            "[dim]Time of each command (+: longer), its median's and the change's 95% intervals.[/dim]"
+        )
     console.print()
     for table in _tables(doc, console.width):
         console.print(table)

@@ -179,9 +179,78 @@ def _full(doc: Document, console: Console, metric: str | None) -> None:
     _legend(doc, console, metric, compact)
     for table in variant_tables(doc):
         console.print(table)
+    for table in phase_tables(doc, console.width):
+        console.print(table)
     _study_summary(doc.study_summary, doc.results, console)
     _footer(doc, console)
     fleet_console.render(doc, console)
+
+
+# Figures a phase table shows under its phases, where the run has them.
+PHASE_TOTALS = (
+    ("seconds", "whole task"),
+    ("command_cpu_seconds", "CPU of its processes"),
+    ("helper_cpu_seconds", "CPU of the target's helpers"),
+    ("device_bytes_read", "device read"),
+    ("device_bytes_written", "device wrote"),
+)
+
+
+def phase_tables(doc: Document, width: int) -> list[Table]:
+    """Per application or command workload with several phases: a row per phase and a
+    column per target, each cell the phase's median time (and, where `width` has room,
+    for an encrypted target the change against its baseline's median: + is longer); then
+    the whole task, the CPU and the device's bytes."""
+    # a label column, and a column per target of its name or a "123.45 ms (+100%)" cell
+    wide = 30 + sum(max(len(t.name), 18) + 3 for t in doc.targets) <= width
+    results = results_by_key(doc)
+    tables = []
+    for w in doc.plan["workloads"]:
+        recorded = dict.fromkeys(
+            r.metric.removesuffix(".seconds")
+            for r in doc.results
+            if r.workload == w and r.metric.endswith(".seconds")
+        )
+        # in the order they ran, where the plan says it (a command's phases)
+        planned = [p["name"] for p in (doc.plan.get("apps", {}).get(w) or {}).get("phases", [])]
+        phases = [p for p in planned if p in recorded] + [p for p in recorded if p not in planned]
+        if len(phases) < 2:
+            continue
+        table = Table(
+            title=f"{w}: each phase, median over the trials",
+            title_justify="left",
+            caption=(
+                "(+n%): the target's median against its baseline's; intervals for the whole task above"
+                if wide
+                else "intervals for the whole task above"
+            ),
+            caption_justify="left",
+            box=box.SIMPLE_HEAD,
+        )
+        table.add_column("phase", no_wrap=True)
+        for t in doc.targets:
+            table.add_column(t.name, justify="right", overflow="fold")
+        rows = [(f"{p}.seconds", p) for p in phases]
+        rows += [
+            (m, label)
+            for m, label in PHASE_TOTALS
+            if any(r.metric == m and r.workload == w for r in doc.results)
+        ]
+        for metric, label in rows:
+            cells = []
+            for t in doc.targets:
+                r = results.get((w, t.name, metric))
+                if r is None:
+                    cells.append("-")
+                    continue
+                cell = format_value(r.median, r.unit)
+                base = results.get((w, t.baseline, metric)) if t.baseline else None
+                if wide and base is not None and base.median > 0 and metric.endswith("seconds"):
+                    cell += f" ({(r.median / base.median - 1) * 100:+.0f}%)"
+                cells.append(cell)
+            table.add_row(label, *cells)
+        tables.append(table)
+    return tables
 
 
 def variant_tables(doc: Document) -> list[Table]:

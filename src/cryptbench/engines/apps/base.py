@@ -27,10 +27,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from cryptbench.json_types import JsonObject, TomlTable
 from cryptbench.session import Session
+
+if TYPE_CHECKING:
+    from cryptbench.engines.command_process import Sandbox
 
 INPUTS_DONE = ".complete"  # marker: an input directory was written whole
 
@@ -86,6 +89,9 @@ class AppEnv:
     # the run's session: a command a workload runs (tar, dd) is journaled in it
     # (engines/child.py), so `cleanup` can stop it after a SIGKILL; None in unit tests
     session: Session | None = None
+    # where a workload that runs the user's commands (runs_commands) runs them for this
+    # trial; the runner makes it and ends what is left in it when the trial ends
+    sandbox: Sandbox | None = None
 
 
 class PhaseClock:
@@ -127,6 +133,7 @@ class AppWorkload(ABC):
     writes: ClassVar[bool]  # writes to the target (a stateful target is made anew first)
     primary: ClassVar[str]  # the metric comparisons use
     rate_metric: ClassVar[str | None] = None  # the natural unit, per phase too (pictures_per_minute)
+    runs_commands: ClassVar[bool] = False  # runs the user's shell commands: needs AppEnv.sandbox
     summary: ClassVar[str]  # one line for `cryptbench suites`, help and docs
 
     name: str  # the workload's name in its suite
@@ -134,6 +141,11 @@ class AppWorkload(ABC):
     @property
     def is_write(self) -> bool:
         return self.writes
+
+    @property
+    def cold(self) -> bool:
+        """The caches are dropped before the clock starts (a warm-cache workload keeps them)."""
+        return True
 
     @classmethod
     @abstractmethod
