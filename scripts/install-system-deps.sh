@@ -15,8 +15,10 @@ packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra moun
 # ecryptfs-utils is for the kernel lab's eCryptfs tests only: its package enables a PAM
 # module (pam-auth-update), a change to a user's login we do not make for `make run`;
 # `backends` tells a user who wants the ecryptfs target to install it.
+# git and sqlite3 are for the example suites of your own commands (docs/own-work.md),
+# which the tests run; each example names what it needs (`needs = […]`).
 if [ "${1:-}" = "--test" ]; then
-    packages+=(chromium fonts-dejavu-core qemu-system-x86 linux-image-amd64 busybox-static ecryptfs-utils)
+    packages+=(chromium fonts-dejavu-core qemu-system-x86 linux-image-amd64 busybox-static ecryptfs-utils git sqlite3)
 fi
 
 missing=()

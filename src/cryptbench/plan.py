@@ -435,6 +435,9 @@ def _suite(r: RunRequest) -> Suite:
         if value is not None:
             raise UsageError(f"{flag} goes with --command (a suite file sets it per workload)")
     suite = load_suite(r.suite or DEFAULT_SUITE)
+    for w in suite.workloads:
+        if isinstance(w, CommandWorkload):
+            w.check_needs()
     if not r.as_published:
         return suite
     if not suite.as_published:

@@ -437,7 +437,9 @@ def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_s
         if workload.runs_commands:
             # Ended when the trial ends, on every way out: before any unmount.
             logs = ctx.session.path("commands", f"{spec.seq:05d}-{workload.name}-{target.name}")
-            env.sandbox = processes.enter_context(Sandbox(ctx.session, logs, cgroup_root()))
+            # A throttled target's limit (cgroup v2 io.max) holds its descendants too.
+            root = target.cgroup or cgroup_root()
+            env.sandbox = processes.enter_context(Sandbox(ctx.session, logs, root))
         try:
             result, meters = _app_trial(ctx, workload, target, env, row)
         except TrialError as e:

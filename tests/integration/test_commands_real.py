@@ -66,6 +66,16 @@ def _strays(command: str) -> list[str]:
     ]
 
 
+def write_burner(folder: Path, seconds: float) -> Path:
+    """A Python script that spends `seconds` of CPU (its own process time, whatever the
+    machine's speed or load) and exits."""
+    path = folder / "burn.py"
+    path.write_text(
+        f"import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end:\n    pass\n"
+    )
+    return path
+
+
 def test_a_suite_of_commands_on_every_fuse_target(target_dir: Path, tmp_path: Path) -> None:
     """Timing, phases in order, the process tree's CPU, inputs copied once per target,
     the environment, cold and warm caches, and the hyperfine-like answer."""
@@ -73,10 +83,7 @@ def test_a_suite_of_commands_on_every_fuse_target(target_dir: Path, tmp_path: Pa
     inputs.mkdir()
     (inputs / "big.raw").write_bytes(os.urandom(8 << 20))
     log = tmp_path / "log"
-    burner = tmp_path / "burn.py"
-    burner.write_text(
-        f"import time\nend = time.process_time() + {BURN}\nwhile time.process_time() < end:\n    pass\n"
-    )
+    burner = write_burner(tmp_path, BURN)
     pass_file = tmp_path / "pass"
     pass_file.write_text("correct horse battery staple\n")
     pass_file.chmod(0o600)

@@ -174,3 +174,15 @@ def test_a_command_plan_needs_no_fio_and_no_data_file(tmp_path: Path) -> None:
     assert plan.suite.name == "commands" and plan.data_size_limit == 0
     assert plan.to_json()["primary_metrics"] == {"true": "seconds"}
     assert plan.to_json()["apps"]["true"]["phases"] == [{"name": SINGLE_PHASE, "command": "true"}]
+
+
+def test_a_program_the_commands_need_is_checked_before_anything_runs(tmp_path: Path) -> None:
+    suite = tmp_path / "needs.toml"
+    suite.write_text(
+        'name = "needs"\n[[workloads]]\nname = "w"\ncommand = "frobnicate"\nneeds = ["frobnicate-9000"]\n'
+    )
+    with pytest.raises(UsageError, match="w needs frobnicate-9000, which is not on PATH here"):
+        build_plan(_request(tmp_path, suite=str(suite)))
+    with pytest.raises(UsageError, match="needs must be a list of program names"):
+        parse_suite(_suite(command="true", needs="git"), "test")
+    assert build_plan(_request(tmp_path, suite="example-compileall")).suite.name == "example-compileall"

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from cryptbench.commands.common_args import add_json
 from cryptbench.engines.apps import AppWorkload
+from cryptbench.engines.apps.command import CommandWorkload
 from cryptbench.json_types import JsonObject
 from cryptbench.report.json_output import print_json
 from cryptbench.suite import builtin_suites, load_suite, primary_metric
@@ -19,6 +20,15 @@ from cryptbench.units import format_bytes
 
 
 def _workload(w: Any) -> JsonObject:
+    if isinstance(w, CommandWorkload):
+        what = (
+            f"command `{w.phases[0].command}`"
+            if len(w.phases) == 1
+            else f"commands, {len(w.phases)} phases: {', '.join(p.name for p in w.phases)}"
+        )
+        if w.needs:
+            what += f" (needs {', '.join(w.needs)})"
+        return {"name": w.name, "kind": "command", "what": what, "metric": primary_metric(w)}
     if isinstance(w, AppWorkload):
         # the parameters the suite set, beside the app's summary
         # every app workload is a dataclass; the check is what lets fields() be typed

@@ -51,11 +51,17 @@ def cgroup_root(roots: tuple[Path, ...] = CGROUP_ROOTS) -> Path | None:
 
 
 def cgroup_mode() -> str:
-    """How a command's processes are held and counted here, in words (stored with each run)."""
+    """How a command's processes are held and counted here, in words (a note of each run)."""
     root = cgroup_root()
     if root is not None:
-        return f"cgroup v2 ({root})"
-    return "process group only (no writable cgroup v2 hierarchy); CPU of waited-for descendants"
+        return (
+            f"all of a trial's in a cgroup v2 of its own under {root}: its CPU is counted there, "
+            "and everything in it is ended when the trial ends"
+        )
+    return (
+        "with no writable cgroup v2 here: its CPU is its shell's and that of the descendants it "
+        "waited for, and the process group is ended when the trial ends"
+    )
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from cryptbench.adaptive import Controller, Question, RankingGroups, questions
 from cryptbench.backends import REGISTRY
 from cryptbench.cipher import ceilings, userspace
 from cryptbench.engines.apps import AppWorkload
+from cryptbench.engines.command_process import cgroup_mode
 from cryptbench.engines.fio import probe_ioengine
 from cryptbench.errors import Interrupted
 from cryptbench.interrupts import interruptible
@@ -123,6 +124,8 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         if any(isinstance(w, WorkloadSpec) and not w.is_write for w in plan.suite.workloads):
             for t in targets.values():
                 provisioned.lay_out(t)
+        if any(isinstance(w, AppWorkload) and w.runs_commands for w in plan.suite.workloads):
+            store.add_note(run_id, f"your commands run each in a process group of its own, {cgroup_mode()}")
         for w in plan.suite.workloads:
             if isinstance(w, AppWorkload):
                 progress.phase(f"making the inputs of {w.name}")

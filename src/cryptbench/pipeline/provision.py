@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cryptbench import resources
 from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec
+from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.fio import run_fio
 from cryptbench.engines.jobs import render_layout
 from cryptbench.errors import DiskFull, ProvisionError, TrialError
@@ -196,4 +197,6 @@ def provision_all(
     prove_encryption(session, provisioned.targets)
     probe_direct(session, provisioned.targets)
     provisioned.direct, note = decide_io_modes(plan.io_mode, provisioned.targets)
+    if all(isinstance(w, AppWorkload) and w.runs_commands for w in plan.suite.workloads):
+        note = None  # the user's commands do their own I/O: cryptbench chooses no mode for them
     return provisioned, note

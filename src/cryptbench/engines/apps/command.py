@@ -47,7 +47,7 @@ from cryptbench.units import parse_duration
 
 KEYS = {
     *("name", "command", "phases", "prepare", "cleanup"),
-    *("inputs", "inputs_command", "cache", "timeout", "env"),
+    *("inputs", "inputs_command", "cache", "timeout", "env", "needs"),
 }
 CACHES = ("cold", "warm")
 DEFAULT_TIMEOUT = 600.0  # seconds a command may run, each phase, prepare and cleanup alike
@@ -55,6 +55,7 @@ MAX_TIMEOUT = 24 * 3600.0  # seconds
 SINGLE_PHASE = "run"  # the phase a workload with one `command` has
 _PHASE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PROGRAM_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 RESERVED_PREFIX = "CRYPTBENCH_"
 INPUTS_DIR = "inputs"  # the inputs' copy, beside the trial's directory on each target
 WORK_DIR = "work"  # the trial's directory: CRYPTBENCH_TARGET
@@ -88,6 +89,7 @@ class CommandWorkload(AppWorkload):
     cache: str = "cold"  # cold: caches dropped before each phase; warm: never
     timeout: float = DEFAULT_TIMEOUT  # seconds, per command
     env: tuple[tuple[str, str], ...] = ()  # the suite's variables, in its order
+    needs: tuple[str, ...] = ()  # programs the commands run, checked on PATH before anything runs
 
     @classmethod
     def from_table(
@@ -117,9 +119,22 @@ class CommandWorkload(AppWorkload):
             raise UsageError(f"{where}: cache must be one of {', '.join(CACHES)}, not {str(cache)[:40]!r}")
         timeout = _timeout(params.get("timeout"), where)
         env = _env(params.get("env", {}), where)
+        needs = params.get("needs", [])
+        if not isinstance(needs, list) or not all(isinstance(n, str) and _PROGRAM_RE.match(n) for n in needs):
+            raise UsageError(f"{where}: needs must be a list of program names")
         return cls(
-            name, phases, prepare, cleanup, inputs, inputs_bytes, inputs_command, str(cache), timeout, env
+            *(name, phases, prepare, cleanup, inputs, inputs_bytes, inputs_command),
+            *(str(cache), timeout, env, tuple(needs)),
         )
+
+    def check_needs(self) -> None:
+        """Refuse, before anything is provisioned, a workload whose programs are missing here."""
+        for program in self.needs:
+            if shutil.which(program) is None:
+                raise UsageError(
+                    f"{self.name} needs {program}, which is not on PATH here "
+                    f"(on Debian: apt-get install the package that has it, usually {program})"
+                )
 
     @property
     def is_write(self) -> bool:
@@ -154,6 +169,8 @@ class CommandWorkload(AppWorkload):
             d["inputs_bytes"] = self.inputs_bytes
         if self.env:
             d["env"] = dict(self.env)
+        if self.needs:
+            d["needs"] = list(self.needs)
         return d
 
     # --- the trial -------------------------------------------------------------

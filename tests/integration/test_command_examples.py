@@ -1,0 +1,47 @@
+"""The example suites of your own commands (docs/own-work.md) run as shipped: their
+inputs built locally, every phase timed, on plain and on gocryptfs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cryptbench.engines.apps.command import CommandWorkload
+from cryptbench.suite import builtin_suites, load_suite
+from tests.conftest import cli, leftovers, need_backend
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = [n for n in builtin_suites() if n.startswith("example-")]
+
+
+def test_there_are_the_four_examples_and_the_docs_list_each() -> None:
+    assert EXAMPLES == ["example-compileall", "example-git", "example-gocryptfs-bench", "example-sqlite"]
+    docs = (Path(__file__).parents[2] / "docs" / "own-work.md").read_text()
+    listed = json.loads(cli("suites", "--json").stdout)
+    for name in EXAMPLES:
+        assert f"`{name}`" in docs, name
+        assert any(s["name"] == name for s in listed)
+        assert all(isinstance(w, CommandWorkload) for w in load_suite(name).workloads)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_an_example_suite_runs_as_shipped(target_dir: Path, tmp_path: Path, name: str) -> None:
+    need_backend("gocryptfs")
+    db = tmp_path / "r.sqlite"
+    proc = cli(
+        *("run", "--suite", name, "--backends", "plain,gocryptfs", "--repeats", "2"),
+        *("--target", str(target_dir), "--db", str(db), "--json"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["trials"] == {"ok": 2 * 2 * len(load_suite(name).workloads), "failed": 0}
+    workload = load_suite(name).workloads[0]
+    assert isinstance(workload, CommandWorkload)
+    metrics = {r["metric"] for r in doc["results"] if r["target"] == "gocryptfs"}
+    if len(workload.phases) > 1:
+        assert {f"{p.name}.seconds" for p in workload.phases} <= metrics
+    assert {"seconds", "command_cpu_seconds", "helper_cpu_seconds"} <= metrics
+    assert leftovers(target_dir) == []
