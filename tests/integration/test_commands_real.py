@@ -290,12 +290,15 @@ def _start_background_run(target: Path, db: Path, tag: str) -> subprocess.Popen[
     return proc
 
 
-def test_sigterm_while_a_command_with_a_background_child_runs(target_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_a_command_with_a_background_child_runs(
+    target_dir: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
     db = tmp_path / "r.sqlite"
     proc = _start_background_run(target_dir, db, "6124")
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert proc.returncode == 128 + sig, err
     assert "Traceback" not in err
     assert _strays("sleep 6124") == [] and _strays("sleep 30") == []
     assert leftovers(target_dir) == []
