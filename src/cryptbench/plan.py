@@ -103,6 +103,8 @@ class Plan:
     # bytes the data file may grow to so that buffered trials last trial_time
     # (trial_sizing.grow; targets are made to hold it); 0: it keeps `size`
     data_size_limit: int = 0
+    # what a target must be proven to hide to be ranked (--needs: names, sizes, tree)
+    needs: tuple[str, ...] = ()
 
     @property
     def repeats(self) -> int:
@@ -149,6 +151,7 @@ class Plan:
             "summary": self.suite.summary,
             # the study's own commands, faults included, run beside the corrected workloads
             "as_published": [w.name for w in self.suite.as_published] if self.as_published else [],
+            "needs": list(self.needs),
             "ram": self.ram_bytes > 0,
             "trial_time": self.trial_time,
             "data_size_limit": self.data_size_limit,
@@ -314,6 +317,7 @@ class RunRequest:
     max_time: str | None = None  # a duration, as typed ("5m")
     ram: bool = False  # also run each stack on RAM
     trial_time: str | None = None  # a duration, as typed ("1s", "0"); None: $CRYPTBENCH_TRIAL_TIME, else 1s
+    needs: str | None = None  # comma-separated properties a ranked target must be proven to hide
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunRequest:
@@ -378,6 +382,7 @@ def build_plan(request: RunRequest) -> Plan:
         ram_bytes=ram_bytes,
         trial_time=trial_time,
         data_size_limit=limit,
+        needs=parse_needs(r.needs),
     )
 
 
@@ -408,6 +413,22 @@ def _growth_limit(
 def default_max_bytes(target_dir: Path) -> int:
     """The byte budget of an adaptive run that gives none: a tenth of the free space, at most 8 GiB."""
     return min(int(free_bytes(target_dir) * DEFAULT_MAX_BYTES_FRACTION), DEFAULT_MAX_BYTES_CAP)
+
+
+NEEDS = ("names", "sizes", "tree")  # what --needs can ask a ranked target to hide
+
+
+def parse_needs(text: str | None) -> tuple[str, ...]:
+    """--needs as properties, each once, in NEEDS' order."""
+    if text is None:
+        return ()
+    asked = [p.strip() for p in text.split(",") if p.strip()]
+    if not asked:
+        raise UsageError(f"--needs: name one or more of {', '.join(NEEDS)}")
+    for p in asked:
+        if p not in NEEDS:
+            raise UsageError(f"--needs: unknown property {p[:40]!r} (known: {', '.join(NEEDS)})")
+    return tuple(p for p in NEEDS if p in asked)
 
 
 def _trial_time(r: RunRequest) -> float:

@@ -34,9 +34,11 @@ class TargetInfo:
     details: JsonObject  # the backend's own facts: cipher, mount, helpers, state, …
     medium: str = "device"  # "device" or "ram"
     host: str | None = None  # a fleet run's host label; None on one machine
+    # what its backing hides, probed (protection/findings.py); None in runs before the probes
+    protection: JsonObject | None = None
 
     def to_json(self) -> JsonObject:
-        return {
+        d: JsonObject = {
             "name": self.name,
             "backend": self.backend,
             "baseline": self.baseline,
@@ -50,6 +52,9 @@ class TargetInfo:
             "medium": self.medium,
             "host": self.host,
         }
+        if self.protection is not None:
+            d["protection"] = self.protection
+        return d
 
     @classmethod
     def from_json(cls, d: JsonObject) -> TargetInfo:
@@ -66,6 +71,7 @@ class TargetInfo:
             d["details"],
             d.get("medium", "device"),
             d.get("host"),
+            d.get("protection"),
         )
 
 

@@ -171,8 +171,8 @@ def _the_html_page_in_a_browser(db: Path, doc: dict, exports: Path) -> None:
     page = Page()
     page.feed(dom.stdout)  # the DOM as the browser built it, not the file's text
     assert page.sections == [
-        "ranking", "verdict", "environment", "bars", "overhead", "latency", "cpu", "efficiency", "warnings",
-        "numbers",
+        "ranking", "protection", "verdict", "environment", "bars", "overhead", "latency", "cpu", "efficiency",
+        "warnings", "numbers",
     ]  # fmt: skip
     assert page.charts == [
         "ranking", "bars-sequential-1m", "overhead", "latency", "cpu",

@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
         "interrupts", "keys", "store", "suites", "result_model", "json_types",
     ),
     ("resources", "session"),  # what a run owns, journaled and released
-    ("backends", "engines", "measure", "cipher", "fleet"),  # the real components
+    ("backends", "engines", "measure", "cipher", "fleet", "protection"),  # the real components
     ("suite", "adaptive", "trial_metrics"),  # what to run and how many times
     ("plan", "runner", "trial_sizing"),  # choices checked; trials sized, ordered and run
     ("report",),  # the document and everything that renders it

@@ -10,6 +10,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import ClassVar
 
+from cryptbench.json_types import JsonObject
 from cryptbench.resources import Process
 from cryptbench.session import Session
 
@@ -105,6 +106,16 @@ class Target:
     # A cgroup (v2) that fio must run in for this target: a known-answer
     # target's throttle lives there (throttle.py). None elsewhere.
     cgroup: Path | None = None
+    # What its backing hides, as the protection probes found it (protection/findings.py's
+    # Protection.to_json()); None until probed.
+    protection: JsonObject | None = None
+
+
+# What an unencrypted backing shows: everything (the positive controls' declaration).
+NOTHING_HIDDEN = {
+    p: ("shown", "no encryption: the backing holds the files as they are")
+    for p in ("contents", "names", "sizes", "tree")
+}
 
 
 class Backend(ABC):
@@ -121,6 +132,12 @@ class Backend(ABC):
     ram: ClassVar[bool] = True
     # The cipher it runs; None for a layer without one.
     cipher_use: CipherUse | None = None
+
+    def declared(self) -> dict[str, tuple[str, str]]:
+        """What its documentation promises it hides from someone who reads its backing at
+        rest, per property (contents, names, sizes, tree): ("hidden" | "shown" | "block",
+        the source). The protection probes' findings are held to it; {}: nothing declared."""
+        return {}
 
     @abstractmethod
     def probe(self) -> Availability:

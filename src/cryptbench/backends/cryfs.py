@@ -25,6 +25,15 @@ class CryfsBackend(FuseOverlayBackend):
     # is ChaCha20-Poly1305 on 4 KiB.
     cipher_use = CipherUse("userspace", "chacha20-poly1305", 4096, parallel=False)
 
+    def declared(self) -> dict[str, tuple[str, str]]:
+        src = "gocryptfs-website docs/comparison.md"
+        return {
+            "contents": ("hidden", f"{src}: File Contents, CryFS: GCM"),
+            "names": ("hidden", f"{src}: File Names, CryFS: GCM (dir DB)"),
+            "sizes": ("hidden", f"{src}: File size obfuscation: yes (chunked storage)"),
+            "tree": ("hidden", f"{src}: Directory flattening: yes"),
+        }
+
     def mount_env(self, layout: Layout) -> dict[str, str]:
         return {
             "CRYFS_FRONTEND": "noninteractive",

@@ -87,6 +87,15 @@ class EcryptfsBackend(Backend):
     # writing thread; no eCryptfs ceiling is measured yet, so its ceiling is unknown.
     cipher_use = CipherUse("kernel", "cbc(aes)", 4096, parallel=False)
 
+    def declared(self) -> dict[str, tuple[str, str]]:
+        src = "gocryptfs-website docs/comparison.md"
+        return {
+            "contents": ("hidden", f"{src}: File Contents, ecryptfs: CBC"),
+            "names": ("hidden", f"{src}: File Names, ecryptfs: CBC (with fnek, as mounted here)"),
+            "sizes": ("block", f"{src}: File size obfuscation: yes (4 KB increments)"),
+            "tree": ("shown", f"{src}: Directory flattening: no"),
+        }
+
     def probe(self) -> Availability:
         if not is_root():
             return Availability(False, "needs root (to mount eCryptfs)")

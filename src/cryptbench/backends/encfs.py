@@ -21,6 +21,15 @@ class EncfsBackend(FuseOverlayBackend):
     summary = "EncFS FUSE overlay (AES-192-CBC, --standard) over a directory on the target filesystem"
     cipher_use = CipherUse("userspace", "aes-192-cbc", 1024, parallel=False)
 
+    def declared(self) -> dict[str, tuple[str, str]]:
+        src = "gocryptfs-website docs/comparison.md"
+        return {
+            "contents": ("hidden", f"{src}: File Contents, encfs default: CBC"),
+            "names": ("hidden", f"{src}: File Names, encfs default: CBC, path chaining"),
+            "sizes": ("shown", f"{src}: File size obfuscation: no"),
+            "tree": ("shown", f"{src}: Directory flattening: no"),
+        }
+
     def mount_argv(self, layout: Layout) -> list[str]:
         return ["encfs", "-f", "--stdinpass", "--standard", str(layout.cipher), str(layout.mountpoint)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from cryptbench.backends.base import Availability, Backend, Target, TargetSpec
+from cryptbench.backends.base import NOTHING_HIDDEN, Availability, Backend, Target, TargetSpec
 from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_loop
 from cryptbench.session import Session
 
@@ -15,6 +15,9 @@ class Ext4LoopBackend(Backend):
     encrypted = False
     baseline: str | None = "plain"  # what the image + loop layer costs over the bare filesystem
     summary = "ext4 in an image file on a loop device, no encryption (fscrypt's baseline)"
+
+    def declared(self) -> dict[str, tuple[str, str]]:
+        return NOTHING_HIDDEN
 
     def probe(self) -> Availability:
         return probe_ext4_loop()

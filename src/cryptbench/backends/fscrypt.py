@@ -140,6 +140,16 @@ class FscryptBackend(Backend):
     encrypted = True
     baseline = "ext4-loop"
 
+    def declared(self) -> dict[str, tuple[str, str]]:
+        src = "Linux Documentation/filesystems/fscrypt.rst, Introduction"
+        meta = f"{src}: except for filenames, fscrypt does not encrypt filesystem metadata"
+        return {
+            "contents": ("hidden", f"{src}: transparent encryption of files' contents"),
+            "names": ("hidden", meta),
+            "sizes": ("shown", meta),
+            "tree": ("shown", meta),
+        }
+
     def __init__(self, name: str = "fscrypt", policy: Policy = AES_POLICY) -> None:
         self.name = name
         self.policy = policy

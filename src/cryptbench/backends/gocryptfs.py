@@ -54,6 +54,15 @@ class GocryptfsBackend(Backend):
     # Go's AES-GCM (or OpenSSL's, chosen at mount), measured here with OpenSSL.
     cipher_use = CipherUse("userspace", "aes-256-gcm", 4096, parallel=True)
 
+    def declared(self) -> dict[str, tuple[str, str]]:
+        src = "gocryptfs-website docs/comparison.md"
+        return {
+            "contents": ("hidden", f"{src}: File Contents, GCM"),
+            "names": ("hidden", f"{src}: File Names, EME with a per-directory IV"),
+            "sizes": ("shown", f"{src}: File size obfuscation: no"),
+            "tree": ("shown", f"{src}: Directory flattening: no"),
+        }
+
     def probe(self) -> Availability:
         if which("gocryptfs") is None:
             return Availability(False, "gocryptfs is not installed (apt-get install gocryptfs)")

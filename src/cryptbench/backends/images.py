@@ -31,6 +31,7 @@ from pathlib import Path
 from cryptbench import keys
 from cryptbench.backends import daemon as daemon_mod
 from cryptbench.backends.base import (
+    NOTHING_HIDDEN,
     Availability,
     Backend,
     CipherUse,
@@ -112,6 +113,12 @@ class _Paths:
 class ImageBackend(Backend):
     encrypted: bool
     stateful = True
+
+    def declared(self) -> dict[str, tuple[str, str]]:
+        if not self.encrypted:
+            return NOTHING_HIDDEN
+        src = "qemu docs, qcow2/LUKS encryption: the guest's sectors are encrypted"
+        return {p: ("hidden", src) for p in ("contents", "names", "sizes", "tree")}
 
     def __init__(self, kind: str, cipher: str | None) -> None:
         self.kind = kind

@@ -344,6 +344,10 @@ class LuksBackend(Backend):
     encrypted = True
     baseline = "ext4-loop"
 
+    def declared(self) -> dict[str, tuple[str, str]]:
+        src = "cryptsetup(8), dm-crypt: the whole block device is encrypted"
+        return {p: ("hidden", src) for p in ("contents", "names", "sizes", "tree")}
+
     def __init__(self, name: str) -> None:
         self.name = name
         self.variant = v = VARIANTS[name]

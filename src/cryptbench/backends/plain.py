@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from cryptbench.backends.base import Availability, Backend, Target, TargetSpec, target_dir
+from cryptbench.backends.base import NOTHING_HIDDEN, Availability, Backend, Target, TargetSpec, target_dir
 from cryptbench.session import Session
 
 SLACK = 16 << 20  # bytes: marker and probe files
@@ -16,6 +16,9 @@ class PlainBackend(Backend):
     encrypted = False
     baseline: str | None = None
     summary = "a directory on the target filesystem, no encryption"
+
+    def declared(self) -> dict[str, tuple[str, str]]:
+        return NOTHING_HIDDEN
 
     def probe(self) -> Availability:
         return Availability(True)

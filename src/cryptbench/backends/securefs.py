@@ -24,6 +24,15 @@ class SecurefsBackend(FuseOverlayBackend):
     # One FUSE request's blocks are sealed by the thread serving it (Crypto++).
     cipher_use = CipherUse("userspace", "aes-256-gcm", 4096, parallel=False)
 
+    def declared(self) -> dict[str, tuple[str, str]]:
+        lite = "securefs docs/design.md, lite format (format 4): normal directory entries"
+        return {
+            "contents": ("hidden", "gocryptfs-website docs/comparison.md: File Contents, securefs: GCM"),
+            "names": ("hidden", "gocryptfs-website docs/comparison.md: File Names, securefs: AES-SIV"),
+            "sizes": ("shown", "gocryptfs-website docs/comparison.md: File size obfuscation: no"),
+            "tree": ("shown", lite),
+        }
+
     def create(self, session: Session, layout: Layout, password: bytes) -> None:
         layout.secret = session.secret_file("securefs-key", password)
         run_cmd(["securefs", "create", "--keyfile", str(layout.secret.path), str(layout.cipher)], timeout=120)

@@ -68,6 +68,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"each fio trial lasts at least this much I/O, making several passes over the data file "
         f"where direct I/O allows (default ${TRIAL_TIME_VARIABLE}, else {DEFAULT_TRIAL_TIME}; 0: one pass)",
     )
+    p.add_argument(
+        "--needs",
+        metavar="PROPS",
+        help="rank only targets proven here to hide these, comma-separated: names, sizes, tree "
+        "(docs/protection.md); the others are listed with the need they failed",
+    )
     add_stopping(p, max_bytes=True)
     p.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")
     add_provisioning(p)

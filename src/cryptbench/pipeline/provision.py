@@ -15,7 +15,7 @@ from cryptbench.engines.fio import run_fio
 from cryptbench.engines.jobs import render_layout
 from cryptbench.errors import DiskFull, ProvisionError, TrialError
 from cryptbench.interrupts import signals_blocked
-from cryptbench.pipeline.verify import marker_in_backing, probe_direct_io
+from cryptbench.pipeline.verify import marker_in_backing, probe_direct_io, probe_protection
 from cryptbench.plan import Plan
 from cryptbench.result_model import TargetInfo
 from cryptbench.runner import ENOSPC_TEXT, Progress, TrialContext, job_options, target_lost
@@ -114,6 +114,7 @@ def target_row(t: Target, direct: bool) -> TargetInfo:
         encryption_verified=t.encryption_verified,
         details={**t.details, "helpers": ", ".join(f"{h.name} (pid {h.pid})" for h in t.helpers)},
         medium=t.medium,
+        protection=t.protection,
     )
 
 
@@ -195,6 +196,8 @@ def provision_all(
         provisioned.up(spec)
     progress.phase("proving encryption")
     prove_encryption(session, provisioned.targets)
+    progress.phase("probing what each target hides")
+    probe_protection(session, provisioned.targets)
     probe_direct(session, provisioned.targets)
     provisioned.direct, note = decide_io_modes(plan.io_mode, provisioned.targets)
     if all(isinstance(w, AppWorkload) and w.runs_commands for w in plan.suite.workloads):

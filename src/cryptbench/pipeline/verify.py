@@ -12,32 +12,26 @@ import errno
 import mmap
 import os
 import secrets
-from pathlib import Path
+import time
+from dataclasses import replace
 
+from cryptbench.backends import REGISTRY
 from cryptbench.backends.base import DirectIO, Target, cache_files, iter_files
 from cryptbench.measure.cache import drop_caches, resident_bytes
+from cryptbench.protection import probes
+from cryptbench.protection.findings import Finding, Property, Protection, Verdict
+from cryptbench.protection.sight import Entry, contains, look
 from cryptbench.session import Session
 
 MARKER_NAME = ".cryptbench-marker"
 MARKER_REPEATS = 4096  # the token fills 128 KiB, so every block of the file holds it
-CHUNK = 8 << 20  # bytes read at a time while searching
-
-
-def _contains(path: Path, token: bytes) -> bool:
-    overlap = len(token) - 1
-    tail = b""
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            if token in tail + chunk:
-                return True
-            tail = chunk[-overlap:]
-    return False
 
 
 def marker_in_backing(session: Session, target: Target) -> bool:
     """Write a marker through `target.path`; is it visible in the backing?"""
     token = secrets.token_hex(16).encode()
     marker = session.check_inside(target.path / MARKER_NAME)
+    before = _dir_sight(target)
     with open(marker, "wb") as f:
         f.write(token * MARKER_REPEATS)
         f.flush()
@@ -46,9 +40,22 @@ def marker_in_backing(session: Session, target: Target) -> bool:
         # Metadata and journal too: the whole filesystem, then the loop device
         # below it, must have written back before the backing is searched.
         os.sync()
-        return any(_contains(p, token) for p in iter_files(target.backing))
+        # A daemon that keeps blocks in its own memory (CryFS, about a second) must have
+        # written the marker's before their absence means anything.
+        deadline = time.monotonic() + probes.FLUSH_WAIT
+        while before is not None and _dir_sight(target) == before and time.monotonic() < deadline:
+            time.sleep(0.25)
+            os.sync()
+        return any(contains(p, token) for p in iter_files(target.backing))
     finally:
         marker.unlink()
+
+
+def _dir_sight(target: Target) -> dict[str, Entry] | None:
+    """A ciphertext directory's files and sizes; None for an image backing."""
+    if len(target.backing) == 1 and target.backing[0].is_dir():
+        return look(target.backing).entries
+    return None
 
 
 PROBE_NAME = ".cryptbench-direct-probe"
@@ -88,3 +95,48 @@ def probe_direct_io(session: Session, target: Target) -> tuple[DirectIO, str]:
     finally:
         buf.close()
         probe.unlink(missing_ok=True)
+
+
+# The positive controls: an unencrypted target on which the probes must see every property.
+CONTROLS = ("plain", "ext4-loop")
+
+
+def probe_protection(session: Session, targets: dict[str, Target]) -> None:
+    """What each target's backing hides (protection/probes.py), with the proof of encryption
+    as its contents' finding; the findings stored on each target. Where a positive control
+    (plain, ext4-loop) hides what it cannot hide, the probe is broken: every target's
+    findings say so, and are no evidence."""
+    found: dict[str, Protection] = {}
+    for name, t in targets.items():
+        p = probes.probe(session, t)
+        said = REGISTRY[t.backend].declared() if t.backend in REGISTRY else {}
+        findings = {Property.CONTENTS: _contents(t), **p.findings}
+        found[name] = replace(
+            p,
+            findings={
+                prop: replace(f, declared=(Verdict(said[prop][0]), said[prop][1])) if prop in said else f
+                for prop, f in findings.items()
+            },
+        )
+    broken = None
+    for name, t in targets.items():
+        if t.backend not in CONTROLS or name not in found:
+            continue
+        for prop, f in found[name].findings.items():
+            if f.hides is not False:
+                broken = f"the {prop} probe did not see {prop} on {name}, a positive control ({f.evidence})"
+                break
+        if broken:
+            break
+    for name, t in targets.items():
+        t.protection = replace(found[name], broken=broken).to_json()
+
+
+def _contents(t: Target) -> Finding:
+    if t.marker_in_backing:
+        return Finding(Verdict.SHOWN, "a marker written through the target appeared in its backing")
+    if t.encryption_verified:
+        return Finding(Verdict.HIDDEN, "a marker written through the target is nowhere in its backing")
+    return Finding(
+        Verdict.UNKNOWN, "the marker was not found, but its baseline's positive control did not run"
+    )

@@ -21,7 +21,7 @@ from rich.text import Text
 from cryptbench import stats
 from cryptbench.json_types import JsonObject
 from cryptbench.metrics import PRIMARY, primary_of
-from cryptbench.report import ranking, study_summary
+from cryptbench.report import protection_table, ranking, study_summary
 from cryptbench.report.document import results_by_key
 from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import Answer, Comparison, Document, Result
@@ -243,7 +243,15 @@ def precision_line(doc: Document) -> str:
     return f"{len(base)} comparisons, without intervals"
 
 
-SERIOUS = ("interrupted", "failed-trials", "encryption-unverified", "io-mode-mismatch", "cache-not-dropped")
+SERIOUS = (
+    "interrupted",
+    "failed-trials",
+    "encryption-unverified",
+    "io-mode-mismatch",
+    "cache-not-dropped",
+    "protection-disagrees",
+    "protection-unproven",
+)
 
 
 def warnings_lines(doc: Document) -> list[Text]:
@@ -328,6 +336,8 @@ def render(doc: Document, console: Console) -> None:
     console.print(Text(header(doc), style="bold"))
     for line in ranking.sentences(doc):
         console.print(line)
+    for line in protection_table.cheapest_lines(doc):
+        console.print(line)
     commands = command_lines(doc)
     if commands:
         console.print()
@@ -348,6 +358,10 @@ def render(doc: Document, console: Console) -> None:
             "[dim]A row with no target name holds the target above it against the one it differs "
             "from in one option: what that option changes.[/dim]"
         )
+    hides = protection_table.hides_line(doc)
+    if hides:
+        console.print()
+        console.print(hides)
     limits = limit_lines(doc)
     if limits:
         console.print()

@@ -13,7 +13,14 @@ from rich.text import Text
 
 from cryptbench.json_types import JsonObject
 from cryptbench.metrics import PRIMARY, info
-from cryptbench.report import answer_console, cost_console, fleet_console, ranking, study_summary
+from cryptbench.report import (
+    answer_console,
+    cost_console,
+    fleet_console,
+    protection_table,
+    ranking,
+    study_summary,
+)
 from cryptbench.report.document import primary_of, results_by_key
 from cryptbench.report.narrow import table_width
 from cryptbench.report.speed_change import speed_change
@@ -181,6 +188,9 @@ def _full(doc: Document, console: Console, metric: str | None) -> None:
         console.print(table)
     for table in phase_tables(doc, console.width):
         console.print(table)
+    hides = protection_table.table(doc)
+    if hides is not None:
+        console.print(hides)
     _study_summary(doc.study_summary, doc.results, console)
     _footer(doc, console)
     fleet_console.render(doc, console)

@@ -43,7 +43,7 @@ from cryptbench.result_model import (
 )
 from cryptbench.store import Store, split_rounds
 
-DOCUMENT_SCHEMA = 2  # 2 added ranking
+DOCUMENT_SCHEMA = 3  # 2 added ranking; 3 each target's protection
 STORED_CIPHERS = 20  # newest standalone cipher measurements searched for this machine's
 
 

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 import jinja2
 
 from cryptbench import __version__
+from cryptbench.protection.findings import Property
 from cryptbench.report import charts as charts_mod
-from cryptbench.report import ranking
-from cryptbench.report.answer_console import SERIOUS, precision_line
+from cryptbench.report import protection_table, ranking
+from cryptbench.report.answer_console import SERIOUS, command_lines, precision_line
 from cryptbench.report.console import stopping_lines
 from cryptbench.report.cost_console import sources
 from cryptbench.report.export_markdown import summary_rows
@@ -142,7 +143,10 @@ def render(doc: Document, charts: list[charts_mod.Chart]) -> str:
     for c in charts:
         by_kind[c.kind].append({"name": c.name, "title": c.title, "caption": c.caption, "svg": c.svg()})
     efficiency = efficiency_rows(doc)
-    sections = [("ranking", "Which costs least"), ("verdict", "Diagnosis"), ("environment", "Environment")]
+    hides = protection_table.rows(doc)
+    sections = [("ranking", "Which costs least")]
+    sections += [("protection", "What each hides")] if hides else []
+    sections += [("verdict", "Diagnosis"), ("environment", "Environment")]
     fleet = doc.fleet
     sections += [("fleet", "Fleet")] if fleet else []
     sections += [(kind, title) for kind, title, _ in CHART_SECTIONS[1:] if by_kind[kind]]
@@ -159,7 +163,11 @@ def render(doc: Document, charts: list[charts_mod.Chart]) -> str:
         efficiency=efficiency,
         ceiling_sources=sources(doc),
         stopping=stopping_lines(doc.stopping),
-        ranking_sentences=ranking.sentences(doc),
+        ranking_sentences=ranking.sentences(doc) + protection_table.cheapest_lines(doc),
+        command_lines=command_lines(doc),
+        protection_rows=hides,
+        protection_columns=[str(p) for p in Property],
+        protection_broken=protection_table.broken(doc),
         precision=precision_line(doc),
         warning_groups=warning_groups(doc),
         summary=summary_rows(doc),

@@ -136,6 +136,9 @@ def _groups(doc: Document) -> list[tuple[TargetInfo, list[TargetInfo]]]:
 def _why_not(doc: Document, t: TargetInfo, workloads: list[str]) -> str | None:
     if not t.encryption_verified:
         return "encryption not verified" if t.encryption_verified is False else "encryption not checked"
+    unmet = _unmet(doc.plan.get("needs", []), t)
+    if unmet:
+        return unmet
     failed = [w.workload for w in doc.warnings if w.kind == "failed-trials" and w.target == t.name]
     have = {r.workload for r in doc.results if r.target == t.name}
     missing = [w for w in workloads if w not in have]
@@ -143,6 +146,18 @@ def _why_not(doc: Document, t: TargetInfo, workloads: list[str]) -> str | None:
         first = (failed or missing)[0]
         more = len(set(failed) | set(missing)) - 1
         return f"trials failed at {first}" + (f" and {more} more" if more else "")
+    return None
+
+
+def _unmet(needs: list[str], t: TargetInfo) -> str | None:
+    """The first need (--needs) the target was not proven to meet, in words."""
+    for prop in needs:
+        found = (t.protection or {}).get(prop)
+        if t.protection is None or t.protection.get("broken"):
+            return f"needs {prop} hidden: not proven here"
+        if found is None or found.get("verdict") != "hidden":
+            verdict = "not probed" if found is None else found["verdict"]
+            return f"needs {prop} hidden: {verdict} here"
     return None
 
 

@@ -16,6 +16,7 @@ from enum import StrEnum
 from cryptbench import stats
 from cryptbench.adaptive import BUDGETS, StopReason
 from cryptbench.metrics import info, primary_of
+from cryptbench.protection.findings import Protection, Verdict
 from cryptbench.result_model import Document, Result, RunWarning
 from cryptbench.store.rows import TrialRow
 from cryptbench.units import format_value
@@ -37,6 +38,8 @@ class WarningKind(StrEnum):
     BIMODAL = "bimodal"  # two clusters of samples: the median describes neither
     IMPRECISE = "imprecise"  # a comparison stopped short of the asked precision
     SHORT_TRIAL = "short-trial"  # fio's trials ran less than MIN_TRIAL_SECONDS of I/O
+    PROTECTION_DISAGREES = "protection-disagrees"  # a probe proved the opposite of the documentation
+    PROTECTION_UNPROVEN = "protection-unproven"  # a positive control failed: no probe is evidence
 
 
 Found = Iterator[RunWarning]
@@ -82,6 +85,36 @@ def encryption_unverified(doc: Document) -> Found:
                 "the proof of encryption did not pass for this target",
                 target=t.name,
             )
+
+
+def protection_disagrees(doc: Document) -> Found:
+    for t in doc.targets:
+        if t.protection is None:
+            continue
+        p = Protection.from_json(t.protection)
+        if p.broken:
+            continue
+        for prop, f in p.findings.items():
+            if f.disagrees and f.declared is not None:
+                said = "hide" if f.declared[0] is Verdict.HIDDEN else "show"
+                here = "hidden" if f.hides else "shown"
+                yield RunWarning(
+                    WarningKind.PROTECTION_DISAGREES,
+                    f"{t.backend} is said to {said} {prop} ({f.declared[1]}); "
+                    f"here they were {here}: {f.evidence}",
+                    target=t.name,
+                )
+
+
+def protection_unproven(doc: Document) -> Found:
+    broken = next(
+        (t.protection["broken"] for t in doc.targets if t.protection and t.protection.get("broken")), None
+    )
+    if broken:
+        yield RunWarning(
+            WarningKind.PROTECTION_UNPROVEN,
+            f"what each target hides is not proven: {broken}; the probe is broken here",
+        )
 
 
 # --- each result of a workload's primary metric ----------------------------
@@ -299,7 +332,14 @@ def short_trial(doc: Document) -> Found:
             )
 
 
-RUN_RULES = (interrupted, cache_drop_limited, generic_kernel_aes, encryption_unverified)
+RUN_RULES = (
+    interrupted,
+    cache_drop_limited,
+    generic_kernel_aes,
+    encryption_unverified,
+    protection_disagrees,
+    protection_unproven,
+)
 RESULT_RULES = (few_samples, high_variation, outlier, drift, bimodal, slow_first_trial)
 
 

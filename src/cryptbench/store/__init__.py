@@ -200,8 +200,8 @@ class Store:
         with self.transaction():
             self.db.execute(
                 "INSERT INTO targets (run_id, name, backend, baseline, encrypted, io_mode, direct_io,"
-                " direct_io_reason, marker_in_backing, encryption_verified, details_json, medium, host)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " direct_io_reason, marker_in_backing, encryption_verified, details_json, medium, host,"
+                " protection_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run_id,
                     target.name,
@@ -216,6 +216,7 @@ class Store:
                     json.dumps(target.details),
                     target.medium,
                     target.host,
+                    None if target.protection is None else json.dumps(target.protection),
                 ),
             )
 
@@ -477,6 +478,7 @@ def _target(row: DbRow) -> TargetInfo:
         details=json.loads(row["details_json"]),
         medium=row["medium"] or "device",
         host=row["host"],  # a fleet run's host label; None on one machine
+        protection=json.loads(row["protection_json"]) if row["protection_json"] else None,
     )
 
 

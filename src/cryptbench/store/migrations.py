@@ -135,11 +135,18 @@ def _v4_to_v5(db: sqlite3.Connection) -> None:
     )
 
 
+def _v5_to_v6(db: sqlite3.Connection) -> None:
+    # What each target's backing hides, as the protection probes found it (JSON of
+    # protection/findings.py's Protection); targets of earlier runs have none.
+    db.execute("ALTER TABLE targets ADD COLUMN protection_json TEXT")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _v0_to_v1,
     _v1_to_v2,
     _v2_to_v3,
     _v3_to_v4,
     _v4_to_v5,
+    _v5_to_v6,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,87 @@
+"""A target's proven protection: per property, what the probe found and its evidence,
+as the store keeps it (the `protection` of each target in the result document)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from cryptbench.json_types import JsonObject
+
+
+class Property(StrEnum):
+    """What a way of encrypting may hide from someone who reads its backing at rest."""
+
+    CONTENTS = "contents"  # the bytes of the files
+    NAMES = "names"  # the files' and directories' names
+    SIZES = "sizes"  # each file's size
+    TREE = "tree"  # how many files there are, and which directory holds which
+
+
+class Verdict(StrEnum):
+    HIDDEN = "hidden"  # the backing did not show it
+    SHOWN = "shown"  # the backing showed it (sizes: exactly, to the byte)
+    BLOCK = "block"  # sizes only: shown to within a block (the finding names it)
+    UNKNOWN = "unknown"  # no reader here for the backing's structure: not decided
+
+
+@dataclass(frozen=True)
+class Finding:
+    verdict: Verdict
+    evidence: str  # what the probe saw, in words
+    # the sizes probe's mapping, plaintext bytes -> backing bytes (None: no file of its
+    # own); the block, in bytes, where the verdict is BLOCK
+    detail: JsonObject = field(default_factory=dict)
+    # what the backend's documentation promises, and where it says so; None: nothing declared
+    declared: tuple[Verdict, str] | None = None
+
+    def to_json(self) -> JsonObject:
+        d: JsonObject = {"verdict": str(self.verdict), "evidence": self.evidence}
+        if self.detail:
+            d["detail"] = self.detail
+        if self.declared is not None:
+            d["declared"] = {"verdict": str(self.declared[0]), "source": self.declared[1]}
+        return d
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Finding:
+        declared = d.get("declared")
+        said = None if declared is None else (Verdict(declared["verdict"]), declared["source"])
+        return cls(Verdict(d["verdict"]), d["evidence"], d.get("detail", {}), said)
+
+    @property
+    def disagrees(self) -> bool:
+        """The probe proved the opposite of what the documentation promises (hidden against
+        shown, exactly or to a block); an undecided probe disagrees with nothing."""
+        if self.declared is None or self.hides is None:
+            return False
+        return self.hides != (self.declared[0] is Verdict.HIDDEN)
+
+    @property
+    def hides(self) -> bool | None:
+        """True where the property is hidden, False where shown (to the byte or to a
+        block), None where the probe could not decide."""
+        if self.verdict is Verdict.UNKNOWN:
+            return None
+        return self.verdict is Verdict.HIDDEN
+
+
+@dataclass(frozen=True)
+class Protection:
+    """Every probed property of one target, and how its backing was read."""
+
+    findings: dict[Property, Finding]
+    sight: str  # how the backing was read: "directory", "ext4 image", "LUKS container", …
+    # the positive control failed on this run's unencrypted targets: the findings are no evidence
+    broken: str | None = None
+
+    def to_json(self) -> JsonObject:
+        d: JsonObject = {"sight": self.sight, **{str(p): f.to_json() for p, f in self.findings.items()}}
+        if self.broken:
+            d["broken"] = self.broken
+        return d
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Protection:
+        findings = {p: Finding.from_json(d[str(p)]) for p in Property if str(p) in d}
+        return cls(findings, d.get("sight", ""), d.get("broken"))

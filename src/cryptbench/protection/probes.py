@@ -1,0 +1,247 @@
+"""The probes of names, sizes and tree: each writes through a target's decrypted view,
+makes it durable, and looks at the backing (sight.py) as someone who reads it at rest.
+
+They run at provisioning, outside every clock, in a directory of their own on the
+target, which they remove. What a probe decides:
+
+- names: a random name, given to a file and to a directory, is searched among the
+  backing's names and, for an image, in its bytes;
+- sizes: files of SIZES bytes are written one at a time, and the backing files each
+  one added are found by difference: one new backing file per plaintext file whose
+  sizes tell 4095, 4096 and 4097 bytes apart shows sizes exactly; equal sizes for some
+  show them to a block; several new files, or files all of one size, hide them;
+- tree: a directory holding a directory holding three files is written; the backing
+  shows the tree when it gained two directories, one inside the other, the inner one
+  holding three new files.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from cryptbench.backends.base import Target
+from cryptbench.interrupts import signals_blocked
+from cryptbench.protection.findings import Finding, Property, Protection, Verdict
+from cryptbench.protection.sight import Entry, Sight, contains, look
+from cryptbench.session import Session
+
+SIZES = (1, 4095, 4096, 4097, 100_000)  # bytes of the sizes probe's files
+PROBE_PREFIX = ".cryptbench-protection-"
+TREE_FILES = 3  # files in the tree probe's inner directory
+FLUSH_WAIT = 5.0  # seconds a look waits for the backing to show a write (CryFS: about 1)
+
+
+def durable() -> None:
+    """Twice: a FUSE daemon's writes reach the filesystem under it on the first pass."""
+    os.sync()
+    os.sync()
+
+
+def _write(path: Path, data: bytes) -> None:
+    """A file written and fsynced, and its directory too: a FUSE daemon that caches in its
+    own memory (CryFS) writes to its backing on fsync, which sync() does not reach."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    _fsync_dir(path.parent)
+
+
+def _mkdir(path: Path) -> None:
+    path.mkdir()
+    _fsync_dir(path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # a FUSE filesystem may not implement fsyncdir: the sync() after still runs
+    finally:
+        os.close(fd)
+
+
+def _settled(target: Target) -> None:
+    """Everything written so far on the backing, where someone reading it at rest would
+    see it: synced, and for an ext4 filesystem on an image, its journal written back in
+    place (a freeze and thaw checkpoints it), since debugfs reads without replaying it."""
+    durable()
+    if any(p.is_file() for p in target.backing):
+        mount = _mountpoint(target.path)
+        if mount is not None:
+            checkpoint(mount)
+
+
+def _mountpoint(path: Path) -> Path | None:
+    p = path
+    while not os.path.ismount(p):
+        if p.parent == p:
+            return None
+        p = p.parent
+    return p
+
+
+FIFREEZE = 0xC0045877  # _IOWR('X', 119, int)
+FITHAW = 0xC0045878  # _IOWR('X', 120, int)
+
+
+def checkpoint(mount: Path) -> None:
+    """Freeze and thaw a filesystem we mounted (ext4 writes its journal back in place on
+    freeze). Signals are held between the two, so the filesystem is never left frozen."""
+    fd = os.open(mount, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with signals_blocked():
+            try:
+                fcntl.ioctl(fd, FIFREEZE, 0)
+            except OSError:
+                return  # the filesystem cannot freeze: the sight is as sync() left it
+            fcntl.ioctl(fd, FITHAW, 0)
+    finally:
+        os.close(fd)
+
+
+def probe(session: Session, target: Target, seen: Callable[[], Sight] | None = None) -> Protection:
+    """Names, sizes and tree of one target, probed; `seen` looks at its backing
+    (tests give their own)."""
+
+    last: list[Sight] = []
+
+    def look_settled() -> Sight:
+        """The backing once it shows the last write: a daemon that keeps blocks in its own
+        memory (CryFS, about a second) is given FLUSH_WAIT to write them out."""
+        deadline = time.monotonic() + FLUSH_WAIT
+        while True:
+            _settled(target)
+            sight = look(target.backing)
+            changed = not last or sight.entries is None or sight.entries != last[-1].entries
+            if changed or time.monotonic() >= deadline:
+                last.append(sight)
+                return sight
+            time.sleep(0.25)
+
+    see = seen or look_settled
+    folder = session.check_inside(target.path / f"{PROBE_PREFIX}{secrets.token_hex(6)}")
+    before = see()
+    try:
+        _mkdir(folder)
+        names, sight = _names(folder, target, see)
+        sizes, sight = _sizes(folder, see, sight)
+        findings = {Property.NAMES: names, Property.SIZES: sizes, Property.TREE: _tree(folder, see, sight)}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        durable()
+    return Protection(findings, before.how)
+
+
+def _new(before: Sight, after: Sight) -> dict[str, Entry]:
+    """Entries the backing gained, or whose size changed (a file rewritten in place)."""
+    assert before.entries is not None and after.entries is not None
+    return {p: e for p, e in after.entries.items() if before.entries.get(p) != e}
+
+
+def _unread(sight: Sight) -> Finding:
+    verdict = Verdict.HIDDEN if sight.how == "LUKS container" else Verdict.UNKNOWN
+    return Finding(verdict, f"{sight.how}: {sight.reason}")
+
+
+def _names(folder: Path, target: Target, see: Callable[[], Sight]) -> tuple[Finding, Sight]:
+    token = f"cbname{secrets.token_hex(10)}"
+    _write(folder / token, b"x")
+    _mkdir(folder / f"{token}d")
+    sight = see()
+    return _named(sight, target, token), sight
+
+
+def _named(sight: Sight, target: Target, token: str) -> Finding:
+    if sight.entries is not None:
+        named = sorted(p for p in sight.entries if token in p)
+        if named:
+            return Finding(Verdict.SHOWN, f"the name appears in the backing's names: {named[0]}")
+    images = [p for p in target.backing if p.is_file()]
+    found = [p for p in images if contains(p, token.encode())]
+    if found:
+        return Finding(Verdict.SHOWN, f"the name appears in the bytes of {found[0].name}")
+    if sight.entries is None:
+        if sight.how == "LUKS container":
+            return Finding(Verdict.HIDDEN, f"{sight.how}: the name is nowhere in its bytes")
+        return Finding(Verdict.HIDDEN, f"{sight.how}: the name is nowhere in its bytes ({sight.reason})")
+    where = "names or bytes" if images else "names"
+    return Finding(
+        Verdict.HIDDEN, f"the name is in none of the backing's {where} ({len(sight.entries)} entries)"
+    )
+
+
+def _sizes(folder: Path, see: Callable[[], Sight], sight: Sight) -> tuple[Finding, Sight]:
+    mapping: dict[int, list[int]] = {}  # plaintext bytes -> sizes of the backing files it added
+    if sight.entries is None:
+        return _unread(sight), sight
+    for i, size in enumerate(SIZES):
+        _write(folder / f"s{i}", secrets.token_bytes(size))
+        after = see()
+        mapping[size] = sorted(e.size for e in _new(sight, after).values() if not e.is_dir)
+        sight = after
+    return decide_sizes(mapping), sight
+
+
+def decide_sizes(mapping: dict[int, list[int]]) -> Finding:
+    """From the backing files each plaintext size added (or changed), what an observer
+    learns of the sizes: exactly, to a block, or nothing."""
+    one_each = all(len(v) == 1 for v in mapping.values())
+    shown = ", ".join(f"{p}→{'+'.join(str(b) for b in v) or 'none'}" for p, v in mapping.items())
+    detail = {"mapping": {str(p): v for p, v in mapping.items()}}
+    if not one_each:
+        sizes = {b for v in mapping.values() for b in v}
+        why = f"all {sizes.pop()} bytes (fixed-size blocks)" if len(sizes) == 1 else "no one file per file"
+        return Finding(Verdict.HIDDEN, f"no backing file of each file's own: {why}; {shown}", detail)
+    backing = [v[0] for v in mapping.values()]
+    plain = list(mapping)
+    if len(set(backing)) == len(backing) and backing == sorted(backing):
+        return Finding(Verdict.SHOWN, f"a backing file per file, its size a function of it: {shown}", detail)
+    if len(set(backing)) == 1:
+        return Finding(Verdict.HIDDEN, f"every file's backing file has {backing[0]} bytes: {shown}", detail)
+    steps = sorted({b - a for a, b in zip(sorted(set(backing)), sorted(set(backing))[1:], strict=False)})
+    block = steps[0] if steps else 0
+    order_kept = all(
+        backing[i] <= backing[j] for i in range(len(plain)) for j in range(len(plain)) if plain[i] < plain[j]
+    )
+    if not order_kept:
+        return Finding(Verdict.HIDDEN, f"backing sizes do not follow the files' sizes: {shown}", detail)
+    return Finding(
+        Verdict.BLOCK,
+        f"a backing file per file, its size rounded to {block}-byte blocks: {shown}",
+        {**detail, "block": block},
+    )
+
+
+def _tree(folder: Path, see: Callable[[], Sight], sight: Sight) -> Finding:
+    if sight.entries is None:
+        return _unread(sight)
+    inner = folder / "t" / "u"
+    _mkdir(inner.parent)
+    _mkdir(inner)
+    for i in range(TREE_FILES):
+        _write(inner / f"f{i}", b"tree")
+    new = _new(sight, see())
+    dirs = [p for p, e in new.items() if e.is_dir]
+    files = [p for p, e in new.items() if not e.is_dir]
+    for d in dirs:
+        held = [f for f in files if f.rpartition("/")[0] == d]
+        outer = d.rpartition("/")[0]
+        if len(held) >= TREE_FILES and outer in dirs:
+            return Finding(
+                Verdict.SHOWN,
+                f"a new directory inside a new directory holds the {TREE_FILES} new files, as written",
+            )
+    return Finding(
+        Verdict.HIDDEN,
+        f"the backing gained {len(files)} file(s) and {len(dirs)} directory(ies), "
+        f"not a directory of {TREE_FILES} files inside another",
+    )

@@ -1,0 +1,315 @@
+"""The protection probes' logic: what a sight of the backing shows, and the verdicts
+drawn from it. Real backends are probed in tests/integration/test_protection_real.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cryptbench.backends.base import Target
+from cryptbench.errors import UsageError
+from cryptbench.pipeline import verify
+from cryptbench.plan import parse_needs
+from cryptbench.protection import probes
+from cryptbench.protection.findings import Finding, Property, Protection, Verdict
+from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, look
+from cryptbench.report import answer_console, protection_table, ranking, warning_rules
+from cryptbench.result_model import Document
+from cryptbench.session import Session
+
+
+@pytest.mark.parametrize(
+    ("mapping", "verdict", "block"),
+    [
+        # gocryptfs: a header, then 4 KiB blocks each with its tag: every size its own
+        ({1: [51], 4095: [4145], 4096: [4146], 4097: [4180], 100_000: [100_818]}, Verdict.SHOWN, None),
+        # padded to 4 KiB blocks: 4095 and 4096 look alike, 4097 does not
+        ({1: [4096], 4095: [4096], 4096: [4096], 4097: [8192], 100_000: [102_400]}, Verdict.BLOCK, 4096),
+        # CryFS: fixed-size blocks, several for a big file
+        (
+            {1: [16_400], 4095: [16_400], 4096: [16_400], 4097: [16_400], 100_000: [16_400] * 8},
+            Verdict.HIDDEN,
+            None,
+        ),
+        # nothing of each file's own (an image whose sizes the probe cannot attribute)
+        ({1: [], 4095: [], 4096: [], 4097: [], 100_000: []}, Verdict.HIDDEN, None),
+        # one file each, but every one the same size: padded to a fixed size
+        (
+            {1: [65_536], 4095: [65_536], 4096: [65_536], 4097: [65_536], 100_000: [65_536]},
+            Verdict.HIDDEN,
+            None,
+        ),
+    ],
+)
+def test_sizes_are_decided_from_the_backing_files_each_file_added(
+    mapping: dict[int, list[int]], verdict: Verdict, block: int | None
+) -> None:
+    f = probes.decide_sizes(mapping)
+    assert f.verdict is verdict, f.evidence
+    assert f.detail.get("block") == block
+    assert f.detail["mapping"] == {str(k): v for k, v in mapping.items()}
+
+
+def _dir_target(tmp_path: Path) -> tuple[Session, Target]:
+    """A target whose backing is its own directory: plain's layout, for real."""
+    session = Session.create(tmp_path)
+    path = session.path("targets", "plain")
+    path.mkdir(parents=True)
+    return session, Target("plain", "plain", False, None, path, (path,))
+
+
+@pytest.fixture
+def dir_target(tmp_path: Path) -> Iterator[tuple[Session, Target]]:
+    session, target = _dir_target(tmp_path)
+    yield session, target
+    session.close()
+
+
+def test_a_plain_directory_shows_names_exact_sizes_and_the_tree(dir_target: tuple[Session, Target]) -> None:
+    session, target = dir_target
+    found = probes.probe(session, target)
+    assert found.sight == "directory"
+    assert {p: f.verdict for p, f in found.findings.items()} == {
+        Property.NAMES: Verdict.SHOWN,
+        Property.SIZES: Verdict.SHOWN,
+        Property.TREE: Verdict.SHOWN,
+    }
+    # the backing file of each is the file itself
+    assert found.findings[Property.SIZES].detail["mapping"] == {str(s): [s] for s in probes.SIZES}
+    assert list(target.path.iterdir()) == []  # the probe removed its own directory
+
+
+def _disguised(root: Path) -> Sight:
+    """The directory as an encrypting filesystem of one file per file would show it:
+    names hashed, 16 bytes added to each file, directories kept."""
+    real = look((root,))
+    assert real.entries is not None
+
+    def name(path: str) -> str:
+        return "/".join(hashlib.sha256(part.encode()).hexdigest()[:20] for part in path.split("/"))
+
+    return Sight(
+        "directory",
+        {name(p): Entry(e.is_dir, e.size + (0 if e.is_dir else 16)) for p, e in real.entries.items()},
+    )
+
+
+def test_hashed_names_are_hidden_while_sizes_and_tree_show(dir_target: tuple[Session, Target]) -> None:
+    session, target = dir_target
+    found = probes.probe(session, target, seen=lambda: _disguised(target.path))
+    assert found.findings[Property.NAMES].verdict is Verdict.HIDDEN
+    assert found.findings[Property.SIZES].verdict is Verdict.SHOWN
+    assert found.findings[Property.SIZES].detail["mapping"] == {str(s): [s + 16] for s in probes.SIZES}
+    assert found.findings[Property.TREE].verdict is Verdict.SHOWN
+
+
+def test_a_flat_block_store_hides_the_tree(dir_target: tuple[Session, Target]) -> None:
+    """Every file's bytes in one flat directory, as CryFS keeps its blocks."""
+    session, target = dir_target
+
+    def flat() -> Sight:
+        real = look((target.path,))
+        assert real.entries is not None
+        files = {p: e for p, e in real.entries.items() if not e.is_dir}
+        return Sight(
+            "directory", {hashlib.sha256(p.encode()).hexdigest(): Entry(False, 16_400) for p in files}
+        )
+
+    found = probes.probe(session, target, seen=flat)
+    assert found.findings[Property.TREE].verdict is Verdict.HIDDEN
+    assert found.findings[Property.SIZES].verdict is Verdict.HIDDEN
+    assert found.findings[Property.NAMES].verdict is Verdict.HIDDEN
+
+
+def test_an_ext4_image_is_read_with_debugfs_and_containers_are_not(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "d1" / "sub").mkdir(parents=True)
+    (src / "a").write_bytes(b"x")
+    (src / "d1" / "b").write_bytes(b"y" * 4097)
+    image = tmp_path / "fs.img"
+    subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", str(src), str(image), "8M"], check=True)
+    sight = look((image,))
+    assert sight.how == "ext4 image" and sight.entries is not None
+    assert sight.entries["d1/b"] == Entry(False, 4097) and sight.entries["d1/sub"] == Entry(True, 0)
+    assert sight.entries["a"] == Entry(False, 1)
+    luks = tmp_path / "luks.img"
+    luks.write_bytes(LUKS_MAGIC + bytes(4096))
+    assert (look((luks,)).how, look((luks,)).entries) == ("LUKS container", None)
+    qcow = tmp_path / "x.qcow2"
+    qcow.write_bytes(QCOW_MAGIC + bytes(4096))
+    assert look((qcow,)).how == "qcow2 image"
+    junk = tmp_path / "junk.img"
+    junk.write_bytes(bytes(1 << 20))
+    assert look((junk,)).how == "unreadable image"
+
+
+def test_a_control_that_hides_a_property_marks_every_finding_broken(
+    monkeypatch: pytest.MonkeyPatch, dir_target: tuple[Session, Target]
+) -> None:
+    session, plain = dir_target
+    enc = Target("gocryptfs", "gocryptfs", True, "plain", plain.path, (plain.path,), encryption_verified=True)
+    plain.marker_in_backing = True
+    hidden = Finding(Verdict.HIDDEN, "not seen")
+
+    def fake(_session: Session, t: Target) -> Protection:
+        return Protection({Property.NAMES: hidden}, "directory")
+
+    monkeypatch.setattr(probes, "probe", fake)
+    verify.probe_protection(session, {"plain": plain, "gocryptfs": enc})
+    for t in (plain, enc):
+        assert t.protection is not None
+        assert t.protection["broken"].startswith(
+            "the names probe did not see names on plain, a positive control"
+        )
+    assert enc.protection is not None and enc.protection["contents"]["verdict"] == "hidden"
+    assert plain.protection is not None and plain.protection["contents"]["verdict"] == "shown"
+
+
+DOCS = Path(__file__).parents[1] / "fixtures" / "documents"
+
+
+def _doc_with(protection: dict[str, dict]) -> Document:
+    raw = json.loads((DOCS / "default-run.json").read_text())
+    for t in raw["targets"]:
+        if t["name"] in protection:
+            t["protection"] = protection[t["name"]]
+    return Document.from_json(raw)
+
+
+def _found(verdict: str, declared: str | None = None) -> dict:
+    d: dict = {"verdict": verdict, "evidence": f"seen {verdict}"}
+    if declared:
+        d["declared"] = {"verdict": declared, "source": "its docs"}
+    return d
+
+
+def test_a_finding_against_the_documentation_is_a_serious_warning() -> None:
+    doc = _doc_with(
+        {
+            "gocryptfs": {
+                "sight": "directory",
+                "names": _found("shown", "hidden"),
+                "sizes": _found("shown", "shown"),
+            },
+            "fscrypt": {
+                "sight": "ext4 image",
+                "sizes": _found("block", "shown"),
+                "tree": _found("unknown", "hidden"),
+            },
+        }
+    )
+    found = list(warning_rules.protection_disagrees(doc))
+    assert [(w.target, w.message) for w in found] == [
+        ("gocryptfs", "gocryptfs is said to hide names (its docs); here they were shown: seen shown")
+    ]  # shown to a block agrees with "shown"; an undecided probe disagrees with nothing
+    assert list(warning_rules.protection_unproven(doc)) == []
+    assert "protection-disagrees" in answer_console.SERIOUS
+
+
+def test_a_broken_control_is_said_once_and_silences_the_disagreements() -> None:
+    broken = {
+        "sight": "directory",
+        "names": _found("shown", "hidden"),
+        "broken": "the names probe did not see",
+    }
+    doc = _doc_with({"gocryptfs": broken, "plain": {**broken, "names": _found("hidden", "shown")}})
+    assert list(warning_rules.protection_disagrees(doc)) == []
+    (w,) = warning_rules.protection_unproven(doc)
+    assert w.message.startswith("what each target hides is not proven: the names probe did not see")
+    assert protection_table.hides_line(doc) == (
+        "What each target hides: not proven, the probe failed its positive control (show --details)."
+    )
+
+
+def test_the_answer_names_the_targets_that_hide_each_property() -> None:
+    doc = _doc_with(
+        {
+            "plain": {
+                "sight": "directory",
+                "names": _found("shown"),
+                "sizes": _found("shown"),
+                "tree": _found("shown"),
+            },
+            "gocryptfs": {
+                "sight": "directory",
+                "names": _found("hidden"),
+                "sizes": _found("shown"),
+                "tree": _found("shown"),
+            },
+            "securefs": {
+                "sight": "directory",
+                "names": _found("hidden"),
+                "sizes": _found("block"),
+                "tree": _found("hidden"),
+            },
+        }
+    )
+    assert protection_table.hides_line(doc) == (
+        "Hidden in the backing, proven here (beyond the contents): names: gocryptfs, securefs; "
+        "sizes: none; tree: securefs."
+    )
+    table = protection_table.table(doc)
+    assert table is not None and table.row_count == 3
+
+
+def _proven(names: str, sizes: str, tree: str) -> dict:
+    return {"sight": "directory", "names": _found(names), "sizes": _found(sizes), "tree": _found(tree)}
+
+
+RECORDED = {
+    "plain": _proven("shown", "shown", "shown"),
+    "gocryptfs": _proven("hidden", "shown", "shown"),
+    "securefs": _proven("hidden", "shown", "shown"),
+    "encfs": _proven("hidden", "shown", "shown"),
+    "fscrypt": _proven("hidden", "shown", "shown"),
+    "cryfs": _proven("hidden", "hidden", "hidden"),
+}
+
+
+def test_needs_rank_only_the_targets_proven_to_meet_them() -> None:
+    doc = _doc_with(RECORDED)
+    doc.plan["needs"] = ["sizes"]
+    (section,) = ranking.build(doc)
+    assert [e.target for e in section.overall] == ["cryfs"]
+    assert {n.target: n.reason for n in section.not_ranked} == {
+        t: "needs sizes hidden: shown here" for t in ("fscrypt", "gocryptfs", "securefs", "encfs")
+    }
+    doc.plan["needs"] = []
+    assert [e.target for e in ranking.build(doc)[0].overall] == [
+        "gocryptfs",
+        "securefs",
+        "encfs",
+        "fscrypt",
+        "cryfs",
+    ]
+
+
+def test_the_answer_names_the_cheapest_that_hides_what_the_cheapest_does_not() -> None:
+    doc = _doc_with(RECORDED)
+    lines = protection_table.cheapest_lines(doc)
+    cryfs = next(e for e in doc.ranking[0].overall if e.target == "cryfs")
+    assert lines == [
+        f"Cheapest that hides sizes: cryfs, {ranking.change(cryfs)}.",
+        f"Cheapest that hides tree: cryfs, {ranking.change(cryfs)}.",
+    ]  # names: every ranked target hides them, so no line
+
+
+@pytest.mark.parametrize(
+    ("text", "needs"),
+    [(None, ()), ("tree,names", ("names", "tree")), ("sizes, sizes", ("sizes",))],
+)
+def test_needs_are_parsed_in_order(text: str | None, needs: tuple[str, ...]) -> None:
+    assert parse_needs(text) == needs
+
+
+@pytest.mark.parametrize(
+    ("text", "message"), [("", "name one or more"), ("names,colour", "unknown property 'colour'")]
+)
+def test_bad_needs_are_refused(text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_needs(text)
