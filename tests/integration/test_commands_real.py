@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from cryptbench.runner import WARM
-from tests.conftest import available, cli, includes, leftovers
+from tests.conftest import available, cli, includes, leftovers, need_backend
 
 pytestmark = pytest.mark.integration
 
@@ -185,8 +185,7 @@ command = "cat $CRYPTBENCH_INPUTS/big.raw > /dev/null"
 
 
 def test_a_failing_command_fails_its_trial_and_the_run_goes_on(target_dir: Path, tmp_path: Path) -> None:
-    if "gocryptfs" not in FUSE:
-        pytest.skip("gocryptfs unavailable here: the failure is staged on it")
+    need_backend("gocryptfs")  # the failure is staged on it; skipped with the reason `backends` gives
     db = tmp_path / "r.sqlite"
     command = 'case "$CRYPTBENCH_TARGET" in */targets/gocryptfs/*) echo "no space for it" >&2; exit 3;; esac'
     done = _run(
