@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cryptbench.backends.base import Target
+from cryptbench.engines.apps.base import durable
 from cryptbench.interrupts import signals_blocked
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
 from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, contains, look
@@ -35,12 +36,6 @@ SIZES = (1, 4095, 4096, 4097, 100_000)  # bytes of the sizes probe's files
 PROBE_PREFIX = ".cryptbench-protection-"
 TREE_FILES = 3  # files in the tree probe's inner directory
 FLUSH_WAIT = 5.0  # seconds a look waits for the backing to show a write (CryFS: about 1)
-
-
-def durable() -> None:
-    """Twice: a FUSE daemon's writes reach the filesystem under it on the first pass."""
-    os.sync()
-    os.sync()
 
 
 def _write(path: Path, data: bytes) -> None:
