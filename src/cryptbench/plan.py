@@ -103,8 +103,9 @@ class Plan:
     # bytes the data file may grow to so that buffered trials last trial_time
     # (trial_sizing.grow; targets are made to hold it); 0: it keeps `size`
     data_size_limit: int = 0
-    # what a target must be proven to hide to be ranked (--needs: names, sizes, tree)
+    # what a target must be proven to protect to be ranked (--needs: names, sizes, tree, tamper)
     needs: tuple[str, ...] = ()
+    protection_probes: bool = True  # False: --skip-protection
 
     @property
     def repeats(self) -> int:
@@ -152,6 +153,7 @@ class Plan:
             # the study's own commands, faults included, run beside the corrected workloads
             "as_published": [w.name for w in self.suite.as_published] if self.as_published else [],
             "needs": list(self.needs),
+            "protection_probes": self.protection_probes,
             "ram": self.ram_bytes > 0,
             "trial_time": self.trial_time,
             "data_size_limit": self.data_size_limit,
@@ -317,7 +319,8 @@ class RunRequest:
     max_time: str | None = None  # a duration, as typed ("5m")
     ram: bool = False  # also run each stack on RAM
     trial_time: str | None = None  # a duration, as typed ("1s", "0"); None: $CRYPTBENCH_TRIAL_TIME, else 1s
-    needs: str | None = None  # comma-separated properties a ranked target must be proven to hide
+    needs: str | None = None  # comma-separated properties a ranked target must be proven to protect
+    skip_protection: bool = False  # no protection probes at provisioning
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunRequest:
@@ -382,8 +385,16 @@ def build_plan(request: RunRequest) -> Plan:
         ram_bytes=ram_bytes,
         trial_time=trial_time,
         data_size_limit=limit,
-        needs=parse_needs(r.needs),
+        needs=_needs(r),
+        protection_probes=not r.skip_protection,
     )
+
+
+def _needs(r: RunRequest) -> tuple[str, ...]:
+    needs = parse_needs(r.needs)
+    if needs and r.skip_protection:
+        raise UsageError("--needs ranks by what the protection probes prove: drop --skip-protection")
+    return needs
 
 
 def _growth_limit(
@@ -415,19 +426,19 @@ def default_max_bytes(target_dir: Path) -> int:
     return min(int(free_bytes(target_dir) * DEFAULT_MAX_BYTES_FRACTION), DEFAULT_MAX_BYTES_CAP)
 
 
-NEEDS = ("names", "sizes", "tree")  # what --needs can ask a ranked target to hide
+NEEDS = ("names", "sizes", "tree", "tamper")  # what --needs can ask a ranked target to protect
 
 
-def parse_needs(text: str | None) -> tuple[str, ...]:
-    """--needs as properties, each once, in NEEDS' order."""
+def parse_needs(text: str | None, flag: str = "--needs") -> tuple[str, ...]:
+    """--needs (or check --require) as properties, each once, in NEEDS' order."""
     if text is None:
         return ()
     asked = [p.strip() for p in text.split(",") if p.strip()]
     if not asked:
-        raise UsageError(f"--needs: name one or more of {', '.join(NEEDS)}")
+        raise UsageError(f"{flag}: name one or more of {', '.join(NEEDS)}")
     for p in asked:
         if p not in NEEDS:
-            raise UsageError(f"--needs: unknown property {p[:40]!r} (known: {', '.join(NEEDS)})")
+            raise UsageError(f"{flag}: unknown property {p[:40]!r} (known: {', '.join(NEEDS)})")
     return tuple(p for p in NEEDS if p in asked)
 
 

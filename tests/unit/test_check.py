@@ -125,3 +125,48 @@ def test_a_fleet_run_names_each_targets_worst_host() -> None:
     assert not worst["fscrypt"].passed and result.worst()["a/fscrypt"].passed
     assert result.to_json()["worst_hosts"]["fscrypt"]["host"] == "b"
     assert _evaluate(DOC, 100).worst_hosts() == {}
+
+
+def _protected(tamper: dict[str, str]) -> dict[str, Any]:
+    """DOC with each target's tamper finding as the probes record it."""
+    doc = copy.deepcopy(DOC)
+    for t in doc["targets"]:
+        if t["name"] in tamper:
+            t["protection"] = {
+                "sight": "directory",
+                "tamper": {"verdict": tamper[t["name"]], "evidence": "x"},
+            }
+    return doc
+
+
+def test_require_tamper_fails_the_targets_not_proven_to_detect_it() -> None:
+    doc = _protected({"fscrypt": "silent", "gocryptfs": "detected"})
+    result = check.evaluate(Document.from_json(doc), None, ("tamper",))
+    assert result.findings == []  # no --max-overhead: speed is not gated
+    assert {r.target: r.unmet for r in result.protection} == {
+        "fscrypt": "needs tamper detected: silent here",
+        "gocryptfs": None,
+    }  # the RAM twins explain; they are not gated
+    assert not result.passed
+    assert result.to_json()["required"] == ["tamper"]
+    both = check.evaluate(
+        Document.from_json(_protected({"fscrypt": "detected", "gocryptfs": "detected"})), 100, ("tamper",)
+    )
+    assert both.passed and both.findings
+
+
+def test_require_on_a_run_without_probes_cannot_pass() -> None:
+    result = check.evaluate(Document.from_json(DOC), None, ("names",))
+    assert {r.unmet for r in result.protection} == {"needs names hidden: not proven here"}
+    assert not result.passed
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [({}, "needs --max-overhead, --require or both"), ({"require": "colour"}, "--require: unknown property")],
+)
+def test_check_refuses_a_gate_of_nothing_and_unknown_properties(
+    flags: dict[str, str], message: str, tmp_path: Path
+) -> None:
+    with pytest.raises(UsageError, match=message):
+        check.run(db=tmp_path / "none.sqlite", **flags)

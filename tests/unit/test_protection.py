@@ -15,7 +15,7 @@ from cryptbench.backends.base import Target
 from cryptbench.errors import UsageError
 from cryptbench.pipeline import verify
 from cryptbench.plan import parse_needs
-from cryptbench.protection import probes
+from cryptbench.protection import probes, space
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
 from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, look
 from cryptbench.report import answer_console, protection_table, ranking, warning_rules
@@ -78,9 +78,18 @@ def test_a_plain_directory_shows_names_exact_sizes_and_the_tree(dir_target: tupl
         Property.NAMES: Verdict.SHOWN,
         Property.SIZES: Verdict.SHOWN,
         Property.TREE: Verdict.SHOWN,
+        Property.TAMPER: Verdict.SILENT,
     }
     # the backing file of each is the file itself
     assert found.findings[Property.SIZES].detail["mapping"] == {str(s): [s] for s in probes.SIZES}
+    tamper = found.findings[Property.TAMPER]
+    assert tamper.detail["bytes_changed"] == 1 and tamper.detail["file"] == "tamper", tamper.evidence
+    # the data sets take at least their bytes here (du); one changed byte rewrote one block
+    tree, large = found.space["tree"], found.space["large"]
+    assert tree["used"] >= tree["data"] > 0 and tree["files"] > 100
+    assert large["used"] >= large["data"] == space.LARGE_BYTES
+    g = found.space["granularity"]
+    assert (g["bytes"], g["blocks"], g["files"]) == (4096, 1, 1) and g["of"] >= space.LARGE_BYTES // 4096
     assert list(target.path.iterdir()) == []  # the probe removed its own directory
 
 
@@ -156,7 +165,7 @@ def test_a_control_that_hides_a_property_marks_every_finding_broken(
     plain.marker_in_backing = True
     hidden = Finding(Verdict.HIDDEN, "not seen")
 
-    def fake(_session: Session, t: Target) -> Protection:
+    def fake(_session: Session, t: Target, space: bool = True) -> Protection:
         return Protection({Property.NAMES: hidden}, "directory")
 
     monkeypatch.setattr(probes, "probe", fake)
@@ -250,24 +259,31 @@ def test_the_answer_names_the_targets_that_hide_each_property() -> None:
         }
     )
     assert protection_table.hides_line(doc) == (
-        "Hidden in the backing, proven here (beyond the contents): names: gocryptfs, securefs; "
-        "sizes: none; tree: securefs."
+        "Protected, proven here (beyond the contents): names: gocryptfs, securefs; "
+        "sizes: none; tree: securefs; tamper: none."
     )
     table = protection_table.table(doc)
     assert table is not None and table.row_count == 3
 
 
-def _proven(names: str, sizes: str, tree: str) -> dict:
-    return {"sight": "directory", "names": _found(names), "sizes": _found(sizes), "tree": _found(tree)}
+def _proven(names: str, sizes: str, tree: str, tamper: str) -> dict:
+    return {
+        "sight": "directory",
+        "names": _found(names),
+        "sizes": _found(sizes),
+        "tree": _found(tree),
+        "tamper": _found(tamper),
+    }
 
 
+# As this host's probes found them (tests/integration/test_protection_real.py)
 RECORDED = {
-    "plain": _proven("shown", "shown", "shown"),
-    "gocryptfs": _proven("hidden", "shown", "shown"),
-    "securefs": _proven("hidden", "shown", "shown"),
-    "encfs": _proven("hidden", "shown", "shown"),
-    "fscrypt": _proven("hidden", "shown", "shown"),
-    "cryfs": _proven("hidden", "hidden", "hidden"),
+    "plain": _proven("shown", "shown", "shown", "silent"),
+    "gocryptfs": _proven("hidden", "shown", "shown", "detected"),
+    "securefs": _proven("hidden", "shown", "shown", "detected"),
+    "encfs": _proven("hidden", "shown", "shown", "silent"),
+    "fscrypt": _proven("hidden", "shown", "shown", "silent"),
+    "cryfs": _proven("hidden", "hidden", "hidden", "detected"),
 }
 
 
@@ -293,15 +309,32 @@ def test_the_answer_names_the_cheapest_that_hides_what_the_cheapest_does_not() -
     doc = _doc_with(RECORDED)
     lines = protection_table.cheapest_lines(doc)
     cryfs = next(e for e in doc.ranking[0].overall if e.target == "cryfs")
+    gocryptfs = next(e for e in doc.ranking[0].overall if e.target == "gocryptfs")
     assert lines == [
         f"Cheapest that hides sizes: cryfs, {ranking.change(cryfs)}.",
-        f"Cheapest that hides tree: cryfs, {ranking.change(cryfs)}.",
+        f"Cheapest that hides the tree: cryfs, {ranking.change(cryfs)}.",
+        f"Cheapest that detects tampering: gocryptfs, {ranking.change(gocryptfs)}.",
     ]  # names: every ranked target hides them, so no line
+
+
+def test_needs_tamper_ranks_only_the_targets_that_detected_the_flip() -> None:
+    doc = _doc_with(RECORDED)
+    doc.plan["needs"] = ["tamper", "names"]
+    (section,) = ranking.build(doc)
+    assert [e.target for e in section.overall] == ["gocryptfs", "securefs", "cryfs"]
+    assert {n.target: n.reason for n in section.not_ranked} == {
+        t: "needs tamper detected: silent here" for t in ("fscrypt", "encfs")
+    }
 
 
 @pytest.mark.parametrize(
     ("text", "needs"),
-    [(None, ()), ("tree,names", ("names", "tree")), ("sizes, sizes", ("sizes",))],
+    [
+        (None, ()),
+        ("tree,names", ("names", "tree")),
+        ("sizes, sizes", ("sizes",)),
+        ("tamper,names", ("names", "tamper")),
+    ],
 )
 def test_needs_are_parsed_in_order(text: str | None, needs: tuple[str, ...]) -> None:
     assert parse_needs(text) == needs

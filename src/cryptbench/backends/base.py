@@ -106,6 +106,10 @@ class Target:
     # A cgroup (v2) that fio must run in for this target: a known-answer
     # target's throttle lives there (throttle.py). None elsewhere.
     cgroup: Path | None = None
+    # Seconds its daemon may keep written blocks in its own memory before they reach the
+    # backing, whatever fsync and sync do (CryFS's block cache); the protection probes wait
+    # this long where they need every write in the backing. 0: none.
+    write_behind: float = 0.0
     # What its backing hides, as the protection probes found it (protection/findings.py's
     # Protection.to_json()); None until probed.
     protection: JsonObject | None = None
@@ -113,8 +117,11 @@ class Target:
 
 # What an unencrypted backing shows: everything (the positive controls' declaration).
 NOTHING_HIDDEN = {
-    p: ("shown", "no encryption: the backing holds the files as they are")
-    for p in ("contents", "names", "sizes", "tree")
+    **{
+        p: ("shown", "no encryption: the backing holds the files as they are")
+        for p in ("contents", "names", "sizes", "tree")
+    },
+    "tamper": ("silent", "no encryption and no checksum of the data: a changed byte reads back changed"),
 }
 
 
@@ -135,8 +142,9 @@ class Backend(ABC):
 
     def declared(self) -> dict[str, tuple[str, str]]:
         """What its documentation promises it hides from someone who reads its backing at
-        rest, per property (contents, names, sizes, tree): ("hidden" | "shown" | "block",
-        the source). The protection probes' findings are held to it; {}: nothing declared."""
+        rest, per property (contents, names, sizes, tree: "hidden" | "shown" | "block";
+        tamper: "detected" | "silent"), with the source. The protection probes' findings are
+        held to it; {}: nothing declared."""
         return {}
 
     @abstractmethod

@@ -20,6 +20,10 @@ class CryfsBackend(FuseOverlayBackend):
     # 16 KiB blocks, each with a header, nonce and tag, plus the block tree
     overhead = 1.05
     cipher_label = "XChaCha20-Poly1305 (CryFS default), 16 KiB blocks"
+    # Its block cache (blockstore/implementations/caching/cache/Cache.h) writes a block out
+    # once it is PURGE_LIFETIME_SEC (0.5) old, checked every PURGE_INTERVAL (0.5): at most
+    # MAX_LIFETIME_SEC, one second, after its last use.
+    write_behind = 1.0
     summary = "CryFS FUSE overlay (XChaCha20-Poly1305 blocks) over a directory on the target filesystem"
     # XChaCha20-Poly1305 over 16 KiB blocks by default; the nearest case measured
     # is ChaCha20-Poly1305 on 4 KiB.
@@ -32,6 +36,7 @@ class CryfsBackend(FuseOverlayBackend):
             "names": ("hidden", f"{src}: File Names, CryFS: GCM (dir DB)"),
             "sizes": ("hidden", f"{src}: File size obfuscation: yes (chunked storage)"),
             "tree": ("hidden", f"{src}: Directory flattening: yes"),
+            "tamper": ("detected", f"{src}: File Contents, Integrity, CryFS: GCM"),
         }
 
     def mount_env(self, layout: Layout) -> dict[str, str]:

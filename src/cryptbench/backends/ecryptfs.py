@@ -94,6 +94,7 @@ class EcryptfsBackend(Backend):
             "names": ("hidden", f"{src}: File Names, ecryptfs: CBC (with fnek, as mounted here)"),
             "sizes": ("block", f"{src}: File size obfuscation: yes (4 KB increments)"),
             "tree": ("shown", f"{src}: Directory flattening: no"),
+            "tamper": ("silent", f"{src}: File Contents, Integrity, ecryptfs: none"),
         }
 
     def probe(self) -> Availability:

@@ -28,6 +28,7 @@ class EncfsBackend(FuseOverlayBackend):
             "names": ("hidden", f"{src}: File Names, encfs default: CBC, path chaining"),
             "sizes": ("shown", f"{src}: File size obfuscation: no"),
             "tree": ("shown", f"{src}: Directory flattening: no"),
+            "tamper": ("silent", f"{src}: File Contents, Integrity, encfs default (--standard): none"),
         }
 
     def mount_argv(self, layout: Layout) -> list[str]:

@@ -148,6 +148,7 @@ class FscryptBackend(Backend):
             "names": ("hidden", meta),
             "sizes": ("shown", meta),
             "tree": ("shown", meta),
+            "tamper": ("silent", f"{src}, Encryption modes: XTS, CTS-CBC and Adiantum, none authenticated"),
         }
 
     def __init__(self, name: str = "fscrypt", policy: Policy = AES_POLICY) -> None:

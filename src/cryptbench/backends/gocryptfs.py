@@ -61,6 +61,7 @@ class GocryptfsBackend(Backend):
             "names": ("hidden", f"{src}: File Names, EME with a per-directory IV"),
             "sizes": ("shown", f"{src}: File size obfuscation: no"),
             "tree": ("shown", f"{src}: Directory flattening: no"),
+            "tamper": ("detected", f"{src}: File Contents, Integrity: GCM"),
         }
 
     def probe(self) -> Availability:

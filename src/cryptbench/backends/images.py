@@ -118,7 +118,8 @@ class ImageBackend(Backend):
         if not self.encrypted:
             return NOTHING_HIDDEN
         src = "qemu docs, qcow2/LUKS encryption: the guest's sectors are encrypted"
-        return {p: ("hidden", src) for p in ("contents", "names", "sizes", "tree")}
+        said = {p: ("hidden", src) for p in ("contents", "names", "sizes", "tree")}
+        return {**said, "tamper": ("silent", "qemu docs, LUKS: AES-XTS sectors, no authentication tag")}
 
     def __init__(self, kind: str, cipher: str | None) -> None:
         self.kind = kind

@@ -346,7 +346,15 @@ class LuksBackend(Backend):
 
     def declared(self) -> dict[str, tuple[str, str]]:
         src = "cryptsetup(8), dm-crypt: the whole block device is encrypted"
-        return {p: ("hidden", src) for p in ("contents", "names", "sizes", "tree")}
+        said = {p: ("hidden", src) for p in ("contents", "names", "sizes", "tree")}
+        if self.variant.integrity:
+            said["tamper"] = (
+                "detected",
+                "integritysetup(8): dm-integrity's tags, for authenticated encryption",
+            )
+        else:
+            said["tamper"] = ("silent", "cryptsetup-luksFormat(8): authenticated only with --integrity")
+        return said
 
     def __init__(self, name: str) -> None:
         self.name = name

@@ -58,6 +58,7 @@ class FuseOverlayBackend(Backend):
     package: ClassVar[str]  # Debian package
     overhead: ClassVar[float]  # ciphertext bytes per plaintext byte
     cipher_label: ClassVar[str]
+    write_behind: ClassVar[float] = 0.0  # seconds (Target.write_behind)
 
     def probe(self) -> Availability:
         if which(self.tool) is None:
@@ -124,6 +125,7 @@ class FuseOverlayBackend(Backend):
                 path=layout.mountpoint,
                 backing=(layout.cipher,),
                 helpers=(daemon_mod.helper(daemon),),
+                write_behind=self.write_behind,
                 details={
                     "version": package_version(self.package),
                     "cipher": self.cipher_label,

@@ -31,6 +31,10 @@ class SecurefsBackend(FuseOverlayBackend):
             "names": ("hidden", "gocryptfs-website docs/comparison.md: File Names, securefs: AES-SIV"),
             "sizes": ("shown", "gocryptfs-website docs/comparison.md: File size obfuscation: no"),
             "tree": ("shown", lite),
+            "tamper": (
+                "detected",
+                "gocryptfs-website docs/comparison.md: File Contents, Integrity, securefs: GCM",
+            ),
         }
 
     def create(self, session: Session, layout: Layout, password: bytes) -> None:

@@ -1,4 +1,4 @@
-"""`cryptbench check --max-overhead 30%`: a gate for CI or a fleet image.
+"""`cryptbench check --max-overhead 30% --require tamper`: a gate for CI or a fleet image.
 
 Each encrypted target of a stored run (on the device; RAM twins are there to
 explain, not to ship) against its baseline, on every workload: the overhead is
@@ -8,13 +8,15 @@ workload it should have run has no figure (a lost target cannot pass). Each
 finding says whether its whole 95 % interval lies beyond the bound ("clearly")
 or only the estimate does, so a failure near the bound reads as what it is.
 On a fleet run every host's target is gated, and each target is also named by
-its worst host (a fleet ships when its worst host does).
+its worst host (a fleet ships when its worst host does). With --require, each
+encrypted target must also have been proven, by the run's protection probes, to
+protect every property named (names, sizes, tree hidden; tampering detected).
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -22,8 +24,10 @@ from rich.console import Console
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
 from cryptbench.json_types import JsonObject
+from cryptbench.plan import parse_needs
 from cryptbench.report import document
 from cryptbench.report.json_output import print_json
+from cryptbench.report.ranking import unmet_need
 from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import Document
 from cryptbench.store import Store, default_db_path
@@ -63,14 +67,31 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class Result:
-    run_id: int
-    bound: float  # percent
-    findings: list[Finding]
+class Required:
+    """One encrypted target held to --require: None where it meets every property."""
+
+    target: str
+    unmet: str | None  # the first property not proven, in words
 
     @property
     def passed(self) -> bool:
-        return all(f.passed for f in self.findings)
+        return self.unmet is None
+
+    def words(self) -> str:
+        return f"{self.target}: " + (self.unmet or "proven to protect what is required")
+
+
+@dataclass(frozen=True)
+class Result:
+    run_id: int
+    bound: float | None  # percent; None: no --max-overhead
+    findings: list[Finding]
+    required: tuple[str, ...] = ()  # --require's properties
+    protection: list[Required] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(f.passed for f in self.findings) and all(r.passed for r in self.protection)
 
     def worst(self) -> dict[str, Finding]:
         """Per target, the finding that decides it: a missing figure, else the largest overhead."""
@@ -100,6 +121,10 @@ class Result:
             "max_overhead_percent": self.bound,
             "passed": self.passed,
             "findings": [f.to_json() for f in self.findings],
+            "required": list(self.required),
+            "protection": [
+                {"target": r.target, "passed": r.passed, "unmet": r.unmet} for r in self.protection
+            ],
             "worst_hosts": {name: f.to_json() for name, f in self.worst_hosts().items()},
         }
 
@@ -108,12 +133,15 @@ def _rank(f: Finding) -> float:
     return float("inf") if f.overhead is None else f.overhead
 
 
-def evaluate(doc: Document, bound: float) -> Result:
-    """Pure: the findings of one result document against a bound in percent."""
+def evaluate(doc: Document, bound: float | None, require: tuple[str, ...] = ()) -> Result:
+    """Pure: the findings of one result document against a bound in percent (None: no
+    bound) and the properties each encrypted target must be proven to protect."""
     comps = {(c.workload, c.target): c for c in doc.comparisons if c.kind == "baseline"}
     findings = []
-    for t in doc.targets:
-        if not t.encrypted or not t.baseline or t.medium == "ram":
+    gated = [t for t in doc.targets if t.encrypted and t.medium != "ram"]
+    protection = [Required(t.name, unmet_need(require, t)) for t in gated] if require else []
+    for t in gated:
+        if bound is None or not t.baseline:
             continue
         for w in doc.plan["workloads"]:
             c = comps.get((w, t.name))
@@ -124,56 +152,87 @@ def evaluate(doc: Document, bound: float) -> Result:
             overhead = -pct
             low, high = (None, None) if interval is None else (-interval[1], -interval[0])
             findings.append(Finding(t.name, t.baseline, w, overhead, low, high, overhead <= bound, t.host))
-    if not findings:
-        raise UsageError(
-            f"run {doc.run_id} has no encrypted target measured against a baseline on the device: "
-            "nothing to check"
-        )
-    return Result(doc.run_id, bound, findings)
+    if not findings and not protection:
+        what = "measured against a baseline " if bound is not None else ""
+        raise UsageError(f"run {doc.run_id} has no encrypted target {what}on the device: nothing to check")
+    return Result(doc.run_id, bound, findings, require, protection)
 
 
-def run(*, ref: str = "latest", max_overhead: str, db: Path | None = None) -> Result:
-    bound = parse_percent(max_overhead, what="--max-overhead", low=0, high=100) * 100
+def run(
+    *,
+    ref: str = "latest",
+    max_overhead: str | None = None,
+    require: str | None = None,
+    db: Path | None = None,
+) -> Result:
+    if max_overhead is None and require is None:
+        raise UsageError("check needs --max-overhead, --require or both")
+    bound = None
+    if max_overhead is not None:
+        bound = parse_percent(max_overhead, what="--max-overhead", low=0, high=100) * 100
+    needs = parse_needs(require, "--require")
     store = Store.open(db or default_db_path(), create=False)
     try:
         run_id = store.resolve_run(ref)
         doc = document.build(store, run_id)
     finally:
         store.close()
-    return evaluate(doc, bound)
+    return evaluate(doc, bound, needs)
 
 
-HELP = "exit 1 when an encrypted target's overhead against its baseline exceeds a bound (for CI gates)"
+HELP = (
+    "exit 1 when an encrypted target's overhead against its baseline exceeds a bound, or it was not "
+    "proven to protect what is required (for CI gates)"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("ref", nargs="?", default="latest", help="run id, or latest (default)")
     p.add_argument(
         "--max-overhead",
-        required=True,
         metavar="P",
         help="the most speed a target may lose against its baseline on any workload, e.g. 30%%",
+    )
+    p.add_argument(
+        "--require",
+        metavar="PROPS",
+        help="what every encrypted target must have been proven to protect, comma-separated: names, "
+        "sizes, tree (hidden), tamper (detected)",
     )
     add_db(p)
     add_json(p, "the findings")
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
-    result = run(ref=args.ref, max_overhead=args.max_overhead, db=args.db)
+    result = run(ref=args.ref, max_overhead=args.max_overhead, require=args.require, db=args.db)
     if args.json:
         print_json(result.to_json())
-    else:
+        return 0 if result.passed else 1
+    bound = result.bound
+    if bound is not None:
         for target, f in result.worst().items():
             verdict = "[green]pass[/green]" if f.passed else "[red]FAIL[/red]"
-            out.print(f"{verdict} {f.words(result.bound)}", highlight=False)
+            out.print(f"{verdict} {f.words(bound)}", highlight=False)
             for other in result.findings:
                 if other.target == target and not other.passed and other is not f:
-                    out.print(f"     also {other.words(result.bound)}", highlight=False)
+                    out.print(f"     also {other.words(bound)}", highlight=False)
         for name, f in result.worst_hosts().items():
-            out.print(f"worst host for {name}: {f.host} ({f.words(result.bound)})", highlight=False)
-        out.print(
-            f"run {result.run_id}: "
-            + ("every target within" if result.passed else "over")
-            + f" {result.bound:g} % overhead (the share of the baseline's speed lost; worst workload shown)"
+            out.print(f"worst host for {name}: {f.host} ({f.words(bound)})", highlight=False)
+    for r in result.protection:
+        verdict = "[green]pass[/green]" if r.passed else "[red]FAIL[/red]"
+        out.print(f"{verdict} {r.words()}", highlight=False)
+    gates = []
+    if bound is not None:
+        within = all(f.passed for f in result.findings)
+        gates.append(
+            ("every target within" if within else "over")
+            + f" {bound:g} % overhead (the share of the baseline's speed lost; worst workload shown)"
         )
+    if result.required:
+        proven = all(r.passed for r in result.protection)
+        gates.append(
+            ("every target" if proven else "not every target")
+            + f" proven to protect {', '.join(result.required)}"
+        )
+    out.print(f"run {result.run_id}: " + "; ".join(gates))
     return 0 if result.passed else 1

@@ -71,8 +71,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--needs",
         metavar="PROPS",
-        help="rank only targets proven here to hide these, comma-separated: names, sizes, tree "
-        "(docs/protection.md); the others are listed with the need they failed",
+        help="rank only targets proven here to protect these, comma-separated: names, sizes, tree "
+        "(hidden), tamper (detected) (docs/protection.md); the others are listed with the need they failed",
+    )
+    p.add_argument(
+        "--skip-protection",
+        action="store_true",
+        help="skip the protection probes (names, sizes, tree, tampering, space; docs/protection.md) "
+        "at provisioning: the proof of encryption still runs",
     )
     add_stopping(p, max_bytes=True)
     p.add_argument("--seed", type=int, help="seed for trial order and fio offsets (default: random)")

@@ -69,6 +69,9 @@ def _plan(
             passphrase_file=passphrase_file,
             # the coordinator sends whole jobs: nothing here sizes trials or grows the data file
             trial_time="0",
+            # a manifest carries no protection findings (yet): probing would cost each host
+            # time for a finding no one reads
+            skip_protection=True,
         )
     )
     stateful = [t.name for t in plan.targets if t.state is not None]

@@ -196,8 +196,9 @@ def provision_all(
         provisioned.up(spec)
     progress.phase("proving encryption")
     prove_encryption(session, provisioned.targets)
-    progress.phase("probing what each target hides")
-    probe_protection(session, provisioned.targets)
+    if plan.protection_probes:
+        progress.phase("probing what each target protects, and its space")
+        probe_protection(session, provisioned.targets)
     probe_direct(session, provisioned.targets)
     provisioned.direct, note = decide_io_modes(plan.io_mode, provisioned.targets)
     if all(isinstance(w, AppWorkload) and w.runs_commands for w in plan.suite.workloads):

@@ -12,11 +12,12 @@ import errno
 import mmap
 import os
 import secrets
-import time
 from dataclasses import replace
 
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.base import DirectIO, Target, cache_files, iter_files
+from cryptbench.engines.apps.base import durable
+from cryptbench.json_types import JsonObject
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.protection import probes
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
@@ -37,15 +38,14 @@ def marker_in_backing(session: Session, target: Target) -> bool:
         f.flush()
         os.fsync(f.fileno())
     try:
-        # Metadata and journal too: the whole filesystem, then the loop device
-        # below it, must have written back before the backing is searched.
-        os.sync()
-        # A daemon that keeps blocks in its own memory (CryFS, about a second) must have
-        # written the marker's before their absence means anything.
-        deadline = time.monotonic() + probes.FLUSH_WAIT
-        while before is not None and _dir_sight(target) == before and time.monotonic() < deadline:
-            time.sleep(0.25)
-            os.sync()
+        # Metadata and journal too: the whole filesystem, then the loop device below it,
+        # must have written back before the backing is searched; and a daemon that keeps
+        # blocks in its own memory (CryFS) must have written the marker's before their
+        # absence means anything.
+        if before is None:
+            durable()
+        else:
+            probes.until_changed(target, lambda: _dir_sight(target) or {}, before)
         return any(contains(p, token) for p in iter_files(target.backing))
     finally:
         marker.unlink()
@@ -101,14 +101,15 @@ def probe_direct_io(session: Session, target: Target) -> tuple[DirectIO, str]:
 CONTROLS = ("plain", "ext4-loop")
 
 
-def probe_protection(session: Session, targets: dict[str, Target]) -> None:
-    """What each target's backing hides (protection/probes.py), with the proof of encryption
-    as its contents' finding; the findings stored on each target. Where a positive control
-    (plain, ext4-loop) hides what it cannot hide, the probe is broken: every target's
-    findings say so, and are no evidence."""
+def probe_protection(session: Session, targets: dict[str, Target], space: bool = True) -> None:
+    """What each target's backing hides and whether it detects tampering
+    (protection/probes.py), with the proof of encryption as its contents' finding, and its
+    space against its baseline's (`space`); stored on each target. Where a positive
+    control (plain, ext4-loop) protects what it cannot, the probe is broken: every
+    target's findings say so, and are no evidence."""
     found: dict[str, Protection] = {}
     for name, t in targets.items():
-        p = probes.probe(session, t)
+        p = probes.probe(session, t, space=space)
         said = REGISTRY[t.backend].declared() if t.backend in REGISTRY else {}
         findings = {Property.CONTENTS: _contents(t), **p.findings}
         found[name] = replace(
@@ -123,13 +124,30 @@ def probe_protection(session: Session, targets: dict[str, Target]) -> None:
         if t.backend not in CONTROLS or name not in found:
             continue
         for prop, f in found[name].findings.items():
-            if f.hides is not False:
+            if f.protects is not False:
                 broken = f"the {prop} probe did not see {prop} on {name}, a positive control ({f.evidence})"
                 break
         if broken:
             break
     for name, t in targets.items():
-        t.protection = replace(found[name], broken=broken).to_json()
+        base = found.get(t.baseline) if t.baseline else None
+        measured = with_ratios(found[name].space, base.space if base else {})
+        t.protection = replace(found[name], broken=broken, space=measured).to_json()
+
+
+def with_ratios(space: JsonObject, baseline: JsonObject) -> JsonObject:
+    """Each data set's space, with its baseline's and their ratio where both were measured."""
+    out = dict(space)
+    for kind in ("tree", "large"):
+        mine, theirs = space.get(kind), baseline.get(kind)
+        if not mine or not theirs or "used" not in mine or "used" not in theirs or theirs["used"] <= 0:
+            continue
+        out[kind] = {
+            **mine,
+            "baseline_used": theirs["used"],
+            "ratio": round(mine["used"] / theirs["used"], 3),
+        }
+    return out
 
 
 def _contents(t: Target) -> Finding:

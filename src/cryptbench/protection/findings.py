@@ -16,17 +16,25 @@ class Property(StrEnum):
     NAMES = "names"  # the files' and directories' names
     SIZES = "sizes"  # each file's size
     TREE = "tree"  # how many files there are, and which directory holds which
+    TAMPER = "tamper"  # a flipped ciphertext byte: detected (an error), or read back silently
 
 
 class Verdict(StrEnum):
     HIDDEN = "hidden"  # the backing did not show it
     SHOWN = "shown"  # the backing showed it (sizes: exactly, to the byte)
     BLOCK = "block"  # sizes only: shown to within a block (the finding names it)
-    UNKNOWN = "unknown"  # no reader here for the backing's structure: not decided
+    DETECTED = "detected"  # tamper only: reading a flipped byte back failed
+    SILENT = "silent"  # tamper only: a flipped byte came back as other data, without an error
+    UNKNOWN = "unknown"  # no reader here for the backing's structure, or the probe failed
+
+
+PROTECTING = (Verdict.HIDDEN, Verdict.DETECTED)
 
 
 @dataclass(frozen=True)
 class Finding:
+    """One property's proven verdict. "Protects" means hidden, or for tampering detected."""
+
     verdict: Verdict
     evidence: str  # what the probe saw, in words
     # the sizes probe's mapping, plaintext bytes -> backing bytes (None: no file of its
@@ -53,17 +61,17 @@ class Finding:
     def disagrees(self) -> bool:
         """The probe proved the opposite of what the documentation promises (hidden against
         shown, exactly or to a block); an undecided probe disagrees with nothing."""
-        if self.declared is None or self.hides is None:
+        if self.declared is None or self.protects is None:
             return False
-        return self.hides != (self.declared[0] is Verdict.HIDDEN)
+        return self.protects != (self.declared[0] in PROTECTING)
 
     @property
-    def hides(self) -> bool | None:
-        """True where the property is hidden, False where shown (to the byte or to a
-        block), None where the probe could not decide."""
+    def protects(self) -> bool | None:
+        """True where the property is hidden (tampering: detected), False where shown (to
+        the byte or to a block; tampering: silent), None where the probe could not decide."""
         if self.verdict is Verdict.UNKNOWN:
             return None
-        return self.verdict is Verdict.HIDDEN
+        return self.verdict in PROTECTING
 
 
 @dataclass(frozen=True)
@@ -74,14 +82,21 @@ class Protection:
     sight: str  # how the backing was read: "directory", "ext4 image", "LUKS container", …
     # the positive control failed on this run's unencrypted targets: the findings are no evidence
     broken: str | None = None
+    # protection/space.py's measure(): "fixed" (bytes allocated before the data sets),
+    # "tree" and "large" ({"files", "data", "used": bytes, and from the pipeline
+    # "baseline_used": bytes, "ratio"}), "granularity" ({"bytes", "blocks", "files", "of"});
+    # {} where not measured
+    space: JsonObject = field(default_factory=dict)
 
     def to_json(self) -> JsonObject:
         d: JsonObject = {"sight": self.sight, **{str(p): f.to_json() for p, f in self.findings.items()}}
         if self.broken:
             d["broken"] = self.broken
+        if self.space:
+            d["space"] = self.space
         return d
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Protection:
         findings = {p: Finding.from_json(d[str(p)]) for p in Property if str(p) in d}
-        return cls(findings, d.get("sight", ""), d.get("broken"))
+        return cls(findings, d.get("sight", ""), d.get("broken"), d.get("space", {}))

@@ -1,4 +1,5 @@
-"""The probes of names, sizes and tree: each writes through a target's decrypted view,
+"""The probes of names, sizes, tree and tampering (tamper.py), and the space measure
+(space.py): each writes through a target's decrypted view,
 makes it durable, and looks at the backing (sight.py) as someone who reads it at rest.
 
 They run at provisioning, outside every clock, in a directory of their own on the
@@ -24,18 +25,24 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from cryptbench.backends.base import Target
 from cryptbench.engines.apps.base import durable
 from cryptbench.interrupts import signals_blocked
+from cryptbench.protection import blocks
+from cryptbench.protection.blocks import Blocks
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
 from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, contains, look
+from cryptbench.protection.space import measure
+from cryptbench.protection.tamper import WRITE_BEHIND_MARGIN, probe_tamper
 from cryptbench.session import Session
 
 SIZES = (1, 4095, 4096, 4097, 100_000)  # bytes of the sizes probe's files
 PROBE_PREFIX = ".cryptbench-protection-"
 TREE_FILES = 3  # files in the tree probe's inner directory
-FLUSH_WAIT = 5.0  # seconds a look waits for the backing to show a write (CryFS: about 1)
+FLUSH_WAIT = 5.0  # seconds a look waits for the backing to show a write (a daemon's cache)
+T = TypeVar("T")
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -64,11 +71,15 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _settled(target: Target) -> None:
+def _settled(target: Target, complete: bool = False) -> None:
     """Everything written so far on the backing, where someone reading it at rest would
     see it: synced, and for an ext4 filesystem on an image, its journal written back in
-    place (a freeze and thaw checkpoints it), since debugfs reads without replaying it."""
+    place (a freeze and thaw checkpoints it), since debugfs reads without replaying it.
+    `complete`: also every block a daemon still held (Target.write_behind, and a margin)."""
     durable()
+    if complete and target.write_behind:
+        time.sleep(target.write_behind + WRITE_BEHIND_MARGIN)
+        durable()
     if any(p.is_file() and _readable_image(p) for p in target.backing):
         mount = _mountpoint(target.path)
         if mount is not None:
@@ -110,24 +121,39 @@ def checkpoint(mount: Path) -> None:
         os.close(fd)
 
 
-def probe(session: Session, target: Target, seen: Callable[[], Sight] | None = None) -> Protection:
-    """Names, sizes and tree of one target, probed; `seen` looks at its backing
-    (tests give their own)."""
+def until_changed(target: Target, look: Callable[[], T], before: T | None) -> T:
+    """`look` at the backing once it is settled and differs from `before`: a daemon that
+    keeps blocks in its own memory (CryFS) is given FLUSH_WAIT to write some out. With
+    `before` None, the backing once every write has reached it (Target.write_behind).
+    When nothing changes in time, the last look."""
+    if before is None:
+        _settled(target, complete=True)
+        return look()
+    deadline = time.monotonic() + FLUSH_WAIT
+    _settled(target)
+    now = look()
+    while now == before and time.monotonic() < deadline:
+        time.sleep(0.25)
+        _settled(target)
+        now = look()
+    return now
+
+
+def probe(
+    session: Session, target: Target, seen: Callable[[], Sight] | None = None, space: bool = True
+) -> Protection:
+    """Names, sizes, tree and tampering of one target, probed, and its space measured
+    (`space`); `seen` looks at its backing (tests give their own)."""
 
     last: list[Sight] = []
 
     def look_settled() -> Sight:
-        """The backing once it shows the last write: a daemon that keeps blocks in its own
-        memory (CryFS, about a second) is given FLUSH_WAIT to write them out."""
-        deadline = time.monotonic() + FLUSH_WAIT
-        while True:
-            _settled(target)
-            sight = look(target.backing)
-            changed = not last or sight.entries is None or sight.entries != last[-1].entries
-            if changed or time.monotonic() >= deadline:
-                last.append(sight)
-                return sight
-            time.sleep(0.25)
+        sight = until_changed(target, lambda: look(target.backing), last[-1] if last else None)
+        last.append(sight)
+        return sight
+
+    def digest_settled(before: Blocks | None) -> Blocks:
+        return until_changed(target, lambda: blocks.digest(target.backing), before)
 
     see = seen or look_settled
     folder = session.check_inside(target.path / f"{PROBE_PREFIX}{secrets.token_hex(6)}")
@@ -137,10 +163,14 @@ def probe(session: Session, target: Target, seen: Callable[[], Sight] | None = N
         names, sight = _names(folder, target, see)
         sizes, sight = _sizes(folder, see, sight)
         findings = {Property.NAMES: names, Property.SIZES: sizes, Property.TREE: _tree(folder, see, sight)}
+        findings[Property.TAMPER] = probe_tamper(session, folder, target, _write, digest_settled)
+        measured = (
+            measure(target, folder, digest_settled, lambda: _settled(target, complete=True)) if space else {}
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         durable()
-    return Protection(findings, before.how)
+    return Protection(findings, before.how, space=measured)
 
 
 def _new(before: Sight, after: Sight) -> dict[str, Entry]:

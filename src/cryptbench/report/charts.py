@@ -559,6 +559,41 @@ def file_size_chart(doc: Document) -> Chart | None:
     )
 
 
+def space_chart(doc: Document) -> Chart | None:
+    """What each target's backing takes for the protection probe's two data sets, against
+    the same data on its baseline (protection/space.py), as horizontal bars."""
+    rows: list[tuple[str, str, float]] = []  # (target, data set, ratio)
+    for t in doc.targets:
+        space = (t.protection or {}).get("space", {})
+        for kind, label in (("tree", "small files"), ("large", "large file")):
+            if "ratio" in space.get(kind, {}):
+                rows.append((f"{t.name} against {t.baseline}", label, float(space[kind]["ratio"])))
+    if not rows:
+        return None
+    with matplotlib.rc_context(STYLE):
+        targets = list(dict.fromkeys(r[0] for r in rows))
+        fig = Figure(figsize=(WIDTH, 0.5 + 0.45 * len(targets)), layout="constrained")
+        ax = fig.subplots()
+        for i, (label, colour) in enumerate((("small files", GREYS[0]), ("large file", GREYS[2]))):
+            ys = [targets.index(r[0]) + (i - 0.5) * 0.38 for r in rows if r[1] == label]
+            xs = [r[2] for r in rows if r[1] == label]
+            ax.barh(ys, xs, height=0.36, color=colour, label=label)
+        ax.set_yticks(range(len(targets)), targets)
+        ax.invert_yaxis()
+        ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.set_xlabel("space in the backing against the baseline, x (1: the same)")
+        ax.legend(fontsize=8, loc="lower right")
+    return Chart(
+        "space",
+        "space",
+        "What each target costs in space",
+        "Bytes allocated in each target's backing for a tree of small files (the source-tree workload's "
+        "spread) and for one large file, each divided by the same data's bytes on its baseline: `du` "
+        "of a ciphertext directory, the filesystem's own count inside an image.",
+        fig,
+    )
+
+
 def build(doc: Document, timelines: list[TrialTimeline]) -> list[Chart]:
     """Every chart the run's data allows, in the report's order."""
     with matplotlib.rc_context(STYLE):  # spines, grid and fonts are set when artists are made

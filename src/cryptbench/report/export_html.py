@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import jinja2
 
 from cryptbench import __version__
-from cryptbench.protection.findings import Property
 from cryptbench.report import charts as charts_mod
 from cryptbench.report import protection_table, ranking
 from cryptbench.report.answer_console import SERIOUS, command_lines, precision_line
@@ -166,7 +165,9 @@ def render(doc: Document, charts: list[charts_mod.Chart]) -> str:
         ranking_sentences=ranking.sentences(doc) + protection_table.cheapest_lines(doc),
         command_lines=command_lines(doc),
         protection_rows=hides,
-        protection_columns=[str(p) for p in Property],
+        protection_columns=protection_table.columns(),
+        protection_caption=protection_table.CAPTION,
+        space_chart=charts_mod.space_chart(doc) if hides else None,
         protection_broken=protection_table.broken(doc),
         precision=precision_line(doc),
         warning_groups=warning_groups(doc),

@@ -16,6 +16,14 @@ SHOWN_AS = {
     Property.NAMES: "names",
     Property.SIZES: "sizes",
     Property.TREE: "tree",
+    Property.TAMPER: "tampering",
+}
+# How the answer's lines name each property a target protects.
+PROTECTS = {
+    Property.NAMES: "hides names",
+    Property.SIZES: "hides sizes",
+    Property.TREE: "hides the tree",
+    Property.TAMPER: "detects tampering",
 }
 
 
@@ -24,11 +32,16 @@ def _protections(doc: Document) -> list[tuple[TargetInfo, Protection]]:
 
 
 def cell(f: Finding | None) -> str:
-    """✓ hidden, ✗ shown (to the byte), ~N: shown to an N-byte block, ? undecided."""
+    """✓ hidden (or detected), ✗ shown (to the byte; or silent), ~N: shown to an N-byte
+    block, ? undecided."""
     if f is None:
         return "-"
     if f.verdict is Verdict.HIDDEN:
         return "✓ hidden"
+    if f.verdict is Verdict.DETECTED:
+        return "✓ detected"
+    if f.verdict is Verdict.SILENT:
+        return "✗ silent"
     if f.verdict is Verdict.BLOCK:
         return f"~ to {format_bytes(int(f.detail.get('block', 0)))}"
     if f.verdict is Verdict.SHOWN:
@@ -37,49 +50,78 @@ def cell(f: Finding | None) -> str:
 
 
 def hides_line(doc: Document) -> str | None:
-    """One line: for each property beyond the contents, the encrypted targets that hide it."""
+    """One line: for each property beyond the contents, the encrypted targets that protect it."""
     found = [(t, p) for t, p in _protections(doc) if t.encrypted]
     if not found:
         return None
     if any(p.broken for _t, p in found):
         return "What each target hides: not proven, the probe failed its positive control (show --details)."
     parts = []
-    for prop in (Property.NAMES, Property.SIZES, Property.TREE):
-        hiding = [t.name for t, p in found if (f := p.findings.get(prop)) is not None and f.hides]
+    for prop in PROTECTS:
+        hiding = [t.name for t, p in found if (f := p.findings.get(prop)) is not None and f.protects]
         parts.append(f"{prop}: {', '.join(hiding) if hiding else 'none'}")
-    return "Hidden in the backing, proven here (beyond the contents): " + "; ".join(parts) + "."
+    return "Protected, proven here (beyond the contents): " + "; ".join(parts) + "."
 
 
 def cheapest_lines(doc: Document) -> list[str]:
-    """Per property some ranked target lacks: the cheapest ranked target that hides it, e.g.
-    "Cheapest that hides sizes: cryfs, -93% [-95, -90]" (the first ranking section's)."""
+    """Per property some ranked target lacks: the cheapest ranked target that protects it,
+    e.g. "Cheapest that hides sizes: cryfs, -93% [-95, -90]" (the first ranking section's)."""
     found = _protections(doc)
     if not doc.ranking or not found or any(p.broken for _t, p in found):
         return []  # a run before the probes, or one whose probe failed its control
     hides = {t.name: p for t, p in found}
     entries = doc.ranking[0].overall
     lines = []
-    for prop in (Property.NAMES, Property.SIZES, Property.TREE):
+    for prop, does in PROTECTS.items():
 
         def hiding(name: str, prop: Property = prop) -> bool:
             f = hides[name].findings.get(prop) if name in hides else None
-            return bool(f is not None and f.hides)
+            return bool(f is not None and f.protects)
 
         if all(hiding(e.target) for e in entries):
             continue
         best = next((e for e in entries if hiding(e.target)), None)
         if best is None:
-            lines.append(f"None of the ranked targets hides {prop}.")
+            lines.append(f"None of the ranked targets {does}.")
         else:
-            lines.append(f"Cheapest that hides {prop}: {best.target}, {change(best)}.")
+            lines.append(f"Cheapest that {does}: {best.target}, {change(best)}.")
     return lines
 
 
+# The space columns after the properties: each data set against the target's baseline,
+# and what one byte's change rewrites in the backing.
+SPACE_COLUMNS = ("space, small files", "space, large file", "1 byte changed")
+
+
+def space_cells(p: Protection) -> list[str]:
+    """ "1.04x" per data set (its space against its baseline's; "-" for a target without a
+    baseline, or not measured), and the bytes of backing one changed byte rewrote."""
+    cells = []
+    for kind in ("tree", "large"):
+        m = p.space.get(kind) or {}
+        cells.append(f"{m['ratio']:.2f}x" if "ratio" in m else "-")
+    g = p.space.get("granularity")
+    cells.append(format_bytes(int(g["bytes"])) if g else "-")
+    return cells
+
+
+def columns() -> list[str]:
+    return [SHOWN_AS[prop] for prop in Property] + list(SPACE_COLUMNS)
+
+
 def rows(doc: Document) -> list[tuple[str, str, list[str]]]:
-    """(target, how its backing was read, a cell per property) for each probed target."""
+    """(target, how its backing was read, a cell per column) for each probed target."""
     return [
-        (t.name, p.sight, [cell(p.findings.get(prop)) for prop in Property]) for t, p in _protections(doc)
+        (t.name, p.sight, [cell(p.findings.get(prop)) for prop in Property] + space_cells(p))
+        for t, p in _protections(doc)
     ]
+
+
+CAPTION = (
+    "✓ hidden or detected, ✗ shown exactly or returned silently, ~ shown to a block, ? not decided; "
+    "space: what a data set takes in the backing against the same on the baseline; 1 byte changed: "
+    "the backing's 4 KiB blocks that changed with it. The evidence is in the JSON document (show --json)"
+)
 
 
 def broken(doc: Document) -> str | None:
@@ -92,19 +134,19 @@ def table(doc: Document) -> Table | None:
     if not rows:
         return None
     t = Table(
-        title="What each target's backing hides from someone who reads it at rest, probed here",
+        title="What each target's backing hides from someone who reads it at rest, probed here, "
+        "and what it costs in space",
         title_justify="left",
-        caption="✓ hidden, ✗ shown exactly, ~ shown to a block, ? no reader here; "
-        "the evidence is in the JSON document (show --json)",
+        caption=CAPTION,
         caption_justify="left",
         box=box.SIMPLE_HEAD,
     )
     t.add_column("target", no_wrap=True)
     t.add_column("read as", no_wrap=True)
-    for prop in Property:
-        t.add_column(SHOWN_AS[prop], no_wrap=True)
+    for name in columns():
+        t.add_column(name, no_wrap=True)
     for target, p in rows:
-        t.add_row(target.name, p.sight, *(cell(p.findings.get(prop)) for prop in Property))
+        t.add_row(target.name, p.sight, *(cell(p.findings.get(prop)) for prop in Property), *space_cells(p))
     broken = next((p.broken for _t, p in rows if p.broken), None)
     if broken:
         t.caption = f"NOT EVIDENCE: {broken}"

@@ -136,7 +136,7 @@ def _groups(doc: Document) -> list[tuple[TargetInfo, list[TargetInfo]]]:
 def _why_not(doc: Document, t: TargetInfo, workloads: list[str]) -> str | None:
     if not t.encryption_verified:
         return "encryption not verified" if t.encryption_verified is False else "encryption not checked"
-    unmet = _unmet(doc.plan.get("needs", []), t)
+    unmet = unmet_need(doc.plan.get("needs", []), t)
     if unmet:
         return unmet
     failed = [w.workload for w in doc.warnings if w.kind == "failed-trials" and w.target == t.name]
@@ -149,15 +149,16 @@ def _why_not(doc: Document, t: TargetInfo, workloads: list[str]) -> str | None:
     return None
 
 
-def _unmet(needs: list[str], t: TargetInfo) -> str | None:
-    """The first need (--needs) the target was not proven to meet, in words."""
+def unmet_need(needs: list[str] | tuple[str, ...], t: TargetInfo) -> str | None:
+    """The first need (--needs, check --require) the target was not proven to meet, in words."""
     for prop in needs:
+        want = "detected" if prop == "tamper" else "hidden"
         found = (t.protection or {}).get(prop)
         if t.protection is None or t.protection.get("broken"):
-            return f"needs {prop} hidden: not proven here"
-        if found is None or found.get("verdict") != "hidden":
+            return f"needs {prop} {want}: not proven here"
+        if found is None or found.get("verdict") != want:
             verdict = "not probed" if found is None else found["verdict"]
-            return f"needs {prop} hidden: {verdict} here"
+            return f"needs {prop} {want}: {verdict} here"
     return None
 
 

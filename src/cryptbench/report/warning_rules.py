@@ -87,6 +87,25 @@ def encryption_unverified(doc: Document) -> Found:
             )
 
 
+# A declaration and a finding, in words ("gocryptfs is said to detect tampering; here a
+# flipped byte was returned silently").
+SAID = {
+    Verdict.HIDDEN: "hide {prop}",
+    Verdict.SHOWN: "show {prop}",
+    Verdict.BLOCK: "show {prop} to a block",
+    Verdict.DETECTED: "detect tampering",
+    Verdict.SILENT: "return tampered data silently",
+}
+FOUND = {
+    Verdict.HIDDEN: "they were hidden",
+    Verdict.SHOWN: "they were shown",
+    Verdict.BLOCK: "they were shown to a block",
+    Verdict.DETECTED: "a flipped byte was detected",
+    Verdict.SILENT: "a flipped byte was returned silently",
+    Verdict.UNKNOWN: "the probe could not decide",
+}
+
+
 def protection_disagrees(doc: Document) -> Found:
     for t in doc.targets:
         if t.protection is None:
@@ -96,12 +115,10 @@ def protection_disagrees(doc: Document) -> Found:
             continue
         for prop, f in p.findings.items():
             if f.disagrees and f.declared is not None:
-                said = "hide" if f.declared[0] is Verdict.HIDDEN else "show"
-                here = "hidden" if f.hides else "shown"
                 yield RunWarning(
                     WarningKind.PROTECTION_DISAGREES,
-                    f"{t.backend} is said to {said} {prop} ({f.declared[1]}); "
-                    f"here they were {here}: {f.evidence}",
+                    f"{t.backend} is said to {SAID[f.declared[0]].format(prop=prop)} ({f.declared[1]}); "
+                    f"here {FOUND[f.verdict].format(prop=prop)}: {f.evidence}",
                     target=t.name,
                 )
 

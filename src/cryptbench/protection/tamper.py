@@ -1,0 +1,164 @@
+"""The tamper probe: does the target notice a flipped ciphertext byte?
+
+A probe file of TAMPER_BYTES random bytes is written through the decrypted view and
+made durable, then rewritten in place with other random bytes; the backing blocks that
+changed (blocks.py) hold its ciphertext, wherever the layers below put it. One byte in
+the middle of the longest changed run is flipped in the backing, caches are dropped, and
+the file is read back through the view:
+
+- an error (EIO, EPERM: what each daemon returns): the change was detected;
+- other bytes, without an error: the file came back silently corrupted;
+- the same bytes: the flip missed (a copy in a journal, a stale block). The byte is put
+  back and the next run is tried; when every run misses, the probe reports its own
+  failure, never a result.
+
+The byte is always put back before the probe returns, and the file removed by its
+caller, so the target is as usable after the probe as before. Only the runs that a
+rewrite of the probe's own file changed are candidates: in a ciphertext directory only
+the files its first write created, and on an image only runs of at least half the
+file's blocks (its data, not a filesystem's metadata).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from cryptbench.backends.base import Target, cache_files
+from cryptbench.errors import ProvisionError
+from cryptbench.measure.cache import drop_caches
+from cryptbench.protection import blocks
+from cryptbench.protection.blocks import Blocks, Run
+from cryptbench.protection.findings import Finding, Verdict
+from cryptbench.session import Session
+
+TAMPER_BYTES = 64 << 10  # bytes of the probe file: 16 blocks, enough to stand out of metadata
+MAX_TRIES = 4  # changed runs flipped, one after the other, before the probe gives up
+READS = 2  # reads of the file back before a flip counts as missed
+WRITE_BEHIND_MARGIN = 0.5  # seconds waited beyond a daemon's write-behind time
+
+
+def probe_tamper(
+    session: Session,
+    folder: Path,
+    target: Target,
+    write: Callable[[Path, bytes], None],
+    settled: Callable[[Blocks | None], Blocks],
+) -> Finding:
+    """Whether a flipped ciphertext byte of a probe file in `folder` is detected.
+    `write` writes and fsyncs a file; `settled(before)` digests the backing once it
+    differs from `before` (or once it has settled, for None)."""
+    probe = folder / "tamper"
+    first = secrets.token_bytes(TAMPER_BYTES)
+    before = settled(None)
+    write(probe, first)
+    written = settled(before)
+    second = secrets.token_bytes(TAMPER_BYTES)
+    with open(probe, "r+b") as f:
+        f.write(second)
+        f.flush()
+        os.fsync(f.fileno())
+    image = _is_image(target)
+    runs = blocks.changed(written, settled(written))
+    if not image:  # only the backing files its first write made: its own, none a neighbour's
+        own = set(written.crcs) - set(before.crcs)
+        runs = [r for r in runs if r.path in own]
+    runs = candidates(runs, image)
+    if not runs:
+        return Finding(Verdict.UNKNOWN, "probe error: no backing block changed when its file was rewritten")
+    for run in runs[:MAX_TRIES]:
+        outcome = _flip_and_read(session, target, probe, second, run)
+        if outcome is not None:
+            return outcome
+    return Finding(
+        Verdict.UNKNOWN,
+        f"probe error: a byte flipped in each of {min(len(runs), MAX_TRIES)} changed run(s) of the "
+        "backing, and the file read back unchanged each time (the flips missed its ciphertext)",
+    )
+
+
+def _is_image(target: Target) -> bool:
+    return len(target.backing) == 1 and target.backing[0].is_file()
+
+
+def candidates(runs: list[Run], image: bool) -> list[Run]:
+    """Where to flip, the likeliest first: the longest runs, and of equal ones the last
+    (dm-integrity's data area lies after its journal). On an image only runs of at least
+    half the file's blocks, so no flip lands in a filesystem's metadata."""
+    least = (TAMPER_BYTES // blocks.BLOCK) // 2 if image else 1
+    found = [r for r in runs if r.count >= least]
+    return sorted(found, key=lambda r: (r.count, str(r.path), r.first), reverse=True)
+
+
+def _flip_and_read(
+    session: Session, target: Target, probe: Path, expected: bytes, run: Run
+) -> Finding | None:
+    backing = session.check_inside(run.path)
+    offset = run.middle
+    where = f"byte {offset} of {backing.name} (in a run of {run.count} changed 4 KiB block(s))"
+    original = _flip(backing, offset)
+    try:
+        outcome = _read_back(target, probe, expected)
+    finally:
+        _put_back(backing, offset, original)
+        drop_caches(cache_files(target, probe))
+    dead = [(h.name, why) for h in target.helpers if (why := h.death()) is not None]
+    if dead:
+        name, why = dead[0]
+        raise ProvisionError(
+            f"{target.name}: its {name} died when the tamper probe read a flipped ciphertext byte "
+            f"({why}); the target was taken down"
+        )
+    if outcome is None:
+        return None
+    if isinstance(outcome, OSError):
+        code = errno.errorcode.get(outcome.errno or 0, str(outcome.errno))
+        return Finding(
+            Verdict.DETECTED,
+            f"{where} flipped: reading the file back failed with {code} ({os.strerror(outcome.errno or 0)})",
+            {"error": code, "offset": offset, "file": backing.name},
+        )
+    return Finding(
+        Verdict.SILENT,
+        f"{where} flipped: the file read back without an error, {outcome} of its bytes changed",
+        {"bytes_changed": outcome, "offset": offset, "file": backing.name},
+    )
+
+
+def _read_back(target: Target, probe: Path, expected: bytes) -> OSError | int | None:
+    """The read's error, the count of bytes that differ, or None: read back unchanged.
+    A daemon that keeps blocks in its own memory (CryFS) would serve the file from there,
+    and every read keeps them there: each read waits, untouched, until they are gone."""
+    for _ in range(READS):
+        time.sleep(target.write_behind + WRITE_BEHIND_MARGIN if target.write_behind else 0)
+        drop_caches(cache_files(target, probe))
+        try:
+            got = probe.read_bytes()
+        except OSError as e:
+            return e
+        if got != expected:
+            return sum(a != b for a, b in zip(got, expected, strict=False)) + abs(len(got) - len(expected))
+    return None
+
+
+def _flip(path: Path, offset: int) -> int:
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        original = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([original ^ 0xFF]))
+        f.flush()
+        os.fsync(f.fileno())
+    return original
+
+
+def _put_back(path: Path, offset: int, original: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(bytes([original]))
+        f.flush()
+        os.fsync(f.fileno())

@@ -1,0 +1,107 @@
+"""The tamper and space probes' logic: which backing blocks changed, where to flip, and
+the ratios against a baseline. Real backends are probed in
+tests/integration/test_protection_real.py, the LUKS variants in tests/lab/test_protection.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cryptbench.pipeline.verify import with_ratios
+from cryptbench.protection import blocks, tamper
+from cryptbench.protection.blocks import HOLE, Run
+from cryptbench.protection.findings import Finding, Verdict
+from cryptbench.report import charts, protection_table, warning_rules
+from tests.unit.test_protection import _doc_with
+
+
+def test_changed_runs_are_found_per_file_holes_included(tmp_path: Path) -> None:
+    image = tmp_path / "disk.img"
+    with open(image, "wb") as f:
+        f.truncate(64 * blocks.BLOCK)  # all a hole
+        f.seek(3 * blocks.BLOCK)
+        f.write(b"a" * blocks.BLOCK)
+    other = tmp_path / "other"
+    other.write_bytes(b"b" * 5000)  # one block and a short one
+    before = blocks.digest((image, other))
+    assert len(before.crcs[image]) == 64 and before.crcs[image][0] == HOLE and before.crcs[image][3] != HOLE
+    assert len(before.crcs[other]) == 2
+    with open(image, "r+b") as f:
+        for block in (10, 11, 12, 40):  # a hole written, and the data block left alone
+            f.seek(block * blocks.BLOCK + 7)
+            f.write(b"z")
+    new = tmp_path / "new"
+    new.write_bytes(b"c" * 3 * blocks.BLOCK)
+    after = blocks.digest((image, other, new))
+    assert sorted(blocks.changed(before, after), key=lambda r: (str(r.path), r.first)) == [
+        Run(image, 10, 3),
+        Run(image, 40, 1),
+        Run(new, 0, 3),
+    ]
+    assert blocks.changed(after, blocks.digest((image, other, new))) == []
+
+
+def test_a_flip_goes_in_the_longest_run_and_never_in_an_images_metadata(tmp_path: Path) -> None:
+    img = tmp_path / "disk.img"
+    data, journal, inode = Run(img, 2240, 16), Run(img, 16387, 3), Run(img, 73, 1)
+    assert tamper.candidates([inode, data, journal], image=True) == [data]
+    assert Run(img, 2240, 16).middle == (2240 + 8) * blocks.BLOCK + blocks.BLOCK // 2
+    # dm-integrity: its journal's copy and the data area, alike in length; the data last
+    copy, area = Run(img, 100, 16), Run(img, 9000, 16)
+    assert tamper.candidates([copy, area], image=True) == [area, copy]
+    # a ciphertext directory: every changed file of the probe's own, CryFS's blocks included
+    cryfs = [Run(tmp_path / n, 0, 4) for n in ("A", "B", "C")]
+    assert len(tamper.candidates(cryfs, image=False)) == 3
+
+
+def test_space_ratios_are_against_the_baselines_measure() -> None:
+    mine = {"fixed": 1, "tree": {"files": 3, "data": 100, "used": 300}, "large": {"skipped": "no room"}}
+    base = {
+        "fixed": 1,
+        "tree": {"files": 3, "data": 100, "used": 100},
+        "large": {"files": 1, "data": 8, "used": 8},
+    }
+    out = with_ratios(mine, base)
+    assert out["tree"] == {"files": 3, "data": 100, "used": 300, "baseline_used": 100, "ratio": 3.0}
+    assert out["large"] == {"skipped": "no room"}
+    assert with_ratios(mine, {}) == mine  # plain: no baseline, no ratio
+
+
+def test_a_tamper_finding_against_the_documentation_is_said_in_its_own_words() -> None:
+    silent = Finding(
+        Verdict.SILENT, "a byte flipped: read back changed", declared=(Verdict.DETECTED, "its docs")
+    )
+    assert silent.disagrees and silent.protects is False
+    doc = _doc_with({"gocryptfs": {"sight": "directory", "tamper": silent.to_json()}})
+    (w,) = warning_rules.protection_disagrees(doc)
+    assert w.message == (
+        "gocryptfs is said to detect tampering (its docs); here a flipped byte was returned silently: "
+        "a byte flipped: read back changed"
+    )
+    assert not Finding(Verdict.UNKNOWN, "probe error", declared=(Verdict.DETECTED, "its docs")).disagrees
+
+
+def test_the_table_and_the_chart_show_space_against_the_baseline() -> None:
+    space = {
+        "fixed": 4096,
+        "tree": {"files": 203, "data": 2097152, "used": 6000000, "baseline_used": 2000000, "ratio": 3.0},
+        "large": {"files": 1, "data": 8388608, "used": 10000000, "baseline_used": 8388608, "ratio": 1.192},
+        "granularity": {"bytes": 32768, "blocks": 8, "files": 2, "of": 2173},
+    }
+    found = {"verdict": "detected", "evidence": "EIO"}
+    doc = _doc_with(
+        {"cryfs": {"sight": "directory", "tamper": found, "space": space}, "plain": {"sight": "directory"}}
+    )
+    rows = dict((name, cells) for name, _sight, cells in protection_table.rows(doc))
+    assert rows["cryfs"][-4:] == ["✓ detected", "3.00x", "1.19x", "32.0 KiB"]
+    assert rows["plain"][-3:] == ["-", "-", "-"]
+    chart = charts.space_chart(doc)
+    assert chart is not None and "cryfs against plain" in chart.svg()
+    assert charts.space_chart(_doc_with({})) is None
+
+
+@pytest.mark.parametrize("verdict", ["detected", "silent"])
+def test_tamper_verdicts_read_back_from_json(verdict: str) -> None:
+    f = Finding.from_json({"verdict": verdict, "evidence": "e", "detail": {"offset": 1}})
+    assert f.verdict is Verdict(verdict) and f.protects is (verdict == "detected")
