@@ -75,6 +75,7 @@ def _db_state(db: Path) -> tuple[str, int]:
 PHASES = {
     "provisioning": "provisioning fscrypt" if "fscrypt" in ALL else "provisioning plain",
     "proving encryption": "proving encryption",
+    "probing": "probing what each target protects",
     "layout": "writing the",
     "trial": "trial",
     "teardown": "tearing down",

@@ -53,7 +53,7 @@ def test_every_backend_here_hides_what_it_should(target_dir: Path, tmp_path: Pat
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["schema_version"] == 3
+    assert doc["schema_version"] == 4
     seen = {}
     for t in doc["targets"]:
         p = t["protection"]

@@ -15,7 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import available, cli, includes, leftovers
+from cryptbench.backends import REGISTRY
+from tests.conftest import available, cli, includes, leftovers, need_backend
 from tests.reliability import count
 
 pytestmark = pytest.mark.integration
@@ -259,3 +260,34 @@ def test_signal_during_an_app_trial(target_dir: Path, tmp_path: Path, sig: signa
     ]
     assert strays == []
     count(f"interrupts survived: {sig.name} to a real process during an app trial")
+
+
+def test_sigkill_during_the_tamper_probe_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
+    """Killed while a flipped ciphertext byte may be in place: `cleanup` takes every
+    mount, loop device and daemon down, and the scratch space with them."""
+    db = tmp_path / "r.sqlite"
+    fuse = [b for b in ("gocryptfs", "cryfs") if REGISTRY[b].probe().ok]
+    if not fuse:
+        need_backend("gocryptfs")
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "cryptbench", "run", "--command", "true", "--repeats", "1"),
+            *("--backends", ",".join(["plain", *fuse]), "--target", str(target_dir), "--db", str(db)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def tampering() -> bool:
+        # the probe's own file, through a FUSE target's view (targets/<name>/<n>/mnt/…)
+        return any(
+            p.name == "tamper" and "plain" not in p.parts
+            for p in (target_dir / "cryptbench").glob("run-*/targets/*/*/*/.cryptbench-protection-*/*")
+        )
+
+    _wait_for(tampering, proc, timeout=120)
+    proc.kill()
+    proc.communicate()
+    assert leftovers(target_dir)  # a FUSE mount and its daemon, left by the kill
+    _cleanup(target_dir)

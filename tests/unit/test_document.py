@@ -106,7 +106,7 @@ def test_contract_and_ratio(tmp_path: Path) -> None:
         },
     )
     doc = document.build(store, run_id).to_json()
-    assert doc["schema_version"] == 3 and doc["run_id"] == run_id
+    assert doc["schema_version"] == 4 and doc["run_id"] == run_id
     for key in ("environment", "targets", "results", "comparisons", "warnings"):
         assert key in doc
     assert all(set(t) >= CONTRACT_TARGET_KEYS for t in doc["targets"])

@@ -4,15 +4,20 @@ tests/integration/test_protection_real.py, the LUKS variants in tests/lab/test_p
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
+import psutil
 import pytest
 
+from cryptbench.backends.base import Helper, Target
+from cryptbench.errors import ProvisionError
 from cryptbench.pipeline.verify import with_ratios
 from cryptbench.protection import blocks, tamper
 from cryptbench.protection.blocks import HOLE, Run
 from cryptbench.protection.findings import Finding, Verdict
 from cryptbench.report import charts, protection_table, warning_rules
+from cryptbench.session import Session
 from tests.unit.test_protection import _doc_with
 
 
@@ -105,3 +110,30 @@ def test_the_table_and_the_chart_show_space_against_the_baseline() -> None:
 def test_tamper_verdicts_read_back_from_json(verdict: str) -> None:
     f = Finding.from_json({"verdict": verdict, "evidence": "e", "detail": {"offset": 1}})
     assert f.verdict is Verdict(verdict) and f.protects is (verdict == "detected")
+
+
+def test_a_daemon_that_dies_on_the_flipped_byte_stops_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its death is noticed after the read, the byte is back, and the error names it."""
+    fills = iter((b"\x01", b"\x02"))
+    monkeypatch.setattr(tamper.secrets, "token_bytes", lambda n: next(fills) * n)
+    session = Session.create(tmp_path)
+    try:
+        path = session.path("targets", "fuse")
+        path.mkdir(parents=True)
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        daemon = Helper("gocryptfs", gone.pid, psutil.Process().create_time() - 1)
+        target = Target("fuse", "gocryptfs", True, "plain", path, (path,), helpers=(daemon,))
+        folder = path / "probe"
+        folder.mkdir()
+
+        def write(p: Path, data: bytes) -> None:
+            p.write_bytes(data)
+
+        with pytest.raises(ProvisionError, match="its gocryptfs died when the tamper probe read"):
+            tamper.probe_tamper(session, folder, target, write, lambda _b: blocks.digest(target.backing))
+        assert (folder / "tamper").read_bytes() == b"\x02" * tamper.TAMPER_BYTES  # put back
+    finally:
+        session.close()

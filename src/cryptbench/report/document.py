@@ -43,7 +43,7 @@ from cryptbench.result_model import (
 )
 from cryptbench.store import Store, split_rounds
 
-DOCUMENT_SCHEMA = 3  # 2 added ranking; 3 each target's protection
+DOCUMENT_SCHEMA = 4  # 2 added ranking; 3 each target's protection; 4 its tampering and space
 STORED_CIPHERS = 20  # newest standalone cipher measurements searched for this machine's
 
 
