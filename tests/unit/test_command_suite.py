@@ -3,6 +3,7 @@ the one-line error for everything else (exit status 2 through the CLI)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import pytest
 from cryptbench.engines.apps.command import DEFAULT_TIMEOUT, SINGLE_PHASE, CommandWorkload
 from cryptbench.errors import UsageError
 from cryptbench.plan import RunRequest, build_plan
+from cryptbench.report import console
+from cryptbench.result_model import Document
 from cryptbench.suite import command_suite, load_suite, parse_suite
 
 
@@ -186,3 +189,14 @@ def test_a_program_the_commands_need_is_checked_before_anything_runs(tmp_path: P
     with pytest.raises(UsageError, match="needs must be a list of program names"):
         parse_suite(_suite(command="true", needs="git"), "test")
     assert build_plan(_request(tmp_path, suite="example-compileall")).suite.name == "example-compileall"
+
+
+def test_a_run_of_commands_only_says_they_did_their_own_io() -> None:
+    raw = json.loads((Path(__file__).parents[1] / "fixtures" / "documents" / "default-run.json").read_text())
+    doc = Document.from_json(raw)
+    assert not console._commands_only(doc)  # fio workloads: cryptbench chose their I/O mode
+    raw["plan"]["workloads"] = ["build"]
+    raw["plan"]["apps"] = {"build": {"app": "command", "name": "build", "size": 0}}
+    doc = Document.from_json(raw)
+    assert console._commands_only(doc)
+    assert console._io_line(doc.targets[0], True) == "your commands' own I/O (cryptbench chose no I/O mode)"

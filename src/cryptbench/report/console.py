@@ -75,7 +75,17 @@ def _change(c: Comparison | None, compact: bool) -> Text:
     return Text(f"{pct:+.0f}% [{lo:+.0f}, {hi:+.0f}]", style=style)
 
 
-def _io_line(t: TargetInfo) -> str:
+def _commands_only(doc: Document) -> bool:
+    """Every workload is the user's own commands, which do their own I/O."""
+    apps = doc.plan.get("apps", {})
+    return bool(doc.plan["workloads"]) and all(
+        apps.get(w, {}).get("app") == "command" for w in doc.plan["workloads"]
+    )
+
+
+def _io_line(t: TargetInfo, commands_only: bool = False) -> str:
+    if commands_only:
+        return "your commands' own I/O (cryptbench chose no I/O mode)"
     if t.io_mode == "direct":
         return "direct I/O"
     if t.direct_io == "honoured":
@@ -176,11 +186,14 @@ def render(doc: Document, console: Console, metric: str | None = None, *, detail
 
 def _full(doc: Document, console: Console, metric: str | None) -> None:
     plan = doc.plan
-    modes = sorted({t.io_mode for t in doc.targets})
-    console.print(
-        f"[bold]Every figure[/bold]: {format_bytes(plan['size'])} per target, {_repeats(plan)}, "
-        f"{'/'.join(modes)} I/O, {plan['data']} data"
-    )
+    if _commands_only(doc):
+        console.print(f"[bold]Every figure[/bold]: your commands, {_repeats(plan)}")
+    else:
+        modes = sorted({t.io_mode for t in doc.targets})
+        console.print(
+            f"[bold]Every figure[/bold]: {format_bytes(plan['size'])} per target, {_repeats(plan)}, "
+            f"{'/'.join(modes)} I/O, {plan['data']} data"
+        )
     table, compact = _long_table(doc, metric, console.width)
     console.print(table)
     _legend(doc, console, metric, compact)
@@ -367,7 +380,7 @@ def _footer(doc: Document, console: Console) -> None:
         proof = ""
         if t.encrypted:
             proof = ", encryption verified" if t.encryption_verified else ", ENCRYPTION NOT VERIFIED"
-        console.print(f"[bold]{t.name}[/bold]: {_io_line(t)}{proof}")
+        console.print(f"[bold]{t.name}[/bold]: {_io_line(t, _commands_only(doc))}{proof}")
     if doc.warnings:
         console.print()
         _warnings(doc.warnings, console)
