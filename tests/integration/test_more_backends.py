@@ -106,7 +106,15 @@ def test_every_image_kind_and_cipher_in_both_states(target_dir: Path, tmp_path: 
                 assert t["baseline"] == f"{REGISTRY[name].baseline}@{state}"
             else:
                 assert t["marker_in_backing"] is True  # the positive control
+            # the protection probes: qemu's LUKS has no authentication tag, so a flipped
+            # byte comes back silently; its names are nowhere in the image, in the clear ones'
+            # they are (raw: through debugfs; qcow2: in its bytes)
+            p = t["protection"]
+            assert p["tamper"]["verdict"] == "silent", p["tamper"]
+            assert p["names"]["verdict"] == ("hidden" if REGISTRY[name].encrypted else "shown"), p["names"]
+            assert p["space"]["large"]["used"] >= p["space"]["large"]["data"], p["space"]
     assert doc["trials"]["failed"] == 0
+    assert not [w for w in doc["warnings"] if w["kind"].startswith("protection-")], doc["warnings"]
     threads = [r for r in doc["results"] if r["metric"] == "helper_threads" and r["target"] != "plain"]
     assert threads and all(r["median"] >= 1 for r in threads)
     of_plain = {(c["target"], c["workload"]) for c in doc["comparisons"] if c["baseline"] == "plain"}
