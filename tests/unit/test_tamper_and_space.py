@@ -49,8 +49,9 @@ def test_changed_runs_are_found_per_file_holes_included(tmp_path: Path) -> None:
 
 def test_a_flip_goes_in_the_longest_run_and_never_in_an_images_metadata(tmp_path: Path) -> None:
     img = tmp_path / "disk.img"
-    data, journal, inode = Run(img, 2240, 16), Run(img, 16387, 3), Run(img, 73, 1)
-    assert tamper.candidates([inode, data, journal], image=True) == [data]
+    data, journal, inode = Run(img, 2240, 17), Run(img, 16387, 3), Run(img, 73, 1)
+    metadata = Run(img, 1631, 81)  # a copy-on-write filesystem's new tree blocks, say
+    assert tamper.candidates([inode, data, journal, metadata], image=True) == [data]
     assert Run(img, 2240, 16).middle == (2240 + 8) * blocks.BLOCK + blocks.BLOCK // 2
     # dm-integrity: its journal's copy and the data area, alike in length; the data last
     copy, area = Run(img, 100, 16), Run(img, 9000, 16)

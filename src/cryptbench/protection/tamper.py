@@ -15,8 +15,8 @@ the file is read back through the view:
 The byte is always put back before the probe returns, and the file removed by its
 caller, so the target is as usable after the probe as before. Only the runs that a
 rewrite of the probe's own file changed are candidates: in a ciphertext directory only
-the files its first write created, and on an image only runs of at least half the
-file's blocks (its data, not a filesystem's metadata).
+the files its first write created, and on an image only runs about the file's length
+(its data, not a filesystem's metadata).
 """
 
 from __future__ import annotations
@@ -69,7 +69,10 @@ def probe_tamper(
         runs = [r for r in runs if r.path in own]
     runs = candidates(runs, image)
     if not runs:
-        return Finding(Verdict.UNKNOWN, "probe error: no backing block changed when its file was rewritten")
+        return Finding(
+            Verdict.UNKNOWN,
+            "probe error: no run of backing blocks about the file's length changed when it was rewritten",
+        )
     for run in runs[:MAX_TRIES]:
         outcome = _flip_and_read(session, target, probe, second, run)
         if outcome is not None:
@@ -86,12 +89,16 @@ def _is_image(target: Target) -> bool:
 
 
 def candidates(runs: list[Run], image: bool) -> list[Run]:
-    """Where to flip, the likeliest first: the longest runs, and of equal ones the last
-    (dm-integrity's data area lies after its journal). On an image only runs of at least
-    half the file's blocks, so no flip lands in a filesystem's metadata."""
-    least = (TAMPER_BYTES // blocks.BLOCK) // 2 if image else 1
-    found = [r for r in runs if r.count >= least]
-    return sorted(found, key=lambda r: (r.count, str(r.path), r.first), reverse=True)
+    """Where to flip, the likeliest first. In a ciphertext directory, the longest runs of
+    the probe's own files. On an image, only runs about the file's length (half to twice
+    its blocks), so no flip lands in a filesystem's metadata or a run of someone else's
+    writes; the closest to its length first, and of those the last (dm-integrity's data
+    area lies after its journal)."""
+    if not image:
+        return sorted(runs, key=lambda r: (r.count, str(r.path), r.first), reverse=True)
+    want = TAMPER_BYTES // blocks.BLOCK
+    found = [r for r in runs if want // 2 <= r.count <= want * 2]
+    return sorted(found, key=lambda r: (abs(r.count - want), -r.first))
 
 
 def _flip_and_read(
