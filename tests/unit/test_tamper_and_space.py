@@ -70,6 +70,7 @@ def test_space_ratios_are_against_the_baselines_measure() -> None:
     }
     out = with_ratios(mine, base)
     assert out["tree"] == {"files": 3, "data": 100, "used": 300, "baseline_used": 100, "ratio": 3.0}
+    assert out["baseline_fixed"] == 1
     assert out["large"] == {"skipped": "no room"}
     assert with_ratios(mine, {}) == mine  # plain: no baseline, no ratio
 
@@ -100,8 +101,11 @@ def test_the_table_and_the_chart_show_space_against_the_baseline() -> None:
         {"cryfs": {"sight": "directory", "tamper": found, "space": space}, "plain": {"sight": "directory"}}
     )
     rows = dict((name, cells) for name, _sight, cells in protection_table.rows(doc))
-    assert rows["cryfs"][-4:] == ["✓ detected", "3.00x", "1.19x", "32.0 KiB"]
-    assert rows["plain"][-3:] == ["-", "-", "-"]
+    assert rows["cryfs"][-5:] == ["✓ detected", "3.00x", "1.19x", "4.0 KiB", "32.0 KiB"]
+    assert rows["plain"][-4:] == ["-", "-", "-", "-"]
+    luks = {**space, "fixed": 17 << 20, "baseline_fixed": 1 << 20}
+    held = _doc_with({"fscrypt": {"sight": "LUKS container", "space": luks}})
+    assert protection_table.rows(held)[0][2][-2] == "17.0 MiB vs 1.0 MiB"
     chart = charts.space_chart(doc)
     assert chart is not None and "cryfs against plain" in chart.svg()
     assert charts.space_chart(_doc_with({})) is None

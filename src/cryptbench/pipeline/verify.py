@@ -136,8 +136,11 @@ def probe_protection(session: Session, targets: dict[str, Target], space: bool =
 
 
 def with_ratios(space: JsonObject, baseline: JsonObject) -> JsonObject:
-    """Each data set's space, with its baseline's and their ratio where both were measured."""
+    """Each data set's space, with its baseline's and their ratio where both were measured;
+    and the baseline's fixed cost beside the target's (a LUKS header against none)."""
     out = dict(space)
+    if "fixed" in space and "fixed" in baseline:
+        out["baseline_fixed"] = baseline["fixed"]
     for kind in ("tree", "large"):
         mine, theirs = space.get(kind), baseline.get(kind)
         if not mine or not theirs or "used" not in mine or "used" not in theirs or theirs["used"] <= 0:

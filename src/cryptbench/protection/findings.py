@@ -84,7 +84,8 @@ class Protection:
     broken: str | None = None
     # protection/space.py's measure(): "fixed" (bytes allocated before the data sets),
     # "tree" and "large" ({"files", "data", "used": bytes, and from the pipeline
-    # "baseline_used": bytes, "ratio"}), "granularity" ({"bytes", "blocks", "files", "of"});
+    # "baseline_used": bytes, "ratio"}), "granularity" ({"bytes", "blocks", "files", "of"}),
+    # from the pipeline "baseline_fixed" (bytes);
     # {} where not measured
     space: JsonObject = field(default_factory=dict)
 

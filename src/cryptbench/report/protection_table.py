@@ -90,16 +90,24 @@ def cheapest_lines(doc: Document) -> list[str]:
 
 # The space columns after the properties: each data set against the target's baseline,
 # and what one byte's change rewrites in the backing.
-SPACE_COLUMNS = ("space, small files", "space, large file", "1 byte changed")
+SPACE_COLUMNS = ("space, small files", "space, large file", "fixed, vs baseline", "1 byte changed")
 
 
 def space_cells(p: Protection) -> list[str]:
     """ "1.04x" per data set (its space against its baseline's; "-" for a target without a
-    baseline, or not measured), and the bytes of backing one changed byte rewrote."""
+    baseline, or not measured), the backing's fixed cost against its baseline's (a header,
+    an empty filesystem), and the bytes of backing one changed byte rewrote."""
     cells = []
     for kind in ("tree", "large"):
         m = p.space.get(kind) or {}
         cells.append(f"{m['ratio']:.2f}x" if "ratio" in m else "-")
+    fixed, theirs = p.space.get("fixed"), p.space.get("baseline_fixed")
+    if fixed is None:
+        cells.append("-")
+    else:
+        cells.append(
+            format_bytes(int(fixed)) + ("" if theirs is None else f" vs {format_bytes(int(theirs))}")
+        )
     g = p.space.get("granularity")
     cells.append(format_bytes(int(g["bytes"])) if g else "-")
     return cells
@@ -119,7 +127,8 @@ def rows(doc: Document) -> list[tuple[str, str, list[str]]]:
 
 CAPTION = (
     "✓ hidden or detected, ✗ shown exactly or returned silently, ~ shown to a block, ? not decided; "
-    "space: what a data set takes in the backing against the same on the baseline; 1 byte changed: "
+    "space: what a data set takes in the backing against the same on the baseline; fixed: what the "
+    "backing takes before any data (a header, an empty filesystem); 1 byte changed: "
     "the backing's 4 KiB blocks that changed with it. The evidence is in the JSON document (show --json)"
 )
 
