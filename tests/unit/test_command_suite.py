@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from cryptbench.engines.apps.command import DEFAULT_TIMEOUT, SINGLE_PHASE, CommandWorkload
 from cryptbench.errors import UsageError
@@ -200,3 +201,13 @@ def test_a_run_of_commands_only_says_they_did_their_own_io() -> None:
     doc = Document.from_json(raw)
     assert console._commands_only(doc)
     assert console._io_line(doc.targets[0], True) == "your commands' own I/O (cryptbench chose no I/O mode)"
+
+
+def test_the_legend_of_times_names_no_unit_the_figures_do_not_use() -> None:
+    raw = json.loads((Path(__file__).parents[1] / "fixtures" / "documents" / "default-run.json").read_text())
+    raw["plan"]["workloads"] = ["build"]
+    raw["plan"]["primary_metrics"] = {"build": "seconds"}
+    out = Console(record=True, width=200)
+    console._legend(Document.from_json(raw), out, None, compact=False)
+    text = out.export_text()
+    assert "Median seconds; intervals in the median's unit" in text and "intervals in s," not in text

@@ -353,6 +353,8 @@ def _legend(doc: Document, console: Console, metric: str | None, compact: bool) 
     elif len(shown) == 1:
         m = info(next(iter(shown)))
         unit = "in MB/s (10^6 bytes/s)" if m.unit == "bytes/s" else "" if "/" in m.unit else f"in {m.unit}"
+        if m.unit == "s":  # times are printed in s, ms or µs, each in its own
+            unit = "in the median's unit"
         what = f"Median {m.label}; intervals {unit}".rstrip()
     else:
         what = "Each workload's median; intervals in its unit (MB/s for throughput, ms or µs for times)"
