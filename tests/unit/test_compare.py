@@ -18,7 +18,7 @@ from scipy import stats as sps
 
 from cryptbench import stats
 from cryptbench.errors import UsageError
-from cryptbench.report import charts, compare_console, export_compare_html
+from cryptbench.report import charts, compare_cells, compare_console, export_compare_html
 from cryptbench.report.run_comparison import Row, compare, mann_whitney_possible
 from cryptbench.result_model import Document
 from tests.unit.bootstrap_oracle import exact_distribution, quantile, ratio_of_medians
@@ -285,5 +285,5 @@ def test_terminal_at_80_columns_keeps_every_figure_whole() -> None:
     text = buf.getvalue()
     for r in comp.rows:
         assert r.times() in text  # "2.00 ± 1.14 times slower", on one line each
-    for o in export_compare_html.overhead_cells(comp):
+    for o in compare_cells.overhead_cells(comp):
         assert o.a in text and o.b in text

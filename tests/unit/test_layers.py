@@ -130,3 +130,29 @@ def test_backends_and_help_run_without_scipy_or_matplotlib() -> None:
         "scipy",
         "matplotlib",
     }  # the check sees them
+
+
+def test_terminal_output_never_loads_matplotlib() -> None:
+    """`show`, `compare` without --html, `history` and `backends` print tables: the
+    renderers they use, and the answer and details of a stored run rendered in full,
+    load no Matplotlib (seconds of start-up on a small machine)."""
+    docs = Path(__file__).parent.parent / "fixtures" / "documents"
+    script = f"""
+import json, sys
+from pathlib import Path
+from rich.console import Console
+from cryptbench import cli
+from cryptbench.report import (
+    answer_console, backends_console, compare_console, console, cost_console,
+    fleet_console, history_table, protection_table,
+)
+from cryptbench.result_model import Document
+out = Console(file=open("/dev/null", "w"), width=120)
+for name in ("default-run.json", "fleet-three-hosts.json", "quick-fscrypt-gocryptfs-ram.json"):
+    doc = Document.from_json(json.loads((Path({str(docs)!r}) / name).read_text()))
+    answer_console.render(doc, out)
+    console.render(doc, out, details=True)
+print(sorted(m for m in sys.modules if m.split(".")[0] == "matplotlib")[:3])
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout
