@@ -14,6 +14,7 @@ and the stopping rule (free-form by nature); `JsonObject` names them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from cryptbench.json_types import JsonObject
 
@@ -127,6 +128,15 @@ class Result:
 _RESULT_KEYS = tuple(Result.__dataclass_fields__)
 
 
+class ComparisonKind(StrEnum):
+    """What a target is held against in a comparison."""
+
+    BASELINE = "baseline"  # the same stack without the cipher
+    PLAIN = "plain"  # plain on the same medium, where the baseline is another
+    RAM = "ram"  # its RAM twin (--ram): what the device costs it
+    VARIANT = "variant"  # the target it differs from in one option: luks-aes256 for -noqueue
+
+
 @dataclass(frozen=True)
 class Comparison:
     """A target against one of its baselines at one workload, on the workload's primary
@@ -136,9 +146,7 @@ class Comparison:
     workload: str
     target: str
     baseline: str
-    # "baseline" (the same stack without the cipher), "plain", "ram" (its RAM twin) or
-    # "variant" (the target it differs from in one option: luks-aes256 for -noqueue)
-    kind: str
+    kind: ComparisonKind
     metric: str
     ratio: float  # a fraction: target's speed / baseline's
     ci_low: float | None  # the ratio's bootstrap interval; None without one
@@ -155,10 +163,31 @@ class Comparison:
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Comparison:
-        return cls(**{k: d[k] for k in _COMPARISON_KEYS if k in d})
+        fields = {k: d[k] for k in _COMPARISON_KEYS if k in d}
+        return cls(**{**fields, "kind": ComparisonKind(d["kind"])})
 
 
 _COMPARISON_KEYS = tuple(Comparison.__dataclass_fields__)
+
+
+class WarningKind(StrEnum):
+    HIGH_VARIATION = "high-variation"  # coefficient of variation above HIGH_CV
+    OUTLIER = "outlier"  # a sample with modified Z-score above 3.5 (stats.outliers)
+    SLOW_FIRST_TRIAL = "slow-first-trial"  # the first trial stands apart from the rest
+    FEW_SAMPLES = "few-samples"  # fewer than MIN_SAMPLES: the interval is no more than their range
+    FAILED_TRIALS = "failed-trials"  # some trials failed; their figures are missing
+    CACHE_NOT_DROPPED = "cache-not-dropped"  # data still resident before a read trial
+    CACHE_DROP_LIMITED = "cache-drop-limited"  # not root: only fadvise, backing may stay cached
+    GENERIC_KERNEL_AES = "generic-kernel-aes"  # the kernel's AES is software, not AES-NI
+    IO_MODE_MISMATCH = "io-mode-mismatch"  # a comparison crosses direct and buffered I/O
+    ENCRYPTION_UNVERIFIED = "encryption-unverified"  # the proof of encryption did not pass
+    INTERRUPTED = "interrupted"  # the run stopped early; results are partial
+    DRIFT = "drift"  # a trend across the trials: the machine changed during the run
+    BIMODAL = "bimodal"  # two clusters of samples: the median describes neither
+    IMPRECISE = "imprecise"  # a comparison stopped short of the asked precision
+    SHORT_TRIAL = "short-trial"  # fio's trials ran less than MIN_TRIAL_SECONDS of I/O
+    PROTECTION_DISAGREES = "protection-disagrees"  # a probe proved the opposite of the documentation
+    PROTECTION_UNPROVEN = "protection-unproven"  # a positive control failed: no probe is evidence
 
 
 @dataclass(frozen=True)
@@ -166,7 +195,7 @@ class RunWarning:
     """Something the reader must know before trusting a figure (report/warning_rules.py
     holds the rules, one per kind)."""
 
-    kind: str  # a WarningKind's value, e.g. "high-variation"
+    kind: WarningKind
     message: str  # one sentence a user can act on
     workload: str | None = None
     target: str | None = None
@@ -181,7 +210,7 @@ class RunWarning:
 
     @classmethod
     def from_json(cls, d: JsonObject) -> RunWarning:
-        return cls(d["kind"], d["message"], d.get("workload"), d.get("target"))
+        return cls(WarningKind(d["kind"]), d["message"], d.get("workload"), d.get("target"))
 
 
 @dataclass(frozen=True)

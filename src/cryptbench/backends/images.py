@@ -55,6 +55,7 @@ from cryptbench.backends.qemu import (
     CREATE_TRIES,
     FLAKY_CPU_CLOCK,
     KINDS,
+    ImageKind,
     ImageSpec,
     create_command,
     daemon_command,
@@ -121,7 +122,7 @@ class ImageBackend(Backend):
         said = {p: ("hidden", src) for p in ("contents", "names", "sizes", "tree")}
         return {**said, "tamper": ("silent", "qemu docs, LUKS: AES-XTS sectors, no authentication tag")}
 
-    def __init__(self, kind: str, cipher: str | None) -> None:
+    def __init__(self, kind: ImageKind, cipher: str | None) -> None:
         self.kind = kind
         self.cipher = cipher
         self.name = f"image-{kind}" + (f"-{cipher}" if cipher else "")

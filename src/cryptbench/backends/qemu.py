@@ -8,13 +8,22 @@ filesystem), never as `data=` on a command line, which any user can read in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
-# Image kinds, as study 003 compared them (macOS names in brackets).
+
+class ImageKind(StrEnum):
+    """The image kinds study 003 compared (macOS names in KINDS' words)."""
+
+    RAW = "raw"
+    SPARSE = "sparse"
+    QCOW2 = "qcow2"
+
+
 KINDS = {
-    "raw": "raw image, preallocated (fixed size, like UDRW)",
-    "sparse": "raw image, sparse (grows as written, like UDSP)",
-    "qcow2": "qcow2 image (grows as written)",
+    ImageKind.RAW: "raw image, preallocated (fixed size, like UDRW)",
+    ImageKind.SPARSE: "raw image, sparse (grows as written, like UDSP)",
+    ImageKind.QCOW2: "qcow2 image (grows as written)",
 }
 # Encryption: the name used in backend names -> (qemu cipher-alg, label).
 CIPHERS = {
@@ -29,14 +38,14 @@ ITER_TIME_MS = 100
 
 @dataclass(frozen=True)
 class ImageSpec:
-    kind: str  # raw, sparse or qcow2
+    kind: ImageKind
     cipher: str | None  # aes128, aes256 or None
     size: int  # bytes: the virtual disk
 
     @property
     def driver(self) -> str:
         """qemu's format driver for the image file."""
-        if self.kind == "qcow2":
+        if self.kind == ImageKind.QCOW2:
             return "qcow2"
         return "luks" if self.cipher else "raw"
 
@@ -71,12 +80,12 @@ def create_command(spec: ImageSpec, image: Path, secret: Path | None) -> list[st
     if spec.cipher and secret is None:
         raise ValueError("an encrypted image needs a secret file")
     options: list[str] = []
-    if spec.kind == "qcow2":
+    if spec.kind == ImageKind.QCOW2:
         if spec.cipher:
             options += ["encrypt.format=luks", *_luks_options(spec.cipher, "encrypt.")]
     elif spec.cipher:
         options += _luks_options(spec.cipher, "")
-    if spec.kind == "raw":
+    if spec.kind == ImageKind.RAW:
         options.append("preallocation=falloc")
     args = ["qemu-img", "create", "-q"]
     if spec.cipher and secret is not None:
@@ -104,7 +113,7 @@ def daemon_command(
     cache = "on" if direct else "off"
     args += ["--blockdev", f"driver=file,node-name=file0,filename={_q(image)},cache.direct={cache}"]
     fmt = f"driver={spec.driver},node-name=fmt0,file=file0"
-    if spec.cipher and spec.kind == "qcow2":
+    if spec.cipher and spec.kind == ImageKind.QCOW2:
         fmt += f",encrypt.format=luks,encrypt.key-secret={SECRET_ID}"
     elif spec.cipher:
         fmt += f",key-secret={SECRET_ID}"

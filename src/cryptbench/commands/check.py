@@ -29,7 +29,7 @@ from cryptbench.report import document
 from cryptbench.report.json_output import print_json
 from cryptbench.report.ranking import unmet_need
 from cryptbench.report.speed_change import speed_change
-from cryptbench.result_model import Document
+from cryptbench.result_model import ComparisonKind, Document
 from cryptbench.store import Store, default_db_path
 from cryptbench.units import parse_percent
 
@@ -136,7 +136,7 @@ def _rank(f: Finding) -> float:
 def evaluate(doc: Document, bound: float | None, require: tuple[str, ...] = ()) -> Result:
     """Pure: the findings of one result document against a bound in percent (None: no
     bound) and the properties each encrypted target must be proven to protect."""
-    comps = {(c.workload, c.target): c for c in doc.comparisons if c.kind == "baseline"}
+    comps = {(c.workload, c.target): c for c in doc.comparisons if c.kind == ComparisonKind.BASELINE}
     findings = []
     gated = [t for t in doc.targets if t.encrypted and t.medium != "ram"]
     protection = [Required(t.name, unmet_need(require, t)) for t in gated] if require else []

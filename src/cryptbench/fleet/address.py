@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
 from cryptbench.errors import UsageError
 
@@ -20,26 +21,34 @@ DEFAULT_PORT = 8765  # fio's own default port
 _NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
 
 
+class AddressKind(StrEnum):
+    """fio's words for an address's family."""
+
+    IP = "ip"
+    IP6 = "ip6"
+    SOCK = "sock"  # a unix socket
+
+
 @dataclass(frozen=True)
 class Address:
-    kind: str  # "ip", "ip6" or "sock" (fio's words)
+    kind: AddressKind
     host: str  # an IP address or host name; for "sock", the socket's absolute path
     port: int  # TCP port; 0 for a unix socket
 
     def fio(self) -> str:
         """The address as fio's --server= and --client= take it."""
-        if self.kind == "sock":
+        if self.kind == AddressKind.SOCK:
             return f"sock:{self.host}"
         return f"{self.kind}:{self.host},{self.port}"
 
     def __str__(self) -> str:
-        if self.kind == "sock":
+        if self.kind == AddressKind.SOCK:
             return f"unix:{self.host}"
-        host = f"[{self.host}]" if self.kind == "ip6" else self.host
+        host = f"[{self.host}]" if self.kind == AddressKind.IP6 else self.host
         return f"{host}:{self.port}"
 
     def ip(self) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-        if self.kind == "sock":
+        if self.kind == AddressKind.SOCK:
             return None
         try:
             return ipaddress.ip_address(self.host)
@@ -49,7 +58,7 @@ class Address:
     def loopback_only(self) -> bool:
         """True when only this machine can connect: a unix socket or a loopback IP."""
         ip = self.ip()
-        return self.kind == "sock" or (ip is not None and ip.is_loopback)
+        return self.kind == AddressKind.SOCK or (ip is not None and ip.is_loopback)
 
     def wildcard(self) -> bool:
         ip = self.ip()
@@ -63,7 +72,7 @@ def parse(text: str, what: str) -> Address:
         path = text[len("unix:") :]
         if not path.startswith("/") or "\0" in path or len(path) > 107:
             raise UsageError(f"{what} {shown!r}: a unix socket needs an absolute path (at most 107 bytes)")
-        return Address("sock", path, 0)
+        return Address(AddressKind.SOCK, path, 0)
     port = DEFAULT_PORT
     if text.startswith("["):
         end = text.find("]")
@@ -78,7 +87,7 @@ def parse(text: str, what: str) -> Address:
             ipaddress.IPv6Address(host)
         except ValueError:
             raise UsageError(f"{what} {shown!r}: {host[:45]!r} is not an IPv6 address") from None
-        return Address("ip6", host, port)
+        return Address(AddressKind.IP6, host, port)
     host, sep, port_text = text.rpartition(":")
     if not sep:
         host = text
@@ -95,8 +104,8 @@ def parse(text: str, what: str) -> Address:
             raise UsageError(
                 f"{what} {shown!r}: {host[:45]!r} is neither an IP address nor a host name"
             ) from None
-        return Address("ip", host, port)
-    return Address("ip6" if ip.version == 6 else "ip", host, port)
+        return Address(AddressKind.IP, host, port)
+    return Address(AddressKind.IP6 if ip.version == 6 else AddressKind.IP, host, port)
 
 
 def _port(text: str, what: str, shown: str) -> int:
@@ -108,13 +117,13 @@ def _port(text: str, what: str, shown: str) -> int:
 def listen_address(text: str, allow_remote: bool) -> Address:
     """Where `serve` may listen: loopback or a unix socket, anything else only with --allow-remote."""
     addr = parse(text, "--listen")
-    if addr.kind != "sock" and addr.ip() is None:
+    if addr.kind != AddressKind.SOCK and addr.ip() is None:
         if addr.host != "localhost":
             raise UsageError(
                 f"--listen {text[:60]!r}: give an IP address (or localhost), not a host name, "
                 "so that cryptbench knows who can reach it"
             )
-        addr = Address("ip", "127.0.0.1", addr.port)
+        addr = Address(AddressKind.IP, "127.0.0.1", addr.port)
     if addr.loopback_only() or allow_remote:
         return addr
     where = "every interface" if addr.wildcard() else f"{addr.host}, which other machines can reach"

@@ -22,7 +22,7 @@ from pathlib import Path
 from cryptbench.engines.child import Stalled, run_child
 from cryptbench.engines.fio import FioMeasurement, parse_job
 from cryptbench.errors import SafetyError, TrialError, UsageError
-from cryptbench.fleet.address import Address
+from cryptbench.fleet.address import Address, AddressKind
 from cryptbench.json_types import JsonObject
 from cryptbench.system import which
 
@@ -166,7 +166,7 @@ def _document(stdout: str) -> JsonObject | None:
 def _matches(entry: JsonObject, address: Address) -> bool:
     if entry.get("hostname") != address.host:
         return False
-    return address.kind == "sock" or entry.get("port") == address.port
+    return address.kind == AddressKind.SOCK or entry.get("port") == address.port
 
 
 def _why_missing(address: Address, messages: list[str]) -> str:

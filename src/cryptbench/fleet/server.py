@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cryptbench.backends.daemon import log_tail, spawn
 from cryptbench.errors import ProvisionError, SafetyError, UsageError
-from cryptbench.fleet.address import Address
+from cryptbench.fleet.address import Address, AddressKind
 from cryptbench.resources import ProcessTree, SocketFile
 from cryptbench.session import Session
 from cryptbench.system import which
@@ -31,10 +31,11 @@ START_TIMEOUT = 10.0  # seconds for fio to bind its address
 def _listening(address: Address) -> bool:
     family = (
         socket.AF_UNIX
-        if address.kind == "sock"
-        else (socket.AF_INET6 if address.kind == "ip6" else socket.AF_INET)
+        if address.kind == AddressKind.SOCK
+        else (socket.AF_INET6 if address.kind == AddressKind.IP6 else socket.AF_INET)
     )
-    where: str | tuple[str, int] = address.host if address.kind == "sock" else (address.host, address.port)
+    sock = address.kind == AddressKind.SOCK
+    where: str | tuple[str, int] = address.host if sock else (address.host, address.port)
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.settimeout(1.0)
         try:
@@ -61,7 +62,7 @@ def _check_socket_dir(directory: Path, address: Address) -> None:
 
 def check(address: Address) -> None:
     """Refuse an address fio's server cannot, or must not, listen on; before anything is made."""
-    if address.kind == "sock":
+    if address.kind == AddressKind.SOCK:
         _check_socket_dir(Path(address.host).parent, address)
         if os.path.lexists(address.host):
             raise SafetyError(
@@ -78,7 +79,7 @@ def start(session: Session, address: Address) -> ProcessTree:
     if exe is None:
         raise UsageError("fio is not installed (apt-get install fio)")
     check(address)
-    if address.kind == "sock":
+    if address.kind == AddressKind.SOCK:
         session.acquire(SocketFile(Path(address.host)))
     log = session.path("fio-server.log")
     proc, server = spawn(
@@ -104,6 +105,6 @@ def start(session: Session, address: Address) -> ProcessTree:
             session.release(server)
             raise ProvisionError(f"fio's server did not listen on {address} within {START_TIMEOUT:.0f} s")
         time.sleep(0.05)
-    if address.kind == "sock":
+    if address.kind == AddressKind.SOCK:
         os.chmod(address.host, 0o600)  # its directory already keeps others out; this too
     return server

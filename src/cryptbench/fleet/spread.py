@@ -21,6 +21,7 @@ import numpy as np
 
 from cryptbench.result_model import (
     Comparison,
+    ComparisonKind,
     Document,
     FleetHost,
     FleetOverhead,
@@ -52,7 +53,7 @@ def overheads(targets: list[TargetInfo], comparisons: list[Comparison]) -> list[
     encrypted = {t.name for t in targets if t.encrypted}
     groups: dict[tuple[str, str, str], list[Comparison]] = defaultdict(list)
     for c in comparisons:
-        if c.kind == "baseline" and c.target in encrypted and host_of.get(c.target) is not None:
+        if c.kind == ComparisonKind.BASELINE and c.target in encrypted and host_of.get(c.target) is not None:
             groups[(c.workload, local_name(c.target), local_name(c.baseline))].append(c)
     rows = []
     for (workload, target, baseline), cs in groups.items():

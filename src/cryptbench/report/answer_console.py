@@ -24,7 +24,7 @@ from cryptbench.metrics import PRIMARY, primary_of
 from cryptbench.report import protection_table, ranking, study_summary
 from cryptbench.report.document import results_by_key
 from cryptbench.report.speed_change import speed_change
-from cryptbench.result_model import Answer, Comparison, Document, Result
+from cryptbench.result_model import Answer, Comparison, ComparisonKind, Document, Result
 from cryptbench.suite import command_name
 from cryptbench.units import format_bytes, format_count_range, format_duration, format_value
 
@@ -91,7 +91,9 @@ def _cells(doc: Document, workloads: list[str]) -> list[tuple[str, str, list[Tex
         )
         rows.append((t.name, against, cells))
         # a variant's second row: what its one option changes against the target it varies
-        variant = {c.workload: c for c in doc.comparisons if c.target == t.name and c.kind == "variant"}
+        variant = {
+            c.workload: c for c in doc.comparisons if c.target == t.name and c.kind == ComparisonKind.VARIANT
+        }
         if variant:
             parent = next(iter(variant.values())).baseline
             rows.append(("", f"vs {parent}", [_variant_cell(variant.get(w)) for w in workloads]))
@@ -227,7 +229,7 @@ def precision_line(doc: Document) -> str:
     their baseline within the equivalence margin, or stopped short, by what and how far
     they got."""
     st = doc.stopping
-    base = [c for c in doc.comparisons if c.kind == "baseline"]
+    base = [c for c in doc.comparisons if c.kind == ComparisonKind.BASELINE]
     reached = [c.precision for c in base if c.precision is not None]
     margin = doc.equivalence
     if st and st.rule["precision"] is not None:
@@ -316,7 +318,7 @@ def command_lines(doc: Document) -> list[str]:
             parts.append(f"took {_time(r.median)}{interval} on {t.name}")
         changes = []
         for c in doc.comparisons:
-            if c.workload != w or c.kind != "baseline" or c.ratio <= 0:
+            if c.workload != w or c.kind != ComparisonKind.BASELINE or c.ratio <= 0:
                 continue
             # the ratio is a speed (baseline's seconds over the target's): its inverse is the time's
             pct = (1 / c.ratio - 1) * 100
@@ -353,7 +355,7 @@ def render(doc: Document, console: Console) -> None:
         "[dim]Change in speed against the baseline named beside each target, in %, ± the half-width "
         "of its 95% interval; coloured where that interval excludes no change.[/dim]"
     )
-    if any(c.kind == "variant" for c in doc.comparisons):
+    if any(c.kind == ComparisonKind.VARIANT for c in doc.comparisons):
         console.print(
             "[dim]A row with no target name holds the target above it against the one it differs "
             "from in one option: what that option changes.[/dim]"

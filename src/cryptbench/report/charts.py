@@ -26,7 +26,7 @@ from cryptbench.measure.cpu_timeline import CpuTimeline
 from cryptbench.metrics import info
 from cryptbench.report.document import primary_of, results_by_key
 from cryptbench.report.speed_change import speed_change
-from cryptbench.result_model import Document, Result
+from cryptbench.result_model import ComparisonKind, Document, Result
 from cryptbench.units import format_bytes
 
 WIDTH = 7.0  # inches: readable when scaled down to a phone's width, not sparse on a desktop
@@ -334,7 +334,7 @@ def ranking_chart(doc: Document) -> Chart | None:
 
 def overhead_chart(doc: Document) -> Chart | None:
     """Each target's change in speed against its baseline, per workload, with its interval."""
-    comps = [c for c in doc.comparisons if c.kind == "baseline"]
+    comps = [c for c in doc.comparisons if c.kind == ComparisonKind.BASELINE]
     if not comps:
         return None
     palette = colours(doc)

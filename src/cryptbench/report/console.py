@@ -26,6 +26,7 @@ from cryptbench.report.narrow import table_width
 from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import (
     Comparison,
+    ComparisonKind,
     Document,
     Result,
     RunWarning,
@@ -118,8 +119,8 @@ def _rows(doc: Document, metric: str | None, compact: bool) -> list[tuple[Target
                 rows.append([f"  {w}", Text("failed", style="red"), "", Text(""), Text("")])
                 continue
             primary = m == primary_of(doc.plan, w)
-            base = comps.get((w, t.name, "baseline")) if primary else None
-            plain = comps.get((w, t.name, "plain")) if primary else None
+            base = comps.get((w, t.name, ComparisonKind.BASELINE)) if primary else None
+            plain = comps.get((w, t.name, ComparisonKind.PLAIN)) if primary else None
             rows.append(
                 [
                     f"  {w}",
@@ -281,7 +282,7 @@ def variant_tables(doc: Document) -> list[Table]:
     column per option, each cell the change in speed the option makes, ± its interval."""
     by_parent: dict[str, dict[tuple[str, str], Comparison]] = {}
     for c in doc.comparisons:
-        if c.kind == "variant":
+        if c.kind == ComparisonKind.VARIANT:
             by_parent.setdefault(c.baseline, {})[(c.workload, c.target)] = c
     tables = []
     for parent, comps in by_parent.items():

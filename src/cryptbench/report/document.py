@@ -32,6 +32,7 @@ from cryptbench.metrics import CATALOG, PRIMARY, info, primary_of
 from cryptbench.report import diagnosis, ranking, study_summary, warning_rules
 from cryptbench.result_model import (
     Comparison,
+    ComparisonKind,
     DeviceWrites,
     Document,
     QdCurve,
@@ -94,7 +95,7 @@ def build(store: Store, run_id: int) -> Document:
                     rounds[(w, t.name, metric)],
                     rounds[(w, baseline, metric)],
                 )
-                answer = answers.get((w, t.name, baseline)) if kind == "baseline" else None
+                answer = answers.get((w, t.name, baseline)) if kind == ComparisonKind.BASELINE else None
                 comparisons.append(
                     Comparison(
                         workload=w,
@@ -225,7 +226,9 @@ def qd_curves(doc: Document) -> list[QdCurve]:
         # the first workload at each depth (a study's as-published twin repeats a pattern)
         if s is not None and s.get("view", "decrypted") == "decrypted" and s["iodepth"] not in depths:
             families[(s["rw"], s["bs"])].append((s["iodepth"], w))
-    against_baseline = {(c.workload, c.target): c for c in doc.comparisons if c.kind == "baseline"}
+    against_baseline = {
+        (c.workload, c.target): c for c in doc.comparisons if c.kind == ComparisonKind.BASELINE
+    }
     curves = []
     for (rw, bs), members in families.items():
         if len(members) < 2:
@@ -263,7 +266,7 @@ def require_metric(doc: Document, metric: str) -> None:
         raise UsageError(f"run {doc.run_id} has no metric {metric[:40]!r} (it has: {', '.join(known)})")
 
 
-def _baselines(t: TargetInfo, tmap: dict[str, TargetInfo]) -> list[tuple[str, str]]:
+def _baselines(t: TargetInfo, tmap: dict[str, TargetInfo]) -> list[tuple[str, ComparisonKind]]:
     """(baseline, kind): the same stack without the cipher; plain on the same medium when that
     differs; for a target with a RAM twin (--ram), the twin: what the device costs it; and for
     a variant (one LUKS option changed), the target it varies: what the option changes."""
@@ -271,17 +274,17 @@ def _baselines(t: TargetInfo, tmap: dict[str, TargetInfo]) -> list[tuple[str, st
     ram = t.medium == "ram"
     plain = RAM_PREFIX + "plain" if ram else "plain"
     if t.baseline and t.baseline in tmap:
-        out.append((t.baseline, "baseline"))
+        out.append((t.baseline, ComparisonKind.BASELINE))
     if t.name != plain and t.baseline != plain and plain in tmap:
-        out.append((plain, "plain"))
+        out.append((plain, ComparisonKind.PLAIN))
     if not ram and RAM_PREFIX + t.name in tmap:
-        out.append((RAM_PREFIX + t.name, "ram"))
+        out.append((RAM_PREFIX + t.name, ComparisonKind.RAM))
     parent = t.details.get("variant_of")
     if parent:
         # the same decorations (ram:, @state, host/) on the target it differs from in one choice
         twin = t.name.replace(t.backend, str(parent), 1)
         if twin in tmap:
-            out.append((twin, "variant"))
+            out.append((twin, ComparisonKind.VARIANT))
     return out
 
 
@@ -314,7 +317,7 @@ def conclusions(doc: Document) -> list[str]:
     for c in doc.comparisons:
         pairs[(c.target, c.baseline)].append(c)
     for (target, baseline), cs in pairs.items():
-        if cs[0].kind == "ram":
+        if cs[0].kind == ComparisonKind.RAM:
             # The stack against its own RAM twin: what the device costs it.
             target = f"{target} on the device"
             baseline = f"the same stack on RAM ({baseline})"

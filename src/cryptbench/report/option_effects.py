@@ -12,7 +12,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from cryptbench.report.speed_change import speed_change
-from cryptbench.result_model import Comparison, Document, TargetInfo
+from cryptbench.result_model import Comparison, ComparisonKind, Document, TargetInfo
 
 SHOWN = 3  # workloads named with their figures per sentence; the rest counted
 
@@ -103,7 +103,7 @@ def _listed(cs: list[Comparison]) -> str:
 
 def sentences(doc: Document, t: TargetInfo) -> list[str]:
     """What the target's option changes against the target it varies; [] for other targets."""
-    cs = [c for c in doc.comparisons if c.target == t.name and c.kind == "variant"]
+    cs = [c for c in doc.comparisons if c.target == t.name and c.kind == ComparisonKind.VARIANT]
     if not cs:
         return []
     parent = cs[0].baseline

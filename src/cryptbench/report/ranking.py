@@ -30,6 +30,7 @@ from cryptbench.result_model import (
     RankingSection,
     Result,
     TargetInfo,
+    WarningKind,
     WorkloadRanking,
 )
 from cryptbench.suite import FAMILIES, family_of_rw
@@ -139,7 +140,7 @@ def _why_not(doc: Document, t: TargetInfo, workloads: list[str]) -> str | None:
     unmet = unmet_need(doc.plan.get("needs", []), t)
     if unmet:
         return unmet
-    failed = [w.workload for w in doc.warnings if w.kind == "failed-trials" and w.target == t.name]
+    failed = [w.workload for w in doc.warnings if w.kind == WarningKind.FAILED_TRIALS and w.target == t.name]
     have = {r.workload for r in doc.results if r.target == t.name}
     missing = [w for w in workloads if w not in have]
     if failed or missing:

@@ -31,7 +31,7 @@ from cryptbench.json_types import JsonObject
 from cryptbench.metrics import info
 from cryptbench.report.document import primary_of, results_by_key
 from cryptbench.report.speed_change import speed_change
-from cryptbench.result_model import Document, Result
+from cryptbench.result_model import ComparisonKind, Document, Result
 from cryptbench.units import format_bytes
 
 ALPHA = 0.05  # significance level of the Mann-Whitney U test
@@ -423,12 +423,14 @@ def compare(
 
 def overheads(a: Document, b: Document) -> list[OverheadRow]:
     """Each encrypted target's overhead against its baseline in both runs, where both have it."""
-    comps_b = {(c.workload, c.target, c.baseline): c for c in b.comparisons if c.kind == "baseline"}
+    comps_b = {
+        (c.workload, c.target, c.baseline): c for c in b.comparisons if c.kind == ComparisonKind.BASELINE
+    }
     encrypted = {t.name for t in a.targets if t.encrypted}
     out = []
     for c in a.comparisons:
         other = comps_b.get((c.workload, c.target, c.baseline))
-        if c.kind != "baseline" or other is None or c.target not in encrypted:
+        if c.kind != ComparisonKind.BASELINE or other is None or c.target not in encrypted:
             continue
         pa, ia, _ = speed_change(c)
         pb, ib, _ = speed_change(other)
