@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from cryptbench.backends.luks import VARIANTS, integrity_detail
+from cryptbench.backends.luks import VARIANTS, OptionKind, integrity_detail
 from cryptbench.report import answer_console, console, document, option_effects
 from cryptbench.result_model import Document, TargetInfo
 from cryptbench.store import MetricValue, Store, TrialRecord
@@ -86,23 +86,26 @@ def test_each_variant_is_compared_with_the_target_it_varies(doc: Document) -> No
     )
 
 
-def test_the_option_kind_comes_from_the_mapping_and_the_label(doc: Document) -> None:
+def test_the_option_kind_is_the_variants_own_declaration(doc: Document) -> None:
     t = {t.name: t for t in doc.targets}
-    assert option_effects.kind_of(t["luks-aes256-noqueue"]) is option_effects.OptionKind.WORKQUEUES
-    assert option_effects.kind_of(t["luks-aes256-sector512"]) is option_effects.OptionKind.SECTOR
-    submit = TargetInfo("s", "s", "e", True, "direct", None, None, None, True,
-                        {"dm_table_options": "submit_from_crypt_cpus sector_size:4096"})  # fmt: skip
-    assert option_effects.kind_of(submit) is option_effects.OptionKind.SUBMIT
+    assert option_effects.kind_of(t["luks-aes256-noqueue"]) is OptionKind.WORKQUEUES
+    assert option_effects.kind_of(t["luks-aes256-sector512"]) is OptionKind.SECTOR
+    submit = TargetInfo("s", "luks-aes256-submitcpus", "e", True, "direct", None, None, None, True, {})
+    assert option_effects.kind_of(submit) is OptionKind.SUBMIT  # whatever its details say
+    assert option_effects.kind_of(t["luks-aes256"]) is OptionKind.OTHER  # no variant: no option
+    # every variant of another declares what its option is, with the reasons it helps or hurts
+    for name, v in VARIANTS.items():
+        assert (v.option is not None) == (v.variant_of is not None), name
 
 
 @pytest.mark.parametrize(
     ("name", "kind"),
     [
-        ("luks-aes256-hmac", option_effects.OptionKind.INTEGRITY),
-        ("luks-aes256-hmac-nojournal", option_effects.OptionKind.INTEGRITY_DIRECT),
+        ("luks-aes256-hmac", OptionKind.INTEGRITY),
+        ("luks-aes256-hmac-nojournal", OptionKind.INTEGRITY_DIRECT),
     ],
 )
-def test_integrity_is_told_apart_by_its_journal(name: str, kind: option_effects.OptionKind) -> None:
+def test_integrity_is_told_apart_by_its_journal(name: str, kind: OptionKind) -> None:
     """From the details the provisioner records: the table's options and dm-integrity's mode."""
     v = VARIANTS[name]
     assert v.integrity and v.integrity_mode

@@ -35,6 +35,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from cryptbench import keys
@@ -82,6 +83,66 @@ INTEGRITY_SPARE = 8 << 20  # ... plus 8 MiB, bytes
 WIPE_RATE = 5e6  # bytes/s: the slowest wipe we wait for (a TCG guest's), before giving up
 
 
+class OptionKind(StrEnum):
+    """What a variant's one option changes, each kind with the usual reason it helps or
+    hurts (the diagnosis's sentences, report/option_effects.py)."""
+
+    WORKQUEUES = "workqueues"  # no_read_workqueue / no_write_workqueue
+    SUBMIT = "submit"  # submit_from_crypt_cpus
+    SECTOR = "sector"  # the encryption sector size
+    INTEGRITY = "integrity"  # an authentication tag per sector (dm-integrity), journaled
+    INTEGRITY_DIRECT = "integrity-direct"  # the same without dm-integrity's journal
+    OTHER = "other"
+
+    def why(self, faster: bool) -> str:
+        """The usual reason for an option of this kind to help (faster) or hurt."""
+        return _WHY[(self, faster)]
+
+
+_WHY = {
+    (OptionKind.WORKQUEUES, True): (
+        "on this kernel dm-crypt's workqueues cost more than they give: each request waits for a "
+        "kcryptd thread instead of being encrypted where it was issued"
+    ),
+    (OptionKind.WORKQUEUES, False): (
+        "the workqueues pay for themselves here: they move encryption off the issuing CPU and spread "
+        "it over the others"
+    ),
+    (OptionKind.SUBMIT, True): (
+        "submitting writes from the CPUs that encrypted them saves dm-crypt's sorting thread"
+    ),
+    (OptionKind.SUBMIT, False): (
+        "dm-crypt's sorting of encrypted writes before it submits them (the default) helps this device"
+    ),
+    (OptionKind.SECTOR, True): (
+        "this workload's requests do not fill 4096-byte sectors, which the larger sector must widen"
+    ),
+    (OptionKind.SECTOR, False): (
+        "512-byte sectors take eight cipher calls and IVs for every 4 KiB that 4096-byte sectors "
+        "encrypt in one"
+    ),
+    (OptionKind.INTEGRITY, True): (
+        "dm-integrity's journal gathered this workload's small writes into larger ones, which "
+        "more than paid for the tags"
+    ),
+    (OptionKind.INTEGRITY, False): (
+        "every sector also gets an HMAC-SHA256 tag, computed and stored by dm-integrity beside it, "
+        "and every write goes to dm-integrity's journal first, then in place"
+    ),
+    (OptionKind.INTEGRITY_DIRECT, True): (
+        "dm-integrity's buffering of tags absorbed this workload; the tags themselves cost nothing "
+        "measurable here"
+    ),
+    (OptionKind.INTEGRITY_DIRECT, False): (
+        "every sector also gets an HMAC-SHA256 tag, computed and stored by dm-integrity beside it "
+        "(without a journal: data and tag are written in place, and a crash between them leaves the "
+        "sector unreadable)"
+    ),
+    (OptionKind.OTHER, True): "the option helps here",
+    (OptionKind.OTHER, False): "the option costs here",
+}
+
+
 @dataclass(frozen=True)
 class Variant:
     key_bits: int  # 256 for AES-128-XTS and Adiantum, 512 for AES-256-XTS
@@ -93,6 +154,7 @@ class Variant:
     cipher: str = AES_XTS  # cryptsetup's --cipher
     integrity: str | None = None  # cryptsetup's --integrity (a key of INTEGRITY), or None
     journal: bool = True  # with integrity: dm-integrity's journal (False: --integrity-no-journal)
+    option: OptionKind | None = None  # for a variant: what kind of option it changes
 
     @property
     def algorithm(self) -> str:
@@ -135,14 +197,28 @@ VARIANTS = {
     "luks-aes128": Variant(256, SECTOR_SIZE),
     PLAIN_LUKS: Variant(512, SECTOR_SIZE),
     "luks-aes256-noqueue": Variant(
-        512, SECTOR_SIZE, (NO_READ_QUEUE, NO_WRITE_QUEUE), "no dm-crypt workqueues", PLAIN_LUKS
+        512,
+        SECTOR_SIZE,
+        (NO_READ_QUEUE, NO_WRITE_QUEUE),
+        "no dm-crypt workqueues",
+        PLAIN_LUKS,
+        option=OptionKind.WORKQUEUES,
     ),
-    "luks-aes256-noreadq": Variant(512, SECTOR_SIZE, (NO_READ_QUEUE,), "no read workqueue", PLAIN_LUKS),
-    "luks-aes256-nowriteq": Variant(512, SECTOR_SIZE, (NO_WRITE_QUEUE,), "no write workqueue", PLAIN_LUKS),
+    "luks-aes256-noreadq": Variant(
+        512, SECTOR_SIZE, (NO_READ_QUEUE,), "no read workqueue", PLAIN_LUKS, option=OptionKind.WORKQUEUES
+    ),
+    "luks-aes256-nowriteq": Variant(
+        512, SECTOR_SIZE, (NO_WRITE_QUEUE,), "no write workqueue", PLAIN_LUKS, option=OptionKind.WORKQUEUES
+    ),
     "luks-aes256-submitcpus": Variant(
-        512, SECTOR_SIZE, (SUBMIT_FROM_CRYPT_CPUS,), "writes submitted from the crypt CPUs", PLAIN_LUKS
+        512,
+        SECTOR_SIZE,
+        (SUBMIT_FROM_CRYPT_CPUS,),
+        "writes submitted from the crypt CPUs",
+        PLAIN_LUKS,
+        option=OptionKind.SUBMIT,
     ),
-    "luks-aes256-sector512": Variant(512, 512, (), "512-byte sectors", PLAIN_LUKS),
+    "luks-aes256-sector512": Variant(512, 512, (), "512-byte sectors", PLAIN_LUKS, option=OptionKind.SECTOR),
     # Authenticated encryption: the same cipher, each sector with an HMAC-SHA256 tag.
     "luks-aes256-hmac": Variant(
         512,
@@ -150,6 +226,7 @@ VARIANTS = {
         label="HMAC-SHA256 integrity, journaled",
         variant_of=PLAIN_LUKS,
         integrity="hmac-sha256",
+        option=OptionKind.INTEGRITY,
     ),
     "luks-aes256-hmac-nojournal": Variant(
         512,
@@ -158,6 +235,7 @@ VARIANTS = {
         variant_of=PLAIN_LUKS,
         integrity="hmac-sha256",
         journal=False,
+        option=OptionKind.INTEGRITY_DIRECT,
     ),
     # For CPUs without AES instructions: another cipher, not an option of luks-aes256's.
     "luks-adiantum": Variant(256, SECTOR_SIZE, cipher=ADIANTUM),

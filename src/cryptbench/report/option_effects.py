@@ -9,85 +9,18 @@ usual explanation for that kind of option (docs/methodology.md, "Options").
 
 from __future__ import annotations
 
-from enum import StrEnum
-
+from cryptbench.backends.luks import VARIANTS, OptionKind
 from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import Comparison, ComparisonKind, Document, TargetInfo
 
 SHOWN = 3  # workloads named with their figures per sentence; the rest counted
 
 
-class OptionKind(StrEnum):
-    WORKQUEUES = "workqueues"  # no_read_workqueue / no_write_workqueue
-    SUBMIT = "submit"  # submit_from_crypt_cpus
-    SECTOR = "sector"  # the encryption sector size
-    INTEGRITY = "integrity"  # an authentication tag per sector (dm-integrity), journaled
-    INTEGRITY_DIRECT = "integrity-direct"  # the same without dm-integrity's journal
-    OTHER = "other"
-
-    def why(self, faster: bool) -> str:
-        """The usual reason for an option of this kind to help (faster) or hurt."""
-        return _WHY[(self, faster)]
-
-
-_WHY = {
-    (OptionKind.WORKQUEUES, True): (
-        "on this kernel dm-crypt's workqueues cost more than they give: each request waits for a "
-        "kcryptd thread instead of being encrypted where it was issued"
-    ),
-    (OptionKind.WORKQUEUES, False): (
-        "the workqueues pay for themselves here: they move encryption off the issuing CPU and spread "
-        "it over the others"
-    ),
-    (OptionKind.SUBMIT, True): (
-        "submitting writes from the CPUs that encrypted them saves dm-crypt's sorting thread"
-    ),
-    (OptionKind.SUBMIT, False): (
-        "dm-crypt's sorting of encrypted writes before it submits them (the default) helps this device"
-    ),
-    (OptionKind.SECTOR, True): (
-        "this workload's requests do not fill 4096-byte sectors, which the larger sector must widen"
-    ),
-    (OptionKind.SECTOR, False): (
-        "512-byte sectors take eight cipher calls and IVs for every 4 KiB that 4096-byte sectors "
-        "encrypt in one"
-    ),
-    (OptionKind.INTEGRITY, True): (
-        "dm-integrity's journal gathered this workload's small writes into larger ones, which "
-        "more than paid for the tags"
-    ),
-    (OptionKind.INTEGRITY, False): (
-        "every sector also gets an HMAC-SHA256 tag, computed and stored by dm-integrity beside it, "
-        "and every write goes to dm-integrity's journal first, then in place"
-    ),
-    (OptionKind.INTEGRITY_DIRECT, True): (
-        "dm-integrity's buffering of tags absorbed this workload; the tags themselves cost nothing "
-        "measurable here"
-    ),
-    (OptionKind.INTEGRITY_DIRECT, False): (
-        "every sector also gets an HMAC-SHA256 tag, computed and stored by dm-integrity beside it "
-        "(without a journal: data and tag are written in place, and a crash between them leaves the "
-        "sector unreadable)"
-    ),
-    (OptionKind.OTHER, True): "the option helps here",
-    (OptionKind.OTHER, False): "the option costs here",
-}
-
-
 def kind_of(t: TargetInfo) -> OptionKind:
-    """What kind of option a variant changes, from what its mapping showed and its label."""
-    table = str(t.details.get("dm_table_options", ""))
-    option = str(t.details.get("option", ""))
-    if "integrity:" in table:
-        journaled = "no journal" not in str(t.details.get("integrity", ""))
-        return OptionKind.INTEGRITY if journaled else OptionKind.INTEGRITY_DIRECT
-    if "workqueue" in table:
-        return OptionKind.WORKQUEUES
-    if "submit_from_crypt_cpus" in table:
-        return OptionKind.SUBMIT
-    if "sector" in option:
-        return OptionKind.SECTOR
-    return OptionKind.OTHER
+    """What kind of option a variant changes, as its own definition declares it
+    (backends/luks.py's VARIANTS); OTHER for a target that declares none."""
+    v = VARIANTS.get(t.backend)
+    return v.option if v is not None and v.option is not None else OptionKind.OTHER
 
 
 def _figure(c: Comparison) -> str:
