@@ -175,7 +175,7 @@ def _the_html_page_in_a_browser(db: Path, doc: dict, exports: Path) -> None:
         "warnings", "numbers",
     ]  # fmt: skip
     assert page.charts == [
-        "ranking", "bars-sequential-1m", "overhead", "latency", "cpu",
+        "ranking", "space", "bars-sequential-1m", "overhead", "latency", "cpu",
     ]  # fmt: skip
     assert page.svgs == len(page.charts) and page.external == []
     assert len(page.rows["summary-table"]) == 2 * len(doc["targets"])  # two workloads

@@ -16,8 +16,9 @@ from cryptbench.pipeline.verify import with_ratios
 from cryptbench.protection import blocks, tamper
 from cryptbench.protection.blocks import HOLE, Run
 from cryptbench.protection.findings import Finding, Verdict
-from cryptbench.report import charts, protection_table, warning_rules
+from cryptbench.report import charts, export_html, protection_table, warning_rules
 from cryptbench.session import Session
+from tests.unit.test_export_html import Page
 from tests.unit.test_protection import _doc_with
 
 
@@ -142,3 +143,11 @@ def test_a_daemon_that_dies_on_the_flipped_byte_stops_the_run(
         assert (folder / "tamper").read_bytes() == b"\x02" * tamper.TAMPER_BYTES  # put back
     finally:
         session.close()
+
+
+def test_the_page_draws_the_space_chart_in_the_protection_section() -> None:
+    space = {"fixed": 4096, "tree": {"files": 3, "data": 9, "used": 12, "baseline_used": 4, "ratio": 3.0}}
+    doc = _doc_with({"cryfs": {"sight": "directory", "space": space}})
+    page = Page()
+    page.feed(export_html.render(doc, []))
+    assert "protection" in page.sections and page.charts == ["space"] and page.svgs == 1
