@@ -58,6 +58,8 @@ class Mount(Resource):
     def release(self) -> str | None:
         if not is_mountpoint(self.mountpoint):
             return None
+        if not self.fuse:
+            thaw(self.mountpoint)
         last = ""
         # A mount can be briefly busy while a just-killed fio or daemon exits.
         for attempt in range(20):
@@ -71,6 +73,25 @@ class Mount(Resource):
             last = proc.stderr.decode(errors="replace").strip()
             time.sleep(0.05 * (attempt + 1))
         raise ProvisionError(f"could not unmount {self.mountpoint}: {last}")
+
+
+FITHAW = 0xC0045878  # _IOWR('X', 120, int)
+
+
+def thaw(mountpoint: Path) -> None:
+    """Thaw a filesystem a run froze (the protection probes' checkpoint) and was stopped or
+    killed before it could thaw: unmounting a frozen filesystem succeeds, but leaves its
+    superblock alive and its loop device attached for good. Not frozen: EINVAL, ignored."""
+    try:
+        fd = os.open(mountpoint, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        fcntl.ioctl(fd, FITHAW, 0)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 DELETED = " (deleted)"  # what the kernel appends to a backing file's path once it is unlinked

@@ -10,12 +10,15 @@ CryFS's (all hidden: fixed-size blocks in a flat store), securefs's lite format
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import available, cli, includes, leftovers
+from cryptbench.protection import probes
+from tests.conftest import available, cli, includes, leftovers, provisioned, requires_root
 
 pytestmark = pytest.mark.integration
 
@@ -93,3 +96,21 @@ def test_every_backend_here_hides_what_it_should(target_dir: Path, tmp_path: Pat
     assert "What each target's backing hides, probed here" in html
     assert "What each target costs in space" in html  # the space chart
     assert not [w for w in doc["warnings"] if w["kind"].startswith("protection-")], doc["warnings"]
+
+
+@requires_root
+def test_a_filesystem_left_frozen_is_thawed_before_its_unmount(target_dir: Path) -> None:
+    """The probes' checkpoint freezes an image's filesystem for a moment; a run stopped or
+    killed in that moment leaves it frozen, and unmounting a frozen filesystem succeeds
+    but keeps its loop device attached for good. Teardown (and `cleanup`, through the
+    same Mount release) thaws it first: nothing is left."""
+    with provisioned(target_dir, "ext4-loop", 16 << 20) as (_session, target):
+        mount = target.path
+        while not os.path.ismount(mount):
+            mount = mount.parent
+        fd = os.open(mount, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.ioctl(fd, probes.FIFREEZE, 0)
+        finally:
+            os.close(fd)
+    assert leftovers(target_dir) == []  # the fixture checks loop devices too

@@ -36,6 +36,7 @@ from cryptbench.protection.findings import Finding, Property, Protection, Verdic
 from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, contains, look
 from cryptbench.protection.space import measure
 from cryptbench.protection.tamper import WRITE_BEHIND_MARGIN, probe_tamper
+from cryptbench.resources import FITHAW
 from cryptbench.session import Session
 
 SIZES = (1, 4095, 4096, 4097, 100_000)  # bytes of the sizes probe's files
@@ -102,13 +103,13 @@ def _mountpoint(path: Path) -> Path | None:
     return p
 
 
-FIFREEZE = 0xC0045877  # _IOWR('X', 119, int)
-FITHAW = 0xC0045878  # _IOWR('X', 120, int)
+FIFREEZE = 0xC0045877  # _IOWR('X', 119, int); its thaw is resources.FITHAW
 
 
 def checkpoint(mount: Path) -> None:
     """Freeze and thaw a filesystem we mounted (ext4 writes its journal back in place on
-    freeze). Signals are held between the two, so the filesystem is never left frozen."""
+    freeze). Signals are held between the two; a SIGSTOP or SIGKILL between them, which
+    nothing can hold, leaves it frozen until its Mount's release thaws it (resources.thaw)."""
     fd = os.open(mount, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with signals_blocked():
