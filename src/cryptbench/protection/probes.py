@@ -34,7 +34,7 @@ from cryptbench.protection import blocks
 from cryptbench.protection.blocks import Blocks
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
 from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, contains, look
-from cryptbench.protection.space import measure
+from cryptbench.protection.space import allocated, measure
 from cryptbench.protection.tamper import WRITE_BEHIND_MARGIN, probe_tamper
 from cryptbench.resources import FITHAW
 from cryptbench.session import Session
@@ -159,15 +159,16 @@ def probe(
     see = seen or look_settled
     folder = session.check_inside(target.path / f"{PROBE_PREFIX}{secrets.token_hex(6)}")
     before = see()
+    fixed = allocated(target.backing)  # before any probe writes: a header, an empty filesystem
     try:
         _mkdir(folder)
         names, sight = _names(folder, target, see)
         sizes, sight = _sizes(folder, see, sight)
         findings = {Property.NAMES: names, Property.SIZES: sizes, Property.TREE: _tree(folder, see, sight)}
         findings[Property.TAMPER] = probe_tamper(session, folder, target, _write, digest_settled)
-        measured = (
-            measure(target, folder, digest_settled, lambda: _settled(target, complete=True)) if space else {}
-        )
+        measured = {}
+        if space:
+            measured = measure(target, folder, digest_settled, lambda: _settled(target, complete=True), fixed)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         durable()

@@ -99,6 +99,7 @@ def measure(
     folder: Path,
     settled: Callable[[Blocks | None], Blocks],
     complete: Callable[[], None],
+    fixed: int,
 ) -> JsonObject:
     """The space of both data sets and the change granularity, measured in `folder`
     (the caller removes it). A data set that does not fit is left out, with the reason.
@@ -109,7 +110,7 @@ def measure(
         complete()
         return used(target)
 
-    out: JsonObject = {"fixed": allocated(target.backing)}
+    out: JsonObject = {"fixed": fixed}
     out["counted"] = "filesystem" if is_image(target) else "du"
     # A FUSE daemon that keeps blocks in its own memory (CryFS) writes them out on fsync,
     # which sync() does not reach; a target without a daemon needs only the sync.
