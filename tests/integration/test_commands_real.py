@@ -33,8 +33,8 @@ BURN = 0.4  # CPU seconds the burner spends
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    # The protection probes are tested in test_protection_real.py; here they would add
-    # CryFS's 20 s to every run.
+    # The protection probes are tested in test_protection_real.py; here CryFS's, which
+    # wait out its block cache on every look, would slow every run.
     return cli("run", "--skip-protection", *args)
 
 
