@@ -151,3 +151,13 @@ def test_the_page_draws_the_space_chart_in_the_protection_section() -> None:
     page = Page()
     page.feed(export_html.render(doc, []))
     assert "protection" in page.sections and page.charts == ["space"] and page.svgs == 1
+
+
+def test_what_no_ranked_target_protects_is_one_line() -> None:
+    found = {"sight": "directory", "names": {"verdict": "hidden", "evidence": "e"}}
+    for prop in ("sizes", "tree", "tamper"):
+        found[prop] = {"verdict": "shown" if prop != "tamper" else "silent", "evidence": "e"}
+    doc = _doc_with({t: found for t in ("gocryptfs", "securefs", "encfs", "fscrypt", "cryfs", "plain")})
+    assert protection_table.cheapest_lines(doc) == [
+        "None of the ranked targets hides sizes or the tree or detects tampering."
+    ]

@@ -72,6 +72,8 @@ def cheapest_lines(doc: Document) -> list[str]:
     hides = {t.name: p for t, p in found}
     entries = doc.ranking[0].overall
     lines = []
+    unhidden: list[str] = []  # what no ranked target hides, said in one line (the answer is short)
+    undetected = False
     for prop, does in PROTECTS.items():
 
         def hiding(name: str, prop: Property = prop) -> bool:
@@ -81,10 +83,17 @@ def cheapest_lines(doc: Document) -> list[str]:
         if all(hiding(e.target) for e in entries):
             continue
         best = next((e for e in entries if hiding(e.target)), None)
-        if best is None:
-            lines.append(f"None of the ranked targets {does}.")
-        else:
+        if best is not None:
             lines.append(f"Cheapest that {does}: {best.target}, {change(best)}.")
+        elif prop is Property.TAMPER:
+            undetected = True
+        else:
+            unhidden.append(does.removeprefix("hides "))
+    nothing = ([f"hides {' or '.join(unhidden)}"] if unhidden else []) + (
+        ["detects tampering"] if undetected else []
+    )
+    if nothing:
+        lines.append(f"None of the ranked targets {' or '.join(nothing)}.")
     return lines
 
 
