@@ -165,7 +165,7 @@ def test_a_control_that_hides_a_property_marks_every_finding_broken(
     plain.marker_in_backing = True
     hidden = Finding(Verdict.HIDDEN, "not seen")
 
-    def fake(_session: Session, t: Target, space: bool = True) -> Protection:
+    def fake(_session: Session, t: Target) -> Protection:
         return Protection({Property.NAMES: hidden}, "directory")
 
     monkeypatch.setattr(probes, "probe", fake)

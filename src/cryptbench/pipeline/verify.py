@@ -101,15 +101,15 @@ def probe_direct_io(session: Session, target: Target) -> tuple[DirectIO, str]:
 CONTROLS = ("plain", "ext4-loop")
 
 
-def probe_protection(session: Session, targets: dict[str, Target], space: bool = True) -> None:
+def probe_protection(session: Session, targets: dict[str, Target]) -> None:
     """What each target's backing hides and whether it detects tampering
     (protection/probes.py), with the proof of encryption as its contents' finding, and its
-    space against its baseline's (`space`); stored on each target. Where a positive
+    space against its baseline's; stored on each target. Where a positive
     control (plain, ext4-loop) protects what it cannot, the probe is broken: every
     target's findings say so, and are no evidence."""
     found: dict[str, Protection] = {}
     for name, t in targets.items():
-        p = probes.probe(session, t, space=space)
+        p = probes.probe(session, t)
         said = REGISTRY[t.backend].declared() if t.backend in REGISTRY else {}
         findings = {Property.CONTENTS: _contents(t), **p.findings}
         found[name] = replace(

@@ -75,7 +75,8 @@ def _file(path: Path) -> array:
                 end = size
             f.seek(data)
             pos = data
-            while pos < end and (chunk := f.read(min(READ, end - pos + (-(end - pos)) % BLOCK))):
+            # to the end of the data, rounded up to a whole block
+            while pos < end and (chunk := f.read(min(READ, -(-(end - pos) // BLOCK) * BLOCK))):
                 sums.extend(zlib.crc32(chunk[i : i + BLOCK]) for i in range(0, len(chunk), BLOCK))
                 pos += len(chunk)
         tail = -(-size // BLOCK)
@@ -103,5 +104,18 @@ def changed(before: Blocks, after: Blocks) -> list[Run]:
     return runs
 
 
-def same(a: Blocks, b: Blocks) -> bool:
-    return a.crcs == b.crcs
+def flip_byte(path: Path, offset: int) -> int:
+    """Invert the byte at `offset` of `path`, durably; returns the byte it was."""
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        original = f.read(1)[0]
+    write_byte(path, offset, original ^ 0xFF)
+    return original
+
+
+def write_byte(path: Path, offset: int, value: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(bytes([value]))
+        f.flush()
+        os.fsync(f.fileno())

@@ -33,9 +33,17 @@ from cryptbench.interrupts import signals_blocked
 from cryptbench.protection import blocks
 from cryptbench.protection.blocks import Blocks
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
-from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, contains, look
+from cryptbench.protection.sight import (
+    LUKS_MAGIC,
+    QCOW_MAGIC,
+    Entry,
+    Sight,
+    contains,
+    look,
+    wait_write_behind,
+)
 from cryptbench.protection.space import allocated, measure
-from cryptbench.protection.tamper import WRITE_BEHIND_MARGIN, probe_tamper
+from cryptbench.protection.tamper import probe_tamper
 from cryptbench.resources import FITHAW
 from cryptbench.session import Session
 
@@ -79,7 +87,7 @@ def _settled(target: Target, complete: bool = False) -> None:
     `complete`: also every block a daemon still held (Target.write_behind, and a margin)."""
     durable()
     if complete and target.write_behind:
-        time.sleep(target.write_behind + WRITE_BEHIND_MARGIN)
+        wait_write_behind(target)
         durable()
     if any(p.is_file() and _readable_image(p) for p in target.backing):
         mount = _mountpoint(target.path)
@@ -140,11 +148,9 @@ def until_changed(target: Target, look: Callable[[], T], before: T | None) -> T:
     return now
 
 
-def probe(
-    session: Session, target: Target, seen: Callable[[], Sight] | None = None, space: bool = True
-) -> Protection:
-    """Names, sizes, tree and tampering of one target, probed, and its space measured
-    (`space`); `seen` looks at its backing (tests give their own)."""
+def probe(session: Session, target: Target, seen: Callable[[], Sight] | None = None) -> Protection:
+    """Names, sizes, tree and tampering of one target, probed, and its space measured;
+    `seen` looks at its backing (tests give their own)."""
 
     last: list[Sight] = []
 
@@ -166,9 +172,7 @@ def probe(
         sizes, sight = _sizes(folder, see, sight)
         findings = {Property.NAMES: names, Property.SIZES: sizes, Property.TREE: _tree(folder, see, sight)}
         findings[Property.TAMPER] = probe_tamper(session, folder, target, _write, digest_settled)
-        measured = {}
-        if space:
-            measured = measure(target, folder, digest_settled, lambda: _settled(target, complete=True), fixed)
+        measured = measure(target, folder, digest_settled, lambda: _settled(target, complete=True), fixed)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         durable()

@@ -13,9 +13,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cryptbench.backends.base import Target
 from cryptbench.system import which
 
 LUKS_MAGIC = b"LUKS\xba\xbe"  # a LUKS1 or LUKS2 header's first bytes
@@ -23,6 +25,7 @@ QCOW_MAGIC = b"QFI\xfb"  # a qcow2 file's first bytes
 DEBUGFS_TIMEOUT = 120.0  # seconds for one debugfs: the listings of one level of the tree
 DIR_MODE = "04"  # debugfs prints modes in octal: a directory's starts 040
 CHUNK = 8 << 20  # bytes read at a time while searching a file
+WRITE_BEHIND_MARGIN = 0.5  # seconds waited beyond a daemon's write-behind time
 ECHO = re.compile(rb"(?:^|\n)debugfs: ls -p <")  # the echo of a request, up to its inode
 ENTRY = re.compile(rb"\n/(\d+)/([0-7]{5,6})/\d+/\d+/(.*?)/(\d*)/(?=\n|$)", re.DOTALL)
 
@@ -44,6 +47,19 @@ class Sight:
     @property
     def readable(self) -> bool:
         return self.entries is not None
+
+
+def is_image(target: Target) -> bool:
+    """Its backing is one image file (a loop image, a LUKS container, a qcow2 file), not a
+    ciphertext directory."""
+    return len(target.backing) == 1 and target.backing[0].is_file()
+
+
+def wait_write_behind(target: Target) -> None:
+    """Until every block its daemon still holds in its own memory has reached the backing
+    (Target.write_behind, and a margin); at once for a target without such a daemon."""
+    if target.write_behind:
+        time.sleep(target.write_behind + WRITE_BEHIND_MARGIN)
 
 
 def look(backing: tuple[Path, ...]) -> Sight:

@@ -33,6 +33,7 @@ from cryptbench.engines.apps.source_tree import FILES_PER_DIR, LARGEST, MEDIAN_F
 from cryptbench.json_types import JsonObject
 from cryptbench.protection import blocks
 from cryptbench.protection.blocks import Blocks
+from cryptbench.protection.sight import is_image
 
 TREE_BYTES = 2 << 20  # bytes of the small-file tree's contents
 LARGE_BYTES = 8 << 20  # bytes of the large file
@@ -53,10 +54,6 @@ def allocated(paths: tuple[Path, ...]) -> int:
                     except FileNotFoundError:
                         continue  # a daemon's temporary file, gone meanwhile
     return total
-
-
-def is_image(target: Target) -> bool:
-    return len(target.backing) == 1 and target.backing[0].is_file()
 
 
 def used(target: Target) -> int:
@@ -130,7 +127,7 @@ def measure(
     large = folder / "large"
     _write(large, incompressible(SEED, LARGE_BYTES, "space-large"), fsync)
     out["large"] = {"files": 1, "data": LARGE_BYTES, "used": count() - before}
-    out["granularity"] = granularity(target.backing, large, settled, complete)
+    out["granularity"] = granularity(target.backing, large, settled, complete)  # after a count(): complete
     return out
 
 
@@ -141,15 +138,9 @@ def granularity(
     complete: Callable[[], None],
 ) -> JsonObject:
     """The backing's 4 KiB blocks (and files) that changed when one byte in the middle of
-    the large file did."""
-    before = settled(None)
-    with open(large, "r+b") as f:
-        f.seek(LARGE_BYTES // 2)
-        byte = f.read(1)[0]
-        f.seek(LARGE_BYTES // 2)
-        f.write(bytes([byte ^ 0xFF]))
-        f.flush()
-        os.fsync(f.fileno())
+    the large file did. The backing is complete when it is called (a count() just waited)."""
+    before = blocks.digest(backing)
+    blocks.flip_byte(large, LARGE_BYTES // 2)
     settled(before)  # the change has begun to reach the backing
     complete()  # and all of it has
     runs = blocks.changed(before, blocks.digest(backing))

@@ -24,7 +24,6 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,12 +33,12 @@ from cryptbench.measure.cache import drop_caches
 from cryptbench.protection import blocks
 from cryptbench.protection.blocks import Blocks, Run
 from cryptbench.protection.findings import Finding, Verdict
+from cryptbench.protection.sight import is_image, wait_write_behind
 from cryptbench.session import Session
 
 TAMPER_BYTES = 64 << 10  # bytes of the probe file: 16 blocks, enough to stand out of metadata
 MAX_TRIES = 4  # changed runs flipped, one after the other, before the probe gives up
 READS = 2  # reads of the file back before a flip counts as missed
-WRITE_BEHIND_MARGIN = 0.5  # seconds waited beyond a daemon's write-behind time
 
 
 def probe_tamper(
@@ -62,7 +61,7 @@ def probe_tamper(
         f.write(second)
         f.flush()
         os.fsync(f.fileno())
-    image = _is_image(target)
+    image = is_image(target)
     runs = blocks.changed(written, settled(written))
     if not image:  # only the backing files its first write made: its own, none a neighbour's
         own = set(written.crcs) - set(before.crcs)
@@ -84,10 +83,6 @@ def probe_tamper(
     )
 
 
-def _is_image(target: Target) -> bool:
-    return len(target.backing) == 1 and target.backing[0].is_file()
-
-
 def candidates(runs: list[Run], image: bool) -> list[Run]:
     """Where to flip, the likeliest first. In a ciphertext directory, the longest runs of
     the probe's own files. On an image, only runs about the file's length (half to twice
@@ -107,11 +102,11 @@ def _flip_and_read(
     backing = session.check_inside(run.path)
     offset = run.middle
     where = f"byte {offset} of {backing.name} (in a run of {run.count} changed 4 KiB block(s))"
-    original = _flip(backing, offset)
+    original = blocks.flip_byte(backing, offset)
     try:
         outcome = _read_back(target, probe, expected)
     finally:
-        _put_back(backing, offset, original)
+        blocks.write_byte(backing, offset, original)
         drop_caches(cache_files(target, probe))
     dead = [(h.name, why) for h in target.helpers if (why := h.death()) is not None]
     if dead:
@@ -141,7 +136,7 @@ def _read_back(target: Target, probe: Path, expected: bytes) -> OSError | int | 
     A daemon that keeps blocks in its own memory (CryFS) would serve the file from there,
     and every read keeps them there: each read waits, untouched, until they are gone."""
     for _ in range(READS):
-        time.sleep(target.write_behind + WRITE_BEHIND_MARGIN if target.write_behind else 0)
+        wait_write_behind(target)
         drop_caches(cache_files(target, probe))
         try:
             got = probe.read_bytes()
@@ -150,22 +145,3 @@ def _read_back(target: Target, probe: Path, expected: bytes) -> OSError | int | 
         if got != expected:
             return sum(a != b for a, b in zip(got, expected, strict=False)) + abs(len(got) - len(expected))
     return None
-
-
-def _flip(path: Path, offset: int) -> int:
-    with open(path, "r+b") as f:
-        f.seek(offset)
-        original = f.read(1)[0]
-        f.seek(offset)
-        f.write(bytes([original ^ 0xFF]))
-        f.flush()
-        os.fsync(f.fileno())
-    return original
-
-
-def _put_back(path: Path, offset: int, original: int) -> None:
-    with open(path, "r+b") as f:
-        f.seek(offset)
-        f.write(bytes([original]))
-        f.flush()
-        os.fsync(f.fileno())
