@@ -23,6 +23,7 @@ from hypothesis import settings
 
 from cryptbench.backends import REGISTRY, Target, TargetSpec
 from cryptbench.keys import SECRET_DIR_PREFIX, secret_dirs_of
+from cryptbench.pipeline.provision import recover_stale
 from cryptbench.session import Session, scratch_root
 from cryptbench.system import mounts
 from cryptbench.throttle import BLKIO, CGROUP, THROTTLE_FILES
@@ -55,6 +56,26 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             f.write(json.dumps(kernel_lab.report_line(report)) + "\n")
 
 
+TEST_TARGET_BASE = Path(os.environ.get("CRYPTBENCH_TEST_TARGET", "/var/tmp"))
+RECOVERED: list[str] = []  # what a killed earlier suite had left, recovered at start
+FOUND_AT_START: list[str] = []  # machine-wide leftovers that recovery did not end
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A suite killed outright (SIGKILL, a job's time limit) leaves its targets mounted,
+    looped and throttled in its cryptbench-test-* directories, and each test of the next
+    suite would then find them and fail. Recover them first, as `cryptbench cleanup`
+    does: only runs whose lock no live process holds, so a suite running beside this
+    one keeps its own. The directories stay (a live suite's may hold no run yet);
+    what was recovered is printed at the end."""
+    if kernel_lab.IN_GUEST or os.geteuid() != 0:
+        return
+    with tempfile.TemporaryDirectory() as no_registry:  # never the user's own runs
+        for d in sorted(TEST_TARGET_BASE.glob("cryptbench-test-*")):
+            RECOVERED.extend(f"{d.name}: {m}" for m in recover_stale([d], Path(no_registry)))
+    FOUND_AT_START.extend(machine_wide())
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     results = os.environ.get("CRYPTBENCH_LAB_RESULTS")
     if kernel_lab.IN_GUEST and results:  # the host counts them among its own
@@ -63,6 +84,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if RECOVERED:
+        terminalreporter.section("recovered at start: what an earlier, killed suite left")
+        for line in RECOVERED:
+            terminalreporter.write_line(line)
+    if FOUND_AT_START:
+        terminalreporter.section("present at start, not this suite's, left alone")
+        for line in FOUND_AT_START:
+            terminalreporter.write_line(line)
     if FIGURES:
         terminalreporter.section("reliability figures (docs/reliability.md)")
         for name in sorted(FIGURES):
@@ -119,22 +148,29 @@ def leftovers(root: Path) -> list[str]:
         ):
             found.append(f"process {p.pid} {cmd}")
     found.extend(_command_leftovers(root))
-    found.extend(f"dm-crypt mapping {m.name}" for m in Path("/dev/mapper").glob("cryptbench-*"))
-    found.extend(f"block I/O throttle {rule}" for rule in loop_throttles())
     found.extend(f"key directory {d}" for d in secret_dirs_of() if not _another_live_run(d, root))
+    return found + [g for g in machine_wide() if g not in FOUND_AT_START]
+
+
+def machine_wide() -> list[str]:
+    """What no path ties to a test's directory: dm-crypt mappings, throttle rules, the
+    commands' cgroups. Any of them present when the suite started (and not recovered) is
+    someone else's, and is not blamed on each test in turn."""
+    found = [f"dm-crypt mapping {m.name}" for m in Path("/dev/mapper").glob("cryptbench-*")]
+    found.extend(f"block I/O throttle {rule}" for rule in loop_throttles())
+    found.extend(f"cgroup {d}" for d in (CGROUP / "unified").glob("cryptbench-*"))
     return found
 
 
 def _command_leftovers(root: Path) -> list[str]:
     """What a user's command left: a process working in the scratch space (its cwd under
-    `root`, as every command's is), and the commands' cgroups (a hybrid hierarchy's
-    unified mount; on a v2-only one they sit beside the throttles' and are listed there)."""
+    `root`, as every command's is). Its cgroups are in machine_wide() (a hybrid
+    hierarchy's unified mount; on a v2-only one they sit beside the throttles')."""
     found = []
     for p in psutil.process_iter(["cwd", "status", "cmdline"]):
         cwd = p.info["cwd"]
         if cwd and p.info["status"] != psutil.STATUS_ZOMBIE and Path(cwd).is_relative_to(root):
             found.append(f"process {p.pid} {' '.join(p.info['cmdline'] or [])} (in {cwd})")
-    found.extend(f"cgroup {d}" for d in (CGROUP / "unified").glob("cryptbench-*"))
     return found
 
 
