@@ -129,8 +129,17 @@ def run(
     avail = REGISTRY[SLOW].probe()
     if not avail.ok:
         raise UnavailableError(f"selftest cannot run here: {avail.reason}")
+    # What the targets hide is no part of the known answer: its probes would only write
+    # through the throttles (and, under a TCG guest, cost minutes).
     request = RunRequest(
-        backends=SLOW, suite="selftest", size=size, precision=precision, seed=seed, target=target, db=db
+        backends=SLOW,
+        suite="selftest",
+        size=size,
+        precision=precision,
+        seed=seed,
+        target=target,
+        db=db,
+        skip_protection=True,
     )
     outcome = run_cmd.run(request, progress=progress)
     return SelftestOutcome(outcome, checks(outcome.document))
