@@ -1,4 +1,4 @@
-"""The result document as types: what `report/document.build` returns and every
+"""The result document as types: what `analysis/document.build` returns and every
 renderer reads.
 
 Its JSON form is the contract of `--json` and `show --json` (docs/architecture.md
@@ -192,7 +192,7 @@ class WarningKind(StrEnum):
 
 @dataclass(frozen=True)
 class RunWarning:
-    """Something the reader must know before trusting a figure (report/warning_rules.py
+    """Something the reader must know before trusting a figure (analysis/warning_rules.py
     holds the rules, one per kind)."""
 
     kind: WarningKind
@@ -412,7 +412,7 @@ _EFFICIENCY_KEYS = tuple(EfficiencyRow.__dataclass_fields__)
 
 @dataclass(frozen=True)
 class WorkloadFinding:
-    """What limits one encrypted target at one workload (report/diagnosis.py's rules)."""
+    """What limits one encrypted target at one workload (analysis/diagnosis.py's rules)."""
 
     workload: str
     target: str
@@ -539,7 +539,7 @@ class Document:
     notes: list[str]  # what the plan decided and why, one sentence each
     stopping: Stopping | None = None  # None for runs stored before adaptive stopping
     device_writes: DeviceWrites | None = None  # None where the scratch space has no block device
-    study_summary: StudySummary | None = None  # report/study_summary.py's, for a suite that follows a study
+    study_summary: StudySummary | None = None  # analysis/study_summary.py's, for a suite that follows a study
     efficiency: list[EfficiencyRow] = field(default_factory=list)
     qd_curves: list[QdCurve] = field(default_factory=list)
     warnings: list[RunWarning] = field(default_factory=list)
@@ -736,7 +736,7 @@ class FleetSection:
 
 @dataclass(frozen=True)
 class StudyRow:
-    """One workload on one target summarized the study's way (report/study_summary.py)."""
+    """One workload on one target summarized the study's way (analysis/study_summary.py)."""
 
     workload: str
     target: str

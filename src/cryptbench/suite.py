@@ -29,7 +29,7 @@ MAX_SIZE = 1 << 40  # bytes: beyond this a typo is likelier than an intent
 MAX_REPEATS = 1000
 MAX_SUITE_FILE = 1 << 20  # bytes
 # A study's own way of summarising its trials, shown beside the median and
-# interval (report/study_summary.py holds the arithmetic).
+# interval (analysis/study_summary.py holds the arithmetic).
 SUMMARIES = ("drop-min-max",)
 
 

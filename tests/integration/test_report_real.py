@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from cryptbench.analysis import ranking
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import run as run_cmd
 from cryptbench.plan import RunRequest
-from cryptbench.report import ranking
 from cryptbench.result_model import Document
 from cryptbench.store import Store
 from tests.conftest import cli, requires_root

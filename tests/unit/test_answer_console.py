@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from cryptbench.report import console, ranking
+from cryptbench.analysis import ranking
+from cryptbench.report import console
 from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"

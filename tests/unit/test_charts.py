@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from matplotlib.container import BarContainer
 
+from cryptbench.analysis.speed_change import speed_change
 from cryptbench.measure.cpu_timeline import CpuTimeline
 from cryptbench.report import charts
-from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import Document
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

@@ -17,9 +17,9 @@ import pytest
 from scipy import stats as sps
 
 from cryptbench import stats
+from cryptbench.analysis.run_comparison import Row, compare, mann_whitney_possible
 from cryptbench.errors import UsageError
 from cryptbench.report import charts, compare_cells, compare_console, export_compare_html
-from cryptbench.report.run_comparison import Row, compare, mann_whitney_possible
 from cryptbench.result_model import Document
 from tests.unit.bootstrap_oracle import exact_distribution, quantile, ratio_of_medians
 from tests.unit.test_export_html import Page

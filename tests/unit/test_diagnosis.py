@@ -1,4 +1,4 @@
-"""The diagnosis rules (report/diagnosis.py) on result documents recorded here.
+"""The diagnosis rules (analysis/diagnosis.py) on result documents recorded here.
 
 quick-fscrypt-gocryptfs-ram.json is `cryptbench run --backends fscrypt,gocryptfs
 --ram --size 32M --repeats 3` on this machine, printed by `cryptbench show
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from cryptbench.report import diagnosis
-from cryptbench.report.diagnosis import Rule
+from cryptbench.analysis import diagnosis
+from cryptbench.analysis.diagnosis import Rule
 from cryptbench.result_model import Document, EfficiencyRow, QdCurve, QdPoint
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.report import document
+from cryptbench.analysis import document
 from cryptbench.result_model import Comparison, Document, TargetInfo
 from cryptbench.store import MetricValue, Store, TrialRecord
 

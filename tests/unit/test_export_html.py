@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.report import charts, export_html, ranking
+from cryptbench.analysis import ranking
+from cryptbench.report import charts, export_html
 from cryptbench.report.export_markdown import change_text, median_text
 from cryptbench.result_model import Document
 

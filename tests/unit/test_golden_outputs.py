@@ -18,16 +18,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from cryptbench.report import (
-    charts,
-    console,
-    diagnosis,
-    document,
-    export_html,
-    export_markdown,
-    ranking,
-    warning_rules,
-)
+from cryptbench.analysis import diagnosis, document, ranking, warning_rules
+from cryptbench.report import charts, console, export_html, export_markdown
 from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"

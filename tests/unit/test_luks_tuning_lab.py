@@ -1,4 +1,4 @@
-"""The diagnosis's option rules (report/option_effects.py) on runs recorded in the
+"""The diagnosis's option rules (analysis/option_effects.py) on runs recorded in the
 kernel lab under Debian 12's 6.1 kernel, each `cryptbench run --suite luks-tuning
 --size 16M --repeats 2`: luks-tuning-lab.json with the five dm-crypt options, and
 luks-integrity-lab.json with `--backends luks-aes256,luks-aes256-hmac,
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from cryptbench.analysis import diagnosis, option_effects
+from cryptbench.analysis.option_effects import OptionKind
 from cryptbench.backends.luks import PLAIN_LUKS, VARIANTS
-from cryptbench.report import diagnosis, option_effects
-from cryptbench.report.option_effects import OptionKind
 from cryptbench.result_model import Document, TargetInfo
 
 RECORDED = Path(__file__).parent.parent / "fixtures" / "documents"

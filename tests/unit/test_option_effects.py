@@ -1,6 +1,6 @@
 """A variant (one LUKS option changed) against the target it varies: the document's
 `variant` comparisons, the report's rows and table, and the diagnosis's sentences
-(report/option_effects.py). A real store with synthetic trials: the arithmetic and
+(analysis/option_effects.py). A real store with synthetic trials: the arithmetic and
 the words; the same on a run recorded in the kernel lab is in test_luks_tuning_lab.py."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from cryptbench.analysis import document, option_effects
 from cryptbench.backends.luks import VARIANTS, OptionKind, integrity_detail
-from cryptbench.report import answer_console, console, document, option_effects
+from cryptbench.report import answer_console, console
 from cryptbench.result_model import Document, TargetInfo
 from cryptbench.store import MetricValue, Store, TrialRecord
 

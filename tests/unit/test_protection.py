@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cryptbench.analysis import ranking, warning_rules
 from cryptbench.backends.base import Target
 from cryptbench.errors import UsageError
 from cryptbench.pipeline import verify
@@ -18,7 +19,7 @@ from cryptbench.plan import parse_needs
 from cryptbench.protection import probes, space
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
 from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, look
-from cryptbench.report import answer_console, protection_table, ranking, warning_rules
+from cryptbench.report import answer_console, protection_table
 from cryptbench.result_model import Document
 from cryptbench.session import Session
 

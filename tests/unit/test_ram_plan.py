@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from cryptbench.analysis.document import _baselines
 from cryptbench.backends import DirectIO, Target
 from cryptbench.errors import UsageError
 from cryptbench.pipeline.provision import decide_io_modes
-from cryptbench.report.document import _baselines
 from cryptbench.result_model import TargetInfo
 from tests.unit.test_plan import _plan as plan_with
 

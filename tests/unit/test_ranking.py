@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench import stats
-from cryptbench.report import ranking
+from cryptbench.analysis import ranking
 from cryptbench.result_model import Answer, Document, RankEntry, RankingSection, Result, TargetInfo
 from tests.unit.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
 

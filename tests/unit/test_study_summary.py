@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from cryptbench.analysis import study_summary
+from cryptbench.analysis.study_summary import build, drop_min_max, twin_of
 from cryptbench.report import console as console_report
-from cryptbench.report import study_summary
-from cryptbench.report.study_summary import build, drop_min_max, twin_of
 from cryptbench.result_model import Result, StudySummary
 
 MIB = 1 << 20

@@ -10,13 +10,14 @@ from pathlib import Path
 import psutil
 import pytest
 
+from cryptbench.analysis import warning_rules
 from cryptbench.backends.base import Helper, Target
 from cryptbench.errors import ProvisionError
 from cryptbench.pipeline.verify import with_ratios
 from cryptbench.protection import blocks, tamper
 from cryptbench.protection.blocks import HOLE, Run
 from cryptbench.protection.findings import Finding, Verdict
-from cryptbench.report import charts, export_html, protection_table, warning_rules
+from cryptbench.report import charts, export_html, protection_table
 from cryptbench.session import Session
 from tests.unit.test_export_html import Page
 from tests.unit.test_protection import _doc_with

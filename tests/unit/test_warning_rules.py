@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from cryptbench.report import warning_rules
-from cryptbench.report.warning_rules import WarningKind
+from cryptbench.analysis import warning_rules
+from cryptbench.analysis.warning_rules import WarningKind
 from cryptbench.result_model import Document, RunWarning
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"

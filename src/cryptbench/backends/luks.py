@@ -85,7 +85,7 @@ WIPE_RATE = 5e6  # bytes/s: the slowest wipe we wait for (a TCG guest's), before
 
 class OptionKind(StrEnum):
     """What a variant's one option changes, each kind with the usual reason it helps or
-    hurts (the diagnosis's sentences, report/option_effects.py)."""
+    hurts (the diagnosis's sentences, analysis/option_effects.py)."""
 
     WORKQUEUES = "workqueues"  # no_read_workqueue / no_write_workqueue
     SUBMIT = "submit"  # submit_from_crypt_cpus

@@ -1,7 +1,7 @@
 """`cryptbench compare A B`: run B against run A, from the store, without re-running.
 
 A and B may live in different databases (`--db-b`, e.g. a copy from another
-machine). The comparison itself is report/run_comparison.py; this module reads
+machine). The comparison itself is analysis/run_comparison.py; this module reads
 the two runs, checks the request, and writes the HTML page when asked.
 """
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from cryptbench.analysis import document, run_comparison
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
 from cryptbench.json_types import JsonObject
-from cryptbench.report import document, run_comparison
 from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import page_file, write_new
 from cryptbench.result_model import Document

@@ -29,6 +29,7 @@ from rich.console import Console
 
 from cryptbench import __version__
 from cryptbench.adaptive import Controller, Question, Stopping, questions
+from cryptbench.analysis import document
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_stopping
 from cryptbench.engines.fio import FIO_TIMEOUT, fio_version
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
@@ -44,7 +45,6 @@ from cryptbench.metrics import info
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
 from cryptbench.plan import stopping_rule
 from cryptbench.report import console as console_report
-from cryptbench.report import document
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
 from cryptbench.result_model import Document

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from cryptbench.analysis.history_model import History, Point, Series
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
 from cryptbench.metrics import PRIMARY
-from cryptbench.report.history_model import History, Point, Series
 from cryptbench.report.json_output import print_json
 from cryptbench.store import Store, default_db_path
 from cryptbench.store.rows import HistoryRow

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from cryptbench.analysis import document
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
 from cryptbench.json_types import JsonObject
-from cryptbench.report import document, export_csv, export_markdown
+from cryptbench.report import export_csv, export_markdown
 from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import output_dir, output_file, page_file, write_new
 from cryptbench.store import Store, default_db_path

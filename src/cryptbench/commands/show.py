@@ -7,9 +7,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from cryptbench.analysis import document
 from cryptbench.commands.common_args import add_db, add_details, add_json
 from cryptbench.report import console as console_report
-from cryptbench.report import document
 from cryptbench.report.json_output import print_json
 from cryptbench.result_model import Document
 from cryptbench.store import Store, default_db_path
@@ -40,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from cryptbench.report import document
+    from cryptbench.analysis import document
 
     doc = run(ref=args.ref, db=args.db)
     if args.metric is not None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from cryptbench import __version__
 from cryptbench.adaptive import Controller, Question, RankingGroups, questions
+from cryptbench.analysis import document
 from cryptbench.backends import REGISTRY
 from cryptbench.cipher import ceilings, userspace
 from cryptbench.engines.apps import AppWorkload
@@ -27,7 +28,6 @@ from cryptbench.pipeline import cipher_speed, sizing
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
 from cryptbench.pipeline.provision import provision_all, target_row
 from cryptbench.plan import Plan, RunRequest, build_plan
-from cryptbench.report import document
 from cryptbench.result_model import Document
 from cryptbench.runner import (
     Executor,
@@ -171,7 +171,7 @@ def run_questions(plan: Plan) -> list[Question]:
 
 def ranking_groups(plan: Plan) -> RankingGroups:
     """Each encrypted target and the plain of its medium it is ranked against, as the
-    ranking (report/ranking.py) groups them; the workloads' kinds of work."""
+    ranking (analysis/ranking.py) groups them; the workloads' kinds of work."""
     plains = {t.medium: t.name for t in plan.targets if t.backend == "plain"}
     plain_of = {
         t.name: plains[t.medium] for t in plan.targets if REGISTRY[t.backend].encrypted and t.medium in plains

@@ -19,11 +19,12 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench import stats
+from cryptbench.analysis import ranking, study_summary
+from cryptbench.analysis.document import results_by_key
+from cryptbench.analysis.speed_change import speed_change
 from cryptbench.json_types import JsonObject
 from cryptbench.metrics import PRIMARY, primary_of
-from cryptbench.report import protection_table, ranking, study_summary
-from cryptbench.report.document import results_by_key
-from cryptbench.report.speed_change import speed_change
+from cryptbench.report import protection_table
 from cryptbench.result_model import Answer, Comparison, ComparisonKind, Document, Result
 from cryptbench.suite import command_name
 from cryptbench.units import format_bytes, format_count_range, format_duration, format_value

@@ -22,10 +22,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from cryptbench.analysis.document import primary_of, results_by_key
+from cryptbench.analysis.speed_change import speed_change
 from cryptbench.measure.cpu_timeline import CpuTimeline
 from cryptbench.metrics import info
-from cryptbench.report.document import primary_of, results_by_key
-from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import ComparisonKind, Document, Result
 from cryptbench.units import format_bytes
 
@@ -289,7 +289,7 @@ def _change_figure(
 
 
 def ranking_chart(doc: Document) -> Chart | None:
-    """The ranking (report/ranking.py): each encrypted target's change in speed against plain,
+    """The ranking (analysis/ranking.py): each encrypted target's change in speed against plain,
     cheapest first, overall and, where the run has several, per family of workloads."""
     sections = [s for s in doc.ranking if s.overall]
     if not sections:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cryptbench.report.run_comparison import Comparison, Row
+from cryptbench.analysis.run_comparison import Comparison, Row
 from cryptbench.units import format_value
 
 

@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from cryptbench.analysis.run_comparison import METHOD, Comparison
 from cryptbench.report.compare_cells import overhead_cells, row_cells
 from cryptbench.report.narrow import table_width
-from cryptbench.report.run_comparison import METHOD, Comparison
 from cryptbench.units import format_value
 
 

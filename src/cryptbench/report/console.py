@@ -11,19 +11,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from cryptbench.analysis import ranking, study_summary
+from cryptbench.analysis.document import primary_of, results_by_key
+from cryptbench.analysis.speed_change import speed_change
 from cryptbench.json_types import JsonObject
 from cryptbench.metrics import PRIMARY, info
-from cryptbench.report import (
-    answer_console,
-    cost_console,
-    fleet_console,
-    protection_table,
-    ranking,
-    study_summary,
-)
-from cryptbench.report.document import primary_of, results_by_key
+from cryptbench.report import answer_console, cost_console, fleet_console, protection_table
 from cryptbench.report.narrow import table_width
-from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import (
     Comparison,
     ComparisonKind,

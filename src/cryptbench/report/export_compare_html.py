@@ -4,10 +4,10 @@ in the same style as the run report (the templates share `base.html.j2`)."""
 from __future__ import annotations
 
 from cryptbench import __version__
+from cryptbench.analysis.run_comparison import METHOD, Comparison
 from cryptbench.report.charts import Chart
 from cryptbench.report.compare_cells import overhead_cells, row_cells
 from cryptbench.report.export_html import ENV, environment_rows
-from cryptbench.report.run_comparison import METHOD, Comparison
 from cryptbench.result_model import Document
 
 

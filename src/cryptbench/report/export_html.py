@@ -1,7 +1,7 @@
 """`cryptbench report --html`: one self-contained page (styles and charts inline,
 nothing fetched), readable on a phone and on a desktop.
 
-The page is the document (report/document.py) and the charts
+The page is the document (analysis/document.py) and the charts
 (report/charts.py) put through one Jinja2 template; the figures in its
 tables are formatted by the same functions as the terminal and Markdown.
 """
@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import jinja2
 
 from cryptbench import __version__
+from cryptbench.analysis import ranking
 from cryptbench.report import charts as charts_mod
-from cryptbench.report import protection_table, ranking
+from cryptbench.report import protection_table
 from cryptbench.report.answer_console import SERIOUS, command_lines, precision_line
 from cryptbench.report.console import stopping_lines
 from cryptbench.report.cost_console import sources

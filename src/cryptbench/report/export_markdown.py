@@ -8,10 +8,10 @@ it stays readable with twenty targets, where a column per target would not.
 
 from __future__ import annotations
 
+from cryptbench.analysis.document import primary_of, results_by_key
+from cryptbench.analysis.speed_change import speed_change
 from cryptbench.metrics import info
-from cryptbench.report.document import primary_of, results_by_key
 from cryptbench.report.fleet_rows import SPREAD_NOTE, overhead_rows
-from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import Comparison, Document, Result
 from cryptbench.units import format_value
 

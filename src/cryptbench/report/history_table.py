@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from cryptbench.report.history_model import History, Series
+from cryptbench.analysis.history_model import History, Series
 from cryptbench.report.narrow import table_width
 from cryptbench.store.rows import HistoryRow
 from cryptbench.units import format_value

@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich import box
 from rich.table import Table
 
+from cryptbench.analysis.ranking import change
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
-from cryptbench.report.ranking import change
 from cryptbench.result_model import Document, TargetInfo
 from cryptbench.units import format_bytes
 

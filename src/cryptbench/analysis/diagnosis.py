@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from cryptbench.analysis import option_effects
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher.ceilings import UNKNOWN_HINT
 from cryptbench.cipher.kernel import classify, is_software
-from cryptbench.report import option_effects
 from cryptbench.result_model import (
     CipherInfo,
     Document,

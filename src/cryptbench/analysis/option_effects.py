@@ -9,8 +9,8 @@ usual explanation for that kind of option (docs/methodology.md, "Options").
 
 from __future__ import annotations
 
+from cryptbench.analysis.speed_change import speed_change
 from cryptbench.backends.luks import VARIANTS, OptionKind
-from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import Comparison, ComparisonKind, Document, TargetInfo
 
 SHOWN = 3  # workloads named with their figures per sentence; the rest counted

@@ -23,13 +23,13 @@ from collections import defaultdict
 from dataclasses import asdict, replace
 
 from cryptbench import stats
+from cryptbench.analysis import diagnosis, ranking, study_summary, warning_rules
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher import ceilings
 from cryptbench.cipher.document import CipherDocument
 from cryptbench.errors import UsageError
 from cryptbench.fleet import spread
 from cryptbench.metrics import CATALOG, PRIMARY, info, primary_of
-from cryptbench.report import diagnosis, ranking, study_summary, warning_rules
 from cryptbench.result_model import (
     Comparison,
     ComparisonKind,

@@ -1,5 +1,5 @@
 """A comparison read as a change in speed, whatever its metric's direction: the
-one reading every renderer and rule shares (below report/document.py, so that the
+one reading every renderer and rule shares (below analysis/document.py, so that the
 rules the document is built with can use it too)."""
 
 from __future__ import annotations

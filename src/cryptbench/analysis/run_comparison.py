@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cryptbench import stats
+from cryptbench.analysis.document import primary_of, results_by_key
+from cryptbench.analysis.speed_change import speed_change
 from cryptbench.errors import UsageError
 from cryptbench.json_types import JsonObject
 from cryptbench.metrics import info
-from cryptbench.report.document import primary_of, results_by_key
-from cryptbench.report.speed_change import speed_change
 from cryptbench.result_model import ComparisonKind, Document, Result
 from cryptbench.units import format_bytes
 
