@@ -44,6 +44,7 @@ def test_a_command_suite_on_luks_and_fscrypt(target_dir: Path, tmp_path: Path) -
     db = tmp_path / "r.sqlite"
     proc = cli(
         *("run", "--suite", str(suite), "--backends", "luks-aes256,fscrypt", "--repeats", "2"),
+        "--skip-protection",  # the probes have their own lab test (test_protection.py)
         *("--size", "8M", "--target", str(target_dir), "--db", str(db), "--json"),
     )
     assert proc.returncode == 0, proc.stderr
