@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from cryptbench.analysis import ranking
-from cryptbench.report import console
+from cryptbench.report import screens
 from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
@@ -30,7 +30,7 @@ def _doc(name: str) -> dict:
 
 def _shown(doc: dict, width: int, details: bool = False) -> list[str]:
     out = io.StringIO()
-    console.render(
+    screens.render(
         Document.from_json(doc), Console(file=out, width=width, color_system=None), details=details
     )
     return out.getvalue().splitlines()

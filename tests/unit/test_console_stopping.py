@@ -6,8 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from cryptbench.report.answer_console import precision_line
-from cryptbench.report.console import stopping_lines
+from cryptbench.report.sentences import precision_line, stopping_lines
 from cryptbench.result_model import Document, Stopping
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"

@@ -12,7 +12,7 @@ import pytest
 
 from cryptbench.analysis import ranking
 from cryptbench.report import charts, export_html
-from cryptbench.report.export_markdown import change_text, median_text
+from cryptbench.report.sentences import change_text, median_text
 from cryptbench.result_model import Document
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "documents"

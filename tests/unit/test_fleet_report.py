@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from cryptbench.report import console, export_html, export_markdown
+from cryptbench.report import export_html, export_markdown, screens
 from cryptbench.result_model import Document
 
 DOC = json.loads(
@@ -76,7 +76,7 @@ def test_markdown_and_terminal_show_the_spread() -> None:
     assert len(spread) == len(DOC["fleet"]["overheads"])
     assert all(line.count("|") == 9 for line in spread)
     out = io.StringIO()
-    console.render(MODEL, Console(file=out, width=200, color_system=None), details=True)
+    screens.render(MODEL, Console(file=out, width=200, color_system=None), details=True)
     shown = out.getvalue()
     assert "Fleet: hosts" in shown and "stands out" in shown
     assert all(o["worst_host"] in shown for o in DOC["fleet"]["overheads"])
@@ -88,5 +88,5 @@ def test_a_failed_host_reads_as_failed_with_its_reason() -> None:
     rows = _cells(export_html.render(Document.from_json(doc), []), "fleet")
     assert rows[1][2] == "failed: client: host=198.18.0.6 disconnected [x]"
     out = io.StringIO()
-    console.render(Document.from_json(doc), Console(file=out, width=200, color_system=None))
+    screens.render(Document.from_json(doc), Console(file=out, width=200, color_system=None))
     assert "failed: client: host=198.18.0.6 disconnected [x]" in out.getvalue()

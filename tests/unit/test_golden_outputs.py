@@ -19,7 +19,7 @@ import pytest
 from rich.console import Console
 
 from cryptbench.analysis import diagnosis, document, ranking, warning_rules
-from cryptbench.report import charts, console, export_html, export_markdown
+from cryptbench.report import charts, export_html, export_markdown, screens
 from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
@@ -30,7 +30,7 @@ WRITE = os.environ.get("CRYPTBENCH_GOLDEN") == "write"
 
 def _console_text(doc: Document, width: int, details: bool) -> str:
     out = io.StringIO()
-    console.render(doc, Console(file=out, width=width, color_system=None), details=details)
+    screens.render(doc, Console(file=out, width=width, color_system=None), details=details)
     return out.getvalue()
 
 

@@ -109,6 +109,44 @@ def test_the_check_sees_a_violation() -> None:
     assert "cryptbench.pipeline.execute" in _imports(PACKAGE / "commands" / "run.py")
 
 
+# report/'s modules that render nothing (words, rows, cells, a table's width, the pages'
+# Jinja2 environment, the files a command writes): any renderer may use them, and they
+# import no renderer. Every other module of report/ is a renderer, and imports no other
+# renderer but through screens.py, the one that puts them together.
+NEUTRAL = {"compare_cells", "fleet_rows", "narrow", "output_files", "pages", "protection_rows", "sentences"}
+COMPOSER = "screens"
+REPORT = sorted((PACKAGE / "report").glob("*.py"))
+
+
+def _renderers_imported(path: Path) -> set[str]:
+    return {
+        d.split(".")[2]
+        for d in _imports(path)
+        if d.startswith("cryptbench.report.") and d.split(".")[2] not in NEUTRAL
+    }
+
+
+@pytest.mark.parametrize("path", REPORT, ids=lambda p: p.stem)
+def test_no_renderer_imports_another(path: Path) -> None:
+    if path.stem in (COMPOSER, "__init__"):
+        return
+    borrowed = _renderers_imported(path) - {path.stem}
+    assert not borrowed, (
+        f"report/{path.name} imports the renderer(s) {sorted(borrowed)}: move what they share "
+        "to a neutral module (sentences.py and its kind), or put them together in screens.py"
+    )
+
+
+def test_the_renderer_rule_sees_a_renderer() -> None:
+    """A positive control: the composer's imports are renderers by this rule."""
+    assert _renderers_imported(PACKAGE / "report" / "screens.py") == {
+        "answer_console",
+        "console",
+        "cost_console",
+        "fleet_console",
+    }
+
+
 def test_the_command_line_starts_without_scipy_or_matplotlib() -> None:
     # Each is imported where it is used: SciPy was most of every command's start-up time
     # (`python -X importtime -c "import cryptbench.cli"`), and `backends` needs neither.
@@ -153,14 +191,14 @@ from rich.console import Console
 from cryptbench import cli
 from cryptbench.report import (
     answer_console, backends_console, compare_console, console, cost_console,
-    fleet_console, history_table, protection_table,
+    fleet_console, history_table, screens,
 )
 from cryptbench.result_model import Document
 out = Console(file=open("/dev/null", "w"), width=120)
 for name in ("default-run.json", "fleet-three-hosts.json", "quick-fscrypt-gocryptfs-ram.json"):
     doc = Document.from_json(json.loads((Path({str(docs)!r}) / name).read_text()))
     answer_console.render(doc, out)
-    console.render(doc, out, details=True)
+    screens.render(doc, out, details=True)
 print(sorted(m for m in sys.modules if m.split(".")[0] == "matplotlib")[:3])
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

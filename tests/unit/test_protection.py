@@ -19,7 +19,7 @@ from cryptbench.plan import parse_needs
 from cryptbench.protection import probes, space
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
 from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, look
-from cryptbench.report import answer_console, protection_table
+from cryptbench.report import console, protection_rows, sentences
 from cryptbench.result_model import Document
 from cryptbench.session import Session
 
@@ -218,7 +218,7 @@ def test_a_finding_against_the_documentation_is_a_serious_warning() -> None:
         ("gocryptfs", "gocryptfs is said to hide names (its docs); here they were shown: seen shown")
     ]  # shown to a block agrees with "shown"; an undecided probe disagrees with nothing
     assert list(warning_rules.protection_unproven(doc)) == []
-    assert "protection-disagrees" in answer_console.SERIOUS
+    assert "protection-disagrees" in sentences.SERIOUS
 
 
 def test_a_broken_control_is_said_once_and_silences_the_disagreements() -> None:
@@ -231,7 +231,7 @@ def test_a_broken_control_is_said_once_and_silences_the_disagreements() -> None:
     assert list(warning_rules.protection_disagrees(doc)) == []
     (w,) = warning_rules.protection_unproven(doc)
     assert w.message.startswith("what each target hides is not proven: the names probe did not see")
-    assert protection_table.hides_line(doc) == (
+    assert protection_rows.hides_line(doc) == (
         "What each target hides: not proven, the probe failed its positive control (show --details)."
     )
 
@@ -259,11 +259,11 @@ def test_the_answer_names_the_targets_that_hide_each_property() -> None:
             },
         }
     )
-    assert protection_table.hides_line(doc) == (
+    assert protection_rows.hides_line(doc) == (
         "Protected, proven here (beyond the contents): names: gocryptfs, securefs; "
         "sizes: none; tree: securefs; tamper: none."
     )
-    table = protection_table.table(doc)
+    table = console.protection_table(doc)
     assert table is not None and table.row_count == 3
 
 
@@ -308,7 +308,7 @@ def test_needs_rank_only_the_targets_proven_to_meet_them() -> None:
 
 def test_the_answer_names_the_cheapest_that_hides_what_the_cheapest_does_not() -> None:
     doc = _doc_with(RECORDED)
-    lines = protection_table.cheapest_lines(doc)
+    lines = protection_rows.cheapest_lines(doc)
     cryfs = next(e for e in doc.ranking[0].overall if e.target == "cryfs")
     gocryptfs = next(e for e in doc.ranking[0].overall if e.target == "gocryptfs")
     assert lines == [

@@ -17,7 +17,7 @@ from cryptbench.pipeline.verify import with_ratios
 from cryptbench.protection import blocks, tamper
 from cryptbench.protection.blocks import HOLE, Run
 from cryptbench.protection.findings import Finding, Verdict
-from cryptbench.report import charts, export_html, protection_table
+from cryptbench.report import charts, export_html, protection_rows
 from cryptbench.session import Session
 from tests.unit.test_export_html import Page
 from tests.unit.test_protection import _doc_with
@@ -102,12 +102,12 @@ def test_the_table_and_the_chart_show_space_against_the_baseline() -> None:
     doc = _doc_with(
         {"cryfs": {"sight": "directory", "tamper": found, "space": space}, "plain": {"sight": "directory"}}
     )
-    rows = dict((name, cells) for name, _sight, cells in protection_table.rows(doc))
+    rows = dict((name, cells) for name, _sight, cells in protection_rows.rows(doc))
     assert rows["cryfs"][-5:] == ["✓ detected", "3.00x", "1.19x", "4.0 KiB", "32.0 KiB"]
     assert rows["plain"][-4:] == ["-", "-", "-", "-"]
     luks = {**space, "fixed": 17 << 20, "baseline_fixed": 1 << 20}
     held = _doc_with({"fscrypt": {"sight": "LUKS container", "space": luks}})
-    assert protection_table.rows(held)[0][2][-2] == "17.0 MiB vs 1.0 MiB"
+    assert protection_rows.rows(held)[0][2][-2] == "17.0 MiB vs 1.0 MiB"
     chart = charts.space_chart(doc)
     assert chart is not None and "cryfs against plain" in chart.svg()
     assert charts.space_chart(_doc_with({})) is None
@@ -150,7 +150,7 @@ def test_the_page_draws_the_space_chart_in_the_protection_section() -> None:
     space = {"fixed": 4096, "tree": {"files": 3, "data": 9, "used": 12, "baseline_used": 4, "ratio": 3.0}}
     doc = _doc_with({"cryfs": {"sight": "directory", "space": space}})
     page = Page()
-    page.feed(export_html.render(doc, []))
+    page.feed(export_html.render(doc, [], charts.space_chart(doc)))
     assert "protection" in page.sections and page.charts == ["space"] and page.svgs == 1
 
 
@@ -159,6 +159,6 @@ def test_what_no_ranked_target_protects_is_one_line() -> None:
     for prop in ("sizes", "tree", "tamper"):
         found[prop] = {"verdict": "shown" if prop != "tamper" else "silent", "evidence": "e"}
     doc = _doc_with({t: found for t in ("gocryptfs", "securefs", "encfs", "fscrypt", "cryfs", "plain")})
-    assert protection_table.cheapest_lines(doc) == [
+    assert protection_rows.cheapest_lines(doc) == [
         "None of the ranked targets hides sizes or the tree or detects tampering."
     ]

@@ -44,7 +44,7 @@ from cryptbench.measure import environment
 from cryptbench.metrics import info
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
 from cryptbench.plan import stopping_rule
-from cryptbench.report import console as console_report
+from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
 from cryptbench.result_model import Document
@@ -607,7 +607,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         print_json(outcome.document.to_json())
     else:
-        console_report.render(outcome.document, out, details=args.details)
+        screens.render(outcome.document, out, details=args.details)
     if outcome.status == "interrupted":
         err.print(f"interrupted; {outcome.document.trials.ok} finished trial(s) kept as run {outcome.run_id}")
     return outcome.exit_code

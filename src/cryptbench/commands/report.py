@@ -106,7 +106,7 @@ def run(
                 # every name checked before anything is written: a refusal leaves no half-done export
                 images = {fmt: image_paths(made, directory, fmt) for fmt, directory in dirs.items()}
                 if html_path:
-                    write_new(html_path, export_html.render(doc, made))
+                    write_new(html_path, export_html.render(doc, made, charts.space_chart(doc)))
                     out["html"] = {"path": str(html_path), "charts": [c.name for c in made]}
                 for fmt, paths in images.items():
                     out[fmt] = write_images(made, paths, fmt)

@@ -12,7 +12,7 @@ from rich.console import Console
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_provisioning, add_stopping
 from cryptbench.pipeline.execute import RunOutcome, run
 from cryptbench.plan import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE, RunRequest
-from cryptbench.report import console as console_report
+from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
 
@@ -110,7 +110,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         print_json(outcome.document.to_json())
     else:
-        console_report.render(outcome.document, out, details=args.details)
+        screens.render(outcome.document, out, details=args.details)
     failed = outcome.document.trials.failed
     if outcome.status == "complete" and outcome.exit_code == 1:
         err.print(f"{failed} trial(s) failed or could not run; the notes above say why")

@@ -22,7 +22,7 @@ from cryptbench.commands.common_args import add_db, add_json, add_target
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.pipeline import execute as run_cmd
 from cryptbench.plan import RunRequest
-from cryptbench.report import console as console_report
+from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
 from cryptbench.result_model import Document
@@ -178,7 +178,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         print_json(result.run.document.to_json())
     else:
-        console_report.render(result.run.document, out)
+        screens.render(result.run.document, out)
         out.print()
     for c in result.checks:
         interval = (

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from cryptbench.analysis import document
 from cryptbench.commands.common_args import add_db, add_details, add_json
-from cryptbench.report import console as console_report
+from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
 from cryptbench.result_model import Document
 from cryptbench.store import Store, default_db_path
@@ -48,5 +48,5 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         print_json(doc.to_json())
     else:
-        console_report.render(doc, out, metric=args.metric, details=args.details)
+        screens.render(doc, out, metric=args.metric, details=args.details)
     return 0

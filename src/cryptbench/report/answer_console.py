@@ -6,7 +6,7 @@ change against the target's baseline with the half-width of its interval (and
 for a variant, a second row against the target it varies in one option);
 one line per encrypted target naming what limits it; one line counting the
 warnings and the precision reached, with the command that shows everything
-(`show N --details`, which prints console.render's full report).
+(`show N --details`, which prints the full report: screens.py).
 """
 
 from __future__ import annotations
@@ -18,41 +18,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cryptbench import stats
 from cryptbench.analysis import ranking, study_summary
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import speed_change
-from cryptbench.json_types import JsonObject
 from cryptbench.metrics import PRIMARY, primary_of
-from cryptbench.report import protection_table
-from cryptbench.result_model import Answer, Comparison, ComparisonKind, Document, Result
-from cryptbench.suite import command_name
-from cryptbench.units import format_bytes, format_count_range, format_duration, format_value
+from cryptbench.report import protection_rows
+from cryptbench.report.sentences import SERIOUS, command_lines, header, precision_line
+from cryptbench.result_model import Comparison, ComparisonKind, Document, Result
+from cryptbench.units import format_value
 
 # Rich's SIMPLE box pads each column by one space on either side and puts one between columns.
 PADDING = 3
 MIN_CELL = 6  # the narrowest workload column: its header's pieces fold to this
-
-
-def header(doc: Document) -> str:
-    """Suite, targets, trials, time spent on them and the bytes the device wrote."""
-    plan = doc.plan
-    fleet = plan.get("fleet")
-    kind = "fleet run" if fleet else "run"
-    trials = f"{doc.trials.ok} trials"
-    if doc.trials.failed:
-        trials += f" (+{doc.trials.failed} failed)"
-    if doc.stopping is not None:
-        trials += f" in {format_duration(doc.stopping.seconds)}"
-    text = f"{kind.capitalize()} {doc.run_id} ({doc.suite} suite"
-    if fleet:
-        text += f", {len(fleet['hosts'])} hosts"
-    text += ")" if doc.status == "complete" else f", {doc.status})"
-    text += f": {len(doc.targets)} targets, {trials}"
-    dw = doc.device_writes
-    if dw:
-        text += f"; {dw.device} wrote {format_bytes(int(dw.bytes))}"
-    return text
 
 
 def _plain_cell(r: Result) -> str:
@@ -181,82 +158,6 @@ def limit_lines(doc: Document) -> list[str]:
     return lines
 
 
-def _halfwidths(values: list[float]) -> str:
-    lo, hi = min(values) * 100, max(values) * 100
-    return f"±{lo:.1f}%" if round(lo, 1) == round(hi, 1) else f"±{lo:.1f}% to ±{hi:.1f}%"
-
-
-# What stopped a comparison, in the order the precision line tells them.
-STOPPED = (
-    "precision",
-    "equivalent",
-    "max-time",
-    "max-bytes",
-    "max-repeats",
-    "dropped",
-    "target-lost",
-    "open",
-)
-
-
-def _stopped(reason: str, answers: list[Answer], rule: JsonObject, margin: float | None) -> str:
-    """One group of the precision line: how many, what stopped them, and how far they got."""
-    n = len(answers)
-    if reason == "precision":
-        return f"{n} answered to ±{rule['precision'] * 100:g}%"
-    if reason == "equivalent":
-        return f"{n} equal within ±{(margin or 0) * 100:g}%"
-    why = {
-        "max-time": f"stopped by the {format_duration(rule['max_time'] or 0)} budget",
-        "max-bytes": f"stopped by the {format_bytes(rule['max_bytes'] or 0)} budget",
-        "max-repeats": f"stopped at {rule['max_repeats']} trials",
-        "dropped": "dropped to fit the time budget",
-        "target-lost": "stopped: a target was lost",
-        "open": "still open when the run ended",
-    }.get(reason, f"stopped by {reason}")
-    trials = [a.samples for a in answers]
-    widths = [a.halfwidth for a in answers if a.halfwidth is not None]
-    # at max-repeats the trials are what stopped them: said once
-    tail = (
-        ""
-        if reason == "max-repeats"
-        else f" after {format_count_range(trials)} trial{'s' if max(trials) != 1 else ''}"
-    )
-    return f"{n} {why}{tail}" + (f" ({_halfwidths(widths)})" if widths else " (no interval)")
-
-
-def precision_line(doc: Document) -> str:
-    """How many comparisons the run answered, and how: to the asked precision, equal to
-    their baseline within the equivalence margin, or stopped short, by what and how far
-    they got."""
-    st = doc.stopping
-    base = [c for c in doc.comparisons if c.kind == ComparisonKind.BASELINE]
-    reached = [c.precision for c in base if c.precision is not None]
-    margin = doc.equivalence
-    if st and st.rule["precision"] is not None:
-        groups: dict[str, list[Answer]] = {}
-        for a in st.answers:
-            groups.setdefault(a.stopped_by or "open", []).append(a)
-        order = [*STOPPED, *sorted(set(groups) - set(STOPPED))]
-        return ", ".join(_stopped(r, groups[r], st.rule, margin) for r in order if r in groups)
-    equal = [c for c in base if stats.equivalent(stats.Ratio(c.ratio, c.ci_low, c.ci_high), margin)]
-    also = f", {len(equal)} of them equal within ±{(margin or 0) * 100:g}%" if equal else ""
-    if reached:
-        return f"{len(base)} comparisons, fixed trials: {_halfwidths(reached)}{also}"
-    return f"{len(base)} comparisons, without intervals"
-
-
-SERIOUS = (
-    "interrupted",
-    "failed-trials",
-    "encryption-unverified",
-    "io-mode-mismatch",
-    "cache-not-dropped",
-    "protection-disagrees",
-    "protection-unproven",
-)
-
-
 def warnings_lines(doc: Document) -> list[Text]:
     counts = Counter(w.kind for w in doc.warnings)
     line = Text()
@@ -276,70 +177,11 @@ def warnings_lines(doc: Document) -> list[Text]:
     ]
 
 
-def _time(seconds: float, digits_of: float | None = None) -> str:
-    """Seconds to three figures, in ms below one second; `digits_of` sets the scale
-    (an interval's bounds are written like its median)."""
-    scale = digits_of if digits_of is not None else seconds
-    if scale < 1:
-        ms, ref = seconds * 1000, scale * 1000
-        return f"{ms:.0f} ms" if ref >= 100 else f"{ms:.1f} ms" if ref >= 10 else f"{ms:.2f} ms"
-    return f"{seconds:.0f} s" if scale >= 100 else f"{seconds:.1f} s" if scale >= 10 else f"{seconds:.2f} s"
-
-
-def _bare(text: str) -> str:
-    return text.rsplit(" ", 1)[0]
-
-
-def command_lines(doc: Document) -> list[str]:
-    """Each of the user's commands as hyperfine would put it: how long it took on the
-    baseline, with the median's interval, and how much longer (+) or shorter (-) on each
-    target, with the interval of that change."""
-    apps = doc.plan.get("apps", {})
-    results = results_by_key(doc)
-    lines = []
-    for w in doc.plan["workloads"]:
-        desc = apps.get(w) or {}
-        if desc.get("app") != "command":
-            continue
-        phases = desc.get("phases", [])
-        if len(phases) != 1:
-            text = f"{w} ({' → '.join(p['name'] for p in phases)})"
-        elif w == command_name(phases[0]["command"]):  # run --command's: named after it
-            text = f"`{phases[0]['command']}`"
-        else:
-            text = f"{w} (`{phases[0]['command']}`)"
-        parts = []
-        for t in doc.targets:
-            r = results.get((w, t.name, "seconds"))
-            if t.baseline or r is None:
-                continue
-            interval = ""
-            if r.ci_low is not None and r.ci_high is not None:
-                interval = f" [{_bare(_time(r.ci_low, r.median))}, {_bare(_time(r.ci_high, r.median))}]"
-            parts.append(f"took {_time(r.median)}{interval} on {t.name}")
-        changes = []
-        for c in doc.comparisons:
-            if c.workload != w or c.kind != ComparisonKind.BASELINE or c.ratio <= 0:
-                continue
-            # the ratio is a speed (baseline's seconds over the target's): its inverse is the time's
-            pct = (1 / c.ratio - 1) * 100
-            change = f"on {c.target} {pct:+.0f}%"
-            if c.ci_low and c.ci_high:
-                change += f" [{(1 / c.ci_high - 1) * 100:+.0f}, {(1 / c.ci_low - 1) * 100:+.0f}]"
-            against = next((t.baseline for t in doc.targets if t.name == c.target), None)
-            if against and against not in {t.name for t in doc.targets if not t.baseline}:
-                change += f" against {c.baseline}"
-            changes.append(change)
-        if parts:
-            lines.append(f"{text} {', '.join(parts)}" + (f"; {', '.join(changes)}" if changes else "") + ".")
-    return lines
-
-
 def render(doc: Document, console: Console) -> None:
     console.print(Text(header(doc), style="bold"))
     for line in ranking.sentences(doc):
         console.print(line)
-    for line in protection_table.cheapest_lines(doc):
+    for line in protection_rows.cheapest_lines(doc):
         console.print(line)
     commands = command_lines(doc)
     if commands:
@@ -361,7 +203,7 @@ def render(doc: Document, console: Console) -> None:
             "[dim]A row with no target name holds the target above it against the one it differs "
             "from in one option: what that option changes.[/dim]"
         )
-    hides = protection_table.hides_line(doc)
+    hides = protection_rows.hides_line(doc)
     if hides:
         console.print()
         console.print(hides)

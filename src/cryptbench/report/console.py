@@ -16,19 +16,20 @@ from cryptbench.analysis.document import primary_of, results_by_key
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.json_types import JsonObject
 from cryptbench.metrics import PRIMARY, info
-from cryptbench.report import answer_console, cost_console, fleet_console, protection_table
+from cryptbench.protection.findings import Property
+from cryptbench.report import protection_rows
 from cryptbench.report.narrow import table_width
+from cryptbench.report.sentences import header, stopping_lines
 from cryptbench.result_model import (
     Comparison,
     ComparisonKind,
     Document,
     Result,
     RunWarning,
-    Stopping,
     StudySummary,
     TargetInfo,
 )
-from cryptbench.units import format_bytes, format_count_range, format_duration, format_mb_per_s, format_value
+from cryptbench.units import format_bytes, format_mb_per_s, format_value
 
 
 def _number(value: float) -> str:
@@ -165,18 +166,24 @@ def _repeats(plan: JsonObject) -> str:
     return f"{rule['min_repeats']} to {rule['max_repeats']} repeats to ±{rule['precision'] * 100:g}%"
 
 
-def render(doc: Document, console: Console, metric: str | None = None, *, details: bool = False) -> None:
-    """The answer on one screen (answer_console); with details, or for another metric than each
-    workload's own, the answer's header and ranking and then everything: the full table, the
-    repetition, each target's I/O, every warning, efficiency, queue depth, diagnosis."""
-    if not details and metric is None:
-        answer_console.render(doc, console)
-        return
-    console.print(Text(answer_console.header(doc), style="bold"))
+def figures(doc: Document, console: Console, metric: str | None = None) -> None:
+    """--details up to the costs (screens.py puts the rest after it): the answer's header
+    and ranking, then every figure, the repetition, each target's I/O and every warning."""
+    console.print(Text(header(doc), style="bold"))
     for line in ranking.sentences(doc):
         console.print(line)
     console.print()
     _full(doc, console, metric)
+
+
+def closing(doc: Document, console: Console) -> None:
+    """--details after the costs: the run's conclusions and its failed trials."""
+    if doc.conclusions:
+        console.print()
+        for line in doc.conclusions:
+            console.print(f"• {line}")
+    if doc.trials.failed:
+        console.print(f"[red]{doc.trials.failed} trial(s) failed[/red]; see the warnings above.")
 
 
 def _full(doc: Document, console: Console, metric: str | None) -> None:
@@ -196,12 +203,11 @@ def _full(doc: Document, console: Console, metric: str | None) -> None:
         console.print(table)
     for table in phase_tables(doc, console.width):
         console.print(table)
-    hides = protection_table.table(doc)
+    hides = protection_table(doc)
     if hides is not None:
         console.print(hides)
     _study_summary(doc.study_summary, doc.results, console)
     _footer(doc, console)
-    fleet_console.render(doc, console)
 
 
 # Figures a phase table shows under its phases, where the run has them.
@@ -381,62 +387,6 @@ def _footer(doc: Document, console: Console) -> None:
     if doc.warnings:
         console.print()
         _warnings(doc.warnings, console)
-    cost_console.render(doc, console)
-    if doc.conclusions:
-        console.print()
-        for line in doc.conclusions:
-            console.print(f"• {line}")
-    if doc.trials.failed:
-        console.print(f"[red]{doc.trials.failed} trial(s) failed[/red]; see the warnings above.")
-
-
-def _pm(x: float | None) -> str:
-    return "no interval" if x is None else f"±{x * 100:.1f}%"
-
-
-def stopping_lines(st: Stopping | None) -> list[str]:
-    """How the run decided how many trials to run, and what stopped each comparison short."""
-    if st is None:
-        return []
-    rule, answers = st.rule, st.answers
-    spent = (
-        # The device counter here spans the whole trial phase, so it also holds
-        # the resets of stateful targets between trials, which the per-trial
-        # counter printed above leaves out.
-        f"the trial phase wrote {format_bytes(st.bytes_written)} "
-        + (
-            "(the device counter, resets between trials included) "
-            if st.bytes_source == "device"
-            else "(as the workloads counted) "
-        )
-        + f"in {format_duration(st.seconds)}"
-    )
-    budgets = []
-    if rule["max_bytes"] is not None:
-        budgets.append(f"{format_bytes(rule['max_bytes'])} written")
-    if rule["max_time"] is not None:
-        budgets.append(format_duration(rule["max_time"]))
-    limit = f" (budget: {', '.join(budgets)})" if budgets else ""
-    if rule["precision"] is None:
-        lines = [f"Repetition: {rule['max_repeats']} trials per workload and target, fixed; {spent}{limit}."]
-    else:
-        precise = [a for a in answers if a.stopped_by in ("precision", "equivalent")]
-        lines = [
-            f"Repetition: adaptive to ±{rule['precision'] * 100:g}% "
-            f"({rule['min_repeats']} to {rule['max_repeats']} trials): {len(precise)} of {len(answers)} "
-            f"comparisons got there"
-            + (f" in {format_count_range([a.rounds for a in precise])} trials" if precise else "")
-            + f"; {spent}{limit}."
-        ]
-    short = [a for a in answers if a.stopped_by not in ("precision", "equivalent", "fixed-repeats")]
-    for a in short:
-        against = f" vs {a.baseline}" if a.baseline else ""
-        why = a.stopped_by or "the run ended"
-        lines.append(
-            f"  {a.target}{against}, {a.workload}: {_pm(a.halfwidth)} after {a.rounds} "
-            f"trial(s), stopped by {why}"
-        )
-    return lines
 
 
 def _warnings(warnings: list[RunWarning], console: Console) -> None:
@@ -453,3 +403,33 @@ def _warnings(warnings: list[RunWarning], console: Console) -> None:
         console.print(f"[yellow]warning[/yellow] {kind} ({len(items)}):")
         for w in items:
             console.print(f"  {w.target}/{w.workload}: {w.message}")
+
+
+def protection_table(doc: Document) -> Table | None:
+    """A row per target, a column per property, each cell the proven verdict."""
+    rows = protection_rows.probed(doc)
+    if not rows:
+        return None
+    t = Table(
+        title="What each target's backing hides from someone who reads it at rest, probed here, "
+        "and what it costs in space",
+        title_justify="left",
+        caption=protection_rows.CAPTION,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    t.add_column("target", no_wrap=True)
+    t.add_column("read as", no_wrap=True)
+    for name in protection_rows.columns():
+        t.add_column(name, no_wrap=True)
+    for target, p in rows:
+        t.add_row(
+            target.name,
+            p.sight,
+            *(protection_rows.cell(p.findings.get(prop)) for prop in Property),
+            *protection_rows.space_cells(p),
+        )
+    broken = next((p.broken for _t, p in rows if p.broken), None)
+    if broken:
+        t.caption = f"NOT EVIDENCE: {broken}"
+    return t

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.report.narrow import table_width
+from cryptbench.report.sentences import sources
 from cryptbench.result_model import Document, EfficiencyRow, QdPoint
 from cryptbench.units import format_mb_per_s
 
@@ -63,15 +64,6 @@ def efficiency_table(doc: Document) -> Table | None:
                 end_section=i == len(es) - 1,
             )
     return table
-
-
-def sources(doc: Document) -> list[str]:
-    """Where the cipher ceilings came from: each source once, with the targets that use it."""
-    users: dict[str, list[str]] = defaultdict(list)
-    for e in doc.efficiency:
-        if e.target not in users[e.ceiling_source]:
-            users[e.ceiling_source].append(e.target)
-    return [f"{', '.join(ts)}: {source}" for source, ts in users.items()]
 
 
 def qd_cell(p: QdPoint | None, compact: bool) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from cryptbench import __version__
 from cryptbench.analysis.run_comparison import METHOD, Comparison
-from cryptbench.report.charts import Chart
 from cryptbench.report.compare_cells import overhead_cells, row_cells
-from cryptbench.report.export_html import ENV, environment_rows
+from cryptbench.report.pages import ENV, PageChart
+from cryptbench.report.sentences import environment_rows
 from cryptbench.result_model import Document
 
 
@@ -22,7 +22,7 @@ def run_rows(a: Document, b: Document) -> list[tuple[str, str, str, bool]]:
     ]
 
 
-def render(comp: Comparison, a: Document, b: Document, chart: Chart) -> str:
+def render(comp: Comparison, a: Document, b: Document, chart: PageChart) -> str:
     return ENV.get_template("compare.html.j2").render(
         tool_version=__version__,
         cmp=comp,

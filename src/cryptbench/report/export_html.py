@@ -8,21 +8,25 @@ tables are formatted by the same functions as the terminal and Markdown.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-import jinja2
 
 from cryptbench import __version__
 from cryptbench.analysis import ranking
-from cryptbench.report import charts as charts_mod
-from cryptbench.report import protection_table
-from cryptbench.report.answer_console import SERIOUS, command_lines, precision_line
-from cryptbench.report.console import stopping_lines
-from cryptbench.report.cost_console import sources
-from cryptbench.report.export_markdown import summary_rows
+from cryptbench.report import protection_rows
 from cryptbench.report.fleet_rows import SPREAD_NOTE, host_rows, overhead_rows
+from cryptbench.report.pages import ENV, PageChart
+from cryptbench.report.sentences import (
+    SERIOUS,
+    command_lines,
+    environment_rows,
+    precision_line,
+    sources,
+    stopping_lines,
+    summary_rows,
+)
 from cryptbench.result_model import Document, RunWarning
-from cryptbench.units import format_bytes, format_rate, format_value
+from cryptbench.units import format_rate, format_value
 
 # The chart sections, in the page's order: (Chart.kind, heading, a sentence under it).
 CHART_SECTIONS = (
@@ -37,45 +41,6 @@ CHART_SECTIONS = (
     ("cpu", "CPU over time", ""),
     ("file-size", "Throughput against file size", ""),
 )
-ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("cryptbench", "report/templates"),
-    autoescape=True,  # names and messages come from suites and the system: text, never markup
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-
-
-def environment_rows(doc: Document) -> list[tuple[str, str]]:
-    """What a reader needs to judge whether these figures apply to them, as label and value."""
-    env, plan = doc.environment, doc.plan
-    fs = env.get("target_filesystem") or {}
-    crypto = env.get("kernel_crypto") or {}
-    rows = [
-        ("host", env.get("hostname")),
-        (
-            "CPU",
-            f"{env.get('cpu_model')}, {env.get('cpu_count')} cores; "
-            f"flags: {', '.join(env.get('cpu_flags', []))}",
-        ),
-        ("memory", format_bytes(env["memory_bytes"]) if env.get("memory_bytes") else None),
-        ("OS, kernel", f"{env.get('os')}, {env.get('kernel')}"),
-        ("kernel's xts(aes)", crypto.get("xts(aes)")),
-        (
-            "scratch space",
-            f"{plan.get('target_dir')} on {fs.get('source')} ({fs.get('fstype')}, "
-            f"{'rotational' if fs.get('rotational') == '1' else 'non-rotational'})"
-            if fs
-            else plan.get("target_dir"),
-        ),
-        ("fio", f"{env.get('fio')}, ioengine {env.get('ioengine')}"),
-        ("gocryptfs", env.get("gocryptfs")),
-        ("cache drop", env.get("cache_drop")),
-        ("data per trial", format_bytes(plan["size"]) if plan.get("size") else None),
-        ("seed", plan.get("seed")),
-        ("Python, cryptbench", f"{env.get('python')}, {doc.tool_version}"),
-    ]
-    return [(k, str(v)) for k, v in rows if v not in (None, "", "None")]
 
 
 def full_rows(doc: Document) -> list[dict[str, str]]:
@@ -138,12 +103,14 @@ def warning_groups(doc: Document) -> list[WarningGroup]:
     return [WarningGroup(k, k in SERIOUS, groups[k]) for k in order]
 
 
-def render(doc: Document, charts: list[charts_mod.Chart]) -> str:
+def render(doc: Document, charts: Sequence[PageChart], space: PageChart | None = None) -> str:
+    """The page: `charts` in their sections, and `space` (charts.space_chart) beside what
+    each target hides."""
     by_kind: dict[str, list[dict[str, str]]] = {kind: [] for kind, _, _ in CHART_SECTIONS}
     for c in charts:
         by_kind[c.kind].append({"name": c.name, "title": c.title, "caption": c.caption, "svg": c.svg()})
     efficiency = efficiency_rows(doc)
-    hides = protection_table.rows(doc)
+    hides = protection_rows.rows(doc)
     sections = [("ranking", "Which costs least")]
     sections += [("protection", "What each hides")] if hides else []
     sections += [("verdict", "Diagnosis"), ("environment", "Environment")]
@@ -163,13 +130,13 @@ def render(doc: Document, charts: list[charts_mod.Chart]) -> str:
         efficiency=efficiency,
         ceiling_sources=sources(doc),
         stopping=stopping_lines(doc.stopping),
-        ranking_sentences=ranking.sentences(doc) + protection_table.cheapest_lines(doc),
+        ranking_sentences=ranking.sentences(doc) + protection_rows.cheapest_lines(doc),
         command_lines=command_lines(doc),
         protection_rows=hides,
-        protection_columns=protection_table.columns(),
-        protection_caption=protection_table.CAPTION,
-        space_chart=charts_mod.space_chart(doc) if hides else None,
-        protection_broken=protection_table.broken(doc),
+        protection_columns=protection_rows.columns(),
+        protection_caption=protection_rows.CAPTION,
+        space_chart=space if hides else None,
+        protection_broken=protection_rows.broken(doc),
         precision=precision_line(doc),
         warning_groups=warning_groups(doc),
         summary=summary_rows(doc),

@@ -8,65 +8,13 @@ it stays readable with twenty targets, where a column per target would not.
 
 from __future__ import annotations
 
-from cryptbench.analysis.document import primary_of, results_by_key
-from cryptbench.analysis.speed_change import speed_change
-from cryptbench.metrics import info
 from cryptbench.report.fleet_rows import SPREAD_NOTE, overhead_rows
-from cryptbench.result_model import Comparison, Document, Result
-from cryptbench.units import format_value
-
-
-def _value(v: float, unit: str) -> str:
-    return format_value(v, unit) if unit else f"{v:.3g}"
-
-
-def median_text(r: Result) -> str:
-    unit = r.unit
-    text = _value(r.median, unit)
-    if r.ci_low is None or r.ci_high is None:
-        return f"{text} (no interval)"
-    return f"{text} [{_value(r.ci_low, unit)}, {_value(r.ci_high, unit)}]"
-
-
-def change_text(c: Comparison) -> str:
-    """Speed against the baseline: +12 % is faster, -40 % slower (for any metric's direction)."""
-    pct, interval, differs = speed_change(c)
-    if interval is None:
-        return f"{pct:+.0f} % (no interval)"
-    lo, hi = interval
-    return f"{pct:+.0f} % [{lo:+.0f}, {hi:+.0f}]" + ("" if differs else " (no clear difference)")
+from cryptbench.report.sentences import summary_rows
+from cryptbench.result_model import Document
 
 
 def _escape(text: str) -> str:
     return text.replace("|", "\\|")
-
-
-def summary_rows(doc: Document) -> list[dict[str, str]]:
-    """The summary table as text cells, per workload and target: the workload (with its metric
-    when not throughput), the median and its interval ("" when the target failed), the
-    baseline and the change against it ("" without a comparison). The HTML page shows it too."""
-    plan = doc.plan
-    results = results_by_key(doc)
-    comps = {(c.workload, c.target, c.baseline): c for c in doc.comparisons}
-    rows = []
-    for w in plan["workloads"]:
-        if not any(r.workload == w for r in doc.results):
-            continue
-        metric = primary_of(plan, w)
-        label = w if metric == "throughput" else f"{w} ({info(metric).label})"
-        for t in doc.targets:
-            r = results.get((w, t.name, metric))
-            c = comps.get((w, t.name, t.baseline)) if t.baseline and r else None
-            rows.append(
-                {
-                    "workload": label,
-                    "target": t.name,
-                    "median": median_text(r) if r else "",
-                    "against": t.baseline or "" if c else "",
-                    "change": change_text(c) if c else "",
-                }
-            )
-    return rows
 
 
 def render(doc: Document) -> str:

@@ -1,10 +1,8 @@
-"""What each target hides, as the protection probes proved it on this machine: the one
-line of the default answer, and the table of `show --details`."""
+"""What each target hides, as the protection probes proved it on this machine, in words:
+the default answer's lines, and the cells of `show --details`' table and the HTML page's.
+Neutral: it renders nothing and imports no renderer."""
 
 from __future__ import annotations
-
-from rich import box
-from rich.table import Table
 
 from cryptbench.analysis.ranking import change
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
@@ -27,7 +25,7 @@ PROTECTS = {
 }
 
 
-def _protections(doc: Document) -> list[tuple[TargetInfo, Protection]]:
+def probed(doc: Document) -> list[tuple[TargetInfo, Protection]]:
     return [(t, Protection.from_json(t.protection)) for t in doc.targets if t.protection is not None]
 
 
@@ -51,7 +49,7 @@ def cell(f: Finding | None) -> str:
 
 def hides_line(doc: Document) -> str | None:
     """One line: for each property beyond the contents, the encrypted targets that protect it."""
-    found = [(t, p) for t, p in _protections(doc) if t.encrypted]
+    found = [(t, p) for t, p in probed(doc) if t.encrypted]
     if not found:
         return None
     if any(p.broken for _t, p in found):
@@ -66,7 +64,7 @@ def hides_line(doc: Document) -> str | None:
 def cheapest_lines(doc: Document) -> list[str]:
     """Per property some ranked target lacks: the cheapest ranked target that protects it,
     e.g. "Cheapest that hides sizes: cryfs, -93% [-95, -90]" (the first ranking section's)."""
-    found = _protections(doc)
+    found = probed(doc)
     if not doc.ranking or not found or any(p.broken for _t, p in found):
         return []  # a run before the probes, or one whose probe failed its control
     hides = {t.name: p for t, p in found}
@@ -130,7 +128,7 @@ def rows(doc: Document) -> list[tuple[str, str, list[str]]]:
     """(target, how its backing was read, a cell per column) for each probed target."""
     return [
         (t.name, p.sight, [cell(p.findings.get(prop)) for prop in Property] + space_cells(p))
-        for t, p in _protections(doc)
+        for t, p in probed(doc)
     ]
 
 
@@ -143,29 +141,4 @@ CAPTION = (
 
 
 def broken(doc: Document) -> str | None:
-    return next((p.broken for _t, p in _protections(doc) if p.broken), None)
-
-
-def table(doc: Document) -> Table | None:
-    """A row per target, a column per property, each cell the proven verdict."""
-    rows = _protections(doc)
-    if not rows:
-        return None
-    t = Table(
-        title="What each target's backing hides from someone who reads it at rest, probed here, "
-        "and what it costs in space",
-        title_justify="left",
-        caption=CAPTION,
-        caption_justify="left",
-        box=box.SIMPLE_HEAD,
-    )
-    t.add_column("target", no_wrap=True)
-    t.add_column("read as", no_wrap=True)
-    for name in columns():
-        t.add_column(name, no_wrap=True)
-    for target, p in rows:
-        t.add_row(target.name, p.sight, *(cell(p.findings.get(prop)) for prop in Property), *space_cells(p))
-    broken = next((p.broken for _t, p in rows if p.broken), None)
-    if broken:
-        t.caption = f"NOT EVIDENCE: {broken}"
-    return t
+    return next((p.broken for _t, p in probed(doc) if p.broken), None)

@@ -1,0 +1,314 @@
+"""The sentences and rows of text that several renderers print alike: the run's header,
+its precision line, the user's commands as hyperfine puts them, how the run stopped,
+where the cipher ceilings came from, the summary and environment rows. Neutral: it
+renders nothing and imports no renderer, so that no renderer imports another (the
+terminal's answer, --details and the HTML and Markdown pages read the same words).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from cryptbench import stats
+from cryptbench.analysis.document import primary_of, results_by_key
+from cryptbench.analysis.speed_change import speed_change
+from cryptbench.json_types import JsonObject
+from cryptbench.metrics import info
+from cryptbench.result_model import Answer, Comparison, ComparisonKind, Document, Result, Stopping
+from cryptbench.suite import command_name
+from cryptbench.units import format_bytes, format_count_range, format_duration, format_value
+
+
+def header(doc: Document) -> str:
+    """Suite, targets, trials, time spent on them and the bytes the device wrote."""
+    plan = doc.plan
+    fleet = plan.get("fleet")
+    kind = "fleet run" if fleet else "run"
+    trials = f"{doc.trials.ok} trials"
+    if doc.trials.failed:
+        trials += f" (+{doc.trials.failed} failed)"
+    if doc.stopping is not None:
+        trials += f" in {format_duration(doc.stopping.seconds)}"
+    text = f"{kind.capitalize()} {doc.run_id} ({doc.suite} suite"
+    if fleet:
+        text += f", {len(fleet['hosts'])} hosts"
+    text += ")" if doc.status == "complete" else f", {doc.status})"
+    text += f": {len(doc.targets)} targets, {trials}"
+    dw = doc.device_writes
+    if dw:
+        text += f"; {dw.device} wrote {format_bytes(int(dw.bytes))}"
+    return text
+
+
+def _halfwidths(values: list[float]) -> str:
+    lo, hi = min(values) * 100, max(values) * 100
+    return f"±{lo:.1f}%" if round(lo, 1) == round(hi, 1) else f"±{lo:.1f}% to ±{hi:.1f}%"
+
+
+# What stopped a comparison, in the order the precision line tells them.
+STOPPED = (
+    "precision",
+    "equivalent",
+    "max-time",
+    "max-bytes",
+    "max-repeats",
+    "dropped",
+    "target-lost",
+    "open",
+)
+
+
+def _stopped(reason: str, answers: list[Answer], rule: JsonObject, margin: float | None) -> str:
+    """One group of the precision line: how many, what stopped them, and how far they got."""
+    n = len(answers)
+    if reason == "precision":
+        return f"{n} answered to ±{rule['precision'] * 100:g}%"
+    if reason == "equivalent":
+        return f"{n} equal within ±{(margin or 0) * 100:g}%"
+    why = {
+        "max-time": f"stopped by the {format_duration(rule['max_time'] or 0)} budget",
+        "max-bytes": f"stopped by the {format_bytes(rule['max_bytes'] or 0)} budget",
+        "max-repeats": f"stopped at {rule['max_repeats']} trials",
+        "dropped": "dropped to fit the time budget",
+        "target-lost": "stopped: a target was lost",
+        "open": "still open when the run ended",
+    }.get(reason, f"stopped by {reason}")
+    trials = [a.samples for a in answers]
+    widths = [a.halfwidth for a in answers if a.halfwidth is not None]
+    # at max-repeats the trials are what stopped them: said once
+    tail = (
+        ""
+        if reason == "max-repeats"
+        else f" after {format_count_range(trials)} trial{'s' if max(trials) != 1 else ''}"
+    )
+    return f"{n} {why}{tail}" + (f" ({_halfwidths(widths)})" if widths else " (no interval)")
+
+
+def precision_line(doc: Document) -> str:
+    """How many comparisons the run answered, and how: to the asked precision, equal to
+    their baseline within the equivalence margin, or stopped short, by what and how far
+    they got."""
+    st = doc.stopping
+    base = [c for c in doc.comparisons if c.kind == ComparisonKind.BASELINE]
+    reached = [c.precision for c in base if c.precision is not None]
+    margin = doc.equivalence
+    if st and st.rule["precision"] is not None:
+        groups: dict[str, list[Answer]] = {}
+        for a in st.answers:
+            groups.setdefault(a.stopped_by or "open", []).append(a)
+        order = [*STOPPED, *sorted(set(groups) - set(STOPPED))]
+        return ", ".join(_stopped(r, groups[r], st.rule, margin) for r in order if r in groups)
+    equal = [c for c in base if stats.equivalent(stats.Ratio(c.ratio, c.ci_low, c.ci_high), margin)]
+    also = f", {len(equal)} of them equal within ±{(margin or 0) * 100:g}%" if equal else ""
+    if reached:
+        return f"{len(base)} comparisons, fixed trials: {_halfwidths(reached)}{also}"
+    return f"{len(base)} comparisons, without intervals"
+
+
+SERIOUS = (
+    "interrupted",
+    "failed-trials",
+    "encryption-unverified",
+    "io-mode-mismatch",
+    "cache-not-dropped",
+    "protection-disagrees",
+    "protection-unproven",
+)
+
+
+def _time(seconds: float, digits_of: float | None = None) -> str:
+    """Seconds to three figures, in ms below one second; `digits_of` sets the scale
+    (an interval's bounds are written like its median)."""
+    scale = digits_of if digits_of is not None else seconds
+    if scale < 1:
+        ms, ref = seconds * 1000, scale * 1000
+        return f"{ms:.0f} ms" if ref >= 100 else f"{ms:.1f} ms" if ref >= 10 else f"{ms:.2f} ms"
+    return f"{seconds:.0f} s" if scale >= 100 else f"{seconds:.1f} s" if scale >= 10 else f"{seconds:.2f} s"
+
+
+def _bare(text: str) -> str:
+    return text.rsplit(" ", 1)[0]
+
+
+def command_lines(doc: Document) -> list[str]:
+    """Each of the user's commands as hyperfine would put it: how long it took on the
+    baseline, with the median's interval, and how much longer (+) or shorter (-) on each
+    target, with the interval of that change."""
+    apps = doc.plan.get("apps", {})
+    results = results_by_key(doc)
+    lines = []
+    for w in doc.plan["workloads"]:
+        desc = apps.get(w) or {}
+        if desc.get("app") != "command":
+            continue
+        phases = desc.get("phases", [])
+        if len(phases) != 1:
+            text = f"{w} ({' → '.join(p['name'] for p in phases)})"
+        elif w == command_name(phases[0]["command"]):  # run --command's: named after it
+            text = f"`{phases[0]['command']}`"
+        else:
+            text = f"{w} (`{phases[0]['command']}`)"
+        parts = []
+        for t in doc.targets:
+            r = results.get((w, t.name, "seconds"))
+            if t.baseline or r is None:
+                continue
+            interval = ""
+            if r.ci_low is not None and r.ci_high is not None:
+                interval = f" [{_bare(_time(r.ci_low, r.median))}, {_bare(_time(r.ci_high, r.median))}]"
+            parts.append(f"took {_time(r.median)}{interval} on {t.name}")
+        changes = []
+        for c in doc.comparisons:
+            if c.workload != w or c.kind != ComparisonKind.BASELINE or c.ratio <= 0:
+                continue
+            # the ratio is a speed (baseline's seconds over the target's): its inverse is the time's
+            pct = (1 / c.ratio - 1) * 100
+            change = f"on {c.target} {pct:+.0f}%"
+            if c.ci_low and c.ci_high:
+                change += f" [{(1 / c.ci_high - 1) * 100:+.0f}, {(1 / c.ci_low - 1) * 100:+.0f}]"
+            against = next((t.baseline for t in doc.targets if t.name == c.target), None)
+            if against and against not in {t.name for t in doc.targets if not t.baseline}:
+                change += f" against {c.baseline}"
+            changes.append(change)
+        if parts:
+            lines.append(f"{text} {', '.join(parts)}" + (f"; {', '.join(changes)}" if changes else "") + ".")
+    return lines
+
+
+def _pm(x: float | None) -> str:
+    return "no interval" if x is None else f"±{x * 100:.1f}%"
+
+
+def stopping_lines(st: Stopping | None) -> list[str]:
+    """How the run decided how many trials to run, and what stopped each comparison short."""
+    if st is None:
+        return []
+    rule, answers = st.rule, st.answers
+    spent = (
+        # The device counter here spans the whole trial phase, so it also holds
+        # the resets of stateful targets between trials, which the per-trial
+        # counter printed above leaves out.
+        f"the trial phase wrote {format_bytes(st.bytes_written)} "
+        + (
+            "(the device counter, resets between trials included) "
+            if st.bytes_source == "device"
+            else "(as the workloads counted) "
+        )
+        + f"in {format_duration(st.seconds)}"
+    )
+    budgets = []
+    if rule["max_bytes"] is not None:
+        budgets.append(f"{format_bytes(rule['max_bytes'])} written")
+    if rule["max_time"] is not None:
+        budgets.append(format_duration(rule["max_time"]))
+    limit = f" (budget: {', '.join(budgets)})" if budgets else ""
+    if rule["precision"] is None:
+        lines = [f"Repetition: {rule['max_repeats']} trials per workload and target, fixed; {spent}{limit}."]
+    else:
+        precise = [a for a in answers if a.stopped_by in ("precision", "equivalent")]
+        lines = [
+            f"Repetition: adaptive to ±{rule['precision'] * 100:g}% "
+            f"({rule['min_repeats']} to {rule['max_repeats']} trials): {len(precise)} of {len(answers)} "
+            f"comparisons got there"
+            + (f" in {format_count_range([a.rounds for a in precise])} trials" if precise else "")
+            + f"; {spent}{limit}."
+        ]
+    short = [a for a in answers if a.stopped_by not in ("precision", "equivalent", "fixed-repeats")]
+    for a in short:
+        against = f" vs {a.baseline}" if a.baseline else ""
+        why = a.stopped_by or "the run ended"
+        lines.append(
+            f"  {a.target}{against}, {a.workload}: {_pm(a.halfwidth)} after {a.rounds} "
+            f"trial(s), stopped by {why}"
+        )
+    return lines
+
+
+def sources(doc: Document) -> list[str]:
+    """Where the cipher ceilings came from: each source once, with the targets that use it."""
+    users: dict[str, list[str]] = defaultdict(list)
+    for e in doc.efficiency:
+        if e.target not in users[e.ceiling_source]:
+            users[e.ceiling_source].append(e.target)
+    return [f"{', '.join(ts)}: {source}" for source, ts in users.items()]
+
+
+def _value(v: float, unit: str) -> str:
+    return format_value(v, unit) if unit else f"{v:.3g}"
+
+
+def median_text(r: Result) -> str:
+    unit = r.unit
+    text = _value(r.median, unit)
+    if r.ci_low is None or r.ci_high is None:
+        return f"{text} (no interval)"
+    return f"{text} [{_value(r.ci_low, unit)}, {_value(r.ci_high, unit)}]"
+
+
+def change_text(c: Comparison) -> str:
+    """Speed against the baseline: +12 % is faster, -40 % slower (for any metric's direction)."""
+    pct, interval, differs = speed_change(c)
+    if interval is None:
+        return f"{pct:+.0f} % (no interval)"
+    lo, hi = interval
+    return f"{pct:+.0f} % [{lo:+.0f}, {hi:+.0f}]" + ("" if differs else " (no clear difference)")
+
+
+def summary_rows(doc: Document) -> list[dict[str, str]]:
+    """The summary table as text cells, per workload and target: the workload (with its metric
+    when not throughput), the median and its interval ("" when the target failed), the
+    baseline and the change against it ("" without a comparison). The HTML page shows it too."""
+    plan = doc.plan
+    results = results_by_key(doc)
+    comps = {(c.workload, c.target, c.baseline): c for c in doc.comparisons}
+    rows = []
+    for w in plan["workloads"]:
+        if not any(r.workload == w for r in doc.results):
+            continue
+        metric = primary_of(plan, w)
+        label = w if metric == "throughput" else f"{w} ({info(metric).label})"
+        for t in doc.targets:
+            r = results.get((w, t.name, metric))
+            c = comps.get((w, t.name, t.baseline)) if t.baseline and r else None
+            rows.append(
+                {
+                    "workload": label,
+                    "target": t.name,
+                    "median": median_text(r) if r else "",
+                    "against": t.baseline or "" if c else "",
+                    "change": change_text(c) if c else "",
+                }
+            )
+    return rows
+
+
+def environment_rows(doc: Document) -> list[tuple[str, str]]:
+    """What a reader needs to judge whether these figures apply to them, as label and value."""
+    env, plan = doc.environment, doc.plan
+    fs = env.get("target_filesystem") or {}
+    crypto = env.get("kernel_crypto") or {}
+    rows = [
+        ("host", env.get("hostname")),
+        (
+            "CPU",
+            f"{env.get('cpu_model')}, {env.get('cpu_count')} cores; "
+            f"flags: {', '.join(env.get('cpu_flags', []))}",
+        ),
+        ("memory", format_bytes(env["memory_bytes"]) if env.get("memory_bytes") else None),
+        ("OS, kernel", f"{env.get('os')}, {env.get('kernel')}"),
+        ("kernel's xts(aes)", crypto.get("xts(aes)")),
+        (
+            "scratch space",
+            f"{plan.get('target_dir')} on {fs.get('source')} ({fs.get('fstype')}, "
+            f"{'rotational' if fs.get('rotational') == '1' else 'non-rotational'})"
+            if fs
+            else plan.get("target_dir"),
+        ),
+        ("fio", f"{env.get('fio')}, ioengine {env.get('ioengine')}"),
+        ("gocryptfs", env.get("gocryptfs")),
+        ("cache drop", env.get("cache_drop")),
+        ("data per trial", format_bytes(plan["size"]) if plan.get("size") else None),
+        ("seed", plan.get("seed")),
+        ("Python, cryptbench", f"{env.get('python')}, {doc.tool_version}"),
+    ]
+    return [(k, str(v)) for k, v in rows if v not in (None, "", "None")]
