@@ -3,7 +3,7 @@
 
 The quick suite through `cryptbench fleet run` on 1, 2 and 4 hosts, each a
 network namespace on this machine with its own `cryptbench serve` (the test
-hosts of tests/fleet_hosts.py), with a fixed trial count so every fleet runs
+hosts of tests/support/fleet_hosts.py), with a fixed trial count so every fleet runs
 the same blocks. Printed: each fleet's wall time (the fleet run alone, not the
 serves' provisioning), its trials, and the wall time as a ratio to one host's.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.fleet_hosts
 
-from tests import fleet_hosts
+from tests.support import fleet_hosts
 
 from cryptbench.commands import fleet as fleet_cmd
 

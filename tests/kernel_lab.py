@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability import count
+from tests.support.reliability import count
 
 REPO = Path(__file__).resolve().parent.parent
 IN_GUEST = os.environ.get("CRYPTBENCH_LAB") == "guest"

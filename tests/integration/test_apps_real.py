@@ -11,7 +11,7 @@ from cryptbench.commands import run as run_cmd
 from cryptbench.engines.apps.responsiveness import BULK_BYTES
 from cryptbench.plan import RunRequest
 from cryptbench.store import Store
-from tests.conftest import need_backend, requires_root
+from tests.support.targets import need_backend, requires_root
 
 pytestmark = pytest.mark.integration
 

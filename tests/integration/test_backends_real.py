@@ -14,7 +14,8 @@ from cryptbench.backends import DirectIO
 from cryptbench.measure.environment import kernel_driver
 from cryptbench.pipeline.verify import marker_in_backing, probe_direct_io
 from cryptbench.system import mount_entry
-from tests.conftest import cli, provisioned
+from tests.support.cli import cli
+from tests.support.targets import provisioned
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from cryptbench.engines.fio import parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.suite import WorkloadSpec
-from tests.conftest import provisioned, requires_root
+from tests.support.targets import provisioned, requires_root
 
 pytestmark = pytest.mark.integration
 

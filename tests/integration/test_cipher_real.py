@@ -15,7 +15,8 @@ from cryptbench.commands import cipher
 from cryptbench.commands import run as run_cmd
 from cryptbench.plan import RunRequest
 from cryptbench.store import Store
-from tests.conftest import cli, requires_root
+from tests.support.cli import cli
+from tests.support.targets import requires_root
 
 pytestmark = pytest.mark.integration
 

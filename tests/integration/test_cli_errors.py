@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from cryptbench.session import Session
-from tests.conftest import cli, requires_root
+from tests.support.cli import cli
+from tests.support.targets import requires_root
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,9 @@ import pytest
 
 from cryptbench.engines.apps.command import CommandWorkload
 from cryptbench.suite import builtin_suites, load_suite
-from tests.conftest import cli, leftovers, need_backend
+from tests.support.cli import cli
+from tests.support.leaks import leftovers
+from tests.support.targets import need_backend
 
 pytestmark = pytest.mark.integration
 

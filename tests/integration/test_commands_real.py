@@ -21,7 +21,10 @@ import psutil
 import pytest
 
 from cryptbench.runner import WARM
-from tests.conftest import available, cli, includes, leftovers, need_backend
+from tests.support.burner import write_burner
+from tests.support.cli import cli
+from tests.support.leaks import leftovers
+from tests.support.targets import available, includes, need_backend
 
 pytestmark = pytest.mark.integration
 
@@ -66,16 +69,6 @@ def _strays(command: str) -> list[str]:
         for p in psutil.process_iter(["cmdline", "status"])
         if p.info["status"] != psutil.STATUS_ZOMBIE and " ".join(p.info["cmdline"] or []) == command
     ]
-
-
-def write_burner(folder: Path, seconds: float) -> Path:
-    """A Python script that spends `seconds` of CPU (its own process time, whatever the
-    machine's speed or load) and exits."""
-    path = folder / "burn.py"
-    path.write_text(
-        f"import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end:\n    pass\n"
-    )
-    return path
 
 
 def test_a_suite_of_commands_on_every_fuse_target(target_dir: Path, tmp_path: Path) -> None:

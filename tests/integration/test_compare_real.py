@@ -14,8 +14,9 @@ import pytest
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import run as run_cmd
 from cryptbench.plan import RunRequest
-from tests.conftest import cli, requires_root
-from tests.unit.test_export_html import Page
+from tests.support.cli import cli
+from tests.support.html_page import Page
+from tests.support.targets import requires_root
 
 pytestmark = pytest.mark.integration
 

@@ -26,8 +26,10 @@ from cryptbench.commands import run
 from cryptbench.errors import DiskFull
 from cryptbench.plan import RunRequest
 from cryptbench.runner import NullProgress, TrialSpec
-from tests.conftest import available, cli, includes, leftovers, requires_root
-from tests.reliability import count
+from tests.support.cli import cli
+from tests.support.leaks import leftovers
+from tests.support.reliability import count
+from tests.support.targets import available, includes, requires_root
 
 pytestmark = pytest.mark.integration
 

@@ -24,9 +24,10 @@ from cryptbench.fleet import client
 from cryptbench.fleet.address import parse as parse_address
 from cryptbench.result_model import TrialCounts
 from cryptbench.runner import NullProgress, TrialSpec
-from tests import fleet_hosts
-from tests.conftest import cli, leftovers
-from tests.reliability import count
+from tests.support import fleet_hosts
+from tests.support.cli import cli
+from tests.support.leaks import leftovers
+from tests.support.reliability import count
 
 pytestmark = pytest.mark.integration
 

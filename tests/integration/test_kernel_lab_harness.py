@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests import kernel_lab
-from tests.reliability import count
+from tests.support.reliability import count
 
 pytestmark = pytest.mark.integration
 

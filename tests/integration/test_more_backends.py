@@ -19,8 +19,10 @@ import pytest
 
 from cryptbench.backends import REGISTRY
 from cryptbench.measure.cache import drop_caches
-from tests.conftest import available, cli, leftovers, need_backend, provisioned, requires_root
-from tests.reliability import count
+from tests.support.cli import cli
+from tests.support.leaks import leftovers
+from tests.support.reliability import count
+from tests.support.targets import available, need_backend, provisioned, requires_root
 
 pytestmark = pytest.mark.integration
 

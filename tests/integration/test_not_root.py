@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import leftovers
+from tests.support.leaks import leftovers
 
 pytestmark = pytest.mark.integration
 

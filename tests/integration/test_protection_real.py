@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from cryptbench.protection import probes
-from tests.conftest import available, cli, includes, leftovers, provisioned, requires_root
+from tests.support.cli import cli
+from tests.support.leaks import leftovers
+from tests.support.targets import available, includes, provisioned, requires_root
 
 pytestmark = pytest.mark.integration
 

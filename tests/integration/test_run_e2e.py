@@ -14,7 +14,8 @@ from cryptbench.commands import run as run_cmd
 from cryptbench.commands import show
 from cryptbench.plan import DEFAULT_MAX_TIME, RunRequest
 from cryptbench.store import Store
-from tests.conftest import available, cli, includes
+from tests.support.cli import cli
+from tests.support.targets import available, includes
 
 pytestmark = pytest.mark.integration
 

@@ -20,8 +20,9 @@ import pytest
 
 from cryptbench.keys import SECRET_DIR_PREFIX
 from cryptbench.session import scratch_root
-from tests.conftest import available, includes, leftovers
-from tests.reliability import count
+from tests.support.leaks import leftovers
+from tests.support.reliability import count
+from tests.support.targets import available, includes
 
 pytestmark = pytest.mark.integration
 

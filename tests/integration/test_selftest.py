@@ -15,8 +15,10 @@ import pytest
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import selftest
 from cryptbench.throttle import mode, v1_rules, v2_rules
-from tests.conftest import cli, leftovers, loop_throttles, provisioned
-from tests.reliability import count
+from tests.support.cli import cli
+from tests.support.leaks import leftovers, loop_throttles
+from tests.support.reliability import count
+from tests.support.targets import provisioned
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from cryptbench.backends import REGISTRY
-from tests.conftest import available, cli, includes, leftovers
-from tests.reliability import count
+from tests.support.cli import cli
+from tests.support.leaks import leftovers
+from tests.support.reliability import count
+from tests.support.targets import available, includes
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,10 @@ import psutil
 import pytest
 
 from cryptbench.backends import REGISTRY
-from tests.conftest import available, cli, includes, leftovers, need_backend
-from tests.reliability import count
+from tests.support.cli import cli
+from tests.support.leaks import leftovers
+from tests.support.reliability import count
+from tests.support.targets import available, includes, need_backend
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,8 @@ import pytest
 from cryptbench.commands import run as run_cmd
 from cryptbench.plan import GROWTH_SHARE, RunRequest
 from cryptbench.store import Store
-from tests.conftest import available, cli
+from tests.support.cli import cli
+from tests.support.targets import available
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cryptbench.json_types import JsonObject
 from cryptbench.system import mounts
-from tests.conftest import cli
+from tests.support.cli import cli
 
 ONE_WORKLOAD = """
 name = "lab"

@@ -20,8 +20,9 @@ import pytest
 from cryptbench.backends.filesystem import kernel_filesystems
 from cryptbench.backends.luks import VARIANTS
 from cryptbench.commands import backends
-from tests.conftest import cli, leak_checked_dir
 from tests.lab import FinishedRun, RamRun, run_args
+from tests.support.cli import cli
+from tests.support.leaks import leak_checked_dir
 
 # Every backend this host's kernel lacks: Adiantum, eCryptfs, device-mapper.
 KERNEL_ONLY = ["fscrypt-adiantum", "ecryptfs", *VARIANTS]

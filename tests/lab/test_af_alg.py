@@ -15,7 +15,7 @@ import pytest
 
 from cryptbench.cipher import kernel
 from cryptbench.units import format_rate
-from tests.conftest import cli
+from tests.support.cli import cli
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
 

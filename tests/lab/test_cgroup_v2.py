@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cryptbench import throttle
-from tests.conftest import cli
 from tests.integration import test_cache, test_selftest
+from tests.support.cli import cli
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
 

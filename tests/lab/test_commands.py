@@ -11,8 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import cli, leftovers
-from tests.integration.test_commands_real import write_burner
+from tests.support.burner import write_burner
+from tests.support.cli import cli
+from tests.support.leaks import leftovers
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
 

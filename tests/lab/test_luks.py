@@ -11,8 +11,9 @@ import pytest
 
 from cryptbench.backends.luks import ADIANTUM, AES_XTS, VARIANTS
 from cryptbench.suite import load_suite
-from tests.conftest import cli, provisioned
 from tests.lab import FinishedRun
+from tests.support.cli import cli
+from tests.support.targets import provisioned
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
 PERF_FLAGS = {"no_read_workqueue", "no_write_workqueue", "submit_from_crypt_cpus", "same_cpu_crypt"}

@@ -14,9 +14,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import cli, leftovers
 from tests.lab import ecryptfs_mounts, run_args, user_keys
-from tests.reliability import count
+from tests.support.cli import cli
+from tests.support.leaks import leftovers
+from tests.support.reliability import count
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
 UP_AT_ONCE = ["fscrypt-adiantum", "ecryptfs", "luks-adiantum", "luks-aes256-hmac-nojournal"]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import leftovers
 from tests.lab import RamRun, run_json
+from tests.support.leaks import leftovers
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
 REFUSED = "0 (the backing filesystem (tmpfs) refused direct I/O"

@@ -25,7 +25,7 @@ from cryptbench.adaptive import (
 from cryptbench.runner import Spend, TrialSpec, run_rounds
 from cryptbench.store import Store
 from cryptbench.suite import load_suite
-from tests.unit.fake_executor import FakeExecutor
+from tests.support.fake_executor import FakeExecutor
 
 THROUGHPUT = ("throughput", True)
 

@@ -21,8 +21,8 @@ from cryptbench.analysis.run_comparison import Row, compare, mann_whitney_possib
 from cryptbench.errors import UsageError
 from cryptbench.report import charts, compare_cells, compare_console, export_compare_html
 from cryptbench.result_model import Document
-from tests.unit.bootstrap_oracle import exact_distribution, quantile, ratio_of_medians
-from tests.unit.test_export_html import Page
+from tests.support.bootstrap_oracle import exact_distribution, quantile, ratio_of_medians
+from tests.support.html_page import Page
 
 DOC = json.loads(
     (Path(__file__).parent.parent / "fixtures" / "documents" / "quick-fscrypt-gocryptfs-ram.json").read_text()
@@ -287,3 +287,4 @@ def test_terminal_at_80_columns_keeps_every_figure_whole() -> None:
         assert r.times() in text  # "2.00 ± 1.14 times slower", on one line each
     for o in compare_cells.overhead_cells(comp):
         assert o.a in text and o.b in text
+

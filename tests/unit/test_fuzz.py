@@ -26,7 +26,7 @@ from cryptbench.plan import parse_backend_list
 from cryptbench.store import parse_run_ref
 from cryptbench.suite import _NAME_RE, MAX_BLOCK, load_suite, parse_suite
 from cryptbench.units import parse_size
-from tests.reliability import count
+from tests.support.reliability import count
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "fio"
 FIO_TEXTS = {p.stem: p.read_text() for p in sorted(FIXTURES.glob("*.json"))}

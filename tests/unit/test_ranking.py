@@ -14,7 +14,7 @@ import pytest
 from cryptbench import stats
 from cryptbench.analysis import ranking
 from cryptbench.result_model import Answer, Document, RankEntry, RankingSection, Result, TargetInfo
-from tests.unit.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
+from tests.support.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 

@@ -11,7 +11,7 @@ from cryptbench.adaptive import Controller, Stopping, questions
 from cryptbench.runner import Spend, TrialSpec, run_rounds
 from cryptbench.store import Store
 from cryptbench.suite import load_suite
-from tests.unit.fake_executor import FakeExecutor
+from tests.support.fake_executor import FakeExecutor
 
 WORKLOADS = load_suite("quick").workloads
 BASELINES = {"plain": None, "ext4-loop": "plain", "fscrypt": "ext4-loop", "gocryptfs": "plain"}

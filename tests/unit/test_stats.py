@@ -4,7 +4,7 @@ from scipy import stats as sps
 from scipy.stats import binom
 
 from cryptbench import stats
-from tests.unit.bootstrap_oracle import exact_distribution, quantile, ratio_of_medians
+from tests.support.bootstrap_oracle import exact_distribution, quantile, ratio_of_medians
 
 
 def test_summary_of_known_values() -> None:

@@ -19,7 +19,7 @@ from cryptbench.protection.blocks import HOLE, Run
 from cryptbench.protection.findings import Finding, Verdict
 from cryptbench.report import charts, export_html, protection_rows
 from cryptbench.session import Session
-from tests.unit.test_export_html import Page
+from tests.support.html_page import Page
 from tests.unit.test_protection import _doc_with
 
 
