@@ -47,6 +47,8 @@ def test_quick_suite_on_every_available_backend(target_dir: Path, tmp_path: Path
     for t in doc["targets"]:
         if t["baseline"]:
             assert (t["name"], t["baseline"]) in pairs
+    # each backend's own program's version (Backend.version); the kernel's backends have none
+    assert set(doc["environment"].get("versions", {})) == {n for n in here if REGISTRY[n].version()}
     # io mode recorded per target, the same for all in auto mode
     assert len({t["io_mode"] for t in doc["targets"]}) == 1
     # raw fio output kept for every trial

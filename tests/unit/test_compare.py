@@ -288,3 +288,12 @@ def test_terminal_at_80_columns_keeps_every_figure_whole() -> None:
     for o in compare_cells.overhead_cells(comp):
         assert o.a in text and o.b in text
 
+
+def test_a_backend_program_s_version_is_listed_not_refused() -> None:
+    a, b = _scaled(DOC, 1.0, run_id=1), _scaled(DOC, 1.0)
+    a["environment"]["versions"] = {"gocryptfs": "gocryptfs v2.3.0", "cryfs": "cryfs 0.11.3"}
+    b["environment"]["versions"] = {"gocryptfs": "gocryptfs v2.4.0", "cryfs": "cryfs 0.11.3"}
+    comp = _compare(a, b)
+    assert [(d.what, d.a, d.b, d.blocking) for d in comp.differences] == [
+        ("gocryptfs's version", "gocryptfs v2.3.0", "gocryptfs v2.4.0", False)
+    ]

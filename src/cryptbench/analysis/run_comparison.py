@@ -271,8 +271,11 @@ def differences(a: Document, b: Document) -> list[Difference]:
     listed("kernel", ea.get("kernel"), eb.get("kernel"))
     listed("kernel's xts(aes)", _xts(ea), _xts(eb))
     listed("scratch filesystem", _scratch(ea), _scratch(eb))
-    for key in ("fio", "gocryptfs", "python"):
+    for key in ("fio", "gocryptfs", "python"):  # gocryptfs: runs stored before Backend.version()
         listed(key, ea.get(key), eb.get(key))
+    va, vb = ea.get("versions") or {}, eb.get("versions") or {}
+    for backend in dict.fromkeys([*va, *vb]):
+        listed(f"{backend}'s version", va.get(backend), vb.get(backend))
     listed("cryptbench", a.tool_version, b.tool_version)
     listed("suite", a.suite, b.suite)
     listed("repeats", _repeats(pa), _repeats(pb))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from cryptbench.backends.base import Availability, Backend, DirectIO, Helper, Target, TargetSpec
 from cryptbench.backends.cryfs import CryfsBackend
 from cryptbench.backends.ecryptfs import EcryptfsBackend
@@ -38,3 +40,13 @@ REGISTRY: dict[str, Backend] = {
 DEFAULT = ("plain", "ext4-loop", "fscrypt", "gocryptfs", "securefs", "cryfs", "encfs", "luks-aes256")
 
 __all__ = ["DEFAULT", "REGISTRY", "Availability", "Backend", "DirectIO", "Helper", "Target", "TargetSpec"]
+
+
+def versions(names: Iterable[str]) -> dict[str, str]:
+    """The version of each named backend's own program (Backend.version), where it runs one."""
+    found = {}
+    for name in dict.fromkeys(names):
+        v = REGISTRY[name].version() if name in REGISTRY else None
+        if v is not None:
+            found[name] = v
+    return found

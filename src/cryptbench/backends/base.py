@@ -147,6 +147,11 @@ class Backend(ABC):
         held to it; {}: nothing declared."""
         return {}
 
+    def version(self) -> str | None:
+        """The version of the program it runs (its FUSE daemon, qemu's tools), recorded in
+        the run's environment; None where its code is the kernel's (whose version is there)."""
+        return None
+
     @abstractmethod
     def probe(self) -> Availability:
         """Can this backend run here, for this user? Cheap; no side effects."""

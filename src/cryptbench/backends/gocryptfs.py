@@ -64,6 +64,9 @@ class GocryptfsBackend(Backend):
             "tamper": ("detected", f"{src}: File Contents, Integrity: GCM"),
         }
 
+    def version(self) -> str:
+        return gocryptfs_version()
+
     def probe(self) -> Availability:
         if which("gocryptfs") is None:
             return Availability(False, "gocryptfs is not installed (apt-get install gocryptfs)")

@@ -135,6 +135,9 @@ class ImageBackend(Backend):
             # its own crypto library (gnutls or nettle), measured here with OpenSSL.
             self.cipher_use = CipherUse("userspace", f"{CIPHERS[cipher][0]}-xts", 512, parallel=False)
 
+    def version(self) -> str:
+        return qemu_version()
+
     def probe(self) -> Availability:
         base = probe_loop()
         if not base.ok:

@@ -60,6 +60,9 @@ class FuseOverlayBackend(Backend):
     cipher_label: ClassVar[str]
     write_behind: ClassVar[float] = 0.0  # seconds (Target.write_behind)
 
+    def version(self) -> str:
+        return package_version(self.package)
+
     def probe(self) -> Availability:
         if which(self.tool) is None:
             return Availability(False, f"{self.tool} is not installed (apt-get install {self.package})")

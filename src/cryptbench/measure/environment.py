@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 from cryptbench import __version__, system
-from cryptbench.backends.gocryptfs import gocryptfs_version
 from cryptbench.cipher import kernel
 from cryptbench.engines.fio import fio_version
 from cryptbench.json_types import JsonObject
@@ -100,7 +99,9 @@ def _os_name() -> str:
     return platform.system()
 
 
-def collect(target_dir: Path) -> JsonObject:
+def collect(target_dir: Path, versions: dict[str, str] | None = None) -> JsonObject:
+    """Facts about this machine a reader needs to judge whether the figures apply to them;
+    `versions`: each backend's own program's (backends.versions), where the run has any."""
     model, flags = _cpuinfo()
     return {
         "hostname": socket.gethostname(),
@@ -112,7 +113,6 @@ def collect(target_dir: Path) -> JsonObject:
         "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
         "kernel_crypto": kernel_crypto(),
         "fio": fio_version(),
-        "gocryptfs": gocryptfs_version(),
         "python": sys.version.split()[0],
         "cryptbench": __version__,
         "root": is_root(),
@@ -120,4 +120,5 @@ def collect(target_dir: Path) -> JsonObject:
         "target_filesystem": filesystem_of(target_dir),
         # whose write counter each trial's device_bytes_written comes from; None: none (tmpfs)
         "scratch_device": device_of(target_dir),
+        **({"versions": versions} if versions else {}),
     }

@@ -13,7 +13,7 @@ from pathlib import Path
 from cryptbench import __version__
 from cryptbench.adaptive import Controller, Question, RankingGroups, questions
 from cryptbench.analysis import document
-from cryptbench.backends import REGISTRY
+from cryptbench.backends import REGISTRY, versions
 from cryptbench.cipher import ceilings, userspace
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.command_process import cgroup_mode
@@ -71,9 +71,8 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
         session = life.open(plan.target_dir, registry)
         session.passphrase = plan.passphrase
         session.ram_bytes = plan.ram_bytes
-        run_id = store.insert_run(
-            plan.suite.name, plan.to_json(), environment.collect(plan.target_dir), __version__
-        )
+        env = environment.collect(plan.target_dir, versions(plan.backends))
+        run_id = store.insert_run(plan.suite.name, plan.to_json(), env, __version__)
         with failure_kept(store, run_id):
             for name in plan.added_baselines:
                 store.add_note(run_id, f"added {name} as a baseline")
@@ -102,7 +101,7 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         if note:
             store.add_note(run_id, note)
         engine = probe_ioengine(session.path("ioengine-probe"), session)
-        env = environment.collect(plan.target_dir)  # now with xts(aes) instantiated
+        env = environment.collect(plan.target_dir, versions(plan.backends))  # now with xts(aes) instantiated
         env["ioengine"] = engine
         store.update_environment(run_id, env)
         for t in targets.values():

@@ -282,6 +282,14 @@ def summary_rows(doc: Document) -> list[dict[str, str]]:
     return rows
 
 
+def _version_rows(versions: dict[str, str]) -> list[tuple[str, str]]:
+    """One row per program: the backends that run it, and its version."""
+    by_program: dict[str, list[str]] = defaultdict(list)
+    for backend, version in versions.items():
+        by_program[version].append(backend)
+    return [(", ".join(names), version) for version, names in by_program.items()]
+
+
 def environment_rows(doc: Document) -> list[tuple[str, str]]:
     """What a reader needs to judge whether these figures apply to them, as label and value."""
     env, plan = doc.environment, doc.plan
@@ -305,7 +313,8 @@ def environment_rows(doc: Document) -> list[tuple[str, str]]:
             else plan.get("target_dir"),
         ),
         ("fio", f"{env.get('fio')}, ioengine {env.get('ioengine')}"),
-        ("gocryptfs", env.get("gocryptfs")),
+        ("gocryptfs", env.get("gocryptfs")),  # runs stored before Backend.version()
+        *_version_rows(env.get("versions") or {}),
         ("cache drop", env.get("cache_drop")),
         ("data per trial", format_bytes(plan["size"]) if plan.get("size") else None),
         ("seed", plan.get("seed")),
