@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +45,19 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if kernel_lab.IN_GUEST and results:
         with open(results, "a") as f:
             f.write(json.dumps(kernel_lab.report_line(report)) + "\n")
+
+
+def _unwind(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite stopped by SIGTERM (a CI job's time limit, a session's end) unwinds as on
+    Ctrl-C: the running test's context managers and every fixture's teardown run, and the
+    kernel lab stops its qemu and removes its directory. Python's default for SIGTERM is
+    to die on the spot, which left a killed suite's targets mounted, looped and throttled
+    (tests/integration/test_suite_signals.py)."""
+    signal.signal(signal.SIGTERM, _unwind)
 
 
 TEST_TARGET_BASE = Path(os.environ.get("CRYPTBENCH_TEST_TARGET", "/var/tmp"))

@@ -147,6 +147,15 @@ def why_no_lab() -> str | None:
     return None
 
 
+def need_lab() -> None:
+    """Skip a host test that boots the lab where it cannot (or fail it where it must run)."""
+    why = why_no_lab()
+    if why:
+        if REQUIRE:
+            pytest.fail(f"the kernel lab could not run: {why}", pytrace=False)
+        pytest.skip(f"kernel lab unavailable: {why}")
+
+
 def _env() -> dict[str, str]:
     env = os.environ.copy()
     # vng starts virtme-run from PATH: the venv's, where both are installed.

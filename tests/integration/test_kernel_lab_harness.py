@@ -15,11 +15,7 @@ VICTIM = "tests/harness/guest_dies.py::test_the_guest_powers_off_mid_test"
 
 
 def test_a_guest_powered_off_mid_test_fails_the_test_and_the_lab() -> None:
-    why = kernel_lab.why_no_lab()
-    if why:
-        if kernel_lab.REQUIRE:
-            pytest.fail(f"the kernel lab could not run: {why}", pytrace=False)
-        pytest.skip(f"kernel lab unavailable: {why}")
+    kernel_lab.need_lab()
     lab = kernel_lab.boot([VICTIM])
     print(lab.summary())
     got = lab.outcomes.get(VICTIM)

@@ -1,0 +1,90 @@
+"""The test suite itself stopped by SIGTERM, as a CI job's time limit or a session's end
+stops it: a test holding a FUSE target up, and the kernel lab with its qemu running,
+must each leave nothing behind (conftest.py turns SIGTERM into Ctrl-C's unwinding)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests import kernel_lab
+from tests.harness.held_up import SAYS
+from tests.support.leaks import leftovers
+from tests.support.targets import need_backend, requires_root
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parent.parent.parent
+VICTIMS = "tests/harness/held_up.py"
+LAB_DIRS = Path("/var/tmp")  # where tests/kernel_lab.py makes its working directory
+INTERRUPTED = 2  # pytest's exit status when stopped (KeyboardInterrupt)
+
+
+def _pytest(nodeid: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-q", nodeid],
+        cwd=REPO,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _until(cond: object, proc: subprocess.Popen[str], what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():  # type: ignore[operator]
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"{what} never came up:\n{proc.communicate()[0][-3000:]}")
+        time.sleep(0.2)
+
+
+@requires_root
+def test_sigterm_unwinds_a_test_holding_a_target(tmp_path: Path) -> None:
+    need_backend("gocryptfs")
+    says = tmp_path / "says"
+    proc = _pytest(f"{VICTIMS}::test_holds_a_fuse_target_up", {SAYS: str(says)})
+    _until(says.exists, proc, "the victim's target")
+    held = Path(says.read_text())
+    up = leftovers(held)
+    assert any(m.startswith("mount ") for m in up) and any("gocryptfs" in m for m in up), up
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == INTERRUPTED, out[-3000:]
+    assert leftovers(held) == [], out[-3000:]
+    assert not held.exists()  # the leak check found it clean and removed it
+
+
+def _lab_qemus() -> dict[int, str]:
+    """qemu processes of a kernel lab, by pid: their command line names its directory."""
+    found = {}
+    for p in psutil.process_iter(["name", "cmdline", "status"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        lab = "qemu-system" in (p.info["name"] or "") + cmd and "cryptbench-lab-" in cmd
+        if lab and p.info["status"] != psutil.STATUS_ZOMBIE:
+            found[p.pid] = cmd
+    return found
+
+
+def test_sigterm_takes_the_kernel_lab_down() -> None:
+    kernel_lab.need_lab()
+    before, dirs = set(_lab_qemus()), set(LAB_DIRS.glob("cryptbench-lab-*"))
+    # TCG at once: the KVM probe would only delay the boot this test stops
+    proc = _pytest(f"{VICTIMS}::test_holds_the_kernel_lab_up", {"CRYPTBENCH_LAB_ACCEL": "tcg"})
+    _until(lambda: set(_lab_qemus()) - before, proc, "the lab's qemu")
+    mine = set(_lab_qemus()) - before
+    scratch = set(LAB_DIRS.glob("cryptbench-lab-*")) - dirs
+    time.sleep(2)  # booting
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == INTERRUPTED, out[-3000:]
+    assert not set(_lab_qemus()) & mine, out[-3000:]
+    assert scratch and not [p for p in scratch if p.exists()], (scratch, out[-3000:])
