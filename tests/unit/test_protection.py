@@ -158,6 +158,38 @@ def test_an_ext4_image_is_read_with_debugfs_and_containers_are_not(tmp_path: Pat
     assert look((junk,)).how == "unreadable image"
 
 
+def test_raw_names_with_any_bytes_are_each_read_whole(tmp_path: Path) -> None:
+    """fscrypt stores ciphertext names as raw bytes: a NUL, a newline, a '/' or a
+    backslash in one must neither cut it short nor merge it with another."""
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    stand_ins = {
+        b"A" * 16: b"\x00A" + b"a" * 14,
+        b"C" * 16: b"\x00C" + b"c" * 14,
+        b"B" * 16: b"b\nb/b\\" + b"b" * 10,
+    }
+    for name in stand_ins:
+        (src / "d" / name.decode()).write_bytes(b"x" * len(name))
+    image = tmp_path / "fs.img"
+    # no directory checksums, so that names can be rewritten in place as fscrypt's look
+    subprocess.run(
+        ["mke2fs", "-q", "-t", "ext4", "-O", "^metadata_csum", "-d", str(src), str(image), "8M"], check=True
+    )
+    raw = image.read_bytes()
+    for name, stored in stand_ins.items():
+        assert raw.count(name) == 1
+        raw = raw.replace(name, stored)
+    image.write_bytes(raw)
+    sight = look((image,))
+    assert sight.entries is not None
+    inside = {p: e for p, e in sight.entries.items() if p.startswith("d/")}
+    assert inside == {
+        "d/\\x00A" + "a" * 14: Entry(False, 16),
+        "d/\\x00C" + "c" * 14: Entry(False, 16),
+        "d/b\\x0ab\\x2fb\\x5c" + "b" * 10: Entry(False, 16),
+    }
+
+
 def test_a_control_that_hides_a_property_marks_every_finding_broken(
     monkeypatch: pytest.MonkeyPatch, dir_target: tuple[Session, Target]
 ) -> None:

@@ -23,11 +23,14 @@ from cryptbench.system import which
 LUKS_MAGIC = b"LUKS\xba\xbe"  # a LUKS1 or LUKS2 header's first bytes
 QCOW_MAGIC = b"QFI\xfb"  # a qcow2 file's first bytes
 DEBUGFS_TIMEOUT = 120.0  # seconds for one debugfs: the listings of one level of the tree
-DIR_MODE = "04"  # debugfs prints modes in octal: a directory's starts 040
+S_IFMT, S_IFDIR = 0o170000, 0o040000  # an inode mode's type bits, and a directory's
 CHUNK = 8 << 20  # bytes read at a time while searching a file
 WRITE_BEHIND_MARGIN = 0.5  # seconds waited beyond a daemon's write-behind time
-ECHO = re.compile(rb"(?:^|\n)debugfs: ls -p <")  # the echo of a request, up to its inode
-ENTRY = re.compile(rb"\n/(\d+)/([0-7]{5,6})/\d+/\d+/(.*?)/(\d*)/(?=\n|$)", re.DOTALL)
+ECHO = re.compile(r"^debugfs: ls -l -r <(\d+)>$")  # the echo of a request, with its inode
+# One entry of `ls -l -r`: [<]inode[>] mode (type) uid gid size day-Mon-year hh:mm name
+ENTRY = re.compile(
+    r"^[ <]\s*(\d+)[ >]\s+([0-7]+) \(\d+\)\s+\d+\s+\d+\s+(\d+) +\d+-\w+-\s*\d+ \d\d:\d\d (.*)$"
+)
 
 
 @dataclass(frozen=True)
@@ -125,8 +128,15 @@ def _debugfs_tree(image: Path) -> dict[str, Entry] | None:
 
 
 def _debugfs_ls(image: Path, inodes: list[str]) -> dict[str, list[tuple[str, bool, str, int]]] | None:
-    """Each directory inode's entries: (inode, is a directory, name, size)."""
-    script = "".join(f"ls -p <{i}>\n" for i in inodes).encode()
+    """Each directory inode's entries: (inode, is a directory, name, size).
+
+    `ls -l -r`, not the parseable `ls -p`: -p prints a name with printf's "%.*s", so a
+    raw ciphertext name (fscrypt's, on disk) that holds a NUL byte is cut there, and two
+    cut names can collide or vanish as "" (a probe's file then goes missing, as the tree
+    probe once found about one run in twenty). The long listing escapes every byte below
+    32, above 126 and the backslash as \\xNN, and -r prints an encrypted directory's
+    names so instead of "<encrypted (N)>": one entry a line, its name whole."""
+    script = "".join(f"ls -l -r <{i}>\n" for i in inodes).encode()
     proc = subprocess.run(
         ["debugfs", "-c", "-f", "-", str(image)],
         input=script,
@@ -137,21 +147,17 @@ def _debugfs_ls(image: Path, inodes: list[str]) -> dict[str, list[tuple[str, boo
     if b"Filesystem not open" in proc.stderr or b"while trying to open" in proc.stderr:
         return None
     out: dict[str, list[tuple[str, bool, str, int]]] = {}
-    # debugfs echoes each request before its answer; an answer's entries are
-    # /inode/mode/uid/gid/name/size/ on a line, but a ciphertext name may hold '/' and
-    # newline bytes, so each is matched whole, the name as little as ends at /size/
-    for block in ECHO.split(proc.stdout)[1:]:
-        inode, _, body = block.partition(b">")
-        entries = out.setdefault(inode.decode(), [])
-        for m in ENTRY.finditer(body):
-            child, mode, raw_name, size = m.group(1), m.group(2), m.group(3), m.group(4)
-            # a raw ciphertext name (fscrypt's, on disk) may hold '/': escaped, so that a
-            # path's separators are the tree's
-            name = raw_name.decode(errors="backslashreplace").replace("/", "\\x2f")
-            if name in ("", ".", "..") or child in (b"", b"0"):  # "": a deleted entry's slot
+    entries: list[tuple[str, bool, str, int]] = []
+    for line in proc.stdout.decode("ascii", errors="backslashreplace").splitlines():
+        if echo := ECHO.match(line):
+            entries = out.setdefault(echo.group(1), [])
+        elif m := ENTRY.match(line):
+            child, mode, size, name = m.groups()
+            if child == "0" or name in (".", ".."):  # 0: an empty slot
                 continue
-            is_dir = mode.decode().startswith(DIR_MODE)
-            entries.append((child.decode(), is_dir, name, int(size) if size else 0))
+            is_dir = int(mode, 8) & S_IFMT == S_IFDIR
+            # '/' is printed as itself: escaped here, so that a path's separators are the tree's
+            entries.append((child, is_dir, name.replace("/", "\\x2f"), 0 if is_dir else int(size)))
     return out
 
 
