@@ -18,7 +18,13 @@ from hypothesis import settings
 
 from cryptbench.pipeline.provision import recover_stale
 from tests import kernel_lab
-from tests.support.leaks import FOUND_AT_START, leak_checked_dir, machine_wide
+from tests.support.leaks import (
+    FOUND_AT_START,
+    TEST_DIR_PREFIX,
+    TEST_TARGET_BASE,
+    leak_checked_dir,
+    machine_wide,
+)
 from tests.support.reliability import FIGURES
 
 # Property tests run the same examples every time (CI must not turn red by
@@ -60,7 +66,6 @@ def pytest_configure(config: pytest.Config) -> None:
     signal.signal(signal.SIGTERM, _unwind)
 
 
-TEST_TARGET_BASE = Path(os.environ.get("CRYPTBENCH_TEST_TARGET", "/var/tmp"))
 RECOVERED: list[str] = []  # what a killed earlier suite had left, recovered at start
 
 
@@ -74,7 +79,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if kernel_lab.IN_GUEST or os.geteuid() != 0:
         return
     with tempfile.TemporaryDirectory() as no_registry:  # never the user's own runs
-        for d in sorted(TEST_TARGET_BASE.glob("cryptbench-test-*")):
+        for d in sorted(TEST_TARGET_BASE.glob(f"{TEST_DIR_PREFIX}*")):
             RECOVERED.extend(f"{d.name}: {m}" for m in recover_stale([d], Path(no_registry)))
     FOUND_AT_START.extend(machine_wide())
 

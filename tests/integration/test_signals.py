@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from cryptbench.backends import REGISTRY
-from tests.support.cli import cli
+from tests.support.cli import cli, wait_for
 from tests.support.leaks import leftovers
 from tests.support.reliability import count
 from tests.support.targets import available, includes, need_backend
@@ -56,14 +56,6 @@ def _start(
     )
 
 
-def _wait_for(cond, proc: subprocess.Popen[str], timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the run never reached the phase"
-        time.sleep(0.02)
-
-
 def _trials(db: Path, condition: str = "") -> int:
     """Trials stored as ok (and meeting `condition`, an SQL AND clause)."""
     try:
@@ -95,7 +87,7 @@ def test_signal_tears_down_and_keeps_finished_trials(
 ) -> None:
     db = tmp_path / "r.sqlite"
     proc = _start(target_dir, db)
-    _wait_for(lambda: PHASES[phase](target_dir, db), proc)
+    wait_for(lambda: PHASES[phase](target_dir, db), proc, f"the {phase} phase")
     _interrupt_and_check(proc, sig, target_dir, db)
     count(f"interrupts survived: {sig.name} to a real process during {phase}")
 
@@ -120,7 +112,7 @@ def _interrupt_and_check(proc: subprocess.Popen[str], sig: signal.Signals, targe
 def test_sigkill_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
     proc = _start(target_dir, db)
-    _wait_for(lambda: _trials(db) >= 1, proc)
+    wait_for(lambda: _trials(db) >= 1, proc, "a stored trial")
     proc.kill()
     proc.communicate()
     assert leftovers(target_dir) or list((target_dir / "cryptbench").glob("run-*"))  # a real mess
@@ -154,7 +146,7 @@ def test_sigkill_of_a_ram_run_then_cleanup(target_dir: Path, tmp_path: Path) -> 
     and the mounts over those are all found and undone, the tmpfs last."""
     db = tmp_path / "r.sqlite"
     proc = _start(target_dir, db, size="8M", extra=("--ram",))
-    _wait_for(lambda: _trials(db, "AND target LIKE 'ram:%'") >= 1, proc, timeout=120)
+    wait_for(lambda: _trials(db, "AND target LIKE 'ram:%'") >= 1, proc, "a RAM trial", timeout=120)
     proc.kill()
     proc.communicate()
     mess = leftovers(target_dir)
@@ -189,7 +181,7 @@ def test_twenty_sigkills_at_random_moments_then_cleanup(target_dir: Path, tmp_pa
         tries += 1
         assert tries <= 40, f"only {messy} of {tries - 1} runs were caught with something up"
         proc = _start(target_dir, db, size="2M", repeats="1")
-        _wait_for(partial(_has_scratch, target_dir, proc.pid), proc, timeout=120)
+        wait_for(partial(_has_scratch, target_dir, proc.pid), proc, "the scratch space", timeout=120)
         time.sleep(rng.uniform(0, duration))
         if proc.poll() is None:
             proc.send_signal(signal.SIGSTOP)
@@ -253,7 +245,7 @@ def test_signal_during_an_app_trial(target_dir: Path, tmp_path: Path, sig: signa
         # a trial's file exists only while it runs (clean-up removes it)
         return _trials(db) >= 1 and any((target_dir / "cryptbench").glob("run-*/**/apps/*/test_*"))
 
-    _wait_for(in_app_trial, proc, timeout=120)
+    wait_for(in_app_trial, proc, "an application trial", timeout=120)
     _interrupt_and_check(proc, sig, target_dir, db)
     strays = [
         p.pid
@@ -288,7 +280,7 @@ def test_sigkill_during_the_tamper_probe_then_cleanup(target_dir: Path, tmp_path
             for p in (target_dir / "cryptbench").glob("run-*/targets/*/*/*/.cryptbench-protection-*/*")
         )
 
-    _wait_for(tampering, proc, timeout=120)
+    wait_for(tampering, proc, "the tamper probe", timeout=120)
     proc.kill()
     proc.communicate()
     assert leftovers(target_dir)  # a FUSE mount and its daemon, left by the kill

@@ -16,6 +16,7 @@ import pytest
 
 from tests import kernel_lab
 from tests.harness.held_up import SAYS
+from tests.support.cli import wait_for
 from tests.support.leaks import leftovers
 from tests.support.targets import need_backend, requires_root
 
@@ -38,21 +39,12 @@ def _pytest(nodeid: str, env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
-def _until(cond: object, proc: subprocess.Popen[str], what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():  # type: ignore[operator]
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"{what} never came up:\n{proc.communicate()[0][-3000:]}")
-        time.sleep(0.2)
-
-
 @requires_root
 def test_sigterm_unwinds_a_test_holding_a_target(tmp_path: Path) -> None:
     need_backend("gocryptfs")
     says = tmp_path / "says"
     proc = _pytest(f"{VICTIMS}::test_holds_a_fuse_target_up", {SAYS: str(says)})
-    _until(says.exists, proc, "the victim's target")
+    wait_for(says.exists, proc, "the victim's target", timeout=120)
     held = Path(says.read_text())
     up = leftovers(held)
     assert any(m.startswith("mount ") for m in up) and any("gocryptfs" in m for m in up), up
@@ -79,7 +71,7 @@ def test_sigterm_takes_the_kernel_lab_down() -> None:
     before, dirs = set(_lab_qemus()), set(LAB_DIRS.glob("cryptbench-lab-*"))
     # TCG at once: the KVM probe would only delay the boot this test stops
     proc = _pytest(f"{VICTIMS}::test_holds_the_kernel_lab_up", {"CRYPTBENCH_LAB_ACCEL": "tcg"})
-    _until(lambda: set(_lab_qemus()) - before, proc, "the lab's qemu")
+    wait_for(lambda: set(_lab_qemus()) - before, proc, "the lab's qemu", timeout=120)
     mine = set(_lab_qemus()) - before
     scratch = set(LAB_DIRS.glob("cryptbench-lab-*")) - dirs
     time.sleep(2)  # booting

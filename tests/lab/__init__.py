@@ -68,13 +68,3 @@ class RamRun(FinishedRun):
 
 def ecryptfs_mounts() -> list[Path]:
     return [m.mountpoint for m in mounts() if m.fstype == "ecryptfs"]
-
-
-def user_keys() -> set[str]:
-    """The descriptions of the "user" keys this process can see (/proc/keys)."""
-    out = set()
-    for line in Path("/proc/keys").read_text().splitlines():
-        fields = line.split()
-        if len(fields) > 8 and fields[7] == "user":
-            out.add(fields[8].rstrip(":"))
-    return out

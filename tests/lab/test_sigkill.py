@@ -14,9 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.lab import ecryptfs_mounts, run_args, user_keys
+from tests.lab import ecryptfs_mounts, run_args
 from tests.support.cli import cli
-from tests.support.leaks import leftovers
+from tests.support.leaks import leftovers, user_keys
 from tests.support.reliability import count
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]

@@ -19,6 +19,8 @@ from cryptbench.system import mounts
 from cryptbench.throttle import BLKIO, CGROUP, THROTTLE_FILES
 
 FOUND_AT_START: list[str] = []  # machine-wide leftovers that recovery did not end
+TEST_TARGET_BASE = Path(os.environ.get("CRYPTBENCH_TEST_TARGET", "/var/tmp"))  # on a real disk
+TEST_DIR_PREFIX = "cryptbench-test-"  # each integration test's target directory, in TEST_TARGET_BASE
 
 
 # Every program a run may leave running if its teardown fails.
@@ -38,13 +40,31 @@ def loop_throttles() -> list[str]:
     return rules
 
 
+def loop_backings() -> dict[str, str]:
+    """Every attached loop device ("/dev/loopN") and the path of its backing file ("/"
+    when that file has no path any more)."""
+    found = {}
+    for dev in sorted(Path("/sys/block").glob("loop*")):
+        try:
+            found[f"/dev/{dev.name}"] = (dev / "loop" / "backing_file").read_text().strip()
+        except OSError:
+            continue  # not attached (or detached meanwhile)
+    return found
+
+
+def user_keys() -> set[str]:
+    """The descriptions of the "user" keys this process can see (/proc/keys)."""
+    try:
+        lines = Path("/proc/keys").read_text().splitlines()
+    except OSError:
+        return set()
+    return {f[8].rstrip(":") for f in map(str.split, lines) if len(f) > 8 and f[7] == "user"}
+
+
 def leftovers(root: Path) -> list[str]:
     root = root.resolve()
     found = [f"mount {m.mountpoint}" for m in mounts() if m.mountpoint.is_relative_to(root)]
-    for dev in sorted(Path("/sys/block").glob("loop*")):
-        backing = dev / "loop" / "backing_file"
-        if backing.exists() and backing.read_text().strip().startswith(str(root)):
-            found.append(f"loop /dev/{dev.name} -> {backing.read_text().strip()}")
+    found += [f"loop {dev} -> {path}" for dev, path in loop_backings().items() if path.startswith(str(root))]
     for p in psutil.process_iter(["cmdline", "status"]):
         argv = p.info["cmdline"] or []
         cmd = " ".join(argv)
@@ -100,19 +120,13 @@ def unplaced_loops() -> set[str]:
     """Loop devices whose backing file has no path any more (its mount is gone):
     a loop over a FUSE export that outlived the export. No path ties them to a
     run, so they are counted as new ones appearing during a test."""
-    found = set()
-    for dev in Path("/sys/block").glob("loop*"):
-        backing = dev / "loop" / "backing_file"
-        if backing.exists() and backing.read_text().strip() == "/":
-            found.add(f"/dev/{dev.name}")
-    return found
+    return {dev for dev, path in loop_backings().items() if path == "/"}
 
 
 @contextmanager
 def leak_checked_dir() -> Iterator[Path]:
     """A target directory on a real disk (/var/tmp, not a tmpfs), checked for leaks afterwards."""
-    base = Path(os.environ.get("CRYPTBENCH_TEST_TARGET", "/var/tmp"))
-    d = Path(tempfile.mkdtemp(prefix="cryptbench-test-", dir=base))
+    d = Path(tempfile.mkdtemp(prefix=TEST_DIR_PREFIX, dir=TEST_TARGET_BASE))
     before = unplaced_loops()
     yield d
     left = leftovers(d) + [

@@ -15,17 +15,10 @@ import pytest
 
 from cryptbench.keys import secret_dirs_of
 from cryptbench.system import mounts
+from tests.support.leaks import TEST_DIR_PREFIX, TEST_TARGET_BASE, loop_backings, user_keys
 
-BESIDE = "/var/tmp/cryptbench-test-"  # integration suites' target directories
+BESIDE = str(TEST_TARGET_BASE / TEST_DIR_PREFIX)  # integration suites' target directories
 PYTEST_TMP = "/tmp/pytest-of-"  # every pytest's tmp_path base: another session's is not ours
-
-
-def _user_keys() -> set[str]:
-    try:
-        lines = Path("/proc/keys").read_text().splitlines()
-    except OSError:
-        return set()
-    return {" ".join(f.split()[7:9]) for f in lines if len(f.split()) > 8 and f.split()[7] == "user"}
 
 
 def _another_suite_s(path: str, ours: Path) -> bool:
@@ -34,12 +27,9 @@ def _another_suite_s(path: str, ours: Path) -> bool:
 
 def machine(ours: Path) -> set[str]:
     """What a test could leave on the machine; `ours`: this session's tmp_path base."""
-    found = {f"key {k}" for k in _user_keys()}
+    found = {f"key {k}" for k in user_keys()}
     found |= {f"mount {m.mountpoint}" for m in mounts() if not _another_suite_s(str(m.mountpoint), ours)}
-    for dev in Path("/sys/block").glob("loop*"):
-        backing = dev / "loop" / "backing_file"
-        if backing.exists() and not _another_suite_s(backing.read_text(), ours):
-            found.add(f"loop {dev.name} -> {backing.read_text().strip()}")
+    found |= {f"loop {d} -> {p}" for d, p in loop_backings().items() if not _another_suite_s(p, ours)}
     found |= {f"secret directory {d}" for d in secret_dirs_of() if f"-{os.getpid()}-" in d.name}
     return found
 
