@@ -33,7 +33,7 @@ def test_every_image_kind_names_qemu_and_every_overlay_its_package() -> None:
     images = [n for n in REGISTRY if n.startswith("image-")]
     assert len({REGISTRY[n].version() for n in images}) == 1  # one qemu for all of them
     for name in ("securefs", "cryfs", "encfs"):
-        assert (REGISTRY[name].version() or "").startswith(name)  # "cryfs 0.11.3-…" or "cryfs unknown"
+        assert (REGISTRY[name].version() or "").startswith(name)  # "cryfs 0.11.3-…" (make setup installs it)
 
 
 def test_backends_sharing_a_program_share_one_row() -> None:

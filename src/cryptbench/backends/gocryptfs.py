@@ -8,6 +8,7 @@ mount is up.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +38,7 @@ BUFFERED_REASON = (
 )
 
 
+@functools.cache  # asked once a process: the environment and each target record it
 def gocryptfs_version() -> str:
     try:
         out = subprocess.run(["gocryptfs", "-version"], capture_output=True, text=True, check=False)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import mmap
 import os
 import subprocess
@@ -72,6 +73,7 @@ PRECONDITION_FILE = "cryptbench.precondition"
 DAEMON = "qemu-storage-daemon"
 
 
+@functools.cache  # asked once a process: the environment and each target record it
 def qemu_version() -> str:
     try:
         out = subprocess.run(["qemu-img", "--version"], capture_output=True, text=True, check=False)

@@ -8,6 +8,7 @@ Each subclass says how its tool creates a filesystem and mounts it.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from abc import abstractmethod
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ class Layout:
     secret: SecretFile | None = None  # a 0600 key or password file in RAM, while needed
 
 
+@functools.cache  # asked once a process: the environment and each target record it
 def package_version(package: str) -> str:
     """The installed Debian package's version (the tools' own --version output varies)."""
     try:

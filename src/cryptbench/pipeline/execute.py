@@ -67,18 +67,19 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
         store.finish_run(run_id, life.status(completed))
 
     failed = 0
+    plan_versions = versions(plan.backends)
     with Lifecycle(progress, finish) as life:
         session = life.open(plan.target_dir, registry)
         session.passphrase = plan.passphrase
         session.ram_bytes = plan.ram_bytes
-        env = environment.collect(plan.target_dir, versions(plan.backends))
+        env = environment.collect(plan.target_dir, plan_versions)
         run_id = store.insert_run(plan.suite.name, plan.to_json(), env, __version__)
         with failure_kept(store, run_id):
             for name in plan.added_baselines:
                 store.add_note(run_id, f"added {name} as a baseline")
             for name, reason in plan.skipped:
                 store.add_note(run_id, f"skipped {name}: {reason}")
-            _ok, failed = _measure(plan, store, run_id, session, progress)
+            _ok, failed = _measure(plan, store, run_id, session, progress, plan_versions)
         completed = True
     signum = life.last_signal()
     if run_id is None and signum is not None:  # a signal came before anything was stored
@@ -91,8 +92,11 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
     )
 
 
-def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: Progress) -> tuple[int, int]:
+def _measure(
+    plan: Plan, store: Store, run_id: int, session: Session, progress: Progress, plan_versions: dict[str, str]
+) -> tuple[int, int]:
     """Provision, prove, lay out and run every trial; teardown is the caller's.
+    `plan_versions`: its backends' programs' versions (backends.versions).
 
     Returns (trials that succeeded, trials that failed or could not run)."""
     with ExitStack() as stack:
@@ -101,7 +105,7 @@ def _measure(plan: Plan, store: Store, run_id: int, session: Session, progress: 
         if note:
             store.add_note(run_id, note)
         engine = probe_ioengine(session.path("ioengine-probe"), session)
-        env = environment.collect(plan.target_dir, versions(plan.backends))  # now with xts(aes) instantiated
+        env = environment.collect(plan.target_dir, plan_versions)  # now with xts(aes) instantiated
         env["ioengine"] = engine
         store.update_environment(run_id, env)
         for t in targets.values():

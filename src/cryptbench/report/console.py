@@ -1,6 +1,8 @@
-"""The terminal report: the answer on one screen (answer_console), and under --details
-everything: a row per workload and target, the repetition, each target's I/O, every
-warning, efficiency, queue depth, diagnosis and conclusions."""
+"""The terminal report's --details figures (screens.py puts them together with the costs
+and a fleet's hosts; answer_console.py prints the one-screen answer): the header and
+ranking, a row per workload and target, the variants, each phase, what each target
+hides, the study's summary, the repetition, each target's I/O and every warning
+(figures); then the conclusions and failed trials (closing)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ from cryptbench.analysis.document import primary_of, results_by_key
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.json_types import JsonObject
 from cryptbench.metrics import PRIMARY, info
-from cryptbench.protection.findings import Property
 from cryptbench.report import protection_rows
 from cryptbench.report.narrow import table_width
 from cryptbench.report.sentences import header, stopping_lines
@@ -407,7 +408,7 @@ def _warnings(warnings: list[RunWarning], console: Console) -> None:
 
 def protection_table(doc: Document) -> Table | None:
     """A row per target, a column per property, each cell the proven verdict."""
-    rows = protection_rows.probed(doc)
+    rows = protection_rows.rows(doc)
     if not rows:
         return None
     t = Table(
@@ -422,14 +423,9 @@ def protection_table(doc: Document) -> Table | None:
     t.add_column("read as", no_wrap=True)
     for name in protection_rows.columns():
         t.add_column(name, no_wrap=True)
-    for target, p in rows:
-        t.add_row(
-            target.name,
-            p.sight,
-            *(protection_rows.cell(p.findings.get(prop)) for prop in Property),
-            *protection_rows.space_cells(p),
-        )
-    broken = next((p.broken for _t, p in rows if p.broken), None)
+    for target, sight, cells in rows:
+        t.add_row(target, sight, *cells)
+    broken = protection_rows.broken(doc)
     if broken:
         t.caption = f"NOT EVIDENCE: {broken}"
     return t
