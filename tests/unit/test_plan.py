@@ -6,27 +6,12 @@ import pytest
 
 from cryptbench.commands import run as run_cmd
 from cryptbench.errors import SafetyError, UnavailableError, UsageError
-from cryptbench.plan import RunRequest, build_plan
-
-
-def _plan(tmp_path: Path, **over: object):  # type: ignore[no-untyped-def]
-    kw = {
-        "backends": "plain",
-        "suite": "quick",
-        "size": "8M",
-        "repeats": 2,
-        "seed": 1,
-        "target": str(tmp_path),
-        "io_mode": "auto",
-        "data": "random",
-        "db": tmp_path / "r.sqlite",
-    }
-    kw.update(over)
-    return build_plan(RunRequest(**kw))  # type: ignore[arg-type]
+from cryptbench.plan import RunRequest
+from tests.support.documents import plan_with
 
 
 def test_a_good_plan(tmp_path: Path) -> None:
-    plan = _plan(tmp_path)
+    plan = plan_with(tmp_path)
     assert plan.backends == ("plain",)
     assert plan.size == 8 << 20
     assert plan.to_json()["workloads"][0] == "seq1m-q8-read"
@@ -52,24 +37,24 @@ def test_a_good_plan(tmp_path: Path) -> None:
 )
 def test_bad_input_is_refused(tmp_path: Path, over: dict, error: type, message: str) -> None:
     with pytest.raises(error, match=message):
-        _plan(tmp_path, **over)
+        plan_with(tmp_path, **over)
 
 
 def test_a_file_is_not_a_target(tmp_path: Path) -> None:
     f = tmp_path / "file"
     f.write_text("x")
     with pytest.raises(UsageError, match="not a directory"):
-        _plan(tmp_path, target=str(f))
+        plan_with(tmp_path, target=str(f))
 
 
 def test_not_enough_space_gives_the_numbers(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"not enough free space .* needs .* is free"):
-        _plan(tmp_path, size="1T")
+        plan_with(tmp_path, size="1T")
 
 
 def test_baselines_are_added(tmp_path: Path) -> None:
     try:
-        plan = _plan(tmp_path, backends="gocryptfs")
+        plan = plan_with(tmp_path, backends="gocryptfs")
     except UnavailableError as e:
         pytest.skip(str(e))
     assert plan.backends == ("plain", "gocryptfs")
@@ -81,7 +66,7 @@ IMAGES_OK = __import__("cryptbench.backends", fromlist=["REGISTRY"]).REGISTRY["i
 
 @pytest.mark.skipif(not IMAGES_OK, reason="qemu image backends are not available here")
 def test_image_targets_expand_by_state_with_baselines_in_the_same_state(tmp_path: Path) -> None:
-    plan = _plan(tmp_path, backends="image-qcow2-aes256", state="fresh,rewrite")
+    plan = plan_with(tmp_path, backends="image-qcow2-aes256", state="fresh,rewrite")
     assert plan.backends == ("plain", "image-qcow2", "image-qcow2-aes256")
     names = [t.name for t in plan.targets]
     assert names == [
@@ -98,7 +83,7 @@ def test_image_targets_expand_by_state_with_baselines_in_the_same_state(tmp_path
 
 @pytest.mark.skipif(not IMAGES_OK, reason="qemu image backends are not available here")
 def test_the_images_suite_names_its_own_targets(tmp_path: Path) -> None:
-    plan = _plan(tmp_path, backends=None, suite="images", size="8M")
+    plan = plan_with(tmp_path, backends=None, suite="images", size="8M")
     assert len(plan.targets) == 1 + 9 * 2  # plain, and 9 image backends x (fresh, rewrite)
     assert plan.states == ("fresh", "rewrite") and plan.suite.write_new_file
     assert plan.to_json()["targets"][0] == "plain"
@@ -118,7 +103,7 @@ def test_bad_state_and_fs_choices(tmp_path: Path, over: dict[str, object], messa
     if over.get("backends") == "image-raw" and not IMAGES_OK:
         pytest.skip("qemu image backends are not available here")
     with pytest.raises(UsageError, match=message):
-        _plan(tmp_path, **over)
+        plan_with(tmp_path, **over)
 
 
 def test_space_covers_the_images_full_size(tmp_path: Path) -> None:
@@ -141,7 +126,7 @@ def test_app_workloads_size_the_targets(tmp_path: Path) -> None:
         '[[workloads]]\nname = "copy"\napp = "folder-copy"\nfile_size = "1M"\n'
         '[[workloads]]\nname = "db"\napp = "db-fsync"\n',
     )
-    plan = _plan(tmp_path, suite=suite)
+    plan = plan_with(tmp_path, suite=suite)
     # no fio workload: no data file; the copy holds source and copy at once
     assert plan.target_bytes == 2 * (8 << 20) + 128 * (1024 + 512) + (1 << 20)  # 128 = 8M / 64K
     assert plan.to_json()["primary_metrics"] == {"copy": "throughput", "db": "transactions_per_second"}
@@ -151,14 +136,14 @@ def test_app_workloads_size_the_targets(tmp_path: Path) -> None:
 def test_size_below_one_photo_is_refused(tmp_path: Path) -> None:
     suite = _suite_file(tmp_path, '[[workloads]]\nname = "imp"\napp = "photo-import"\n')
     with pytest.raises(UsageError, match=r"too small for imp \(photo-import\): it needs at least 24.0 MiB"):
-        _plan(tmp_path, suite=suite)
+        plan_with(tmp_path, suite=suite)
 
 
 def test_as_published_adds_the_studys_commands(tmp_path: Path) -> None:
-    plain = _plan(tmp_path, suite="study-004", size="4M")
+    plain = plan_with(tmp_path, suite="study-004", size="4M")
     assert [w.name for w in plain.suite.workloads] == ["dd-zero", "dd-random"]
     assert plain.to_json()["as_published"] == [] and plain.to_json()["summary"] == "drop-min-max"
-    plan = _plan(tmp_path, suite="study-004", size="4M", as_published=True)
+    plan = plan_with(tmp_path, suite="study-004", size="4M", as_published=True)
     assert [w.name for w in plan.suite.workloads] == [
         "dd-zero",
         "dd-random",
@@ -173,7 +158,7 @@ def test_as_published_on_a_suite_without_it_is_refused(tmp_path: Path) -> None:
     with pytest.raises(
         UsageError, match=r"suite quick has no as-published protocol \(suites with one: study-004\)"
     ):
-        _plan(tmp_path, as_published=True)
+        plan_with(tmp_path, as_published=True)
 
 
 def test_how_many_trials_adaptive_by_default_fixed_when_asked(
@@ -186,22 +171,22 @@ def test_how_many_trials_adaptive_by_default_fixed_when_asked(
     monkeypatch.setattr(plan, "free_bytes", lambda _path: 50 << 30)
     free_bytes = plan.free_bytes
 
-    default = _plan(tmp_path, repeats=None).rule
+    default = plan_with(tmp_path, repeats=None).rule
     assert (default.precision, default.min_repeats, default.max_repeats) == (0.05, 3, 10)
     assert default.max_bytes == min(int(free_bytes(tmp_path) * 0.10), DEFAULT_MAX_BYTES_CAP)
     assert default.max_time == 240.0
-    fixed = _plan(tmp_path, repeats=4).rule
+    fixed = plan_with(tmp_path, repeats=4).rule
     assert (fixed.precision, fixed.min_repeats, fixed.max_repeats) == (None, 4, 4)
     assert (fixed.max_bytes, fixed.max_time) == (None, None)  # a fixed count runs in full unless asked
-    assert _plan(tmp_path, repeats=4, max_bytes="1G").rule.max_bytes == 1 << 30
+    assert plan_with(tmp_path, repeats=4, max_bytes="1G").rule.max_bytes == 1 << 30
     # a study's suite fixes its count; asking for precision turns adaptive on
-    study = _plan(tmp_path, repeats=None, suite="study-004", size="16M")
+    study = plan_with(tmp_path, repeats=None, suite="study-004", size="16M")
     assert (study.rule.precision, study.repeats) == (None, 10)
-    asked = _plan(tmp_path, repeats=None, suite="study-004", size="16M", precision="2%", max_repeats=30)
+    asked = plan_with(tmp_path, repeats=None, suite="study-004", size="16M", precision="2%", max_repeats=30)
     assert (asked.rule.precision, asked.rule.max_repeats, asked.repeats) == (0.02, 30, 30)
-    budget = _plan(tmp_path, repeats=None, max_bytes="2G", max_time="10m").rule
+    budget = plan_with(tmp_path, repeats=None, max_bytes="2G", max_time="10m").rule
     assert (budget.max_bytes, budget.max_time) == (2 << 30, 600.0)
-    assert _plan(tmp_path, repeats=None).to_json()["stopping"]["precision"] == 0.05
+    assert plan_with(tmp_path, repeats=None).to_json()["stopping"]["precision"] == 0.05
 
 
 def test_a_run_request_has_a_field_for_every_flag_of_run_and_no_other() -> None:
@@ -224,18 +209,20 @@ def test_a_run_request_has_a_field_for_every_flag_of_run_and_no_other() -> None:
 def test_the_data_file_may_grow_only_where_its_size_is_the_tools(tmp_path: Path) -> None:
     from cryptbench.plan import GROWTH_SHARE, SIZE_ALIGN, default_max_bytes
 
-    grown = _plan(tmp_path, size=None, trial_time="1s", backends="plain,ext4-loop")
+    grown = plan_with(tmp_path, size=None, trial_time="1s", backends="plain,ext4-loop")
     share = int(default_max_bytes(tmp_path) * GROWTH_SHARE / len(grown.targets)) // SIZE_ALIGN * SIZE_ALIGN
     assert grown.size == 64 << 20 and grown.data_size_limit == share > grown.size
-    same = _plan(tmp_path, size=None, trial_time="0", backends="plain,ext4-loop")
+    same = plan_with(tmp_path, size=None, trial_time="0", backends="plain,ext4-loop")
     assert same.data_size_limit == 0
     # every target is made to hold the grown file, and the space check counts it
     assert grown.target_bytes - same.target_bytes == share - (64 << 20)
     assert grown.space_needed > same.space_needed
     # a size asked for is kept: --size, or a study's own
-    assert _plan(tmp_path, size="64M", trial_time="1s").data_size_limit == 0
-    study = _plan(tmp_path, size=None, suite="study-002", repeats=None, trial_time="1s", backends="plain")
+    assert plan_with(tmp_path, size="64M", trial_time="1s").data_size_limit == 0
+    study = plan_with(tmp_path, size=None, suite="study-002", repeats=None, trial_time="1s", backends="plain")
     assert study.data_size_limit == 0
     # a byte budget too small for a larger file leaves it as it is
-    assert _plan(tmp_path, size=None, repeats=None, max_bytes="100M", trial_time="1s").data_size_limit == 0
+    assert (
+        plan_with(tmp_path, size=None, repeats=None, max_bytes="100M", trial_time="1s").data_size_limit == 0
+    )
     assert grown.to_json()["data_size_limit"] == share

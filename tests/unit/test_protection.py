@@ -4,7 +4,6 @@ drawn from it. Real backends are probed in tests/integration/test_protection_rea
 from __future__ import annotations
 
 import hashlib
-import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +19,8 @@ from cryptbench.protection import probes, space
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
 from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, look
 from cryptbench.report import console, protection_rows, sentences
-from cryptbench.result_model import Document
 from cryptbench.session import Session
+from tests.support.documents import doc_with
 
 
 @pytest.mark.parametrize(
@@ -212,17 +211,6 @@ def test_a_control_that_hides_a_property_marks_every_finding_broken(
     assert plain.protection is not None and plain.protection["contents"]["verdict"] == "shown"
 
 
-DOCS = Path(__file__).parents[1] / "fixtures" / "documents"
-
-
-def _doc_with(protection: dict[str, dict]) -> Document:
-    raw = json.loads((DOCS / "default-run.json").read_text())
-    for t in raw["targets"]:
-        if t["name"] in protection:
-            t["protection"] = protection[t["name"]]
-    return Document.from_json(raw)
-
-
 def _found(verdict: str, declared: str | None = None) -> dict:
     d: dict = {"verdict": verdict, "evidence": f"seen {verdict}"}
     if declared:
@@ -231,7 +219,7 @@ def _found(verdict: str, declared: str | None = None) -> dict:
 
 
 def test_a_finding_against_the_documentation_is_a_serious_warning() -> None:
-    doc = _doc_with(
+    doc = doc_with(
         {
             "gocryptfs": {
                 "sight": "directory",
@@ -259,7 +247,7 @@ def test_a_broken_control_is_said_once_and_silences_the_disagreements() -> None:
         "names": _found("shown", "hidden"),
         "broken": "the names probe did not see",
     }
-    doc = _doc_with({"gocryptfs": broken, "plain": {**broken, "names": _found("hidden", "shown")}})
+    doc = doc_with({"gocryptfs": broken, "plain": {**broken, "names": _found("hidden", "shown")}})
     assert list(warning_rules.protection_disagrees(doc)) == []
     (w,) = warning_rules.protection_unproven(doc)
     assert w.message.startswith("what each target hides is not proven: the names probe did not see")
@@ -269,7 +257,7 @@ def test_a_broken_control_is_said_once_and_silences_the_disagreements() -> None:
 
 
 def test_the_answer_names_the_targets_that_hide_each_property() -> None:
-    doc = _doc_with(
+    doc = doc_with(
         {
             "plain": {
                 "sight": "directory",
@@ -321,7 +309,7 @@ RECORDED = {
 
 
 def test_needs_rank_only_the_targets_proven_to_meet_them() -> None:
-    doc = _doc_with(RECORDED)
+    doc = doc_with(RECORDED)
     doc.plan["needs"] = ["sizes"]
     (section,) = ranking.build(doc)
     assert [e.target for e in section.overall] == ["cryfs"]
@@ -339,7 +327,7 @@ def test_needs_rank_only_the_targets_proven_to_meet_them() -> None:
 
 
 def test_the_answer_names_the_cheapest_that_hides_what_the_cheapest_does_not() -> None:
-    doc = _doc_with(RECORDED)
+    doc = doc_with(RECORDED)
     lines = protection_rows.cheapest_lines(doc)
     cryfs = next(e for e in doc.ranking[0].overall if e.target == "cryfs")
     gocryptfs = next(e for e in doc.ranking[0].overall if e.target == "gocryptfs")
@@ -351,7 +339,7 @@ def test_the_answer_names_the_cheapest_that_hides_what_the_cheapest_does_not() -
 
 
 def test_needs_tamper_ranks_only_the_targets_that_detected_the_flip() -> None:
-    doc = _doc_with(RECORDED)
+    doc = doc_with(RECORDED)
     doc.plan["needs"] = ["tamper", "names"]
     (section,) = ranking.build(doc)
     assert [e.target for e in section.overall] == ["gocryptfs", "securefs", "cryfs"]

@@ -12,7 +12,7 @@ from cryptbench.backends import DirectIO, Target
 from cryptbench.errors import UsageError
 from cryptbench.pipeline.provision import decide_io_modes
 from cryptbench.result_model import TargetInfo
-from tests.unit.test_plan import _plan as plan_with
+from tests.support.documents import plan_with
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="--ram needs root (it mounts a tmpfs)")
 

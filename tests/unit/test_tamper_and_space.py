@@ -19,8 +19,8 @@ from cryptbench.protection.blocks import HOLE, Run
 from cryptbench.protection.findings import Finding, Verdict
 from cryptbench.report import charts, export_html, protection_rows
 from cryptbench.session import Session
+from tests.support.documents import doc_with
 from tests.support.html_page import Page
-from tests.unit.test_protection import _doc_with
 
 
 def test_changed_runs_are_found_per_file_holes_included(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_a_tamper_finding_against_the_documentation_is_said_in_its_own_words() -
         Verdict.SILENT, "a byte flipped: read back changed", declared=(Verdict.DETECTED, "its docs")
     )
     assert silent.disagrees and silent.protects is False
-    doc = _doc_with({"gocryptfs": {"sight": "directory", "tamper": silent.to_json()}})
+    doc = doc_with({"gocryptfs": {"sight": "directory", "tamper": silent.to_json()}})
     (w,) = warning_rules.protection_disagrees(doc)
     assert w.message == (
         "gocryptfs is said to detect tampering (its docs); here a flipped byte was returned silently: "
@@ -99,18 +99,18 @@ def test_the_table_and_the_chart_show_space_against_the_baseline() -> None:
         "granularity": {"bytes": 32768, "blocks": 8, "files": 2, "of": 2173},
     }
     found = {"verdict": "detected", "evidence": "EIO"}
-    doc = _doc_with(
+    doc = doc_with(
         {"cryfs": {"sight": "directory", "tamper": found, "space": space}, "plain": {"sight": "directory"}}
     )
     rows = dict((name, cells) for name, _sight, cells in protection_rows.rows(doc))
     assert rows["cryfs"][-5:] == ["✓ detected", "3.00x", "1.19x", "4.0 KiB", "32.0 KiB"]
     assert rows["plain"][-4:] == ["-", "-", "-", "-"]
     luks = {**space, "fixed": 17 << 20, "baseline_fixed": 1 << 20}
-    held = _doc_with({"fscrypt": {"sight": "LUKS container", "space": luks}})
+    held = doc_with({"fscrypt": {"sight": "LUKS container", "space": luks}})
     assert protection_rows.rows(held)[0][2][-2] == "17.0 MiB vs 1.0 MiB"
     chart = charts.space_chart(doc)
     assert chart is not None and "cryfs against plain" in chart.svg()
-    assert charts.space_chart(_doc_with({})) is None
+    assert charts.space_chart(doc_with({})) is None
 
 
 @pytest.mark.parametrize("verdict", ["detected", "silent"])
@@ -148,7 +148,7 @@ def test_a_daemon_that_dies_on_the_flipped_byte_stops_the_run(
 
 def test_the_page_draws_the_space_chart_in_the_protection_section() -> None:
     space = {"fixed": 4096, "tree": {"files": 3, "data": 9, "used": 12, "baseline_used": 4, "ratio": 3.0}}
-    doc = _doc_with({"cryfs": {"sight": "directory", "space": space}})
+    doc = doc_with({"cryfs": {"sight": "directory", "space": space}})
     page = Page()
     page.feed(export_html.render(doc, [], charts.space_chart(doc)))
     assert "protection" in page.sections and page.charts == ["space"] and page.svgs == 1
@@ -158,7 +158,7 @@ def test_what_no_ranked_target_protects_is_one_line() -> None:
     found = {"sight": "directory", "names": {"verdict": "hidden", "evidence": "e"}}
     for prop in ("sizes", "tree", "tamper"):
         found[prop] = {"verdict": "shown" if prop != "tamper" else "silent", "evidence": "e"}
-    doc = _doc_with({t: found for t in ("gocryptfs", "securefs", "encfs", "fscrypt", "cryfs", "plain")})
+    doc = doc_with({t: found for t in ("gocryptfs", "securefs", "encfs", "fscrypt", "cryfs", "plain")})
     assert protection_rows.cheapest_lines(doc) == [
         "None of the ranked targets hides sizes or the tree or detects tampering."
     ]
