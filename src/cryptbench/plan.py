@@ -10,6 +10,7 @@ import os
 import secrets
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from cryptbench import keys
 from cryptbench.adaptive import OVERRUNS, Stopping
@@ -161,23 +162,56 @@ class Plan:
         }
 
 
+def checked_seed(seed: int | None) -> int:
+    """The seed asked for (--seed), checked, or a random one."""
+    if seed is None:
+        return secrets.randbits(32)
+    if not 0 <= seed < 2**32:
+        raise UsageError("--seed must be from 0 to 4294967295")
+    return seed
+
+
+R = TypeVar("R")  # a request: a frozen dataclass of what the user asked
+
+
+def request_from_args(cls: type[R], args: argparse.Namespace) -> R:
+    """A request (a frozen dataclass) from an argparse namespace: each field its flag's
+    value, where the command has that flag; the others keep their defaults."""
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    given: dict[str, Any] = {n: getattr(args, n) for n in names if hasattr(args, n)}
+    return cls(**given)
+
+
+class AsksStopping(Protocol):
+    """The stopping flags of a request (RunRequest, a fleet's FleetRequest), as typed."""
+
+    @property
+    def repeats(self) -> int | None: ...
+    @property
+    def precision(self) -> str | None: ...
+    @property
+    def equivalence(self) -> str | None: ...
+    @property
+    def overrun(self) -> str: ...
+    @property
+    def min_repeats(self) -> int | None: ...
+    @property
+    def max_repeats(self) -> int | None: ...
+    @property
+    def max_time(self) -> str | None: ...
+
+
 def stopping_rule(
-    suite: Suite,
-    repeats: int | None,
-    precision: str | None,
-    min_repeats: int | None,
-    max_repeats: int | None,
-    max_bytes: str | None,
-    max_time: str | None,
-    target_dir: Path | None,
-    equivalence: str | None = None,
-    overrun: str = "drop",
+    suite: Suite, request: AsksStopping, *, max_bytes: str | None, target_dir: Path | None
 ) -> Stopping:
     """Adaptive unless the number of rounds is fixed: by --repeats, or by a
     suite that reproduces a study's count (unless --precision asks otherwise).
 
     Without a local `target_dir` (a fleet run writes on its hosts) there is no
     default byte budget: each host writes at most max-repeats trials' data."""
+    repeats, precision, equivalence = request.repeats, request.precision, request.equivalence
+    min_repeats, max_repeats = request.min_repeats, request.max_repeats
+    max_time, overrun = request.max_time, request.overrun
     adaptive_flags = [
         f
         for f, v in (
@@ -324,8 +358,7 @@ class RunRequest:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunRequest:
-        """From an argparse namespace: each field its flag's value, where the command has that flag."""
-        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
+        return request_from_args(cls, args)
 
 
 def build_plan(request: RunRequest) -> Plan:
@@ -338,21 +371,9 @@ def build_plan(request: RunRequest) -> Plan:
         raise UsageError(f"--io-mode must be one of {', '.join(IO_MODES)}")
     if r.data not in DATA_KINDS:
         raise UsageError(f"--data must be one of {', '.join(DATA_KINDS)}")
-    if r.seed is not None and not 0 <= r.seed < 2**32:
-        raise UsageError("--seed must be from 0 to 4294967295")
+    seed = checked_seed(r.seed)
     target_dir = check_target_dir(Path(r.target))
-    rule = stopping_rule(
-        suite,
-        r.repeats,
-        r.precision,
-        r.min_repeats,
-        r.max_repeats,
-        r.max_bytes,
-        r.max_time,
-        target_dir,
-        r.equivalence,
-        r.overrun,
-    )
+    rule = stopping_rule(suite, r, max_bytes=r.max_bytes, target_dir=target_dir)
     passphrase = keys.read_passphrase_file(r.passphrase_file) if r.passphrase_file is not None else None
     ordered, added, skipped = _backends(r, suite)
     states, fs = _states_and_fs(r, suite, ordered)
@@ -372,7 +393,7 @@ def build_plan(request: RunRequest) -> Plan:
         target_dir=target_dir,
         size=size,
         rule=rule,
-        seed=r.seed if r.seed is not None else secrets.randbits(32),
+        seed=seed,
         io_mode=r.io_mode,
         zero_data=r.data == "zero",
         db_path=r.db or default_db_path(),

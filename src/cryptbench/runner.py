@@ -495,7 +495,52 @@ def _app_trial(
     return outcome
 
 
-class Executor:
+class RoundExecutor(Protocol):
+    """What runs a run's trials block by block, for `interleave`: the local Executor (a
+    block's targets one after another) and a fleet's Coordinator (a target's trial on
+    every host that serves it, in one fio --client). `lost` (target -> why) is read as
+    it grows; `finish` notes the lost targets and returns (trials that succeeded,
+    trials that failed or were not run)."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def run_id(self) -> int: ...
+    @property
+    def lost(self) -> dict[str, str]: ...
+    @property
+    def progress(self) -> Progress: ...
+    def run_block(self, workload: Workload, names: list[str], repeat: int, block: int) -> int: ...
+    def finish(self) -> tuple[int, int]: ...
+
+
+class OneAtATime:
+    """A RoundExecutor's block, run as one trial per target in the block's order, each
+    with the next sequence number (`run` runs one; `ctx` holds the store and run)."""
+
+    ctx: TrialContext
+    seq: int = 0  # the next trial's number in the run
+
+    @property
+    def store(self) -> Store:
+        return self.ctx.store
+
+    @property
+    def run_id(self) -> int:
+        return self.ctx.run_id
+
+    def run(self, spec: TrialSpec) -> bool:
+        raise NotImplementedError
+
+    def run_block(self, workload: Workload, names: list[str], repeat: int, block: int) -> int:
+        """Returns the next block's number."""
+        for name in names:
+            self.run(TrialSpec(self.seq, block, repeat, workload, name))
+            self.seq += 1
+        return block + 1
+
+
+class Executor(OneAtATime):
     """Runs trials one by one, remembering targets that were lost: their
     remaining trials are not run (they would fail the same way); the other
     targets go on."""
@@ -592,66 +637,41 @@ def primary_samples(store: Store, run_id: int, metric_of: dict[str, str]) -> tup
     return split_rounds(by_round)
 
 
-def run_rounds(
-    executor: Executor,
-    workloads: tuple[Workload, ...],
-    targets: list[str],
+def interleave(
+    executor: RoundExecutor,
     controller: Controller,
     spend: Spend,
-    seed: int,
-    on_change: Callable[[], None] = lambda: None,
-) -> tuple[int, int]:
-    """`interleave` with the executor running each block's trials one by one.
-
-    Returns (trials that succeeded, failed or not run)."""
-    seq = 0
-
-    def run_block(w: Workload, names: list[str], repeat: int, block: int) -> int:
-        nonlocal seq
-        for name in names:
-            executor.run(TrialSpec(seq, block, repeat, w, name))
-            seq += 1
-        return block + 1
-
-    ctx = executor.ctx
-    interleave(
-        ctx.store,
-        ctx.run_id,
-        workloads,
-        targets,
-        controller,
-        seed,
-        lost=executor.lost,
-        progress=executor.progress,
-        spent=spend.over,
-        run_block=run_block,
-        on_change=on_change,
-        seconds=spend.seconds,
-    )
-    return executor.finish()
-
-
-def interleave(
-    store: Store,
-    run_id: int,
     workloads: tuple[Workload, ...],
     targets: list[str],
-    controller: Controller,
     seed: int,
-    *,
-    lost: dict[str, str],
-    progress: Progress,
-    spent: Callable[[Stopping], StopReason | None],
-    run_block: Callable[[Workload, list[str], int, int], int],
-    on_change: Callable[[], None] = lambda: None,
-    seconds: Callable[[], float] = lambda: 0.0,
+) -> tuple[int, int]:
+    """Interleaved rounds until the controller has every answer or a budget is spent:
+    each round, the workloads in a random order (`seed`), each a block of its targets in
+    a random order, run by `executor`. Budgets (`spend`) are checked before each block,
+    so a block is never split. The stopping record is stored whenever the answers
+    change. Returns (trials that succeeded, failed or not run), once the executor has
+    noted its lost targets, also when a signal or an error ends the rounds."""
+    try:
+        _rounds(executor, controller, spend, workloads, targets, seed)
+    finally:
+        counts = executor.finish()
+    return counts
+
+
+def _rounds(
+    executor: RoundExecutor,
+    controller: Controller,
+    spend: Spend,
+    workloads: tuple[Workload, ...],
+    targets: list[str],
+    seed: int,
 ) -> None:
-    """Interleaved rounds until the controller has every answer or a budget is
-    spent; budgets are checked before each block, so a block (a workload on
-    every target it needs) is never split. `run_block(workload, targets,
-    round, block)` runs one and returns the next block number; `lost` is read
-    as it grows; `on_change` stores the answers; `seconds` is the time the trials
-    have taken, for the progress's budget left."""
+    store, run_id, lost, progress = executor.store, executor.run_id, executor.lost, executor.progress
+    seconds = spend.seconds
+
+    def on_change() -> None:
+        store.set_stopping(run_id, stopping_record(controller, spend))
+
     metric_of = {a.question.workload: a.question.metric for a in controller.answers}
     rng = random.Random(seed)
     block = rounds = trials = 0
@@ -681,7 +701,7 @@ def interleave(
         progress.add_trials(sum(len(names) for _w, names in blocks))
         progress.round_started(rounds + 1, left)
         for w, names in blocks:
-            reason = spent(controller.rule)
+            reason = spend.over(controller.rule)
             # The first round runs whole, whatever the clock: it is what the run learns
             # its pace from (fit_minimum_rounds). The byte budget still binds: it is wear.
             if reason is StopReason.MAX_TIME and rounds == 0:
@@ -692,7 +712,7 @@ def interleave(
                 on_change()
                 return
             started = seconds()
-            block = run_block(w, names, rounds, block)
+            block = executor.run_block(w, names, rounds, block)
             if rounds == 0:
                 first_round[w.name] = seconds() - started
             trials += len(names)
@@ -738,11 +758,6 @@ def fit_note(fit: Fit, rule: Stopping) -> str:
 def workload_seeds(seed: int, workloads: Sequence[Workload]) -> dict[str, int]:
     """Each workload's own seed (fio's random offsets, an app's inputs), from the run's."""
     return {w.name: (seed + i) % 2**32 for i, w in enumerate(workloads)}
-
-
-def stopping_recorder(store: Store, run_id: int, controller: Controller, spend: Spend) -> Callable[[], None]:
-    """What stores the run's stopping record again whenever the controller's answers change."""
-    return lambda: store.set_stopping(run_id, stopping_record(controller, spend))
 
 
 def stopping_record(controller: Controller, spend: Spend) -> JsonObject:

@@ -19,9 +19,10 @@ import psutil
 import pytest
 
 from cryptbench.backends import REGISTRY
-from cryptbench.commands import fleet as fleet_cmd
 from cryptbench.fleet import client
 from cryptbench.fleet.address import parse as parse_address
+from cryptbench.pipeline.fleet_run import FleetRequest
+from cryptbench.pipeline.fleet_run import run as fleet_run
 from cryptbench.result_model import TrialCounts
 from cryptbench.runner import NullProgress, TrialSpec
 from tests.support import fleet_hosts
@@ -66,7 +67,7 @@ def test_a_suite_across_four_hosts(target_dir: Path, tmp_path: Path) -> None:
     db = tmp_path / "fleet.sqlite"
     with fleet_hosts.fleet(4, target_dir, BACKENDS, "8M") as hosts:
         toml = fleet_hosts.hosts_toml(hosts, tmp_path / "hosts.toml")
-        outcome = fleet_cmd.run(hosts=toml, suite=SEQ, repeats=3, seed=5, db=db)
+        outcome = fleet_run(FleetRequest(hosts=toml, suite=SEQ, repeats=3, seed=5, db=db))
         doc = outcome.document.to_json()
         assert (outcome.status, outcome.exit_code) == ("complete", 0), doc["notes"]
         address = {h.name: h.address for h in hosts}
@@ -187,7 +188,7 @@ def test_hosts_that_stop_answering_fail_alone(target_dir: Path, tmp_path: Path) 
         toml = fleet_hosts.hosts_toml(hosts, tmp_path / "hosts.toml")
         killed, frozen = hosts[1], hosts[2]
         strike = _Strike({9: (killed, signal.SIGKILL), 14: (frozen, signal.SIGSTOP)})
-        outcome = fleet_cmd.run(hosts=toml, suite=SEQ, repeats=4, seed=3, db=db, progress=strike)
+        outcome = fleet_run(FleetRequest(hosts=toml, suite=SEQ, repeats=4, seed=3, db=db), progress=strike)
         assert strike.struck == ["h2", "h3"]
         doc = outcome.document.to_json()
         assert (outcome.status, outcome.exit_code) == ("complete", 1)
@@ -268,7 +269,7 @@ def test_serve_on_a_unix_socket_keeps_it_private(target_dir: Path, tmp_path: Pat
         toml.write_text(
             f'[[host]]\nname = "local"\naddress = "unix:{sock}"\nmanifest_command = {json.dumps(manifest)}\n'
         )
-        outcome = fleet_cmd.run(hosts=toml, suite=SEQ, repeats=2, seed=1, db=tmp_path / "f.sqlite")
+        outcome = fleet_run(FleetRequest(hosts=toml, suite=SEQ, repeats=2, seed=1, db=tmp_path / "f.sqlite"))
         assert outcome.exit_code == 0 and outcome.document.trials == TrialCounts(ok=4, failed=0)
         assert json.loads(_trials(tmp_path / "f.sqlite")[0]["raw_output"])["hostname"] == str(sock)
     finally:

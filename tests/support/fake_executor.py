@@ -6,11 +6,11 @@ from __future__ import annotations
 import random
 from typing import Any, cast
 
-from cryptbench.runner import NullProgress, TrialContext, TrialSpec
+from cryptbench.runner import NullProgress, OneAtATime, TrialContext, TrialSpec
 from cryptbench.store import MetricValue, Store, TrialRecord
 
 
-class FakeExecutor:
+class FakeExecutor(OneAtATime):
     """Stores a synthetic trial per spec: each target's throughput drawn around
     its own mean with its own spread; 1 MiB written per write trial."""
 

@@ -4,7 +4,7 @@ real store with a fake executor (the trials are synthetic, the logic is not)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -22,7 +22,7 @@ from cryptbench.adaptive import (
     interval,
     questions,
 )
-from cryptbench.runner import Spend, TrialSpec, run_rounds
+from cryptbench.runner import Spend, TrialSpec, interleave
 from cryptbench.store import Store
 from cryptbench.suite import load_suite
 from tests.support.fake_executor import FakeExecutor
@@ -202,7 +202,7 @@ def _rounds(
     qs = questions([(w.name, THROUGHPUT) for w in WORKLOADS], baselines)
     controller = Controller(rule, qs, 3)
     spend = Spend(ex.ctx, {w.name for w in WORKLOADS if w.is_write}, clock or (lambda: 0.0))
-    run_rounds(cast(Any, ex), WORKLOADS, list(baselines), controller, spend, 3)
+    interleave(ex, controller, spend, WORKLOADS, list(baselines), 3)
     return ex, controller
 
 
@@ -266,7 +266,7 @@ def test_the_other_targets_go_on_when_one_is_lost(tmp_path: Path) -> None:
     qs = questions([(w.name, THROUGHPUT) for w in WORKLOADS], {"plain": None, "enc": "plain"})
     controller = Controller(Stopping(None, 4, 4, None, None), qs, 3)
     spend = Spend(ex.ctx, set(), lambda: 0.0)
-    run_rounds(cast(Any, ex), WORKLOADS, ["plain", "enc"], controller, spend, 3)
+    interleave(ex, controller, spend, WORKLOADS, ["plain", "enc"], 3)
     assert {a.stopped_by for a in controller.answers} == {StopReason.TARGET_LOST}
     assert sum(s.target == "plain" for s in ex.specs) == 4 * len(WORKLOADS)
 
@@ -353,9 +353,7 @@ def test_a_first_round_too_slow_for_the_budget_drops_workloads_and_says_so(tmp_p
     qs = questions([(w.name, THROUGHPUT) for w in workloads], {"plain": None, "enc": "plain"})
     # round 1: (1 + 3 + 1 + 2) * 2 targets = 14 s; two more rounds need 28 s, 26 - 14 = 12 s left
     controller = Controller(Stopping(0.05, 3, 10, None, 26.0), qs, 3)
-    run_rounds(
-        cast(Any, ex), workloads, ["plain", "enc"], controller, Spend(ex.ctx, set(), lambda: ex.now), 3
-    )
+    interleave(ex, controller, Spend(ex.ctx, set(), lambda: ex.now), workloads, ["plain", "enc"], 3)
     dropped = {a.question.workload for a in controller.answers if a.stopped_by is StopReason.DROPPED}
     # sequential and random have two each; the slowest of them goes first (seq1m-q8-write,
     # 6 s a round), then rnd4k-q1-read (4 s): 2 rounds of 4 s fit in 12

@@ -198,14 +198,14 @@ def test_a_manifest_with_bad_added_baselines_is_refused() -> None:
 
 
 def _host(name: str, **changes: Any) -> Any:
-    from cryptbench.commands.fleet import Host
+    from cryptbench.pipeline.fleet_hosts import Host
 
     spec = hosts.HostSpec(name, parse("127.0.0.1", "address"), ("true",))
     return Host(spec, manifest.parse(json.dumps(_manifest(**changes)), f"host {name}"))
 
 
 def test_manifest_notes_say_which_targets_run_where_and_what_differs() -> None:
-    from cryptbench.commands.fleet import Host, manifest_notes
+    from cryptbench.pipeline.fleet_hosts import Host, manifest_notes
 
     same = [_host("a"), _host("b")]
     assert manifest_notes(same) == []

@@ -1,14 +1,13 @@
-"""The order trials run in: `run_rounds` with a fixed count, over a fake
+"""The order trials run in: `interleave` with a fixed count, over a fake
 executor (the order is the runner's own; only the trials are synthetic)."""
 
 from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any, cast
 
 from cryptbench.adaptive import Controller, Stopping, questions
-from cryptbench.runner import Spend, TrialSpec, run_rounds
+from cryptbench.runner import Spend, TrialSpec, interleave
 from cryptbench.store import Store
 from cryptbench.suite import load_suite
 from tests.support.fake_executor import FakeExecutor
@@ -27,7 +26,7 @@ def schedule(tmp_path: Path, repeats: int, seed: int) -> list[TrialSpec]:
     qs = questions([(w.name, ("throughput", True)) for w in WORKLOADS], BASELINES)
     controller = Controller(Stopping(None, repeats, repeats, None, None), qs, seed)
     spend = Spend(ex.ctx, set(), lambda: 0.0)
-    run_rounds(cast(Any, ex), WORKLOADS, TARGETS, controller, spend, seed)
+    interleave(ex, controller, spend, WORKLOADS, TARGETS, seed)
     return ex.specs
 
 

@@ -6,6 +6,7 @@ teardown on every way out (success, error, SIGINT/SIGTERM). `cryptbench run` and
 from __future__ import annotations
 
 import resource
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,13 +37,12 @@ from cryptbench.runner import (
     Spend,
     TrialContext,
     app_env,
-    run_rounds,
-    stopping_recorder,
+    interleave,
     workload_seeds,
 )
 from cryptbench.session import Session
 from cryptbench.store import Store
-from cryptbench.suite import WorkloadSpec, family, primary_metric
+from cryptbench.suite import Workload, WorkloadSpec, family, primary_metric
 
 
 @dataclass
@@ -138,8 +138,7 @@ def _measure(
         ctx = provisioned.ctx = sizing.size_trials(plan, ctx, provisioned, direct, seeds, progress)
         executor = Executor(ctx, provisioned, direct, seeds, progress)
         controller = Controller(plan.rule, run_questions(plan), plan.seed, ranking_groups(plan))
-        record = stopping_recorder(store, run_id, controller, spend)
-        return run_rounds(executor, plan.suite.workloads, list(targets), controller, spend, plan.seed, record)
+        return interleave(executor, controller, spend, plan.suite.workloads, list(targets), plan.seed)
 
 
 CIPHER_SECONDS = 0.2  # per cipher figure the run takes: enough for a ceiling, not a study
@@ -164,12 +163,20 @@ def time_ciphers(plan: Plan, store: Store, run_id: int, env: JsonObject, progres
 def run_questions(plan: Plan) -> list[Question]:
     """What the run must answer: per workload's primary metric, each target asked for (not a
     baseline cryptbench added) against its baseline."""
-    workloads = []
-    for w in plan.suite.workloads:
-        metric = primary_metric(w)
-        workloads.append((w.name, (metric, info(metric).higher_is_better)))
     asked = {t.name for t in plan.targets if t.backend not in plan.added_baselines}
-    return questions(workloads, {t.name: plan.baseline_of(t) for t in plan.targets}, asked)
+    return workload_questions(
+        plan.suite.workloads, {t.name: plan.baseline_of(t) for t in plan.targets}, asked
+    )
+
+
+def workload_questions(
+    workloads: Sequence[Workload], baselines: dict[str, str | None], asked: set[str]
+) -> list[Question]:
+    """Per workload's primary metric, each target of `asked` against its baseline
+    (`baselines`: target -> its baseline's name, None for a baseline): a local run's
+    questions and a fleet's, whose targets are HOST/NAME."""
+    wanted = [(w.name, (primary_metric(w), info(primary_metric(w)).higher_is_better)) for w in workloads]
+    return questions(wanted, baselines, asked)
 
 
 def ranking_groups(plan: Plan) -> RankingGroups:
