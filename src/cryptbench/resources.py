@@ -560,32 +560,26 @@ KINDS: dict[str, type[Resource]] = {
     )
 }
 
-# Programs a run starts with paths in its run directory as arguments.
-HELPER_NAMES = frozenset(
+# Programs any run starts with paths in its run directory as arguments; each backend
+# names its own beyond these (Backend.programs).
+CORE_HELPERS = frozenset(
     {
         "fio",
-        "gocryptfs",
         "mkfs.ext4",
         "mke2fs",
         "mkfs.xfs",
         "mkfs.btrfs",
-        "securefs",
-        "cryfs",
-        "encfs",
         "mount",
         "umount",
         "losetup",
         "fusermount3",
         "fusermount",
-        "qemu-img",
-        "qemu-storage-daemon",
-        "cryptsetup",
     }
 )
 
 
-def stop_processes_using(run_dir: Path) -> list[str]:
-    """Stop helpers (by program name) whose arguments point into `run_dir`.
+def stop_processes_using(run_dir: Path, programs: frozenset[str] = CORE_HELPERS) -> list[str]:
+    """Stop helpers (by program name, one of `programs`) whose arguments point into `run_dir`.
 
     Only for recovery of a dead run: its helpers run in their own sessions and
     outlive it, and a `mount` or `losetup` it started may still complete.
@@ -594,7 +588,7 @@ def stop_processes_using(run_dir: Path) -> list[str]:
     found = []
     for p in psutil.process_iter(["name", "cmdline", "create_time", "status"]):
         try:
-            if p.info["name"] not in HELPER_NAMES or p.info["status"] == psutil.STATUS_ZOMBIE:
+            if p.info["name"] not in programs or p.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
             args = p.info["cmdline"] or []
             if any(a.startswith(prefix) or f"={prefix}" in a for a in args[1:]):

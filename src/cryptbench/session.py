@@ -381,8 +381,12 @@ def candidate_run_dirs(targets: list[Path], registry: Path | None = None) -> lis
     return [p for p in found if (p.parent / MARKER).is_file() and p.parent.name == SCRATCH_NAME]
 
 
-def recover(run_dir: Path, registry: Path | None = None) -> list[str] | None:
-    """Tear down what a dead run left. None if the run is still alive."""
+def recover(
+    run_dir: Path, registry: Path | None = None, programs: frozenset[str] = resources.CORE_HELPERS
+) -> list[str] | None:
+    """Tear down what a dead run left: first the helpers among `programs` still at work in
+    it, then what its journal names, then what lies where a run's resources lie. None if
+    the run is still alive."""
     with _run_lock(run_dir) as free:
         if not free:
             return None
@@ -404,7 +408,7 @@ def recover(run_dir: Path, registry: Path | None = None) -> list[str] | None:
         with signals_blocked():
             # Helpers first: a mount or losetup a dead run had started may
             # still complete, and fio or a daemon keep mounts busy.
-            messages.extend(resources.stop_processes_using(run_dir))
+            messages.extend(resources.stop_processes_using(run_dir, programs))
             for rid in sorted(acquired, reverse=True):
                 msg = acquired[rid].release()
                 if msg:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 
+from cryptbench.backends import helper_programs
 from cryptbench.keys import SECRET_DIR_PREFIX, secret_dirs_of
 from cryptbench.session import scratch_root
 from cryptbench.system import mounts
@@ -23,8 +24,8 @@ TEST_TARGET_BASE = Path(os.environ.get("CRYPTBENCH_TEST_TARGET", "/var/tmp"))  #
 TEST_DIR_PREFIX = "cryptbench-test-"  # each integration test's target directory, in TEST_TARGET_BASE
 
 
-# Every program a run may leave running if its teardown fails.
-DAEMONS = frozenset({"fio", "gocryptfs", "qemu-storage-daemon", "securefs", "cryfs", "encfs"})
+# Every program a run may leave running if its teardown fails: fio and each backend's own.
+DAEMONS = frozenset({"fio"}) | helper_programs()
 
 
 def loop_throttles() -> list[str]:

@@ -42,6 +42,12 @@ DEFAULT = ("plain", "ext4-loop", "fscrypt", "gocryptfs", "securefs", "cryfs", "e
 __all__ = ["DEFAULT", "REGISTRY", "Availability", "Backend", "DirectIO", "Helper", "Target", "TargetSpec"]
 
 
+def helper_programs() -> frozenset[str]:
+    """The programs the backends start with paths in a run directory as arguments
+    (Backend.programs): what recovery after a SIGKILL looks for, with resources.CORE_HELPERS."""
+    return frozenset(p for b in REGISTRY.values() for p in b.programs)
+
+
 def versions(names: Iterable[str]) -> dict[str, str]:
     """The version of each named backend's own program (Backend.version), where it runs one."""
     found = {}

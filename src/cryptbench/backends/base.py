@@ -139,6 +139,10 @@ class Backend(ABC):
     ram: ClassVar[bool] = True
     # The cipher it runs; None for a layer without one.
     cipher_use: CipherUse | None = None
+    # The programs it starts with paths in its run directory as arguments, beyond the
+    # ones every target's stack uses (resources.CORE_HELPERS): after a SIGKILL, recovery
+    # stops them before it unmounts (backends.helper_programs()).
+    programs: ClassVar[tuple[str, ...]] = ()
 
     def declared(self) -> dict[str, tuple[str, str]]:
         """What its documentation promises it hides from someone who reads its backing at

@@ -49,6 +49,7 @@ def gocryptfs_version() -> str:
 
 class GocryptfsBackend(Backend):
     name = "gocryptfs"
+    programs = ("gocryptfs",)
     encrypted = True
     baseline = "plain"
     summary = "gocryptfs FUSE overlay (AES-256-GCM) over a directory on the target filesystem"

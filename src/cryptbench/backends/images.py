@@ -114,6 +114,7 @@ class _Paths:
 
 
 class ImageBackend(Backend):
+    programs = ("qemu-img", DAEMON)
     encrypted: bool
     stateful = True
 

@@ -419,6 +419,7 @@ def mapping_name(session: Session, spec: TargetSpec, n: str) -> str:
 
 
 class LuksBackend(Backend):
+    programs = ("cryptsetup", "dmsetup")
     encrypted = True
     baseline = "ext4-loop"
 

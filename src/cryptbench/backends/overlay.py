@@ -65,6 +65,11 @@ class FuseOverlayBackend(Backend):
     def version(self) -> str:
         return package_version(self.package)
 
+    def __init_subclass__(cls, **kw: object) -> None:
+        super().__init_subclass__(**kw)
+        if "tool" in cls.__dict__:
+            cls.programs = (cls.tool,)  # its FUSE daemon, and the tool's own `create`
+
     def probe(self) -> Availability:
         if which(self.tool) is None:
             return Availability(False, f"{self.tool} is not installed (apt-get install {self.package})")

@@ -9,7 +9,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from cryptbench import resources
-from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec
+from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec, helper_programs
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.fio import run_fio
 from cryptbench.engines.jobs import render_layout
@@ -26,8 +26,9 @@ def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str
     """Tear down what dead runs left in these scratch spaces (their lock is free), and
     loop devices over files of run directories that are gone; what was removed, in words."""
     messages: list[str] = []
+    programs = resources.CORE_HELPERS | helper_programs()
     for run_dir in candidate_run_dirs(targets, registry):
-        done = recover(run_dir, registry)
+        done = recover(run_dir, registry, programs)
         if done:
             messages.extend(done)
     for target in targets:
