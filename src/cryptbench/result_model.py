@@ -6,6 +6,12 @@ lists its keys): `to_json()` writes the keys in the order they have always had, 
 `from_json(d).to_json() == d` for every document this version writes
 (tests/unit/test_result_model.py checks it on the recorded ones).
 
+The types: `Document`, `TargetInfo`, `Result`, `Comparison`, `RunWarning`, `QdCurve`,
+`Stopping` with its `Answer`s, `DeviceWrites`, `TrialCounts`, `EfficiencyRow` (with its
+`CipherInfo`), `TargetDiagnosis` (with each `WorkloadFinding`), the ranking's
+`RankingSection`, the study summary's `StudySummary`, and the fleet's `FleetSection`.
+A foundation: every layer may hold a document.
+
 Throughput is in bytes/s and latency in seconds; each field says its unit. A few
 parts stay JSON objects: the plan and environment as stored, a backend's own details
 and the stopping rule (free-form by nature); `JsonObject` names them.

@@ -1,8 +1,13 @@
-"""Fleet runs: `cryptbench serve` on each host, one coordinator driving them through fio's client/server mode.
+"""Fleet runs: `cryptbench serve` on each host, one coordinator driving them through
+fio's client/server mode (docs/fleet.md).
 
-`address.py` (where a fio server may listen, fio's address syntax),
-`server.py` (starting fio's server, journaled), `manifest.py` (what a host
-serves), `hosts.py` (hosts.toml), `client.py` (one `fio --client` invocation
-over several hosts, split per host), `spread.py` (each overhead's spread
-across hosts).
+`address.py` (HOST[:PORT], [IPv6]:PORT, unix:/PATH as fio spells them; what `serve` may
+listen on), `hosts.py` (strict hosts.toml), `manifest.py` (what a serve provisioned,
+written whole into its run directory, parsed strictly: every data file inside the
+host's scratch), `server.py` (starting `fio --server`, journaled as a process tree;
+its unix socket made private), `client.py` (the job check: no command-running or
+trigger options, no file outside the host's scratch; one `fio --client` invocation
+over several hosts, each host's figures by address, a missing host lost with fio's
+words), `spread.py` (each overhead's spread across hosts). The run itself is
+`pipeline/fleet_run.py`'s.
 """
