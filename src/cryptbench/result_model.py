@@ -26,6 +26,93 @@ from cryptbench.json_types import JsonObject
 
 
 @dataclass(frozen=True)
+class Environment:
+    """The machine a run measured, as measure/environment.collect recorded it (a fleet
+    run's: its coordinator's). `raw` is the stored object, written back untouched:
+    older runs lack newer keys, so each fact is None (or empty) where it was not
+    recorded, and readers ask these properties instead of spelling keys."""
+
+    raw: JsonObject
+
+    def _text(self, key: str) -> str | None:
+        value = self.raw.get(key)
+        return None if value is None else str(value)
+
+    @property
+    def hostname(self) -> str | None:
+        return self._text("hostname")
+
+    @property
+    def kernel(self) -> str | None:
+        return self._text("kernel")
+
+    @property
+    def os(self) -> str | None:
+        return self._text("os")
+
+    @property
+    def cpu_model(self) -> str | None:
+        return self._text("cpu_model")
+
+    @property
+    def cpu_count(self) -> int | None:  # logical CPUs
+        value = self.raw.get("cpu_count")
+        return int(value) if value else None
+
+    @property
+    def cpu_flags(self) -> tuple[str, ...]:  # /proc/cpuinfo's flags ("aes", …)
+        return tuple(self.raw.get("cpu_flags") or ())
+
+    @property
+    def memory_bytes(self) -> int | None:  # bytes of RAM
+        value = self.raw.get("memory_bytes")
+        return int(value) if value else None
+
+    @property
+    def kernel_crypto(self) -> JsonObject:
+        """The kernel's driver per crypto algorithm ("xts(aes)": "xts-aes-aesni"), and
+        whether it is generic software AES."""
+        return self.raw.get("kernel_crypto") or {}
+
+    def driver(self, algorithm: str) -> str | None:
+        """The kernel's driver for `algorithm`, where one was instantiated at collection."""
+        value = self.kernel_crypto.get(algorithm)
+        return None if value is None else str(value)
+
+    @property
+    def target_filesystem(self) -> JsonObject:  # mountpoint, source, fstype, options; {} unknown
+        return self.raw.get("target_filesystem") or {}
+
+    @property
+    def cache_drop(self) -> str | None:  # how the page cache was dropped: "drop_caches", "fadvise"
+        return self._text("cache_drop")
+
+    @property
+    def scratch_device(self) -> str | None:  # whose write counter the trials read; None: none
+        return self._text("scratch_device")
+
+    @property
+    def versions(self) -> dict[str, str]:  # backend -> its own program's version
+        return {str(k): str(v) for k, v in (self.raw.get("versions") or {}).items()}
+
+    @property
+    def gocryptfs(self) -> str | None:  # runs stored before Backend.version() named it here
+        return self._text("gocryptfs")
+
+    @property
+    def fio(self) -> str | None:  # fio's version
+        return self._text("fio")
+
+    @property
+    def ioengine(self) -> str | None:  # the engine the run's fio jobs used
+        return self._text("ioengine")
+
+    @property
+    def python(self) -> str | None:  # Python's version
+        return self._text("python")
+
+
+@dataclass(frozen=True)
 class TargetInfo:
     """One provisioned target of the run."""
 
@@ -537,7 +624,7 @@ class Document:
     tool_version: str
     suite: str  # the suite's name
     plan: JsonObject  # plan.Plan's JSON, as stored
-    environment: JsonObject  # measure/environment's facts, as stored
+    environment: Environment  # measure/environment's facts, as stored
     targets: list[TargetInfo]
     results: list[Result]
     comparisons: list[Comparison]
@@ -570,7 +657,7 @@ class Document:
             "tool_version": self.tool_version,
             "suite": self.suite,
             "plan": self.plan,
-            "environment": self.environment,
+            "environment": self.environment.raw,
             "targets": [t.to_json() for t in self.targets],
             "results": [r.to_json() for r in self.results],
             "comparisons": [c.to_json() for c in self.comparisons],
@@ -605,7 +692,7 @@ class Document:
             tool_version=d["tool_version"],
             suite=d["suite"],
             plan=d["plan"],
-            environment=d["environment"],
+            environment=Environment(d["environment"]),
             targets=[TargetInfo.from_json(t) for t in d["targets"]],
             results=[Result.from_json(r) for r in d["results"]],
             comparisons=[Comparison.from_json(c) for c in d["comparisons"]],

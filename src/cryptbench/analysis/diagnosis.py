@@ -312,7 +312,7 @@ def facts(doc: Document, e: EfficiencyRow, index: Index | None = None) -> Facts:
     driver = None
     acceleration = ""
     if e.cipher is not None and e.cipher.where == "kernel":
-        driver = env.get("kernel_crypto", {}).get(e.cipher.algorithm)
+        driver = env.driver(e.cipher.algorithm)
         acceleration = classify(driver) if driver else ""
     twin = twin_plain = None
     if t.medium == "device":
@@ -325,10 +325,10 @@ def facts(doc: Document, e: EfficiencyRow, index: Index | None = None) -> Facts:
         helper_cores=helper_s / wall if helper_s is not None and wall else None,
         helper=helper,
         cpu_utilization=m.get((w, name, "cpu_utilization")),
-        cpu_count=int(env.get("cpu_count") or 1),
+        cpu_count=env.cpu_count or 1,
         driver=driver,
         acceleration=acceleration,
-        cpu_has_aes="aes" in env.get("cpu_flags", []),
+        cpu_has_aes="aes" in env.cpu_flags,
         twin=twin,
         twin_plain=twin_plain,
     )

@@ -35,6 +35,7 @@ from cryptbench.result_model import (
     ComparisonKind,
     DeviceWrites,
     Document,
+    Environment,
     QdCurve,
     QdPoint,
     Result,
@@ -50,7 +51,7 @@ STORED_CIPHERS = 20  # newest standalone cipher measurements searched for this m
 
 def build(store: Store, run_id: int) -> Document:
     run = store.run_row(run_id)
-    plan, env = run.plan, run.environment
+    plan, env = run.plan, Environment(run.environment)
     seed = int(plan.get("seed", 0))
     targets = store.target_rows(run_id)
     trials = store.trial_rows(run_id)
@@ -134,9 +135,7 @@ def build(store: Store, run_id: int) -> Document:
         notes=run.notes,
         stopping=stopping,
         # what wears the device: its own counter over every trial, layers' overhead included
-        device_writes=DeviceWrites(env.get("scratch_device"), sum(written), len(written))
-        if written
-        else None,
+        device_writes=DeviceWrites(env.scratch_device, sum(written), len(written)) if written else None,
         study_summary=study_summary.build(
             plan, samples, target_names, lambda *parts: stats.figure_seed(seed, *parts)
         ),
@@ -174,7 +173,7 @@ def efficiency(store: Store, run_id: int, doc: Document) -> list[ceilings.Effici
     }
     specs = doc.plan.get("workload_specs", {})
     resolver = ceilings.Resolver(
-        doc.environment,
+        doc.environment.raw,
         CipherDocument.from_json(run_rows[0].result) if run_rows else None,
         stored,
         {(w, t): v for (w, t, m), v in medians.items() if m == PRIMARY},

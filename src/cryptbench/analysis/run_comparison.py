@@ -31,7 +31,7 @@ from cryptbench.analysis.speed_change import speed_change
 from cryptbench.errors import UsageError
 from cryptbench.json_types import JsonObject
 from cryptbench.metrics import info
-from cryptbench.result_model import ComparisonKind, Document, Result
+from cryptbench.result_model import ComparisonKind, Document, Environment, Result
 from cryptbench.units import format_bytes
 
 ALPHA = 0.05  # significance level of the Mann-Whitney U test
@@ -206,8 +206,8 @@ def run_info(doc: Document, db: str) -> RunInfo:
         db,
         doc.started_at,
         doc.suite,
-        str(env.get("hostname")),
-        str(env.get("kernel")),
+        str(env.hostname),
+        str(env.kernel),
         doc.status,
     )
 
@@ -236,8 +236,8 @@ def differences(a: Document, b: Document) -> list[Difference]:
         out.append(Difference("data per trial", _text(_size(pa)), _text(_size(pb)), True))
     blocking("write buffers", pa.get("data"), pb.get("data"))
     blocking("writes to a new file", pa.get("write_new_file"), pb.get("write_new_file"))
-    blocking("cache drop", ea.get("cache_drop"), eb.get("cache_drop"))
-    blocking("fio ioengine", ea.get("ioengine"), eb.get("ioengine"))
+    blocking("cache drop", ea.cache_drop, eb.cache_drop)
+    blocking("fio ioengine", ea.ioengine, eb.ioengine)
     for w in _common(pa["workloads"], pb["workloads"]):
         blocking(f"workload {w}: metric", primary_of(pa, w), primary_of(pb, w))
         spec_a = pa.get("workload_specs", {}).get(w) or pa.get("apps", {}).get(w)
@@ -264,16 +264,17 @@ def differences(a: Document, b: Document) -> list[Difference]:
         if va != vb:
             out.append(Difference(what, _text(va), _text(vb), False))
 
-    listed("host", ea.get("hostname"), eb.get("hostname"))
+    listed("host", ea.hostname, eb.hostname)
     listed("CPU", _cpu(ea), _cpu(eb))
     listed("memory", _mem(ea), _mem(eb))
-    listed("OS", ea.get("os"), eb.get("os"))
-    listed("kernel", ea.get("kernel"), eb.get("kernel"))
-    listed("kernel's xts(aes)", _xts(ea), _xts(eb))
+    listed("OS", ea.os, eb.os)
+    listed("kernel", ea.kernel, eb.kernel)
+    listed("kernel's xts(aes)", ea.driver("xts(aes)"), eb.driver("xts(aes)"))
     listed("scratch filesystem", _scratch(ea), _scratch(eb))
-    for key in ("fio", "gocryptfs", "python"):  # gocryptfs: runs stored before Backend.version()
-        listed(key, ea.get(key), eb.get(key))
-    va, vb = ea.get("versions") or {}, eb.get("versions") or {}
+    listed("fio", ea.fio, eb.fio)
+    listed("gocryptfs", ea.gocryptfs, eb.gocryptfs)  # runs stored before Backend.version()
+    listed("python", ea.python, eb.python)
+    va, vb = ea.versions, eb.versions
     for backend in dict.fromkeys([*va, *vb]):
         listed(f"{backend}'s version", va.get(backend), vb.get(backend))
     listed("cryptbench", a.tool_version, b.tool_version)
@@ -299,20 +300,16 @@ def _spec(spec: Any) -> str:
     return ", ".join(f"{k}={v}" for k, v in spec.items())
 
 
-def _cpu(env: JsonObject) -> str:
-    return f"{env.get('cpu_model')}, {env.get('cpu_count')} cores"
+def _cpu(env: Environment) -> str:
+    return f"{env.cpu_model}, {env.cpu_count} cores"
 
 
-def _mem(env: JsonObject) -> str | None:
-    return format_bytes(env["memory_bytes"]) if env.get("memory_bytes") else None
+def _mem(env: Environment) -> str | None:
+    return format_bytes(env.memory_bytes) if env.memory_bytes else None
 
 
-def _xts(env: JsonObject) -> str | None:
-    return (env.get("kernel_crypto") or {}).get("xts(aes)")
-
-
-def _scratch(env: JsonObject) -> str | None:
-    fs = env.get("target_filesystem")
+def _scratch(env: Environment) -> str | None:
+    fs = env.target_filesystem
     return None if not fs else f"{fs.get('fstype')} on {fs.get('source')}"
 
 

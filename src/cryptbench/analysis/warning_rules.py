@@ -33,7 +33,7 @@ def interrupted(doc: Document) -> Found:
 
 
 def cache_drop_limited(doc: Document) -> Found:
-    if doc.environment.get("cache_drop") == "fadvise":
+    if doc.environment.cache_drop == "fadvise":
         yield RunWarning(
             WarningKind.CACHE_DROP_LIMITED,
             "not run as root: caches were dropped with fadvise only, so the backing files of "
@@ -43,11 +43,9 @@ def cache_drop_limited(doc: Document) -> Found:
 
 def generic_kernel_aes(doc: Document) -> Found:
     env = doc.environment
-    crypto = env.get("kernel_crypto", {})
-    if crypto.get("generic_software_aes") and any(t.backend == "fscrypt" for t in doc.targets):
-        flags = env.get("cpu_flags", [])
-        has = " although the CPU has AES instructions" if "aes" in flags else ""
-        driver = crypto.get("xts(aes)") or crypto.get("aes")
+    if env.kernel_crypto.get("generic_software_aes") and any(t.backend == "fscrypt" for t in doc.targets):
+        has = " although the CPU has AES instructions" if "aes" in env.cpu_flags else ""
+        driver = env.driver("xts(aes)") or env.driver("aes")
         yield RunWarning(
             WarningKind.GENERIC_KERNEL_AES,
             f"the kernel's AES is a generic software implementation ({driver})"

@@ -467,7 +467,7 @@ def cpu_chart(doc: Document, timelines: list[TrialTimeline]) -> Chart | None:
             sx.extend([start, *xs, math.nan])
             sy.extend([values[0], *values, math.nan])
         start += tl.ends[-1]
-    cores = doc.environment.get("cpu_count")
+    cores = doc.environment.cpu_count
     for i, (name, (sx, sy)) in enumerate(series.items()):
         # a helper in its target's colour (gocryptfs's daemon is named gocryptfs)
         colour = "black" if not i else palette.get(name, COLOURS[-i % len(COLOURS)])

@@ -20,8 +20,13 @@ def _escape(text: str) -> str:
 def render(doc: Document) -> str:
     found = doc.environment
     env = {
-        k: "unknown" if found.get(k) is None else found[k]
-        for k in ("hostname", "cpu_model", "cpu_count", "kernel")
+        k: "unknown" if v is None else v
+        for k, v in (
+            ("hostname", found.hostname),
+            ("cpu_model", found.cpu_model),
+            ("cpu_count", found.cpu_count),
+            ("kernel", found.kernel),
+        )
     }
     lines = [
         f"**cryptbench run {doc.run_id}** ({doc.suite} suite, {doc.started_at}) on "

@@ -293,18 +293,16 @@ def _version_rows(versions: dict[str, str]) -> list[tuple[str, str]]:
 def environment_rows(doc: Document) -> list[tuple[str, str]]:
     """What a reader needs to judge whether these figures apply to them, as label and value."""
     env, plan = doc.environment, doc.plan
-    fs = env.get("target_filesystem") or {}
-    crypto = env.get("kernel_crypto") or {}
+    fs = env.target_filesystem
     rows = [
-        ("host", env.get("hostname")),
+        ("host", env.hostname),
         (
             "CPU",
-            f"{env.get('cpu_model')}, {env.get('cpu_count')} cores; "
-            f"flags: {', '.join(env.get('cpu_flags', []))}",
+            f"{env.cpu_model}, {env.cpu_count} cores; flags: {', '.join(env.cpu_flags)}",
         ),
-        ("memory", format_bytes(env["memory_bytes"]) if env.get("memory_bytes") else None),
-        ("OS, kernel", f"{env.get('os')}, {env.get('kernel')}"),
-        ("kernel's xts(aes)", crypto.get("xts(aes)")),
+        ("memory", format_bytes(env.memory_bytes) if env.memory_bytes else None),
+        ("OS, kernel", f"{env.os}, {env.kernel}"),
+        ("kernel's xts(aes)", env.driver("xts(aes)")),
         (
             "scratch space",
             f"{plan.get('target_dir')} on {fs.get('source')} ({fs.get('fstype')}, "
@@ -312,12 +310,12 @@ def environment_rows(doc: Document) -> list[tuple[str, str]]:
             if fs
             else plan.get("target_dir"),
         ),
-        ("fio", f"{env.get('fio')}, ioengine {env.get('ioengine')}"),
-        ("gocryptfs", env.get("gocryptfs")),  # runs stored before Backend.version()
-        *_version_rows(env.get("versions") or {}),
-        ("cache drop", env.get("cache_drop")),
+        ("fio", f"{env.fio}, ioengine {env.ioengine}"),
+        ("gocryptfs", env.gocryptfs),  # runs stored before Backend.version()
+        *_version_rows(env.versions),
+        ("cache drop", env.cache_drop),
         ("data per trial", format_bytes(plan["size"]) if plan.get("size") else None),
         ("seed", plan.get("seed")),
-        ("Python, cryptbench", f"{env.get('python')}, {doc.tool_version}"),
+        ("Python, cryptbench", f"{env.python}, {doc.tool_version}"),
     ]
     return [(k, str(v)) for k, v in rows if v not in (None, "", "None")]
