@@ -12,9 +12,10 @@ The types: `Document`, `TargetInfo`, `Result`, `Comparison`, `RunWarning`, `QdCu
 `RankingSection`, the study summary's `StudySummary`, and the fleet's `FleetSection`.
 A foundation: every layer may hold a document.
 
-Throughput is in bytes/s and latency in seconds; each field says its unit. A few
-parts stay JSON objects: the plan and environment as stored, a backend's own details
-and the stopping rule (free-form by nature); `JsonObject` names them.
+Throughput is in bytes/s and latency in seconds; each field says its unit. The plan
+and the environment are typed records (`RunPlan`, `Environment`) over the objects as
+stored, which they write back untouched. A backend's own details and the stopping
+rule stay JSON objects (free-form by nature); `JsonObject` names them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,96 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from cryptbench.json_types import JsonObject
+from cryptbench.metrics import primary_of
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The plan a run followed, as plan.Plan.to_json stored it (a fleet run's, as its
+    coordinator made it). `raw` is the stored object, written back untouched: older runs
+    lack newer keys, so each choice has its default where it was not recorded."""
+
+    raw: JsonObject
+
+    @property
+    def workloads(self) -> list[str]:  # in the suite's order
+        return list(self.raw.get("workloads") or [])
+
+    @property
+    def workload_specs(self) -> dict[str, JsonObject]:  # fio workload -> rw, bs, iodepth, view
+        return self.raw.get("workload_specs") or {}
+
+    @property
+    def apps(self) -> dict[str, JsonObject]:  # application workload -> app, phases, params
+        return self.raw.get("apps") or {}
+
+    def spec(self, workload: str) -> JsonObject | None:
+        """A workload's definition: its fio pattern or its application's."""
+        return self.workload_specs.get(workload) or self.apps.get(workload)
+
+    def primary(self, workload: str) -> str:
+        """The metric the workload is compared on."""
+        return primary_of(self.raw, workload)
+
+    @property
+    def seed(self) -> int:  # trial order and fio offsets; 0 where none was stored
+        return int(self.raw.get("seed") or 0)
+
+    @property
+    def size(self) -> int | None:  # bytes of data per target
+        value = self.raw.get("size")
+        return None if value is None else int(value)
+
+    @property
+    def repeats(self) -> int | None:  # a fixed count of rounds; None: adaptive
+        value = self.raw.get("repeats")
+        return None if value is None else int(value)
+
+    @property
+    def stopping(self) -> JsonObject | None:  # the stopping rule (adaptive.Stopping.to_json)
+        return self.raw.get("stopping")
+
+    @property
+    def data(self) -> str | None:  # "random" or "zero" write buffers
+        value = self.raw.get("data")
+        return None if value is None else str(value)
+
+    @property
+    def trial_time(self) -> float | None:  # seconds of I/O a fio trial lasts at least; 0: one pass
+        value = self.raw.get("trial_time")
+        return None if value is None else float(value)
+
+    @property
+    def data_size_limit(self) -> int | None:  # bytes a buffered data file may grow to; 0: not grown
+        value = self.raw.get("data_size_limit")
+        return None if value is None else int(value)
+
+    @property
+    def write_new_file(self) -> bool | None:  # each write trial to a new file; None: not recorded
+        value = self.raw.get("write_new_file")
+        return None if value is None else bool(value)
+
+    @property
+    def target_dir(self) -> str | None:  # where the scratch space was
+        value = self.raw.get("target_dir")
+        return None if value is None else str(value)
+
+    @property
+    def summary(self) -> str | None:  # the study summary's method, where the suite asks one
+        value = self.raw.get("summary")
+        return None if value is None else str(value)
+
+    @property
+    def as_published(self) -> list[str]:  # workloads run as their study published them
+        return list(self.raw.get("as_published") or [])
+
+    @property
+    def needs(self) -> list[str]:  # properties a ranked target must be proven to protect
+        return list(self.raw.get("needs") or [])
+
+    @property
+    def fleet(self) -> JsonObject | None:  # a fleet run's hosts; None for a local run
+        return self.raw.get("fleet")
 
 
 @dataclass(frozen=True)
@@ -623,7 +714,7 @@ class Document:
     finished_at: str | None  # ISO 8601, UTC; None while running
     tool_version: str
     suite: str  # the suite's name
-    plan: JsonObject  # plan.Plan's JSON, as stored
+    plan: RunPlan  # plan.Plan's JSON, as stored
     environment: Environment  # measure/environment's facts, as stored
     targets: list[TargetInfo]
     results: list[Result]
@@ -656,7 +747,7 @@ class Document:
             "finished_at": self.finished_at,
             "tool_version": self.tool_version,
             "suite": self.suite,
-            "plan": self.plan,
+            "plan": self.plan.raw,
             "environment": self.environment.raw,
             "targets": [t.to_json() for t in self.targets],
             "results": [r.to_json() for r in self.results],
@@ -691,7 +782,7 @@ class Document:
             finished_at=d["finished_at"],
             tool_version=d["tool_version"],
             suite=d["suite"],
-            plan=d["plan"],
+            plan=RunPlan(d["plan"]),
             environment=Environment(d["environment"]),
             targets=[TargetInfo.from_json(t) for t in d["targets"]],
             results=[Result.from_json(r) for r in d["results"]],

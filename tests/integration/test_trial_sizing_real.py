@@ -58,7 +58,7 @@ def test_direct_trials_make_the_calibrated_passes_on_every_target(target_dir: Pa
     outcome = run_cmd.run(request)
     assert outcome.status == "complete" and outcome.exit_code == 0
     doc = outcome.document
-    assert doc.plan["trial_time"] == 0.3
+    assert doc.plan.trial_time == 0.3
     note = next(n for n in doc.notes if n.startswith("trials sized to last"))
     trials = _trials(db, outcome.run_id)
     assert len(trials) == 2 * 2 * len(backends)
@@ -134,7 +134,7 @@ def test_buffered_trials_get_a_data_file_grown_for_them(target_dir: Path, tmp_pa
     outcome = run_cmd.run(request)
     assert outcome.status == "complete" and outcome.exit_code == 0
     doc = outcome.document
-    limit = doc.plan["data_size_limit"]
+    limit = doc.plan.data_size_limit
     assert limit == int((1 << 30) * GROWTH_SHARE / len(backends)) // (1 << 20) * (1 << 20) > 64 << 20
     note = next(n for n in doc.notes if n.startswith(("data file grown", "the 64.0 MiB data file already")))
     trials = _trials(db, outcome.run_id)

@@ -86,7 +86,7 @@ def test_latency_panels_per_workload_on_a_log_axis(ram_doc: Document) -> None:
     chart = charts.latency_chart(ram_doc)
     assert chart is not None
     panels = [ax for ax in chart.figure.axes if ax.get_visible()]
-    assert [ax.get_title(loc="left") for ax in panels] == ram_doc.plan["workloads"]
+    assert [ax.get_title(loc="left") for ax in panels] == ram_doc.plan.workloads
     assert all(ax.get_xscale() == "log" for ax in panels)
     p99 = {(r.workload, r.target): r.median for r in ram_doc.results if r.metric == "lat_p99"}
     xs = {x for line in panels[2].lines for x in line.get_xdata()}

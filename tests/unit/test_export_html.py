@@ -59,7 +59,7 @@ def test_the_tables_hold_the_documents_figures(
 ) -> None:
     page, doc, _made = page_and_doc
     summary = page.rows["summary-table"]
-    assert len(summary) == len(doc.plan["workloads"]) * len(doc.targets)
+    assert len(summary) == len(doc.plan.workloads) * len(doc.targets)
     r = next(
         r
         for r in doc.results

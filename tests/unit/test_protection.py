@@ -310,13 +310,13 @@ RECORDED = {
 
 def test_needs_rank_only_the_targets_proven_to_meet_them() -> None:
     doc = doc_with(RECORDED)
-    doc.plan["needs"] = ["sizes"]
+    doc.plan.raw["needs"] = ["sizes"]
     (section,) = ranking.build(doc)
     assert [e.target for e in section.overall] == ["cryfs"]
     assert {n.target: n.reason for n in section.not_ranked} == {
         t: "needs sizes hidden: shown here" for t in ("fscrypt", "gocryptfs", "securefs", "encfs")
     }
-    doc.plan["needs"] = []
+    doc.plan.raw["needs"] = []
     assert [e.target for e in ranking.build(doc)[0].overall] == [
         "gocryptfs",
         "securefs",
@@ -340,7 +340,7 @@ def test_the_answer_names_the_cheapest_that_hides_what_the_cheapest_does_not() -
 
 def test_needs_tamper_ranks_only_the_targets_that_detected_the_flip() -> None:
     doc = doc_with(RECORDED)
-    doc.plan["needs"] = ["tamper", "names"]
+    doc.plan.raw["needs"] = ["tamper", "names"]
     (section,) = ranking.build(doc)
     assert [e.target for e in section.overall] == ["gocryptfs", "securefs", "cryfs"]
     assert {n.target: n.reason for n in section.not_ranked} == {

@@ -13,7 +13,7 @@ import pytest
 
 from cryptbench import stats
 from cryptbench.analysis import ranking
-from cryptbench.result_model import Answer, Document, RankEntry, RankingSection, Result, TargetInfo
+from cryptbench.result_model import Answer, Document, RankEntry, RankingSection, Result, RunPlan, TargetInfo
 from tests.support.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
@@ -214,7 +214,7 @@ def _document(targets: list[TargetInfo], results: list[Result], margin: float | 
     assert BASE.stopping is not None
     stopping = dataclasses.replace(BASE.stopping, rule={**BASE.stopping.rule, "equivalence": margin})
     return dataclasses.replace(
-        BASE, plan=PLAN, targets=targets, results=results, warnings=[], stopping=stopping
+        BASE, plan=RunPlan(PLAN), targets=targets, results=results, warnings=[], stopping=stopping
     )
 
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from cryptbench.analysis import study_summary
 from cryptbench.analysis.study_summary import build, drop_min_max, twin_of
 from cryptbench.report import console as console_report
-from cryptbench.result_model import Result, StudySummary
+from cryptbench.result_model import Result, RunPlan, StudySummary
 
 MIB = 1 << 20
 
@@ -71,7 +71,7 @@ def _samples() -> dict[tuple[str, str, str], list[float]]:
 
 
 def test_the_summary_rows_and_the_page_cache_ratio() -> None:
-    doc = build(PLAN, _samples(), ["plain", "fscrypt"], lambda *parts: 1)
+    doc = build(RunPlan(PLAN), _samples(), ["plain", "fscrypt"], lambda *parts: 1)
     assert doc is not None and doc.method == "drop-min-max"
     rows = {r.workload: r for r in doc.rows}
     assert set(rows) == set(PLAN["workloads"])  # fscrypt has no samples: no rows
@@ -92,17 +92,17 @@ def test_the_summary_rows_and_the_page_cache_ratio() -> None:
 
 
 def test_the_twin_is_the_same_app_and_data_written_durably() -> None:
-    assert twin_of(PLAN, "dd-zero-as-published") == "dd-zero"
+    assert twin_of(RunPlan(PLAN), "dd-zero-as-published") == "dd-zero"
     plan = {**PLAN, "apps": {k: v for k, v in PLAN["apps"].items() if k != "dd-zero"}}
-    assert twin_of(plan, "dd-zero-as-published") is None
+    assert twin_of(RunPlan(plan), "dd-zero-as-published") is None
 
 
 def test_no_summary_without_the_suite_asking() -> None:
-    assert build({**PLAN, "summary": None}, _samples(), ["plain"], lambda *p: 1) is None
+    assert build(RunPlan({**PLAN, "summary": None}), _samples(), ["plain"], lambda *p: 1) is None
 
 
 def test_the_console_shows_both_summaries_and_says_what_the_cache_did() -> None:
-    summary = build(PLAN, _samples(), ["plain"], lambda *parts: 1)
+    summary = build(RunPlan(PLAN), _samples(), ["plain"], lambda *parts: 1)
     results = [
         Result(w, "plain", "throughput", "bytes/s", [1e6], 1, 1e6, 1e6, 0.0, 0.0, 1e6, 1e6, 0.9e6, 1.1e6)
         for w in PLAN["workloads"]

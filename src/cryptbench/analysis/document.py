@@ -29,7 +29,7 @@ from cryptbench.cipher import ceilings
 from cryptbench.cipher.document import CipherDocument
 from cryptbench.errors import UsageError
 from cryptbench.fleet import spread
-from cryptbench.metrics import CATALOG, PRIMARY, info, primary_of
+from cryptbench.metrics import CATALOG, PRIMARY, info
 from cryptbench.result_model import (
     Comparison,
     ComparisonKind,
@@ -39,6 +39,7 @@ from cryptbench.result_model import (
     QdCurve,
     QdPoint,
     Result,
+    RunPlan,
     Stopping,
     TargetInfo,
     TrialCounts,
@@ -51,13 +52,13 @@ STORED_CIPHERS = 20  # newest standalone cipher measurements searched for this m
 
 def build(store: Store, run_id: int) -> Document:
     run = store.run_row(run_id)
-    plan, env = run.plan, Environment(run.environment)
-    seed = int(plan.get("seed", 0))
+    plan, env = RunPlan(run.plan), Environment(run.environment)
+    seed = plan.seed
     targets = store.target_rows(run_id)
     trials = store.trial_rows(run_id)
     samples, rounds = split_rounds(store.samples_by_round(run_id))
 
-    workloads = [w for w in plan["workloads"] if any(t.workload == w for t in trials)]
+    workloads = [w for w in plan.workloads if any(t.workload == w for t in trials)]
     target_names = [t.name for t in targets]
     # The catalog's metrics in its order, then an app's phase metrics as it recorded them.
     names = list(dict.fromkeys([*CATALOG, *(m for (_w, _t, m) in samples)]))
@@ -81,7 +82,7 @@ def build(store: Store, run_id: int) -> Document:
     comparisons = []
     tmap = {t.name: t for t in targets}
     for w in workloads:
-        metric = primary_of(plan, w)
+        metric = plan.primary(w)
         for t in targets:
             for baseline, kind in _baselines(t, tmap):
                 a = samples.get((w, t.name, metric))
@@ -171,7 +172,7 @@ def efficiency(store: Store, run_id: int, doc: Document) -> list[ceilings.Effici
         for r in doc.results
         if r.metric in (PRIMARY, "cpu_seconds_per_gb")
     }
-    specs = doc.plan.get("workload_specs", {})
+    specs = doc.plan.workload_specs
     resolver = ceilings.Resolver(
         doc.environment.raw,
         CipherDocument.from_json(run_rows[0].result) if run_rows else None,
@@ -181,12 +182,12 @@ def efficiency(store: Store, run_id: int, doc: Document) -> list[ceilings.Effici
             t.name.removeprefix(RAM_PREFIX): (t.baseline or "").removeprefix(RAM_PREFIX) or None
             for t in doc.targets
         },
-        {w: ceilings.direction(specs.get(w, {}).get("rw")) for w in doc.plan["workloads"]},
+        {w: ceilings.direction(specs.get(w, {}).get("rw")) for w in doc.plan.workloads},
         ceilings.bulk_workloads(specs),
     )
     names = {t.name for t in doc.targets}
     out = []
-    for w in doc.plan["workloads"]:
+    for w in doc.plan.workloads:
         if specs.get(w, {}).get("view", "decrypted") != "decrypted":
             continue  # reading the ciphertext runs no cipher: no ceiling applies
         for t in doc.targets:
@@ -217,9 +218,9 @@ def efficiency(store: Store, run_id: int, doc: Document) -> list[ceilings.Effici
 def qd_curves(doc: Document) -> list[QdCurve]:
     """Each target's change against its baseline as queue depth grows, per
     pattern (rw and block size) that ran at two or more depths."""
-    specs = doc.plan.get("workload_specs", {})
+    specs = doc.plan.workload_specs
     families: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)
-    for w in doc.plan["workloads"]:
+    for w in doc.plan.workloads:
         s = specs.get(w)
         depths = {d for d, _w in families[(s["rw"], s["bs"])]} if s is not None else set()
         # the first workload at each depth (a study's as-published twin repeats a pattern)

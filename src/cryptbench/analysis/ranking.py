@@ -20,8 +20,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from cryptbench import stats
-from cryptbench.json_types import JsonObject
-from cryptbench.metrics import info, primary_of
+from cryptbench.metrics import info
 from cryptbench.result_model import (
     Document,
     FamilyRanking,
@@ -29,6 +28,7 @@ from cryptbench.result_model import (
     RankEntry,
     RankingSection,
     Result,
+    RunPlan,
     TargetInfo,
     WarningKind,
     WorkloadRanking,
@@ -36,9 +36,9 @@ from cryptbench.result_model import (
 from cryptbench.suite import FAMILIES, family_of_rw
 
 
-def family(plan: JsonObject, workload: str) -> str:
+def family(plan: RunPlan, workload: str) -> str:
     """sequential or random for an fio pattern, application for an app workload."""
-    spec = plan.get("workload_specs", {}).get(workload)
+    spec = plan.workload_specs.get(workload)
     return family_of_rw(None if spec is None else str(spec.get("rw", "")))
 
 
@@ -59,7 +59,7 @@ def _ranked(entries: list[RankEntry], equal: Callable[[str, str], bool]) -> list
 
 
 def _result(doc: Document, workload: str, target: str) -> Result:
-    metric = primary_of(doc.plan, workload)
+    metric = doc.plan.primary(workload)
     return next(r for r in doc.results if (r.workload, r.target, r.metric) == (workload, target, metric))
 
 
@@ -85,7 +85,7 @@ def _ratio(doc: Document, scope: str, workloads: list[str], target: str, other: 
     paired where every workload pairs, else unpaired (never whichever is narrower)."""
     if len(workloads) == 1:
         (w,) = workloads
-        seed = stats.figure_seed(int(doc.plan.get("seed", 0)), w, target, other)
+        seed = stats.figure_seed(doc.plan.seed, w, target, other)
         a, b = _result(doc, w, target), _result(doc, w, other)
         return stats.speed_ratio(
             a.samples, b.samples, info(a.metric).higher_is_better, seed, a.rounds, b.rounds
@@ -93,7 +93,7 @@ def _ratio(doc: Document, scope: str, workloads: list[str], target: str, other: 
     paired = [_paired(doc, w, target, other) for w in workloads]
     if all(p is not None for p in paired):
         return stats.paired_geometric_mean([p for p in paired if p is not None])
-    seed = stats.figure_seed(int(doc.plan.get("seed", 0)), "ranking", scope, target, other)
+    seed = stats.figure_seed(doc.plan.seed, "ranking", scope, target, other)
     return stats.geometric_mean_ratio([_oriented(doc, w, target, other) for w in workloads], seed)
 
 
@@ -137,7 +137,7 @@ def _groups(doc: Document) -> list[tuple[TargetInfo, list[TargetInfo]]]:
 def _why_not(doc: Document, t: TargetInfo, workloads: list[str]) -> str | None:
     if not t.encryption_verified:
         return "encryption not verified" if t.encryption_verified is False else "encryption not checked"
-    unmet = unmet_need(doc.plan.get("needs", []), t)
+    unmet = unmet_need(doc.plan.needs, t)
     if unmet:
         return unmet
     failed = [w.workload for w in doc.warnings if w.kind == WarningKind.FAILED_TRIALS and w.target == t.name]
@@ -168,10 +168,10 @@ def build(doc: Document) -> list[RankingSection]:
     sections = []
     for plain, peers in _groups(doc):
         pname = plain.name
-        metric_of = {w: primary_of(doc.plan, w) for w in doc.plan["workloads"]}
+        metric_of = {w: doc.plan.primary(w) for w in doc.plan.workloads}
         have = {(r.workload, r.target) for r in doc.results if r.metric == metric_of.get(r.workload)}
         # a workload dropped to fit the time budget ran one round: it ranks nothing
-        workloads = [w for w in doc.plan["workloads"] if (w, pname) in have and w not in dropped(doc)]
+        workloads = [w for w in doc.plan.workloads if (w, pname) in have and w not in dropped(doc)]
         excluded, ranked = [], []
         for t in peers:
             why = _why_not(doc, t, workloads)

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cryptbench import stats
-from cryptbench.analysis.document import primary_of, results_by_key
+from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.errors import UsageError
 from cryptbench.json_types import JsonObject
 from cryptbench.metrics import info
-from cryptbench.result_model import ComparisonKind, Document, Environment, Result
+from cryptbench.result_model import ComparisonKind, Document, Environment, Result, RunPlan
 from cryptbench.units import format_bytes
 
 ALPHA = 0.05  # significance level of the Mann-Whitney U test
@@ -232,16 +232,15 @@ def differences(a: Document, b: Document) -> list[Difference]:
         if va != vb:
             out.append(Difference(what, _text(va), _text(vb), True))
 
-    if pa.get("size") != pb.get("size"):
+    if pa.size != pb.size:
         out.append(Difference("data per trial", _text(_size(pa)), _text(_size(pb)), True))
-    blocking("write buffers", pa.get("data"), pb.get("data"))
-    blocking("writes to a new file", pa.get("write_new_file"), pb.get("write_new_file"))
+    blocking("write buffers", pa.data, pb.data)
+    blocking("writes to a new file", pa.write_new_file, pb.write_new_file)
     blocking("cache drop", ea.cache_drop, eb.cache_drop)
     blocking("fio ioengine", ea.ioengine, eb.ioengine)
-    for w in _common(pa["workloads"], pb["workloads"]):
-        blocking(f"workload {w}: metric", primary_of(pa, w), primary_of(pb, w))
-        spec_a = pa.get("workload_specs", {}).get(w) or pa.get("apps", {}).get(w)
-        spec_b = pb.get("workload_specs", {}).get(w) or pb.get("apps", {}).get(w)
+    for w in _common(pa.workloads, pb.workloads):
+        blocking(f"workload {w}: metric", pa.primary(w), pb.primary(w))
+        spec_a, spec_b = pa.spec(w), pb.spec(w)
         if spec_a != spec_b:
             out.append(Difference(f"workload {w}: definition", _spec(spec_a), _spec(spec_b), True))
     ta = {t.name: t for t in a.targets}
@@ -290,8 +289,8 @@ def _common(xs: list[str], ys: list[str]) -> list[str]:
     return [x for x in xs if x in theirs]
 
 
-def _size(plan: JsonObject) -> str | None:
-    return None if plan.get("size") is None else format_bytes(plan["size"])
+def _size(plan: RunPlan) -> str | None:
+    return None if plan.size is None else format_bytes(plan.size)
 
 
 def _spec(spec: Any) -> str:
@@ -313,8 +312,8 @@ def _scratch(env: Environment) -> str | None:
     return None if not fs else f"{fs.get('fstype')} on {fs.get('source')}"
 
 
-def _repeats(plan: JsonObject) -> str:
-    return "adaptive" if plan.get("repeats") is None else str(plan["repeats"])
+def _repeats(plan: RunPlan) -> str:
+    return "adaptive" if plan.repeats is None else str(plan.repeats)
 
 
 def _significance(ra: Result, rb: Result) -> tuple[str, float | None, bool | None]:
@@ -345,7 +344,7 @@ def compare(
     """The comparison of run B against run A. Raises UsageError when their conditions differ
     in a way that makes the figures measure different things, unless `force`."""
     pair = f"A (run {a.run_id}) and B (run {b.run_id})"
-    workloads = _common(a.plan["workloads"], b.plan["workloads"])
+    workloads = _common(a.plan.workloads, b.plan.workloads)
     names_a = [t.name for t in a.targets]
     names_b = [t.name for t in b.targets]
     targets = _common(names_a, names_b)
@@ -361,13 +360,13 @@ def compare(
             f"{pair} did not measure the same things: {shown}{more}; --force compares them anyway"
         )
     res_a, res_b = results_by_key(a), results_by_key(b)
-    only_a = [f"workload {w}" for w in a.plan["workloads"] if w not in workloads]
+    only_a = [f"workload {w}" for w in a.plan.workloads if w not in workloads]
     only_a += [f"target {t}" for t in names_a if t not in targets]
-    only_b = [f"workload {w}" for w in b.plan["workloads"] if w not in workloads]
+    only_b = [f"workload {w}" for w in b.plan.workloads if w not in workloads]
     only_b += [f"target {t}" for t in names_b if t not in targets]
     rows = []
     for w in workloads:
-        m = metric or primary_of(a.plan, w)
+        m = metric or a.plan.primary(w)
         for t in targets:
             ra, rb = res_a.get((w, t, m)), res_b.get((w, t, m))
             if ra is None or rb is None:

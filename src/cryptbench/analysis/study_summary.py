@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cryptbench import stats
-from cryptbench.result_model import JsonObject, PageCacheRatio, StudyRow, StudySummary
+from cryptbench.result_model import PageCacheRatio, RunPlan, StudyRow, StudySummary
 from cryptbench.units import format_mb_per_s
 
 # Parameters by which an as-published workload differs from its corrected twin.
@@ -51,11 +51,11 @@ def drop_min_max(values: list[float]) -> DropMinMax:
     )
 
 
-def twin_of(plan: JsonObject, name: str) -> str | None:
+def twin_of(plan: RunPlan, name: str) -> str | None:
     """The corrected workload an as-published one is the study's version of."""
-    apps = plan.get("apps", {})
+    apps = plan.apps
     mine = {k: v for k, v in apps.get(name, {}).items() if k not in _STYLE_KEYS}
-    published = set(plan.get("as_published", []))
+    published = set(plan.as_published)
     for other, params in apps.items():
         if other in published or other == name:
             continue
@@ -65,18 +65,18 @@ def twin_of(plan: JsonObject, name: str) -> str | None:
 
 
 def build(
-    plan: JsonObject,
+    plan: RunPlan,
     samples: dict[tuple[str, str, str], list[float]],
     targets: list[str],
     seed_of: Callable[..., int],
 ) -> StudySummary | None:
     """The study's summary of every workload on every target, and the
     page-cache ratios of its as-published commands; None without a summary."""
-    method = plan.get("summary")
+    method = plan.summary
     if method != "drop-min-max":
         return None
     rows = []
-    for w in plan["workloads"]:
+    for w in plan.workloads:
         for t in targets:
             times = samples.get((w, t, "seconds"))
             moved = samples.get((w, t, "io_bytes"))
@@ -88,7 +88,7 @@ def build(
                 StudyRow(w, t, len(times), s.used, s.mean, s.sd, nbytes, nbytes / s.mean if s.mean else None)
             )
     page_cache = []
-    for published in plan.get("as_published", []):
+    for published in plan.as_published:
         twin = twin_of(plan, published)
         if twin is None:
             continue

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from cryptbench import stats
 from cryptbench.adaptive import BUDGETS, StopReason
-from cryptbench.metrics import info, primary_of
+from cryptbench.metrics import info
 from cryptbench.protection.findings import Protection, Verdict
 from cryptbench.result_model import Document, Result, RunWarning, WarningKind
 from cryptbench.store.rows import TrialRow
@@ -215,7 +215,7 @@ CACHE_TOLERANCE = 0.01  # fraction of the data size allowed to stay resident
 
 
 def cache_not_dropped(doc: Document, trials: list[TrialRow]) -> Found:
-    size = doc.plan["size"]
+    size = doc.plan.size or 0
     resident: dict[tuple[str, str], int] = defaultdict(int)
     # On a RAM twin every page is resident by nature: that is its medium, not a cache.
     on_ram = {t.name for t in doc.targets if t.medium == "ram"}
@@ -246,7 +246,7 @@ def imprecise(doc: Document) -> Found:
     rule = None if doc.stopping is None else doc.stopping.rule
     if not rule or rule["precision"] is None:
         return
-    seed = int(doc.plan.get("seed", 0))
+    seed = doc.plan.seed
     results = {(r.workload, r.target, r.metric): r for r in doc.results}
     for c in doc.comparisons:
         if c.stopped_by not in SHORT or c.precision is None:
@@ -301,9 +301,9 @@ def short_trial(doc: Document) -> Found:
     MIN_TRIAL_SECONDS of fio's runtime (io_bytes over throughput, trial by trial; the
     median): such a figure measures fio's start-up and the device's ramp as much as its
     speed (docs/methodology.md)."""
-    specs = doc.plan.get("workload_specs", {})
+    specs = doc.plan.workload_specs
     by = {(r.workload, r.target, r.metric): r.samples for r in doc.results}
-    for w in doc.plan.get("workloads", []):
+    for w in doc.plan.workloads:
         if w not in specs:
             continue  # an application task times itself, whole
         short = []
@@ -340,7 +340,7 @@ def find(doc: Document, trials: list[TrialRow]) -> list[RunWarning]:
     """Every warning of a run, in the document's order."""
     found = [w for rule in RUN_RULES for w in rule(doc)]
     for r in doc.results:
-        if r.metric == primary_of(doc.plan, r.workload):
+        if r.metric == doc.plan.primary(r.workload):
             found += [w for rule in RESULT_RULES for w in rule(r)]
     found += failed_trials(trials)
     found += cache_not_dropped(doc, trials)

@@ -143,7 +143,7 @@ def evaluate(doc: Document, bound: float | None, require: tuple[str, ...] = ()) 
     for t in gated:
         if bound is None or not t.baseline:
             continue
-        for w in doc.plan["workloads"]:
+        for w in doc.plan.workloads:
             c = comps.get((w, t.name))
             if c is None:
                 findings.append(Finding(t.name, t.baseline, w, None, None, None, False, t.host))

@@ -21,7 +21,7 @@ from rich.text import Text
 from cryptbench.analysis import ranking, study_summary
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import speed_change
-from cryptbench.metrics import PRIMARY, primary_of
+from cryptbench.metrics import PRIMARY
 from cryptbench.report import protection_rows
 from cryptbench.report.sentences import SERIOUS, command_lines, header, precision_line
 from cryptbench.result_model import Comparison, ComparisonKind, Document, Result
@@ -56,7 +56,7 @@ def _cells(doc: Document, workloads: list[str]) -> list[tuple[str, str, list[Tex
     for t in doc.targets:
         cells = []
         for w in workloads:
-            r = results.get((w, t.name, primary_of(doc.plan, w)))
+            r = results.get((w, t.name, doc.plan.primary(w)))
             if r is None:
                 cells.append(Text("failed", style="red"))
             elif not t.baseline:
@@ -83,7 +83,7 @@ def _variant_cell(c: Comparison | None) -> Text:
 
 
 def _all_throughput(doc: Document, workloads: list[str]) -> bool:
-    return all(primary_of(doc.plan, w) == PRIMARY for w in workloads)
+    return all(doc.plan.primary(w) == PRIMARY for w in workloads)
 
 
 def _fold(name: str, width: int) -> str:
@@ -99,7 +99,7 @@ def _fold(name: str, width: int) -> str:
 
 def _tables(doc: Document, width: int) -> list[Table]:
     """The matrix, split into several tables of workload columns where one would not fit."""
-    workloads = [w for w in doc.plan["workloads"] if any(r.workload == w for r in doc.results)]
+    workloads = [w for w in doc.plan.workloads if any(r.workload == w for r in doc.results)]
     rows = _cells(doc, workloads)
     if not rows or not workloads:
         return []

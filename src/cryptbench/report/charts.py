@@ -22,7 +22,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from cryptbench.analysis.document import primary_of, results_by_key
+from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.measure.cpu_timeline import CpuTimeline
 from cryptbench.metrics import info
@@ -164,9 +164,9 @@ def _whiskers(
 def _family(doc: Document, workload: str) -> tuple[str, str]:
     """(file stem part, title) of a workload's family: fio patterns by access and block size,
     application workloads by the unit they are measured in."""
-    spec = doc.plan.get("workload_specs", {}).get(workload)
+    spec = doc.plan.workload_specs.get(workload)
     if spec is None:
-        metric = info(primary_of(doc.plan, workload))
+        metric = info(doc.plan.primary(workload))
         slug = re.sub(r"[^a-z0-9]+", "-", metric.name.lower()).strip("-") or "other"
         return f"apps-{slug}", f"Application workloads: {metric.label}"
     random = str(spec.get("rw", "")).startswith("rand")
@@ -181,10 +181,10 @@ def bar_charts(doc: Document) -> list[Chart]:
     metric for every target, whiskers at its 95 % interval."""
     results = results_by_key(doc)
     palette = colours(doc)
-    metric_of = {w: primary_of(doc.plan, w) for w in doc.plan["workloads"]}
+    metric_of = {w: doc.plan.primary(w) for w in doc.plan.workloads}
     families: dict[tuple[str, str], list[str]] = {}
     titles: dict[str, str] = {}
-    for w in doc.plan["workloads"]:
+    for w in doc.plan.workloads:
         if any(r.workload == w for r in doc.results):
             slug, title = _family(doc, w)
             titles[slug] = title
@@ -339,7 +339,7 @@ def overhead_chart(doc: Document) -> Chart | None:
         return None
     palette = colours(doc)
     targets = list(dict.fromkeys(c.target for c in comps))
-    workloads = [w for w in doc.plan["workloads"] if any(c.workload == w for c in comps)]
+    workloads = [w for w in doc.plan.workloads if any(c.workload == w for c in comps)]
     panels = []
     for tn in targets:
         mine = {c.workload: c for c in comps if c.target == tn}
@@ -386,9 +386,7 @@ def latency_chart(doc: Document) -> Chart | None:
     """p50, p99 and p99.9 completion latency per target, one panel per workload, log scale."""
     results = results_by_key(doc)
     palette = colours(doc)
-    workloads = [
-        w for w in doc.plan["workloads"] if any((w, t.name, "lat_p50") in results for t in doc.targets)
-    ]
+    workloads = [w for w in doc.plan.workloads if any((w, t.name, "lat_p50") in results for t in doc.targets)]
     if not workloads:
         return None
     names = [t.name for t in doc.targets]

@@ -14,9 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.analysis import ranking, study_summary
-from cryptbench.analysis.document import primary_of, results_by_key
+from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import speed_change
-from cryptbench.json_types import JsonObject
 from cryptbench.metrics import PRIMARY, info
 from cryptbench.report import protection_rows
 from cryptbench.report.narrow import table_width
@@ -26,6 +25,7 @@ from cryptbench.result_model import (
     ComparisonKind,
     Document,
     Result,
+    RunPlan,
     RunWarning,
     StudySummary,
     TargetInfo,
@@ -74,9 +74,9 @@ def _change(c: Comparison | None, compact: bool) -> Text:
 
 def _commands_only(doc: Document) -> bool:
     """Every workload is the user's own commands, which do their own I/O."""
-    apps = doc.plan.get("apps", {})
-    return bool(doc.plan["workloads"]) and all(
-        apps.get(w, {}).get("app") == "command" for w in doc.plan["workloads"]
+    apps = doc.plan.apps
+    return bool(doc.plan.workloads) and all(
+        apps.get(w, {}).get("app") == "command" for w in doc.plan.workloads
     )
 
 
@@ -91,7 +91,7 @@ def _io_line(t: TargetInfo, commands_only: bool = False) -> str:
 
 
 def _metric_for(doc: Document, workload: str, metric: str | None) -> str:
-    return metric if metric is not None else primary_of(doc.plan, workload)
+    return metric if metric is not None else doc.plan.primary(workload)
 
 
 def _plain_of(t: TargetInfo) -> str | None:
@@ -104,7 +104,7 @@ def _rows(doc: Document, metric: str | None, compact: bool) -> list[tuple[Target
     and (for a target whose baseline is not plain) against plain."""
     results = results_by_key(doc)
     comps = {(c.workload, c.target, c.kind): c for c in doc.comparisons}
-    workloads = [w for w in doc.plan["workloads"] if any(r.workload == w for r in doc.results)]
+    workloads = [w for w in doc.plan.workloads if any(r.workload == w for r in doc.results)]
     out = []
     for t in doc.targets:
         rows = []
@@ -114,7 +114,7 @@ def _rows(doc: Document, metric: str | None, compact: bool) -> list[tuple[Target
             if r is None:
                 rows.append([f"  {w}", Text("failed", style="red"), "", Text(""), Text("")])
                 continue
-            primary = m == primary_of(doc.plan, w)
+            primary = m == doc.plan.primary(w)
             base = comps.get((w, t.name, ComparisonKind.BASELINE)) if primary else None
             plain = comps.get((w, t.name, ComparisonKind.PLAIN)) if primary else None
             rows.append(
@@ -160,10 +160,10 @@ def _long_table(doc: Document, metric: str | None, width: int) -> tuple[Table, b
     return table, compact
 
 
-def _repeats(plan: JsonObject) -> str:
-    rule = plan.get("stopping")
+def _repeats(plan: RunPlan) -> str:
+    rule = plan.stopping
     if rule is None or rule["precision"] is None:
-        return f"{plan['repeats']} repeats"
+        return f"{plan.repeats} repeats"
     return f"{rule['min_repeats']} to {rule['max_repeats']} repeats to ±{rule['precision'] * 100:g}%"
 
 
@@ -194,8 +194,8 @@ def _full(doc: Document, console: Console, metric: str | None) -> None:
     else:
         modes = sorted({t.io_mode for t in doc.targets})
         console.print(
-            f"[bold]Every figure[/bold]: {format_bytes(plan['size'])} per target, {_repeats(plan)}, "
-            f"{'/'.join(modes)} I/O, {plan['data']} data"
+            f"[bold]Every figure[/bold]: {format_bytes(plan.size or 0)} per target, {_repeats(plan)}, "
+            f"{'/'.join(modes)} I/O, {plan.data} data"
         )
     table, compact = _long_table(doc, metric, console.width)
     console.print(table)
@@ -230,14 +230,14 @@ def phase_tables(doc: Document, width: int) -> list[Table]:
     wide = 30 + sum(max(len(t.name), 18) + 3 for t in doc.targets) <= width
     results = results_by_key(doc)
     tables = []
-    for w in doc.plan["workloads"]:
+    for w in doc.plan.workloads:
         recorded = dict.fromkeys(
             r.metric.removesuffix(".seconds")
             for r in doc.results
             if r.workload == w and r.metric.endswith(".seconds")
         )
         # in the order they ran, where the plan says it (a command's phases)
-        planned = [p["name"] for p in (doc.plan.get("apps", {}).get(w) or {}).get("phases", [])]
+        planned = [p["name"] for p in (doc.plan.apps.get(w) or {}).get("phases", [])]
         phases = [p for p in planned if p in recorded] + [p for p in recorded if p not in planned]
         if len(phases) < 2:
             continue
@@ -349,7 +349,7 @@ def _study_summary(summary: StudySummary | None, of_run: list[Result], console: 
 
 
 def _legend(doc: Document, console: Console, metric: str | None, compact: bool) -> None:
-    shown = {_metric_for(doc, w, metric) for w in doc.plan["workloads"]}
+    shown = {_metric_for(doc, w, metric) for w in doc.plan.workloads}
     if shown == {PRIMARY}:
         what = "Median throughput; intervals in MB/s (10^6 bytes/s)"
     elif len(shown) == 1:

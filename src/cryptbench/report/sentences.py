@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from cryptbench import stats
-from cryptbench.analysis.document import primary_of, results_by_key
+from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.json_types import JsonObject
 from cryptbench.metrics import info
@@ -21,8 +21,7 @@ from cryptbench.units import format_bytes, format_count_range, format_duration, 
 
 def header(doc: Document) -> str:
     """Suite, targets, trials, time spent on them and the bytes the device wrote."""
-    plan = doc.plan
-    fleet = plan.get("fleet")
+    fleet = doc.plan.fleet
     kind = "fleet run" if fleet else "run"
     trials = f"{doc.trials.ok} trials"
     if doc.trials.failed:
@@ -134,10 +133,10 @@ def command_lines(doc: Document) -> list[str]:
     """Each of the user's commands as hyperfine would put it: how long it took on the
     baseline, with the median's interval, and how much longer (+) or shorter (-) on each
     target, with the interval of that change."""
-    apps = doc.plan.get("apps", {})
+    apps = doc.plan.apps
     results = results_by_key(doc)
     lines = []
-    for w in doc.plan["workloads"]:
+    for w in doc.plan.workloads:
         desc = apps.get(w) or {}
         if desc.get("app") != "command":
             continue
@@ -258,14 +257,13 @@ def summary_rows(doc: Document) -> list[dict[str, str]]:
     """The summary table as text cells, per workload and target: the workload (with its metric
     when not throughput), the median and its interval ("" when the target failed), the
     baseline and the change against it ("" without a comparison). The HTML page shows it too."""
-    plan = doc.plan
     results = results_by_key(doc)
     comps = {(c.workload, c.target, c.baseline): c for c in doc.comparisons}
     rows = []
-    for w in plan["workloads"]:
+    for w in doc.plan.workloads:
         if not any(r.workload == w for r in doc.results):
             continue
-        metric = primary_of(plan, w)
+        metric = doc.plan.primary(w)
         label = w if metric == "throughput" else f"{w} ({info(metric).label})"
         for t in doc.targets:
             r = results.get((w, t.name, metric))
@@ -305,17 +303,17 @@ def environment_rows(doc: Document) -> list[tuple[str, str]]:
         ("kernel's xts(aes)", env.driver("xts(aes)")),
         (
             "scratch space",
-            f"{plan.get('target_dir')} on {fs.get('source')} ({fs.get('fstype')}, "
+            f"{plan.target_dir} on {fs.get('source')} ({fs.get('fstype')}, "
             f"{'rotational' if fs.get('rotational') == '1' else 'non-rotational'})"
             if fs
-            else plan.get("target_dir"),
+            else plan.target_dir,
         ),
         ("fio", f"{env.fio}, ioengine {env.ioengine}"),
         ("gocryptfs", env.gocryptfs),  # runs stored before Backend.version()
         *_version_rows(env.versions),
         ("cache drop", env.cache_drop),
-        ("data per trial", format_bytes(plan["size"]) if plan.get("size") else None),
-        ("seed", plan.get("seed")),
+        ("data per trial", format_bytes(plan.size) if plan.size else None),
+        ("seed", plan.raw.get("seed")),  # none at all in a run stored without one
         ("Python, cryptbench", f"{env.python}, {doc.tool_version}"),
     ]
     return [(k, str(v)) for k, v in rows if v not in (None, "", "None")]
