@@ -1,4 +1,8 @@
-"""The metrics every trial records: name, unit and which direction is better."""
+"""The metrics every trial records: name, unit and which direction is better.
+
+Here: fio's and the system's figures, and an application task's seconds. The catalog
+with every workload's own figures, and `info()` for any metric name, are
+metric_catalog.py's."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ class MetricInfo:
     label: str
 
 
-CATALOG = {
+BASE = {
     m.name: m
     for m in (
         MetricInfo("throughput", "bytes/s", True, "throughput"),
@@ -35,35 +39,14 @@ CATALOG = {
         MetricInfo("device_bytes_read", "bytes", None, "bytes the scratch device read (its own counter)"),
     )
 }
-# Application workloads: the whole task, and each phase as <phase>.<metric>.
-_APP_METRICS = (
-    MetricInfo("seconds", "s", False, "seconds"),
-    MetricInfo("pictures_per_minute", "pictures/min", True, "pictures per minute"),
-    MetricInfo("files_per_second", "files/s", True, "files per second"),
-    MetricInfo("messages_per_second", "messages/s", True, "messages per second"),
-    MetricInfo("transactions_per_second", "transactions/s", True, "transactions per second"),
-    MetricInfo("command_cpu_seconds", "s", False, "CPU-seconds of the command's processes"),
-)
-CATALOG.update({m.name: m for m in _APP_METRICS})
+# Every application workload's whole task, and each phase as <phase>.seconds; a workload's
+# own figures (its rate, its commands' CPU) are its own to declare (AppWorkload.metrics),
+# and metric_catalog.py puts them all together.
+SECONDS = MetricInfo("seconds", "s", False, "seconds")
+BASE[SECONDS.name] = SECONDS
 PRIMARY = "throughput"
-# A phase's figures, or a probe's beside them (responsiveness: probe.lat_p99).
-PHASE_METRICS = ("throughput", "iops", "lat_p50", "lat_p99", "lat_p99_9", *(m.name for m in _APP_METRICS))
 
 
 def primary_of(plan: JsonObject, workload: str) -> str:
     """The metric a workload is compared on (runs before app workloads stored none: throughput)."""
     return str(plan.get("primary_metrics", {}).get(workload, PRIMARY))
-
-
-def info(name: str) -> MetricInfo:
-    """A metric's unit and direction; a phase metric (copy.seconds) takes its base's."""
-    if name in CATALOG:
-        return CATALOG[name]
-    phase, _, base = name.rpartition(".")
-    if phase and base in PHASE_METRICS:
-        b = CATALOG[base]
-        # a probe is not a phase of the task but runs beside it (responsiveness)
-        of = "the probe's" if phase == "probe" else None
-        label = f"{of} {b.label}" if of else f"{b.label} of the {phase} phase"
-        return MetricInfo(name, b.unit, b.higher_is_better, label)
-    return MetricInfo(name, "", None, name)

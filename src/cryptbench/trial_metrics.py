@@ -7,7 +7,7 @@ from __future__ import annotations
 from cryptbench.engines.apps import AppResult, AppWorkload
 from cryptbench.engines.fio import FioMeasurement
 from cryptbench.measure.cpu import CpuUsage
-from cryptbench.metrics import CATALOG, info
+from cryptbench.metric_catalog import CATALOG, info
 from cryptbench.store import MetricValue
 
 

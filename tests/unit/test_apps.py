@@ -23,7 +23,7 @@ from cryptbench.engines.apps.source_tree import TARBALL, SourceTree
 from cryptbench.engines.apps.write_series import WriteSeries, _label
 from cryptbench.errors import TrialError, UsageError
 from cryptbench.measure.cpu import CpuUsage
-from cryptbench.metrics import info
+from cryptbench.metric_catalog import info
 from cryptbench.suite import parse_suite
 from cryptbench.trial_metrics import app_metrics
 

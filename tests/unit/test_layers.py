@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("resources", "session"),  # what a run owns, journaled and released
     ("backends", "engines", "measure", "cipher", "fleet", "protection"),  # the real components
-    ("suite", "adaptive", "trial_metrics"),  # what to run and how many times
+    ("suite", "adaptive", "trial_metrics", "metric_catalog"),  # what to run and how many times
     ("plan", "runner", "trial_sizing"),  # choices checked; trials sized, ordered and run
     ("analysis",),  # the document and all computed from stored trials; renders nothing
     ("report", "pipeline"),  # renderers, and the stages commands share: SIBLINGS

@@ -20,7 +20,7 @@ from cryptbench.engines.apps.responsiveness import (
 )
 from cryptbench.errors import TrialError
 from cryptbench.measure.cpu import CpuUsage
-from cryptbench.metrics import info
+from cryptbench.metric_catalog import info
 from cryptbench.trial_metrics import app_metrics
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "fio" / "responsiveness.json"

@@ -29,7 +29,8 @@ from cryptbench.cipher import ceilings
 from cryptbench.cipher.document import CipherDocument
 from cryptbench.errors import UsageError
 from cryptbench.fleet import spread
-from cryptbench.metrics import CATALOG, PRIMARY, info
+from cryptbench.metric_catalog import CATALOG, info
+from cryptbench.metrics import PRIMARY
 from cryptbench.result_model import (
     Comparison,
     ComparisonKind,

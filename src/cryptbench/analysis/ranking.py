@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from cryptbench import stats
-from cryptbench.metrics import info
+from cryptbench.metric_catalog import info
 from cryptbench.result_model import (
     Document,
     FamilyRanking,

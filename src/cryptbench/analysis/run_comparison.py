@@ -30,7 +30,7 @@ from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.errors import UsageError
 from cryptbench.json_types import JsonObject
-from cryptbench.metrics import info
+from cryptbench.metric_catalog import info
 from cryptbench.result_model import ComparisonKind, Document, Environment, Result, RunPlan
 from cryptbench.units import format_bytes
 

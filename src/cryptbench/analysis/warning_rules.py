@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from cryptbench import stats
 from cryptbench.adaptive import BUDGETS, StopReason
-from cryptbench.metrics import info
+from cryptbench.metric_catalog import info
 from cryptbench.protection.findings import Protection, Verdict
 from cryptbench.result_model import Document, Result, RunWarning, WarningKind
 from cryptbench.store.rows import TrialRow

@@ -24,7 +24,7 @@ from cryptbench.interrupts import interruptible
 from cryptbench.json_types import JsonObject
 from cryptbench.measure import environment
 from cryptbench.measure.device import device_of
-from cryptbench.metrics import info
+from cryptbench.metric_catalog import info
 from cryptbench.pipeline import cipher_speed, sizing
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
 from cryptbench.pipeline.provision import provision_all, target_row

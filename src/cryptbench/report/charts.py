@@ -25,7 +25,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.measure.cpu_timeline import CpuTimeline
-from cryptbench.metrics import info
+from cryptbench.metric_catalog import info
 from cryptbench.result_model import ComparisonKind, Document, Result
 from cryptbench.units import format_bytes
 

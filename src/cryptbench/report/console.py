@@ -16,7 +16,8 @@ from rich.text import Text
 from cryptbench.analysis import ranking, study_summary
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import speed_change
-from cryptbench.metrics import PRIMARY, info
+from cryptbench.metric_catalog import info
+from cryptbench.metrics import PRIMARY
 from cryptbench.report import protection_rows
 from cryptbench.report.narrow import table_width
 from cryptbench.report.sentences import header, stopping_lines

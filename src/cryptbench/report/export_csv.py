@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 from typing import TextIO
 
-from cryptbench.metrics import CATALOG
+from cryptbench.metric_catalog import CATALOG
 from cryptbench.store import Store
 
 RUN_COLUMNS = ("run_id", "run_started_at", "hostname", "kernel", "cpu_model", "tool_version", "suite")

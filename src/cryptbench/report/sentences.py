@@ -13,7 +13,7 @@ from cryptbench import stats
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.json_types import JsonObject
-from cryptbench.metrics import info
+from cryptbench.metric_catalog import info
 from cryptbench.result_model import Answer, Comparison, ComparisonKind, Document, Result, Stopping
 from cryptbench.suite import command_name
 from cryptbench.units import format_bytes, format_count_range, format_duration, format_value

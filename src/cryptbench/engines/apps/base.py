@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from cryptbench.json_types import JsonObject, TomlTable
+from cryptbench.metrics import MetricInfo
 from cryptbench.session import Session
 
 if TYPE_CHECKING:
@@ -135,6 +136,12 @@ class AppWorkload(ABC):
     rate_metric: ClassVar[str | None] = None  # the natural unit, per phase too (pictures_per_minute)
     runs_commands: ClassVar[bool] = False  # runs the user's shell commands: needs AppEnv.sandbox
     summary: ClassVar[str]  # one line for `cryptbench suites`, help and docs
+    # The figures it reports that no other engine does (its rate, its commands' CPU), each
+    # with its unit, direction and label; metric_catalog.py gathers them.
+    metrics: ClassVar[tuple[MetricInfo, ...]] = ()
+    # Parts of a trial that are not phases of its task but run beside it, and how their
+    # figures are labelled ("probe" -> "the probe's": probe.lat_p99 is "the probe's p99 …").
+    beside: ClassVar[dict[str, str]] = {}
 
     name: str  # the workload's name in its suite
 

@@ -43,6 +43,7 @@ from cryptbench.engines.apps.base import (
 from cryptbench.engines.command_process import Outcome, Sandbox
 from cryptbench.errors import TrialError, UsageError
 from cryptbench.json_types import JsonObject, TomlTable
+from cryptbench.metrics import MetricInfo
 from cryptbench.units import parse_duration
 
 KEYS = {
@@ -76,6 +77,9 @@ class CommandWorkload(AppWorkload):
     app: ClassVar[str] = "command"
     writes: ClassVar[bool] = True  # a command may write anything: a stateful target is made anew first
     primary: ClassVar[str] = "seconds"
+    metrics: ClassVar[tuple[MetricInfo, ...]] = (
+        MetricInfo("command_cpu_seconds", "s", False, "CPU-seconds of the command's processes"),
+    )
     summary: ClassVar[str] = "your own shell commands, timed phase by phase (command = … in a suite)"
     runs_commands: ClassVar[bool] = True
 

@@ -14,6 +14,7 @@ from cryptbench.engines.apps.base import AppEnv, AppResult, AppWorkload, PhaseCl
 from cryptbench.engines.apps.data import incompressible
 from cryptbench.engines.apps.params import Params
 from cryptbench.json_types import JsonObject, TomlTable
+from cryptbench.metrics import MetricInfo
 
 ROW = 1024  # bytes of payload per transaction
 PER_TRANSACTION = 64 << 10  # bytes of --size per transaction, so --size scales the count
@@ -28,6 +29,9 @@ class DbFsync(AppWorkload):
     writes: ClassVar[bool] = True
     primary: ClassVar[str] = "transactions_per_second"
     rate_metric: ClassVar[str | None] = "transactions_per_second"
+    metrics: ClassVar[tuple[MetricInfo, ...]] = (
+        MetricInfo("transactions_per_second", "transactions/s", True, "transactions per second"),
+    )
     summary: ClassVar[str] = "small SQLite transactions, each durable (synchronous=FULL); transactions/s"
 
     name: str

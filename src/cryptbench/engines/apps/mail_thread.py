@@ -30,6 +30,7 @@ from cryptbench.engines.apps.base import (
 from cryptbench.engines.apps.data import lognormal_sizes, rng, text
 from cryptbench.engines.apps.params import Params
 from cryptbench.json_types import JsonObject, TomlTable
+from cryptbench.metrics import MetricInfo
 
 REPLIES = 42  # study 001's thread
 MEDIAN_MESSAGE = 8 << 10  # bytes of body; log-normal, sigma 1.0
@@ -43,6 +44,9 @@ class MailThread(AppWorkload):
     writes: ClassVar[bool] = False
     primary: ClassVar[str] = "seconds"
     rate_metric: ClassVar[str | None] = "messages_per_second"
+    metrics: ClassVar[tuple[MetricInfo, ...]] = (
+        MetricInfo("messages_per_second", "messages/s", True, "messages per second"),
+    )
     summary: ClassVar[str] = "a mail store (a file per message, an SQLite index): open a thread of 42 replies"
 
     name: str

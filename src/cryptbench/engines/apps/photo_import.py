@@ -39,6 +39,7 @@ from cryptbench.engines.apps.base import (
 from cryptbench.engines.apps.data import write_incompressible
 from cryptbench.engines.apps.params import Params
 from cryptbench.json_types import JsonObject, TomlTable
+from cryptbench.metrics import MetricInfo
 
 MIB = 1 << 20
 RAW_SIZE = 24 * MIB  # bytes: a 21-24 MP camera's RAW file
@@ -53,6 +54,9 @@ class PhotoImport(AppWorkload):
     writes: ClassVar[bool] = True
     primary: ClassVar[str] = "pictures_per_minute"
     rate_metric: ClassVar[str | None] = "pictures_per_minute"
+    metrics: ClassVar[tuple[MetricInfo, ...]] = (
+        MetricInfo("pictures_per_minute", "pictures/min", True, "pictures per minute"),
+    )
     summary: ClassVar[str] = (
         "photos from a card copied in (or staged outside and moved in), catalogued in SQLite, previewed"
     )

@@ -139,6 +139,7 @@ class Responsiveness(AppWorkload):
     app: ClassVar[str] = "responsiveness"
     writes: ClassVar[bool] = True
     primary: ClassVar[str] = "probe.lat_p99"
+    beside: ClassVar[dict[str, str]] = {"probe": "the probe's"}  # it reads while the bulk writes
     summary: ClassVar[str] = (
         "a bulk write of --size on the target while a 4 KiB QD1 read probe runs on the scratch "
         "filesystem; the probe's p50 and p99 latency under that load"

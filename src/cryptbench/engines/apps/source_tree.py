@@ -35,6 +35,7 @@ from cryptbench.engines.apps.params import Params
 from cryptbench.engines.child import run_child
 from cryptbench.errors import TrialError
 from cryptbench.json_types import JsonObject, TomlTable
+from cryptbench.metrics import MetricInfo
 from cryptbench.system import which
 
 MEDIAN_FILE = 6 << 10  # bytes: the median source file (log-normal, sigma 1.0: mean ~10 KiB)
@@ -53,6 +54,9 @@ class SourceTree(AppWorkload):
     writes: ClassVar[bool] = True
     primary: ClassVar[str] = "seconds"
     rate_metric: ClassVar[str | None] = "files_per_second"
+    metrics: ClassVar[tuple[MetricInfo, ...]] = (
+        MetricInfo("files_per_second", "files/s", True, "files per second"),
+    )
     summary: ClassVar[str] = "a source tree from a tarball: extract, checksum, list with stat, delete"
 
     name: str
