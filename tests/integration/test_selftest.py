@@ -31,7 +31,7 @@ def _needs_throttling() -> None:
 
 def test_selftest_finds_the_known_answer(target_dir: Path, tmp_path: Path) -> None:
     _needs_throttling()
-    result = selftest.run(target=str(target_dir), db=tmp_path / "r.sqlite", seed=3)
+    result = selftest.run(selftest.SelftestRequest(target=str(target_dir), db=tmp_path / "r.sqlite", seed=3))
     ratios = [c for c in result.checks if c.unit == "ratio"]
     rates = [c for c in result.checks if c.unit == "bytes/s"]
     assert len(ratios) == 2 and len(rates) == 4

@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from cryptbench.commands import history
+from cryptbench.commands.history import HistoryRequest
 from cryptbench.errors import UsageError
 from cryptbench.report.history_table import GAP, line, render, sparkline
 from cryptbench.result_model import TargetInfo
@@ -75,24 +76,24 @@ def db(tmp_path: Path) -> Path:
 
 
 def test_all_runs_newest_first(db: Path) -> None:
-    found = history.run(db=db)
+    found = history.run(HistoryRequest(db=db))
     assert [r.id for r in found.runs] == [4, 3, 2, 1]
     assert [r.host for r in found.runs] == ["a", "b", "a", "a"]
     assert set(found.runs[1].targets) == {"plain", "fscrypt"} and found.runs[0].ok_trials == 2
     assert found.series == [] and found.metric is None
-    assert [r.id for r in history.run(db=db, limit=2).runs] == [4, 3]
+    assert [r.id for r in history.run(HistoryRequest(db=db, limit=2)).runs] == [4, 3]
 
 
 def test_filters_by_backend_workload_and_host(db: Path) -> None:
-    assert [r.id for r in history.run(db=db, backend="fscrypt").runs] == [3]
-    assert [r.id for r in history.run(db=db, workload="read").runs] == [4, 2, 1]
-    assert [r.id for r in history.run(db=db, host="b").runs] == [3]
-    assert [r.id for r in history.run(db=db, host="a", backend="fscrypt").runs] == []
-    assert [r.id for r in history.run(db=db, workload="read", limit=1).runs] == [4]
+    assert [r.id for r in history.run(HistoryRequest(db=db, backend="fscrypt")).runs] == [3]
+    assert [r.id for r in history.run(HistoryRequest(db=db, workload="read")).runs] == [4, 2, 1]
+    assert [r.id for r in history.run(HistoryRequest(db=db, host="b")).runs] == [3]
+    assert [r.id for r in history.run(HistoryRequest(db=db, host="a", backend="fscrypt")).runs] == []
+    assert [r.id for r in history.run(HistoryRequest(db=db, workload="read", limit=1)).runs] == [4]
 
 
 def test_a_workload_draws_its_own_metric_per_target(db: Path) -> None:
-    found = history.run(db=db, workload="read")
+    found = history.run(HistoryRequest(db=db, workload="read"))
     assert found.metric == "throughput"
     assert [(s.workload, s.target) for s in found.series] == [("read", "gocryptfs"), ("read", "plain")]
     plain = found.series[1]
@@ -102,12 +103,12 @@ def test_a_workload_draws_its_own_metric_per_target(db: Path) -> None:
 
 
 def test_a_chosen_metric_and_a_backend_narrow_the_series(db: Path) -> None:
-    found = history.run(db=db, metric="lat_p99", backend="gocryptfs")
+    found = history.run(HistoryRequest(db=db, metric="lat_p99", backend="gocryptfs"))
     assert found.metric == "lat_p99"
     assert [(s.workload, s.target) for s in found.series] == [("read", "gocryptfs")]
     assert [p.median for p in found.series[0].points] == pytest.approx([1e-3, 2e-3, 3e-3])
     with pytest.raises(UsageError, match="no run shown has metric 'nope'"):
-        history.run(db=db, metric="nope")
+        history.run(HistoryRequest(db=db, metric="nope"))
 
 
 def test_io_mode_changes_are_a_caveat(tmp_path: Path) -> None:
@@ -116,7 +117,7 @@ def test_io_mode_changes_are_a_caveat(tmp_path: Path) -> None:
     _add_run(store, "a", {("read", "gocryptfs"): [1e8]}, io_mode="direct")
     _add_run(store, "a", {("read", "gocryptfs"): [1e8]}, io_mode="buffered")
     store.close()
-    (series,) = history.run(db=path, workload="read").series
+    (series,) = history.run(HistoryRequest(db=path, workload="read")).series
     assert series.caveats() == ["I/O mode differs between these runs"]
 
 
@@ -128,10 +129,10 @@ def test_sparkline_scales_each_line_to_its_own_range() -> None:
 
 
 def test_the_lines_of_a_table_share_columns(db: Path) -> None:
-    found = history.run(db=db, workload="read")
+    found = history.run(HistoryRequest(db=db, workload="read"))
     columns = found.run_ids()
     assert [line(s, columns) for s in found.series] == ["▁▅█", "▁▅█"]
-    found = history.run(db=db, metric="throughput")  # run 3 has only the write workload
+    found = history.run(HistoryRequest(db=db, metric="throughput"))  # run 3 has only the write workload
     lines = {(s.workload, s.target): line(s, found.run_ids()) for s in found.series}
     assert lines[("write", "fscrypt")] == f"{GAP}{GAP}▄{GAP}"
     assert len({len(v) for v in lines.values()}) == 1
@@ -139,19 +140,19 @@ def test_the_lines_of_a_table_share_columns(db: Path) -> None:
 
 def test_terminal_table(db: Path) -> None:
     buf = StringIO()
-    render(history.run(db=db, workload="read"), Console(file=buf, width=200))
+    render(history.run(HistoryRequest(db=db, workload="read")), Console(file=buf, width=200))
     text = buf.getvalue()
     assert "throughput: median per run, oldest left (runs 1 … 4)" in text
     assert "▁▅█" in text and "bytes per trial differ" in text
     buf = StringIO()
-    render(history.run(db=db), Console(file=buf, width=200))
+    render(history.run(HistoryRequest(db=db)), Console(file=buf, width=200))
     assert "history --workload W" in buf.getvalue()
 
 
 def test_no_database_is_no_runs(tmp_path: Path) -> None:
-    assert history.run(db=tmp_path / "none.sqlite").runs == []
+    assert history.run(HistoryRequest(db=tmp_path / "none.sqlite")).runs == []
     with pytest.raises(UsageError, match="--limit"):
-        history.run(db=tmp_path / "none.sqlite", limit=0)
+        history.run(HistoryRequest(db=tmp_path / "none.sqlite", limit=0))
 
 
 def test_a_fleet_run_matches_each_of_its_hosts(db: Path) -> None:
@@ -170,13 +171,13 @@ def test_a_fleet_run_matches_each_of_its_hosts(db: Path) -> None:
     assert (rows["n2"].status, rows["n2"].reason) == ("failed", "client: host=127.0.0.2 disconnected")
     assert rows["n1"].manifest == manifests["n1"]
     for host in ("n1", "n2", "rack1-b", "coordinator"):
-        assert [r.id for r in history.run(db=db, host=host).runs] == [run_id], host
-    assert [r.id for r in history.run(db=db, host="b").runs] == [3]
-    assert history.run(db=db, host="rack2").runs == []
+        assert [r.id for r in history.run(HistoryRequest(db=db, host=host)).runs] == [run_id], host
+    assert [r.id for r in history.run(HistoryRequest(db=db, host="b")).runs] == [3]
+    assert history.run(HistoryRequest(db=db, host="rack2")).runs == []
 
 
 def test_terminal_tables_at_80_columns_keep_every_figure_whole(db: Path) -> None:
-    for found in (history.run(db=db), history.run(db=db, workload="read")):
+    for found in (history.run(HistoryRequest(db=db)), history.run(HistoryRequest(db=db, workload="read"))):
         buf = StringIO()
         render(found, Console(file=buf, width=80))
         lines = buf.getvalue().splitlines()

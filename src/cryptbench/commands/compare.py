@@ -8,6 +8,7 @@ the two runs, checks the request, and writes the HTML page when asked.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -15,7 +16,7 @@ from rich.console import Console
 from cryptbench.analysis import document, run_comparison
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
-from cryptbench.json_types import JsonObject
+from cryptbench.plan import request_from_args
 from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import page_file, write_new
 from cryptbench.result_model import Document
@@ -30,39 +31,48 @@ def _document(path: Path, ref: str) -> Document:
         store.close()
 
 
-def run(
-    *,
-    a: str,
-    b: str,
-    db: Path | None = None,
-    db_b: Path | None = None,
-    metric: str | None = None,
-    force: bool = False,
-    html: str | None = None,
-) -> JsonObject:
-    """{"comparison": run_comparison.Comparison, "html": path written or None}."""
-    html_path = page_file(html, "--html") if html is not None else None
-    path_a = db or default_db_path()
-    path_b = db_b or path_a
-    doc_a = _document(path_a, a)
-    doc_b = _document(path_b, b)
+@dataclass(frozen=True)
+class CompareRequest:
+    """What `compare` was asked, as given (plan.request_from_args builds it)."""
+
+    a: str  # run id, or latest
+    b: str  # run id, or latest
+    db: Path | None = None  # A's database; None: the default one
+    db_b: Path | None = None  # B's, when it is another; None: A's
+    metric: str | None = None  # None: each workload's own
+    force: bool = False  # compare runs that did not measure the same things
+    html: str | None = None  # a new file for the page; None: no page
+
+
+@dataclass(frozen=True)
+class CompareOutcome:
+    comparison: run_comparison.Comparison
+    html: Path | None  # the page written, if one was asked for
+
+
+def run(request: CompareRequest) -> CompareOutcome:
+    r = request
+    html_path = page_file(r.html, "--html") if r.html is not None else None
+    path_a = r.db or default_db_path()
+    path_b = r.db_b or path_a
+    doc_a = _document(path_a, r.a)
+    doc_b = _document(path_b, r.b)
+    metric = r.metric
     if doc_a.run_id == doc_b.run_id and path_a.resolve() == path_b.resolve():
         raise UsageError(f"A and B are the same run ({doc_a.run_id}): give two runs to compare")
     if metric is not None:
         for doc in (doc_a, doc_b):
             document.require_metric(doc, metric)
     comp = run_comparison.compare(
-        doc_a, doc_b, db_a=str(path_a), db_b=str(path_b), metric=metric, force=force
+        doc_a, doc_b, db_a=str(path_a), db_b=str(path_b), metric=metric, force=r.force
     )
-    written = None
     if html_path is not None:
         # Matplotlib loads here, not with the command line: most commands draw nothing
         from cryptbench.report import charts, export_compare_html
 
         chart = charts.comparison_chart(comp.rows, charts.colours(doc_a), comp.a.run_id, comp.b.run_id)
         write_new(html_path, export_compare_html.render(comp, doc_a, doc_b, chart))
-        written = str(html_path)
-    return {"comparison": comp, "html": written}
+    return CompareOutcome(comp, html_path)
 
 
 HELP = "run B against run A: per workload and target, B's speed over A's, and whether it differs"
@@ -88,20 +98,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     from cryptbench.report import compare_console
 
-    done = run(
-        a=args.a,
-        b=args.b,
-        db=args.db,
-        db_b=args.db_b,
-        metric=args.metric,
-        force=args.force,
-        html=args.html,
-    )
-    comp = done["comparison"]
+    done = run(request_from_args(CompareRequest, args))
+    comp = done.comparison
     if args.json:
         print_json(comp.to_json())
     else:
         compare_console.render(comp, out)
-    if done["html"]:
-        err.print(f"wrote {done['html']}: B (run {comp.b.run_id}) against A (run {comp.a.run_id})")
+    if done.html:
+        err.print(f"wrote {done.html}: B (run {comp.b.run_id}) against A (run {comp.a.run_id})")
     return 0

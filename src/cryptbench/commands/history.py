@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -14,6 +15,7 @@ from cryptbench.analysis.history_model import History, Point, Series
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
 from cryptbench.metrics import PRIMARY
+from cryptbench.plan import request_from_args
 from cryptbench.report.json_output import print_json
 from cryptbench.store import Store, default_db_path
 from cryptbench.store.rows import HistoryRow
@@ -48,15 +50,27 @@ def _series(
     return sorted(out, key=lambda s: (s.workload, s.target))
 
 
-def run(
-    *,
-    limit: int = 20,
-    db: Path | None = None,
-    backend: str | None = None,
-    workload: str | None = None,
-    host: str | None = None,
-    metric: str | None = None,
-) -> History:
+@dataclass(frozen=True)
+class HistoryRequest:
+    """What `history` was asked, as given (plan.request_from_args builds it)."""
+
+    limit: int = 20  # runs, newest first
+    db: Path | None = None  # None: the default database
+    backend: str | None = None  # only runs that measured it
+    workload: str | None = None  # only runs that ran it; with it, each target's median run by run
+    host: str | None = None  # only runs on this host (a fleet's hosts included)
+    metric: str | None = None  # the series' metric; None: the workload's own
+
+
+def run(request: HistoryRequest) -> History:
+    limit, db, backend, workload, host, metric = (
+        request.limit,
+        request.db,
+        request.backend,
+        request.workload,
+        request.host,
+        request.metric,
+    )
     if limit < 1:
         raise UsageError("--limit must be at least 1")
     path = db or default_db_path()
@@ -99,14 +113,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     from cryptbench.report import history_table
 
-    found = run(
-        limit=args.limit,
-        db=args.db,
-        backend=args.backend,
-        workload=args.workload,
-        host=args.host,
-        metric=args.metric,
-    )
+    found = run(request_from_args(HistoryRequest, args))
     if args.json:
         print_json(found.to_json())
         return 0

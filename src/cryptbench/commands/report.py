@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import io
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from cryptbench.analysis import document
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.errors import UsageError
 from cryptbench.json_types import JsonObject
+from cryptbench.plan import request_from_args
 from cryptbench.report import export_csv, export_markdown
 from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import output_dir, output_file, page_file, write_new
@@ -57,19 +59,45 @@ def write_images(made: list[charts.Chart], paths: list[Path], fmt: str) -> list[
     return [str(p) for p in paths]
 
 
-def run(
-    *,
-    ref: str = "latest",
-    db: Path | None = None,
-    csv: str | None = None,
-    markdown: bool = False,
-    json: bool = False,
-    html: str | None = None,
-    png: str | None = None,
-    svg: str | None = None,
-) -> JsonObject:
-    """What was asked for: "csv" ({"path", "rows"}, or "text" for stdout), "markdown" (text),
-    "json" (the document), "html" ({"path", "charts"}), "png" and "svg" (the files written)."""
+@dataclass(frozen=True)
+class ReportRequest:
+    """What `report` was asked, as given (plan.request_from_args builds it)."""
+
+    ref: str = "latest"  # run id, or latest
+    db: Path | None = None  # None: the default database
+    csv: str | None = None  # a new file, or - for stdout
+    markdown: bool = False  # the summary table as Markdown, on stdout
+    json: bool = False  # the document, on stdout
+    html: str | None = None  # a new file for the page
+    png: str | None = None  # a directory for the charts as PNG
+    svg: str | None = None  # a directory for the charts as SVG
+
+
+@dataclass
+class ReportOutcome:
+    """What was written: each field None (or empty) where it was not asked for."""
+
+    run_id: int
+    csv_rows: int = 0  # trials in the CSV
+    csv_path: Path | None = None  # None with csv_text: it goes to stdout
+    csv_text: str | None = None
+    markdown: str | None = None
+    json: JsonObject | None = None
+    html: Path | None = None
+    charts: list[str] = field(default_factory=list)  # the charts' names, as the page holds them
+    images: dict[str, list[str]] = field(default_factory=dict)  # png or svg -> the files written
+
+
+def run(request: ReportRequest) -> ReportOutcome:
+    """Every export asked for, each file checked before anything is written."""
+    csv, markdown, json, html, png, svg = (
+        request.csv,
+        request.markdown,
+        request.json,
+        request.html,
+        request.png,
+        request.svg,
+    )
     if csv is None and html is None and png is None and svg is None and not markdown and not json:
         raise UsageError(
             "say what to write: --html FILE, --csv FILE (or - for stdout), --png DIR, --svg DIR, "
@@ -80,24 +108,24 @@ def run(
     csv_path = output_file(csv, "--csv") if csv is not None else None
     html_path = page_file(html, "--html") if html is not None else None
     dirs = {fmt: output_dir(d, f"--{fmt}") for fmt, d in (("png", png), ("svg", svg)) if d is not None}
-    store = Store.open(db or default_db_path(), create=False)
+    store = Store.open(request.db or default_db_path(), create=False)
     try:
-        run_id = store.resolve_run(ref)
-        out: JsonObject = {"run_id": run_id}
+        run_id = store.resolve_run(request.ref)
+        out = ReportOutcome(run_id)
         if csv is not None:
             buf = io.StringIO()
-            rows = export_csv.write(store, run_id, buf)
+            out.csv_rows = export_csv.write(store, run_id, buf)
             if csv_path is None:
-                out["csv"] = {"text": buf.getvalue(), "rows": rows}
+                out.csv_text = buf.getvalue()
             else:
                 write_new(csv_path, buf.getvalue())
-                out["csv"] = {"path": str(csv_path), "rows": rows}
+                out.csv_path = csv_path
         if markdown or json or html_path or dirs:
             doc = document.build(store, run_id)
             if markdown:
-                out["markdown"] = export_markdown.render(doc)
+                out.markdown = export_markdown.render(doc)
             if json:
-                out["json"] = doc.to_json()
+                out.json = doc.to_json()
             if html_path or dirs:
                 # Matplotlib loads here, not with the command line: most commands draw nothing
                 from cryptbench.report import charts, export_html
@@ -107,9 +135,9 @@ def run(
                 images = {fmt: image_paths(made, directory, fmt) for fmt, directory in dirs.items()}
                 if html_path:
                     write_new(html_path, export_html.render(doc, made, charts.space_chart(doc)))
-                    out["html"] = {"path": str(html_path), "charts": [c.name for c in made]}
+                    out.html, out.charts = html_path, [c.name for c in made]
                 for fmt, paths in images.items():
-                    out[fmt] = write_images(made, paths, fmt)
+                    out.images[fmt] = write_images(made, paths, fmt)
     finally:
         store.close()
     return out
@@ -130,28 +158,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
-    done = run(
-        ref=args.ref,
-        db=args.db,
-        csv=args.csv,
-        markdown=args.markdown,
-        json=args.json,
-        html=args.html,
-        png=args.png,
-        svg=args.svg,
-    )
-    if "html" in done:
-        err.print(f"wrote {done['html']['path']}: run {done['run_id']}, {len(done['html']['charts'])} charts")
-    for fmt in ("png", "svg"):
-        if fmt in done:
-            err.print(f"wrote {len(done[fmt])} {fmt.upper()} charts: {', '.join(done[fmt])}")
-    csv = done.get("csv")
-    if csv is not None and "text" in csv:
-        sys.stdout.write(csv["text"])
-    elif csv is not None:
-        err.print(f"wrote {csv['path']}: {csv['rows']} trials of run {done['run_id']}")
-    if "markdown" in done:
-        sys.stdout.write(done["markdown"])
-    if "json" in done:
-        print_json(done["json"])
+    done = run(request_from_args(ReportRequest, args))
+    if done.html is not None:
+        err.print(f"wrote {done.html}: run {done.run_id}, {len(done.charts)} charts")
+    for fmt, files in done.images.items():
+        err.print(f"wrote {len(files)} {fmt.upper()} charts: {', '.join(files)}")
+    if done.csv_text is not None:
+        sys.stdout.write(done.csv_text)
+    elif done.csv_path is not None:
+        err.print(f"wrote {done.csv_path}: {done.csv_rows} trials of run {done.run_id}")
+    if done.markdown is not None:
+        sys.stdout.write(done.markdown)
+    if done.json is not None:
+        print_json(done.json)
     return 0

@@ -21,7 +21,7 @@ from cryptbench.backends.known import ThrottledBackend
 from cryptbench.commands.common_args import add_db, add_json, add_target
 from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.pipeline import execute as run_cmd
-from cryptbench.plan import RunRequest
+from cryptbench.plan import RunRequest, request_from_args
 from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
@@ -112,15 +112,25 @@ def checks(doc: Document) -> list[Check]:
     return found
 
 
-def run(
-    *,
-    target: str = "/var/tmp",
-    db: Path | None = None,
-    size: str = "32M",
-    precision: str | None = None,
-    seed: int | None = None,
-    progress: Progress | None = None,
-) -> SelftestOutcome:
+@dataclass(frozen=True)
+class SelftestRequest:
+    """What `selftest` was asked, as given (plan.request_from_args builds it)."""
+
+    target: str = "/var/tmp"  # the directory the scratch space goes in
+    db: Path | None = None  # None: the default database
+    size: str = "32M"  # bytes per target's data file, as typed
+    precision: str | None = None  # percent, as typed ("5%")
+    seed: int | None = None  # None: a random one
+
+
+def run(request: SelftestRequest, *, progress: Progress | None = None) -> SelftestOutcome:
+    target, db, size, precision, seed = (
+        request.target,
+        request.db,
+        request.size,
+        request.precision,
+        request.seed,
+    )
     if parse_size(size) < MIN_SIZE:
         raise UsageError(
             f"selftest needs --size of at least {format_bytes(MIN_SIZE)}: shorter jobs bias the "
@@ -131,7 +141,7 @@ def run(
         raise UnavailableError(f"selftest cannot run here: {avail.reason}")
     # What the targets hide is no part of the known answer: its probes would only write
     # through the throttles (and, under a TCG guest, cost minutes).
-    request = RunRequest(
+    asked = RunRequest(
         backends=SLOW,
         suite="selftest",
         size=size,
@@ -141,7 +151,7 @@ def run(
         db=db,
         skip_protection=True,
     )
-    outcome = run_cmd.run(request, progress=progress)
+    outcome = run_cmd.run(asked, progress=progress)
     return SelftestOutcome(outcome, checks(outcome.document))
 
 
@@ -167,14 +177,7 @@ def _check_value(value: float, unit: str) -> str:
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     with RichProgress(err) as progress:
-        result = run(
-            target=args.target,
-            db=args.db,
-            size=args.size,
-            precision=args.precision,
-            seed=args.seed,
-            progress=progress,
-        )
+        result = run(request_from_args(SelftestRequest, args), progress=progress)
     if args.json:
         print_json(result.run.document.to_json())
     else:

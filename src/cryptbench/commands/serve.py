@@ -35,7 +35,7 @@ from cryptbench.interrupts import interruptible
 from cryptbench.measure import environment
 from cryptbench.pipeline.lifecycle import Lifecycle
 from cryptbench.pipeline.provision import Provisioned, provision_all
-from cryptbench.plan import Plan, RunRequest, build_plan
+from cryptbench.plan import Plan, RunRequest, build_plan, request_from_args
 from cryptbench.report.progress import RichProgress
 from cryptbench.result_model import JsonObject
 from cryptbench.runner import DATA_FILE, NullProgress, Progress, target_lost
@@ -53,20 +53,32 @@ class ServeOutcome:
     recovered: list[str]  # what crashed runs left on this scratch, removed first
 
 
-def _plan(
-    backends: str | None, size: str | None, target: str, io_mode: str, data: str, passphrase_file: str | None
-) -> Plan:
+@dataclass(frozen=True)
+class ServeRequest:
+    """What `serve` was asked, as given (plan.request_from_args builds it)."""
+
+    listen: str = "127.0.0.1:8765"  # where fio's server listens: HOST[:PORT], [IPv6]:PORT, unix:/PATH
+    allow_remote: bool = False  # a non-loopback address: fio's server has no authentication
+    backends: str | None = None  # comma-separated; None: every available default one
+    size: str | None = None  # bytes per target's data file, as typed ("64M")
+    target: str = "/var/tmp"  # the directory the scratch space goes in
+    io_mode: str = "auto"  # auto, direct or buffered
+    data: str = "random"  # random or zero write buffers
+    passphrase_file: str | None = None
+
+
+def _plan(r: ServeRequest) -> Plan:
     # The quick suite only sizes the targets (a data file of --size each);
     # the coordinator sends the workloads.
     plan = build_plan(
         RunRequest(
-            backends=backends,
-            size=size,
+            backends=r.backends,
+            size=r.size,
             repeats=1,
-            target=target,
-            io_mode=io_mode,
-            data=data,
-            passphrase_file=passphrase_file,
+            target=r.target,
+            io_mode=r.io_mode,
+            data=r.data,
+            passphrase_file=r.passphrase_file,
             # the coordinator sends whole jobs: nothing here sizes trials or grows the data file
             trial_time="0",
             # a manifest carries no protection findings (yet): probing would cost each host
@@ -152,21 +164,15 @@ def _serve(
 
 
 def run(
+    request: ServeRequest,
     *,
-    listen: str = "127.0.0.1:8765",
-    allow_remote: bool = False,
-    backends: str | None = None,
-    size: str | None = None,
-    target: str = "/var/tmp",
-    io_mode: str = "auto",
-    data: str = "random",
-    passphrase_file: str | None = None,
     progress: Progress | None = None,
     ready: Callable[[Manifest, Path], None] = lambda _m, _p: None,
     registry: Path | None = None,
 ) -> ServeOutcome:
+    listen, allow_remote = request.listen, request.allow_remote
     server.check(listen_address(listen, allow_remote))  # refused before anything is made
-    plan = _plan(backends, size, target, io_mode, data, passphrase_file)
+    plan = _plan(request)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a core dump would hold the keys
     progress = progress or NullProgress()
     served: Manifest | None = None
@@ -233,18 +239,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
             err.print(f"note: skipped {s['backend']}: {s['reason']}", soft_wrap=True)
 
     with RichProgress(err) as progress:
-        outcome = run(
-            listen=args.listen,
-            allow_remote=args.allow_remote,
-            backends=args.backends,
-            size=args.size,
-            target=args.target,
-            io_mode=args.io_mode,
-            data=args.data,
-            passphrase_file=args.passphrase_file,
-            progress=progress,
-            ready=ready,
-        )
+        outcome = run(request_from_args(ServeRequest, args), progress=progress, ready=ready)
     for msg in outcome.recovered:
         err.print(f"cleanup of a crashed run: {msg}")
     err.print(outcome.reason)
