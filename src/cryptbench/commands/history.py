@@ -63,33 +63,26 @@ class HistoryRequest:
 
 
 def run(request: HistoryRequest) -> History:
-    limit, db, backend, workload, host, metric = (
-        request.limit,
-        request.db,
-        request.backend,
-        request.workload,
-        request.host,
-        request.metric,
-    )
-    if limit < 1:
+    r = request
+    if r.limit < 1:
         raise UsageError("--limit must be at least 1")
-    path = db or default_db_path()
+    path = r.db or default_db_path()
     if not path.exists():
         return History([])
     store = Store.open(path, create=False)
     try:
-        runs = store.history(limit, backend=backend, workload=workload, host=host)
-        if not runs or (metric is None and workload is None):
+        runs = store.history(r.limit, backend=r.backend, workload=r.workload, host=r.host)
+        if not runs or (r.metric is None and r.workload is None):
             return History(runs)
         # A workload's own metric (the newest run's, should a suite have changed it).
-        chosen = metric or runs[0].primary_metrics.get(str(workload), PRIMARY)
-        series = _series(store, runs, chosen, workload, backend)
+        chosen = r.metric or runs[0].primary_metrics.get(str(r.workload), PRIMARY)
+        series = _series(store, runs, chosen, r.workload, r.backend)
     finally:
         store.close()
-    if not series and metric is not None:
+    if not series and r.metric is not None:
         raise UsageError(
-            f"no run shown has metric {metric[:40]!r}"
-            + (f" at workload {workload[:60]!r}" if workload else "")
+            f"no run shown has metric {r.metric[:40]!r}"
+            + (f" at workload {r.workload[:60]!r}" if r.workload else "")
             + " (show RUN --json lists a run's metrics)"
         )
     return History(runs, chosen, series)

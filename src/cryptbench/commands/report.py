@@ -90,14 +90,8 @@ class ReportOutcome:
 
 def run(request: ReportRequest) -> ReportOutcome:
     """Every export asked for, each file checked before anything is written."""
-    csv, markdown, json, html, png, svg = (
-        request.csv,
-        request.markdown,
-        request.json,
-        request.html,
-        request.png,
-        request.svg,
-    )
+    r = request
+    csv, markdown, json, html, png, svg = r.csv, r.markdown, r.json, r.html, r.png, r.svg
     if csv is None and html is None and png is None and svg is None and not markdown and not json:
         raise UsageError(
             "say what to write: --html FILE, --csv FILE (or - for stdout), --png DIR, --svg DIR, "

@@ -124,13 +124,8 @@ class SelftestRequest:
 
 
 def run(request: SelftestRequest, *, progress: Progress | None = None) -> SelftestOutcome:
-    target, db, size, precision, seed = (
-        request.target,
-        request.db,
-        request.size,
-        request.precision,
-        request.seed,
-    )
+    r = request
+    target, db, size, precision, seed = r.target, r.db, r.size, r.precision, r.seed
     if parse_size(size) < MIN_SIZE:
         raise UsageError(
             f"selftest needs --size of at least {format_bytes(MIN_SIZE)}: shorter jobs bias the "
