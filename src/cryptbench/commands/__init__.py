@@ -3,11 +3,12 @@
 Each has `HELP`, `add_arguments(parser)`, `main(args, out, err)` (calls `run`, prints
 the answer, returns the exit status; `--json` goes through `report/json_output`) and
 a `run` that tests call directly, taking one frozen request of what the user asked
-(`plan.request_from_args` builds it from the flags, so no command copies them by hand). Flags several commands share (`--db`, `--json`,
-`--details`, the stopping options) are declared once in `common_args.py`, asv's
-pattern. No command imports another: what two share lives in `pipeline/` or
-`analysis/`. Matplotlib is imported only inside the commands that draw (`report`,
-`compare --html`), so the command line starts without it.
+(`plan.request_from_args` builds it from the flags, so no command copies them by
+hand). Flags several commands share (`--db`, `--json`, `--details`, the stopping
+options) are declared once in `common_args.py`, asv's pattern. No command imports
+another: what two share lives in `pipeline/` or `analysis/`. Matplotlib is imported
+only inside the commands that draw (`report`, `compare --html`), so the command line
+starts without it.
 
 The commands: `run`; `backends`; `show`; `report` (exports of a stored run);
 `compare` (run B against run A, from one database or two; `--html`); `check` (a CI
