@@ -4,6 +4,7 @@ drawn from it. Real backends are probed in tests/integration/test_protection_rea
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,6 +188,25 @@ def test_raw_names_with_any_bytes_are_each_read_whole(tmp_path: Path) -> None:
         "d/\\x00C" + "c" * 14: Entry(False, 16),
         "d/b\\x0ab\\x2fb\\x5c" + "b" * 10: Entry(False, 16),
     }
+
+
+def test_a_debugfs_without_raw_listing_leaves_the_image_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older debugfs refuses `ls -r` with its usage line and lists nothing: that must not
+    pass for an image whose names are hidden. (A stand-in debugfs that answers as such a
+    one does; the real one reads images in the test above.)"""
+    image = tmp_path / "fs.img"
+    subprocess.run(["mke2fs", "-q", "-t", "ext4", str(image), "8M"], check=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    old = bin_dir / "debugfs"
+    old.write_text("#!/bin/sh\ncat >/dev/null\necho 'ls: Usage: ls [-c] [-d] [-l] [-p] file' >&2\n")
+    old.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    sight = look((image,))
+    assert (sight.how, sight.entries) == ("unreadable image", None)
+    assert "ls -l -r" in sight.reason
 
 
 def test_a_control_that_hides_a_property_marks_every_finding_broken(

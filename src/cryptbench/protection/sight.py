@@ -100,22 +100,22 @@ def _image(image: Path) -> Sight:
     if which("debugfs") is None:
         return Sight("unreadable image", None, "debugfs (e2fsprogs) is not installed")
     entries = _debugfs_tree(image)
-    if entries is None:
-        return Sight("unreadable image", None, "no ext2/3/4 filesystem debugfs can open in it")
+    if isinstance(entries, str):
+        return Sight("unreadable image", None, entries)
     return Sight("ext4 image", entries)
 
 
-def _debugfs_tree(image: Path) -> dict[str, Entry] | None:
+def _debugfs_tree(image: Path) -> dict[str, Entry] | str:
     """Every entry of the image's filesystem, by `debugfs -c` (catastrophic mode: read-only,
     no journal replay, safe on a mounted filesystem), one debugfs a level of the tree: its
-    directories listed by inode ("<N>"), so a ciphertext name needs no quoting. None if it
-    cannot open the image."""
+    directories listed by inode ("<N>"), so a ciphertext name needs no quoting. Where it
+    cannot be read, why not."""
     entries: dict[str, Entry] = {}
     level = {"2": ""}  # directory inode -> its path prefix; inode 2 is the root
     while level:
         listings = _debugfs_ls(image, list(level))
-        if listings is None:
-            return None
+        if isinstance(listings, str):
+            return listings
         below: dict[str, str] = {}
         for inode, prefix in level.items():
             for child, is_dir, name, size in listings.get(inode, []):
@@ -127,8 +127,9 @@ def _debugfs_tree(image: Path) -> dict[str, Entry] | None:
     return entries
 
 
-def _debugfs_ls(image: Path, inodes: list[str]) -> dict[str, list[tuple[str, bool, str, int]]] | None:
-    """Each directory inode's entries: (inode, is a directory, name, size).
+def _debugfs_ls(image: Path, inodes: list[str]) -> dict[str, list[tuple[str, bool, str, int]]] | str:
+    """Each directory inode's entries: (inode, is a directory, name, size); where debugfs
+    cannot list them, why not.
 
     `ls -l -r`, not the parseable `ls -p`: -p prints a name with printf's "%.*s", so a
     raw ciphertext name (fscrypt's, on disk) that holds a NUL byte is cut there, and two
@@ -145,7 +146,10 @@ def _debugfs_ls(image: Path, inodes: list[str]) -> dict[str, list[tuple[str, boo
         check=False,
     )
     if b"Filesystem not open" in proc.stderr or b"while trying to open" in proc.stderr:
-        return None
+        return "no ext2/3/4 filesystem debugfs can open in it"
+    if b"Usage: ls" in proc.stderr:
+        # an older debugfs without `ls -r`: an empty listing would pass for hidden names
+        return "this debugfs has no `ls -l -r` to list raw names (a newer e2fsprogs has)"
     out: dict[str, list[tuple[str, bool, str, int]]] = {}
     entries: list[tuple[str, bool, str, int]] = []
     for line in proc.stdout.decode("ascii", errors="backslashreplace").splitlines():
