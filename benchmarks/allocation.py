@@ -3,7 +3,7 @@
 
 A recorded run (benchmarks/data/noisy-run.json: every trial's primary figure,
 its round and the seconds it took, interleaved, on this project's VM) is
-replayed through cryptbench's own rounds (runner.run_rounds, adaptive.Controller)
+replayed through cryptbench's own rounds (runner.interleave, adaptive.Controller)
 under its default rule: ±5 %, 3 to 10 rounds, a 4-minute budget on a clock that
 advances by each replayed trial's recorded seconds. Each simulated round draws one
 recorded round, and every trial in it takes that round's figure, so what the
@@ -46,8 +46,16 @@ from cryptbench.adaptive import (
     contenders,
     questions,
 )
-from cryptbench.metrics import info
-from cryptbench.runner import NullProgress, Spend, TrialContext, TrialSpec, primary_samples, run_rounds
+from cryptbench.metric_catalog import info
+from cryptbench.runner import (
+    NullProgress,
+    OneAtATime,
+    Spend,
+    TrialContext,
+    TrialSpec,
+    interleave,
+    primary_samples,
+)
 from cryptbench.store import MetricValue, Store, TrialRecord
 from cryptbench.suite import load_suite
 
@@ -64,7 +72,7 @@ class OldController(Controller):
         super().review(rounds, samples, lost, None)
 
 
-class Replay:
+class Replay(OneAtATime):
     """An executor whose trials are the recorded run's: round by round, on a clock of its own."""
 
     def __init__(self, store: Store, run_id: int, rec: dict[str, Any], rng: random.Random) -> None:
@@ -115,7 +123,7 @@ def replay(rec: dict[str, Any], policy: str, seed: int, tmp: Path) -> tuple[int,
     run_id = store.insert_run("quick", {}, {}, "0")
     ex = Replay(store, run_id, rec, random.Random(seed))
     spend = Spend(ex.ctx, set(), lambda: ex.now)
-    run_rounds(cast(Any, ex), workloads, list(targets), controller, spend, seed)
+    interleave(ex, controller, spend, workloads, list(targets), seed)
     answered = sum(a.stopped_by in ANSWERED for a in controller.answers)
     # the ranking's cheapest is separated when no target can still change it (both policies alike)
     samples, rounds = primary_samples(store, run_id, rec["metrics"])

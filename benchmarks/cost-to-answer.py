@@ -38,7 +38,7 @@ from typing import Any
 
 from cryptbench.adaptive import Controller, Stopping, questions
 from cryptbench.commands import run as run_cmd
-from cryptbench.metrics import info
+from cryptbench.metric_catalog import info
 from cryptbench.plan import DEFAULT_EQUIVALENCE, DEFAULT_MAX_REPEATS, DEFAULT_MIN_REPEATS, RunRequest
 from cryptbench.store import Store, split_rounds
 from cryptbench.units import format_bytes, parse_percent

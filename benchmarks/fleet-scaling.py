@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.fleet_h
 
 from tests.support import fleet_hosts
 
-from cryptbench.commands import fleet as fleet_cmd
+from cryptbench.pipeline.fleet_run import FleetRequest
+from cryptbench.pipeline.fleet_run import run as fleet_run
 
 
 def main() -> int:
@@ -58,12 +59,14 @@ def main() -> int:
             with fleet_hosts.fleet(n, root, args.backends, args.size) as hosts:
                 toml = fleet_hosts.hosts_toml(hosts, root / "hosts.toml")
                 started = time.monotonic()
-                outcome = fleet_cmd.run(
-                    hosts=toml,
-                    suite=args.suite,
-                    repeats=args.repeats,
-                    seed=args.seed,
-                    db=root / "results.sqlite",
+                outcome = fleet_run(
+                    FleetRequest(
+                        hosts=toml,
+                        suite=args.suite,
+                        repeats=args.repeats,
+                        seed=args.seed,
+                        db=root / "results.sqlite",
+                    )
                 )
                 wall = time.monotonic() - started
                 stops = {h.name: fleet_hosts.stop(h) for h in hosts}
