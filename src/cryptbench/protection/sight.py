@@ -133,8 +133,8 @@ def _debugfs_ls(image: Path, inodes: list[str]) -> dict[str, list[tuple[str, boo
 
     `ls -l -r`, not the parseable `ls -p`: -p prints a name with printf's "%.*s", so a
     raw ciphertext name (fscrypt's, on disk) that holds a NUL byte is cut there, and two
-    cut names can collide or vanish as "" (a probe's file then goes missing, as the tree
-    probe once found about one run in twenty). The long listing escapes every byte below
+    cut names can collide or vanish as "" (a probe's file then goes missing;
+    test_protection's raw-names test shows it). The long listing escapes every byte below
     32, above 126 and the backslash as \\xNN, and -r prints an encrypted directory's
     names so instead of "<encrypted (N)>": one entry a line, its name whole."""
     script = "".join(f"ls -l -r <{i}>\n" for i in inodes).encode()
