@@ -107,8 +107,11 @@ class Fit:
         return (self.needed if self.kept_needed is None else self.kept_needed) <= self.left
 
 
+Kind = tuple[str, str]  # a workload's kind of work (suite.family) and direction (suite.direction)
+
+
 def fit_minimum_rounds(
-    rule: Stopping, first_round: dict[str, float], families: dict[str, str], elapsed: float
+    rule: Stopping, first_round: dict[str, float], kinds: dict[str, Kind], elapsed: float
 ) -> Fit | None:
     """Whether the rounds every target must run (min_repeats) fit the time budget, at
     the pace of the first round (`first_round`: each workload's seconds in it, every
@@ -117,9 +120,10 @@ def fit_minimum_rounds(
     When they do not: with rule.overrun "extend", the budget is extended to the
     elapsed time plus the remaining rounds at that pace, and a tenth more. With
     "drop", workloads are dropped one at a time until the rest fit, each time the
-    slowest of the kind of work (`families`) that has the most workloads left, and
-    never the last of a kind, so the ranking keeps every family it had. If one of
-    each kind still does not fit, that is all that is dropped, and the Fit says so."""
+    slowest of the kind of work (`kinds`) that has the most workloads left, and never
+    the last of its kind and direction: a kind keeps its reads and its writes, so that
+    its ranking never rests on half its evidence. If that still does not fit, that is
+    all that is dropped, and the Fit says so."""
     if rule.max_time is None or rule.min_repeats < 2:
         return None
     rounds_left = rule.min_repeats - 1
@@ -132,11 +136,11 @@ def fit_minimum_rounds(
     kept = dict(first_round)
     dropped: list[str] = []
     while rounds_left * sum(kept.values()) > left:
-        size = {f: sum(families[w] == f for w in kept) for f in {families[w] for w in kept}}
-        spare = [w for w in kept if size[families[w]] > 1]
+        size = {f: sum(kinds[w][0] == f for w in kept) for f in {kinds[w][0] for w in kept}}
+        spare = [w for w in kept if sum(kinds[v] == kinds[w] for v in kept) > 1]
         if not spare:
             break
-        worst = max(spare, key=lambda w: (size[families[w]], kept[w]))
+        worst = max(spare, key=lambda w: (size[kinds[w][0]], kept[w]))
         dropped.append(worst)
         del kept[worst]
     return Fit(needed, left, tuple(dropped), rounds_left * sum(kept.values()))
@@ -262,11 +266,26 @@ def _sides(
     return (b, a) if higher is False else (a, b)
 
 
+def _geometric_mean(
+    groups: RankingGroups, workloads: list[str], t: str, other: str, samples: Samples, rounds: Rounds
+) -> stats.Ratio | None:
+    """t's speed over the other's over `workloads`, as the report ranks: paired where every
+    workload pairs, else unpaired; None while either lacks a trial at one of them."""
+    per = [_speed_pairs(w, t, other, samples, rounds, groups.higher_is_better[w]) for w in workloads]
+    if all(p is not None for p in per):
+        return stats.paired_geometric_mean([p for p in per if p is not None])
+    if all(samples.get((w, t)) and samples.get((w, other)) for w in workloads):
+        sides = [_sides(w, t, other, samples, groups.higher_is_better[w]) for w in workloads]
+        return stats.geometric_mean_ratio(sides)
+    return None
+
+
 def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds) -> set[str]:
     """The targets whose trials can still change the ranking: in the overall ranking or a
-    family's, the cheapest and every target whose interval reaches the cheapest's (or that
-    has no interval yet). A target whose interval lies wholly below the cheapest's, in
-    every scope, is decided: more trials cannot change where it stands."""
+    family's, the cheapest and every target that its direct comparison with the cheapest
+    does not yet show costlier (stats.standing, as the report ranks; or that has no
+    interval yet). A target shown costlier in every scope is decided: more trials cannot
+    change where it stands."""
     found: set[str] = set()
     for plain in set(groups.plain_of.values()):
         ranked = [t for t, p in groups.plain_of.items() if p == plain]
@@ -276,26 +295,19 @@ def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds) -> set[s
         for workloads in scopes:
             entries: dict[str, stats.Ratio] = {}
             for t in ranked:
-                # as the report ranks: paired where every workload pairs, else unpaired
-                per = [
-                    _speed_pairs(w, t, plain, samples, rounds, groups.higher_is_better[w]) for w in workloads
-                ]
-                if all(p is not None for p in per):
-                    entries[t] = stats.paired_geometric_mean([p for p in per if p is not None])
-                elif all(samples.get((w, t)) and samples.get((w, plain)) for w in workloads):
-                    sides = [_sides(w, t, plain, samples, groups.higher_is_better[w]) for w in workloads]
-                    entries[t] = stats.geometric_mean_ratio(sides)
-                else:
+                r = _geometric_mean(groups, workloads, t, plain, samples, rounds)
+                if r is None:
                     found.add(t)  # not measured at every workload yet: its trials may change it all
+                else:
+                    entries[t] = r
             if not entries:
                 continue
             best = max(entries, key=lambda t: entries[t].ratio)
-            low = entries[best].ci_low
-            tied = [
-                t
-                for t, r in entries.items()
-                if t != best and (low is None or r.ci_high is None or r.ci_high >= low)
-            ]
+            tied = []
+            for t in entries:
+                direct = None if t == best else _geometric_mean(groups, workloads, t, best, samples, rounds)
+                if direct is not None and stats.standing(direct, None) == stats.TIED:
+                    tied.append(t)
             if tied:
                 found.update([best, *tied])
     return found

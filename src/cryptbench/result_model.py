@@ -438,21 +438,28 @@ class QdCurve:
 
 @dataclass(frozen=True)
 class RankEntry:
-    """One encrypted target's cost against plain, over one or more workloads."""
+    """One encrypted target's cost against plain, over one or more workloads, and how it
+    stands against the cheapest: held to it directly, never by two intervals overlapping."""
 
     target: str
     ratio: float  # a fraction: target's speed / plain's (1.0: no cost; 0.4: 60 % slower)
     ci_low: float | None  # its bootstrap interval; None when a side has < 2 trials
     ci_high: float | None
     workloads: int  # count of workloads the ratio is taken over (a geometric mean when > 1)
-    verdict: str = ""  # "cheapest", "tied" (with the cheapest) or "costlier"
+    verdict: str = ""  # "cheapest", "equal", "tied" (with the cheapest) or "costlier"
+    # a fraction: target's speed / the cheapest's, compared directly (paired by round where
+    # both pair); None for the cheapest itself
+    vs_cheapest: float | None = None
+    vs_ci_low: float | None = None  # its 95 % interval; None without one (a side with < 2 trials)
+    vs_ci_high: float | None = None
+    reason: str = ""  # why the verdict, in words: "securefs varies ±75% trial to trial"
 
     @property
     def change_percent(self) -> float:  # percent of plain's speed gained (+) or lost (-)
         return (self.ratio - 1) * 100
 
     def to_json(self) -> JsonObject:
-        return {
+        d: JsonObject = {
             "target": self.target,
             "ratio": self.ratio,
             "ci_low": self.ci_low,
@@ -461,10 +468,25 @@ class RankEntry:
             "workloads": self.workloads,
             "verdict": self.verdict,
         }
+        # the cheapest is held to nothing, and a document recorded before the direct
+        # comparison has none: both leave these out, so that a stored document reads back
+        # byte for byte
+        if self.vs_cheapest is not None or self.reason:
+            d |= {
+                "vs_cheapest": self.vs_cheapest,
+                "vs_ci_low": self.vs_ci_low,
+                "vs_ci_high": self.vs_ci_high,
+                "reason": self.reason,
+            }
+        return d
 
     @classmethod
     def from_json(cls, d: JsonObject) -> RankEntry:
-        return cls(d["target"], d["ratio"], d["ci_low"], d["ci_high"], d["workloads"], d["verdict"])
+        # documents stored before the direct comparison have none
+        return cls(
+            d["target"], d["ratio"], d["ci_low"], d["ci_high"], d["workloads"], d["verdict"],
+            d.get("vs_cheapest"), d.get("vs_ci_low"), d.get("vs_ci_high"), d.get("reason", ""),
+        )  # fmt: skip
 
 
 def _entries(ds: list[JsonObject]) -> list[RankEntry]:

@@ -40,7 +40,7 @@ from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.measure.device import bytes_read, bytes_written
 from cryptbench.session import Session
 from cryptbench.store import Store, TrialRecord, now_iso, split_rounds
-from cryptbench.suite import Workload, WorkloadSpec, family
+from cryptbench.suite import Workload, WorkloadSpec, direction, family
 from cryptbench.trial_metrics import app_metrics, trial_metrics
 from cryptbench.units import format_duration
 
@@ -681,7 +681,10 @@ def _rounds(
         controller.review(rounds, samples, set(lost), sample_rounds)
         if rounds == 1:
             fit = fit_minimum_rounds(
-                controller.rule, first_round, {w.name: family(w) for w in workloads}, seconds()
+                controller.rule,
+                first_round,
+                {w.name: (family(w), direction(w)) for w in workloads},
+                seconds(),
             )
             if fit is not None:
                 workloads = _refit(fit, controller, workloads, rounds)
@@ -740,12 +743,13 @@ def fit_note(fit: Fit, rule: Stopping) -> str:
         return f"{pace}: the budget is extended to {format_duration(fit.extended_to)} (--overrun extend)"
     if not fit.dropped:
         return (
-            f"{pace}, and no workload can be dropped without losing a kind of work: the budget will stop "
+            f"{pace}, and no workload can be dropped without losing a kind of work's reads or writes: "
+            "the budget will stop "
             "some comparisons short of their minimum (more time: --max-time, or --overrun extend)"
         )
     drop = (
         f"dropped {', '.join(fit.dropped)} "
-        "(the slowest of the kind of work that had the most; one of each kind kept)"
+        "(the slowest of the kind of work that had the most; each kind keeps its reads and its writes)"
     )
     if fit.fits:
         return f"{pace}: {drop} to fit (--overrun extend keeps them and takes longer)"

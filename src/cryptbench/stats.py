@@ -215,6 +215,22 @@ def equivalent(r: Ratio, margin: float | None) -> bool:
     return 1 - margin <= r.ci_low and r.ci_high <= 1 + margin
 
 
+EQUAL, TIED, COSTLIER = "equal", "tied", "costlier"
+
+
+def standing(direct: Ratio, margin: float | None) -> str:
+    """How a target stands against the cheapest, from their direct comparison (its speed
+    over the cheapest's): EQUAL when that interval lies within ±margin of no change,
+    COSTLIER when it lies wholly below no change, else TIED: the run cannot tell them
+    apart (the interval reaches 1, or there is none). An interval wholly above 1 (the
+    direct comparison disagrees with the two against plain) is tied, never costlier."""
+    if equivalent(direct, margin):
+        return EQUAL
+    if direct.ci_high is not None and direct.ci_high < 1:
+        return COSTLIER
+    return TIED
+
+
 def halfwidth(r: Ratio) -> float | None:
     """How far the 95 % interval of a ratio reaches from the estimate, in
     ratio units (0.05: five percentage points of change either way, the way

@@ -37,7 +37,7 @@ Workload = WorkloadSpec | AppWorkload  # CommandWorkload is an AppWorkload
 
 
 # The ranking's kinds of work: a target is ranked in each, and a run that must drop
-# workloads to fit its budget keeps one of each.
+# workloads to fit its budget keeps the reads and the writes of each (direction).
 FAMILIES = ("sequential", "random", "application")
 
 
@@ -50,6 +50,22 @@ def family_of_rw(rw: str | None) -> str:
 
 def family(workload: Workload) -> str:
     return family_of_rw(None if isinstance(workload, AppWorkload) else workload.rw)
+
+
+def direction_of_rw(rw: str | None) -> str:
+    """ "reads", "writes" or "mixed" for an fio pattern's rw (trims count as writes: they
+    change the device), "" for an app workload (None), which has no direction."""
+    if rw is None:
+        return ""
+    if rw in ("read", "randread"):
+        return "reads"
+    if rw in ("write", "randwrite", "trim", "randtrim", "trimwrite"):
+        return "writes"
+    return "mixed"
+
+
+def direction(workload: Workload) -> str:
+    return direction_of_rw(None if isinstance(workload, AppWorkload) else workload.rw)
 
 
 def primary_metric(workload: Workload) -> str:

@@ -195,3 +195,15 @@ def test_the_paired_geometric_mean_adds_the_workloads_variances() -> None:
     assert r.method == stats.PAIRED and r.ratio == pytest.approx(np.exp(mean))
     assert (r.ci_low, r.ci_high) == pytest.approx((np.exp(mean - half), np.exp(mean + half)))
     assert stats.paired_geometric_mean([w1, w2[:1]]).ci_low is None  # a workload of one round
+
+
+def test_standing_against_the_cheapest_reads_the_direct_interval_alone() -> None:
+    r = stats.Ratio
+    assert stats.standing(r(0.99, 0.98, 1.01), 0.03) == stats.EQUAL  # within ±3 %
+    assert stats.standing(r(0.99, 0.96, 1.01), 0.03) == stats.TIED  # reaches past the margin and 1
+    assert stats.standing(r(0.99, 0.98, 1.01), None) == stats.TIED  # no margin: reaching 1 is a tie
+    assert stats.standing(r(0.90, 0.85, 0.999), 0.03) == stats.COSTLIER
+    assert stats.standing(r(0.98, 0.975, 0.985), 0.03) == stats.EQUAL  # measured, but too small to matter
+    assert stats.standing(r(0.5, None, None), 0.03) == stats.TIED  # no interval: cannot tell
+    assert stats.standing(r(1.2, 1.1, 1.3), 0.03) == stats.TIED  # faster than the cheapest: never costlier
+    assert stats.standing(r(0.9, 0.8, 1.0), None) == stats.TIED  # touching 1 is reaching it

@@ -16,7 +16,7 @@ encrypted, or whose trials failed, is listed as not ranked, with why.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import statistics
 from dataclasses import replace
 
 from cryptbench import stats
@@ -33,29 +33,19 @@ from cryptbench.result_model import (
     WarningKind,
     WorkloadRanking,
 )
-from cryptbench.suite import FAMILIES, family_of_rw
+from cryptbench.suite import FAMILIES, direction_of_rw, family_of_rw
+
+
+def direction(plan: RunPlan, workload: str) -> str:
+    """reads, writes or mixed for an fio pattern, "" for an app workload."""
+    spec = plan.workload_specs.get(workload)
+    return direction_of_rw(None if spec is None else str(spec.get("rw", "")))
 
 
 def family(plan: RunPlan, workload: str) -> str:
     """sequential or random for an fio pattern, application for an app workload."""
     spec = plan.workload_specs.get(workload)
     return family_of_rw(None if spec is None else str(spec.get("rw", "")))
-
-
-def _ranked(entries: list[RankEntry], equal: Callable[[str, str], bool]) -> list[RankEntry]:
-    """Best first; each marked cheapest, equal (`equal(it, cheapest)`: their difference is
-    within the equivalence margin), tied (its interval reaches the cheapest's) or costlier."""
-    order = sorted(entries, key=lambda e: -e.ratio)
-    if not order:
-        return []
-    best = order[0]
-    out = [replace(best, verdict="cheapest")]
-    for e in order[1:]:
-        # without an interval the run cannot tell them apart
-        tied = e.ci_high is None or best.ci_low is None or e.ci_high >= best.ci_low
-        verdict = "equal" if equal(e.target, best.target) else "tied" if tied else "costlier"
-        out.append(RankEntry(e.target, e.ratio, e.ci_low, e.ci_high, e.workloads, verdict))
-    return out
 
 
 def _result(doc: Document, workload: str, target: str) -> Result:
@@ -107,13 +97,74 @@ def _over(doc: Document, scope: str, workloads: list[str], target: str, plain: s
     return RankEntry(target, r.ratio, r.ci_low, r.ci_high, len(workloads))
 
 
-def _equal(doc: Document, scope: str, workloads: list[str]) -> Callable[[str, str], bool]:
-    """Whether two targets are equal over `workloads`: held to each other directly, as each
-    is held to plain, their difference lies within the run's equivalence margin."""
-    margin = doc.equivalence
-    return lambda target, best: (
-        margin is not None and stats.equivalent(_ratio(doc, scope, workloads, target, best), margin)
-    )
+NOISY = 0.10  # a coefficient of variation (a fraction) past which a tie is put down to noise
+
+
+def _spread(doc: Document, workloads: list[str], target: str) -> tuple[float, int]:
+    """(the target's median coefficient of variation over `workloads`, a fraction; its
+    fewest trials at any of them)."""
+    samples = [_result(doc, w, target).samples for w in workloads]
+    cvs = sorted(statistics.stdev(x) / statistics.fmean(x) if len(x) > 1 else 0.0 for x in samples)
+    return cvs[len(cvs) // 2], min(len(x) for x in samples)
+
+
+def percent(ratio: float) -> str:
+    """'-62%': a ratio as a change in speed, the tool's one sign convention."""
+    return f"{(ratio - 1) * 100:+.0f}%"
+
+
+def interval(low: float | None, high: float | None) -> str:
+    """'[-66, -58]': a ratio's interval as changes in speed, always both ends."""
+    if low is None or high is None:
+        return "(no interval)"
+    return f"[{(low - 1) * 100:+.0f}, {(high - 1) * 100:+.0f}]"
+
+
+def _reason(
+    doc: Document, workloads: list[str], target: str, best: str, direct: stats.Ratio, verdict: str
+) -> str:
+    """Why the target stands where it does against the cheapest, in words (the figures
+    themselves are the entry's vs_cheapest and its interval)."""
+    if verdict == stats.EQUAL:
+        return f"within {_margin(doc)} of {best}"
+    if verdict == stats.COSTLIER:
+        return f"slower than {best} over its whole interval"
+    sides = {t: _spread(doc, workloads, t) for t in (target, best)}
+    if direct.ci_low is None or direct.ci_high is None:
+        few = min(sides, key=lambda t: sides[t][1])
+        k = sides[few][1]
+        return f"{few} ran {k} trial{'s' if k != 1 else ''}: no interval"
+    if direct.ci_low > 1:
+        return f"faster than {best} held to it directly, slower against plain"
+    noisy = max(sides, key=lambda t: sides[t][0])
+    if sides[noisy][0] >= NOISY:
+        return f"{noisy} varies ±{sides[noisy][0] * 100:.0f}% trial to trial"
+    return "too close to tell apart at this run's precision"
+
+
+def _ranked(doc: Document, scope: str, workloads: list[str], entries: list[RankEntry]) -> list[RankEntry]:
+    """Best figure first; the first is the cheapest, and every other is held to it
+    directly (their own ratio and interval, paired by round where both pair) and marked
+    equal, tied or costlier by that comparison alone (stats.standing), with why."""
+    order = sorted(entries, key=lambda e: -e.ratio)
+    if not order:
+        return []
+    best = order[0]
+    out = [replace(best, verdict="cheapest")]
+    for e in order[1:]:
+        direct = _ratio(doc, scope, workloads, e.target, best.target)
+        verdict = stats.standing(direct, doc.equivalence)
+        out.append(
+            replace(
+                e,
+                verdict=verdict,
+                vs_cheapest=direct.ratio,
+                vs_ci_low=direct.ci_low,
+                vs_ci_high=direct.ci_high,
+                reason=_reason(doc, workloads, e.target, best.target, direct, verdict),
+            )
+        )
+    return out
 
 
 def dropped(doc: Document) -> list[str]:
@@ -186,9 +237,7 @@ def build(doc: Document) -> list[RankingSection]:
         for fam in FAMILIES:
             members = [w for w in workloads if family(doc.plan, w) == fam]
             if members:
-                entries = _ranked(
-                    [_over(doc, fam, members, t, pname) for t in ranked], _equal(doc, fam, members)
-                )
+                entries = _ranked(doc, fam, members, [_over(doc, fam, members, t, pname) for t in ranked])
                 families.append(FamilyRanking(fam, members, entries))
         sections.append(
             RankingSection(
@@ -197,14 +246,13 @@ def build(doc: Document) -> list[RankingSection]:
                 plain=pname,
                 workloads=workloads,
                 overall=_ranked(
-                    [_over(doc, "overall", workloads, t, pname) for t in ranked],
-                    _equal(doc, "overall", workloads),
+                    doc, "overall", workloads, [_over(doc, "overall", workloads, t, pname) for t in ranked]
                 )
                 if workloads
                 else [],
                 families=families,
                 per_workload=[
-                    WorkloadRanking(w, _ranked([_one(doc, w, t, pname) for t in ranked], _equal(doc, w, [w])))
+                    WorkloadRanking(w, _ranked(doc, w, [w], [_one(doc, w, t, pname) for t in ranked]))
                     for w in workloads
                 ],
                 not_ranked=excluded,
@@ -215,10 +263,7 @@ def build(doc: Document) -> list[RankingSection]:
 
 def change(e: RankEntry) -> str:
     """'-62% [-66, -58]': the change in speed against plain, with its interval."""
-    pct = (e.ratio - 1) * 100
-    if e.ci_low is None or e.ci_high is None:
-        return f"{pct:+.0f}% (no interval)"
-    return f"{pct:+.0f}% [{(e.ci_low - 1) * 100:+.0f}, {(e.ci_high - 1) * 100:+.0f}]"
+    return f"{percent(e.ratio)} {interval(e.ci_low, e.ci_high)}"
 
 
 def _names(names: list[str]) -> str:
@@ -240,15 +285,88 @@ def _margin(doc: Document) -> str:
 
 
 def _others(entries: list[RankEntry], margin: str) -> str:
-    """'; b costs the same within ±3%; c cannot be told apart from it': the cheapest's peers."""
+    """'; b costs the same within ±3%; c (-6% [-19, +10]) cannot be told apart from it: c
+    varies ±31% trial to trial': the cheapest's peers, each tie with its direct comparison,
+    ties of one reason together."""
     text = ""
-    equal = [e.target for e in entries if e.verdict == "equal"]
-    tied = [e.target for e in entries if e.verdict == "tied"]
+    equal = [e.target for e in entries if e.verdict == stats.EQUAL]
     if equal:
         text += f"; {_names(equal)} {'costs' if len(equal) == 1 else 'cost'} the same within {margin}"
-    if tied:
-        text += f"; {_names(tied)} cannot be told apart from it"
+    why: dict[str, list[RankEntry]] = {}
+    for e in entries:
+        if e.verdict == stats.TIED:
+            why.setdefault(e.reason, []).append(e)
+    for reason, tied in why.items():
+        names = _names(
+            [f"{e.target} ({interval_of(e)})" if e.vs_cheapest is not None else e.target for e in tied]
+        )
+        # a document stored before ties had reasons says none
+        text += f"; {names} cannot be told apart from it" + (f": {reason}" if reason else "")
     return text
+
+
+def _inversions(entries: list[RankEntry]) -> str:
+    """' encfs and fscrypt rank costlier despite better figures than securefs: ...': the
+    costlier targets whose figures beat a target still beside the cheapest, and why (held
+    to the cheapest directly, never by their figures against plain)."""
+    beside = (stats.TIED, stats.EQUAL)
+    above = [
+        c
+        for i, c in enumerate(entries)
+        if c.verdict == stats.COSTLIER and any(e.verdict in beside for e in entries[i + 1 :])
+    ]
+    if not above:
+        return ""
+    first = entries.index(above[0])
+    below = [e.target for e in entries[first + 1 :] if e.verdict in beside]
+    figures = _names([interval_of(c) for c in above])
+    one = len(above) == 1
+    return (
+        f" {_names([c.target for c in above])} rank{'s' if one else ''} costlier despite"
+        f" {'a better figure' if one else 'better figures'} than {_names(below)}: held to"
+        f" {entries[0].target} directly, {'it is' if one else 'they are'} {figures}, while"
+        f" {_names(below)} cannot be set apart from it."
+    )
+
+
+def interval_of(e: RankEntry) -> str:
+    """'-43% [-47, -34]': the entry held to the cheapest, as a change in speed."""
+    if e.vs_cheapest is None:
+        return ""
+    return f"{percent(e.vs_cheapest)} {interval(e.vs_ci_low, e.vs_ci_high)}"
+
+
+def _partial(doc: Document, f: FamilyRanking) -> str:
+    """' (writes only: the reads were dropped to fit the time budget)' when the family is
+    ranked on part of what the plan asked of it; '' when on all of it."""
+    planned = [w for w in doc.plan.workloads if family(doc.plan, w) == f.family]
+    have = {direction(doc.plan, w) for w in f.workloads}
+    lost = [w for w in planned if w not in f.workloads and direction(doc.plan, w) not in have]
+    if not lost:
+        return ""
+    gone = _names(sorted({direction(doc.plan, w) for w in lost}))
+    why = "dropped to fit the time budget" if set(lost) <= set(dropped(doc)) else "not measured"
+    return f" ({_names(sorted(have))} only: the {gone} were {why})"
+
+
+def _family_part(doc: Document, f: FamilyRanking) -> str:
+    """'random gocryptfs -71% [-75, -68] (2 more tied)': the kind's cheapest, or none
+    when the run cannot tell any of them from it."""
+    e = f.entries[0]
+    rest = f.entries[1:]
+    head = f"{f.family}{_partial(doc, f)}"
+    if (
+        rest
+        and all(x.verdict in (stats.TIED, stats.EQUAL) for x in rest)
+        and any(x.verdict == stats.TIED for x in rest)
+    ):
+        return f"{head} none: its {len(f.entries)} cannot be told apart"
+    counts = [
+        f"{k} more {verdict}"
+        for verdict in (stats.EQUAL, stats.TIED)
+        if (k := sum(x.verdict == verdict for x in f.entries))
+    ]
+    return f"{head} {e.target} {change(e)}" + (f" ({', '.join(counts)})" if counts else "")
 
 
 def sentences(doc: Document) -> list[str]:
@@ -281,9 +399,10 @@ def sentences(doc: Document) -> list[str]:
                 + f", {over}."
             )
         else:
-            best, worst = entries[0], entries[-1]
+            # the costliest of those measured costlier: one tied with the cheapest costs no "most"
+            best, worst = entries[0], [e for e in entries if e.verdict == stats.COSTLIER][-1]
             line = f"{where}cheapest here: {best.target}, {change(best)} {over}{_others(entries, margin)}"
-            line += f". {worst.target} costs most: {change(worst)}."
+            line += f". {worst.target} costs most: {change(worst)}." + _inversions(entries)
         faster = [e.target for e in entries if e.ci_low is not None and e.ci_low > 1]
         if faster:
             line += f" {_names(faster)} ran faster than {s.plain} here; the diagnosis says why."
@@ -291,16 +410,6 @@ def sentences(doc: Document) -> list[str]:
             line += " Not ranked: " + "; ".join(f"{x.target} ({x.reason})" for x in s.not_ranked) + "."
         out.append(line[0].upper() + line[1:])
         if len(s.families) > 1 and len(entries) > 1:
-            parts = []
-            for f in s.families:
-                e = f.entries[0]
-                counts = [
-                    f"{k} more {verdict}"
-                    for verdict in ("equal", "tied")
-                    if (k := sum(x.verdict == verdict for x in f.entries))
-                ]
-                parts.append(
-                    f"{f.family} {e.target} {change(e)}" + (f" ({', '.join(counts)})" if counts else "")
-                )
+            parts = [_family_part(doc, f) for f in s.families]
             out.append("Cheapest by kind of work: " + "; ".join(parts) + ".")
     return out

@@ -100,7 +100,8 @@ def add_stopping(parser: argparse.ArgumentParser, *, max_bytes: bool) -> None:
         choices=OVERRUNS,
         default="drop",
         help="when the first round shows the minimum trials cannot fit --max-time: drop workloads, "
-        "the slowest first and one of each kind of work kept (default), or extend the time budget",
+        "the slowest first, each kind of work keeping its reads and its writes (default), "
+        "or extend the time budget",
     )
     parser.add_argument(
         "--max-time",
