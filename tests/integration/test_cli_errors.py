@@ -176,3 +176,21 @@ def test_bad_passphrase_files_are_refused(tmp_path: Path, mode: int, content: by
     proc = cli("run", "--backends", "plain", "--passphrase-file", str(f), "--target", str(tmp_path))
     _refused(proc, message)
     assert "secret" not in proc.stderr and "lines" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["show", "latest"], ["history"], ["report", "latest", "--markdown"], ["check", "--max-overhead", "30%"],
+     ["compare", "1", "2"]],
+)  # fmt: skip
+def test_every_reader_refuses_a_database_path_that_cannot_exist_alike(
+    args: list[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-dir" / "r.sqlite"
+    proc = cli(*args, "--db", str(missing))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert (
+        proc.stderr.strip()
+        == f"cryptbench: error: no results database at {str(missing)!r} (run `cryptbench run` first)"
+    )
+    assert not missing.parent.exists()  # nothing made on the way

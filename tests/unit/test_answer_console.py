@@ -111,3 +111,15 @@ def test_a_failed_cell_and_an_unverified_target_show() -> None:
     text = " ".join(" ".join(lines).split())
     assert "Not ranked: cryfs (trials failed at rnd4k-q1-read)" in text
     assert "Warnings: 1 failed-trials," in text  # serious kinds come first
+
+
+def test_a_warning_names_only_the_places_it_has() -> None:
+    # a warning about a whole workload has no target: never "None/seq1m-q8-read"
+    doc = _doc("default-run")
+    doc["warnings"] = [
+        {"kind": "short-trial", "message": "short", "workload": "seq1m-q8-read", "target": None},
+        {"kind": "short-trial", "message": "short", "workload": "rnd4k-q1-read", "target": "plain"},
+    ]
+    lines = _shown(doc, 100, details=True)
+    assert "  seq1m-q8-read: short" in lines and "  plain/rnd4k-q1-read: short" in lines
+    assert not any("None" in line for line in lines)

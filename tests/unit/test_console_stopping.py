@@ -84,3 +84,18 @@ def test_the_precision_line_says_what_stopped_each_group_and_how_far_it_got() ->
     first, *rest = stopping_lines(st)
     assert "31 of 34 comparisons got there" in first  # equal within the margin is answered too
     assert len(rest) == 3
+
+
+def test_each_comparison_stopped_short_counts_the_trials_its_figure_has() -> None:
+    # The default run's rnd4k-q1-read answers took part in 3 rounds, but their targets
+    # ran 4 good trials (n=4 in the results): the line counts trials, as n does.
+    doc = Document.from_json(json.loads((DOCS / "default-run.json").read_text()))
+    assert doc.stopping is not None
+    n = {(r.workload, r.target): r.n for r in doc.results if r.metric == "throughput"}
+    lines = [line for line in stopping_lines(doc.stopping) if " after " in line]
+    assert lines
+    for a in doc.stopping.answers:
+        line = next((x for x in lines if x.startswith(f"  {a.target} vs {a.baseline}, {a.workload}:")), None)
+        if line is not None:
+            assert f" after {n[(a.workload, a.target)]} trial(s)" in line, line
+    assert "  gocryptfs vs plain, rnd4k-q1-read: ±32.3% after 4 trial(s), stopped by max-time" in lines

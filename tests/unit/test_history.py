@@ -14,8 +14,8 @@ from rich.console import Console
 
 from cryptbench.commands import history
 from cryptbench.commands.history import HistoryRequest
-from cryptbench.errors import UsageError
-from cryptbench.report.history_table import GAP, line, render, sparkline
+from cryptbench.errors import StoreError, UsageError
+from cryptbench.report.history_table import GAP, line, render, runs_table, sparkline
 from cryptbench.result_model import TargetInfo
 from cryptbench.store import MetricValue, Store, TrialRecord
 
@@ -149,8 +149,15 @@ def test_terminal_table(db: Path) -> None:
     assert "history --workload W" in buf.getvalue()
 
 
-def test_no_database_is_no_runs(tmp_path: Path) -> None:
-    assert history.run(HistoryRequest(db=tmp_path / "none.sqlite")).runs == []
+def test_no_database_yet_is_no_runs_but_a_named_one_must_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the default database before any run: nothing stored yet, which is no error
+    monkeypatch.setattr(history, "default_db_path", lambda: tmp_path / "none.sqlite")
+    assert history.run(HistoryRequest()).runs == []
+    # a database the user named and that is not there: the error show gives
+    with pytest.raises(StoreError, match="no results database at"):
+        history.run(HistoryRequest(db=tmp_path / "none.sqlite"))
     with pytest.raises(UsageError, match="--limit"):
         history.run(HistoryRequest(db=tmp_path / "none.sqlite", limit=0))
 
@@ -186,3 +193,22 @@ def test_terminal_tables_at_80_columns_keep_every_figure_whole(db: Path) -> None
         for r in found.runs:  # each run's row whole, with its start and its trials
             assert any(r.started_at[:16].replace("T", " ") in line and r.status in line for line in lines)
     assert "[1] read, gocryptfs: bytes per trial differ between these runs" in buf.getvalue()
+
+
+def test_each_run_says_how_many_trials_it_ran_not_the_plans_most(tmp_path: Path) -> None:
+    # every plan here says repeats 3; what ran was 3 and 4, 2 and 2, 1 and 1
+    path = tmp_path / "r.sqlite"
+    store = Store.open(path)
+    _add_run(store, "a", {("read", "plain"): [1e8, 2e8, 3e8, 4e8], ("read", "gocryptfs"): [1e8] * 3})
+    _add_run(store, "a", {("read", "plain"): [4e8, 4e8], ("read", "gocryptfs"): [2e8, 2e8]})
+    _add_run(store, "a", {("read", "plain"): [6e8], ("read", "gocryptfs"): [3e8]})
+    store.close()
+    found = history.run(HistoryRequest(db=path))
+    assert [(r.fewest_trials, r.most_trials) for r in found.runs] == [(1, 1), (2, 2), (3, 4)]
+    out = StringIO()
+    runs_table(found, Console(file=out, width=160, color_system=None))
+    text = out.getvalue()
+    assert "trials each" in text and "3 to 4" in text and "repeats" not in text
+    out = StringIO()
+    runs_table(found, Console(file=out, width=60, color_system=None))
+    assert "run 1: 8 MiB, 3 to 4 trials each; " in out.getvalue()

@@ -57,11 +57,35 @@ def test_the_rules_find_the_recorded_warnings_that_need_no_trials(name: str) -> 
     assert again == recorded
 
 
-def test_trials_shorter_than_a_second_of_io_are_named_per_workload() -> None:
+def test_trials_shorter_than_a_second_of_io_are_named_per_target_and_workload() -> None:
     doc = Document.from_json(json.loads((DOCS / "default-run.json").read_text()))
-    short = {w.workload: w.message for w in warning_rules.short_trial(doc)}
+    found = list(warning_rules.short_trial(doc))
+    short = {(w.target, w.workload): w.message for w in found}
     # plain's sequential reads moved their bytes in 51, 97 and 185 ms (io_bytes / throughput)
-    assert "plain 97 ms" in short["seq1m-q8-read"]
+    assert short[("plain", "seq1m-q8-read")].startswith(
+        "trials shorter than 1 s of I/O (median, fio's runtime): 97 ms;"
+    )
     # its rnd4k-q1-read trials took 1162, 983, 1138 and 1420 ms: a median over a second
-    assert "plain " not in short.get("rnd4k-q1-read", "")
-    assert all(w.kind == WarningKind.SHORT_TRIAL and w.target is None for w in warning_rules.short_trial(doc))
+    assert ("plain", "rnd4k-q1-read") not in short
+    # each names its target and workload, never one without the other
+    assert all(w.kind == WarningKind.SHORT_TRIAL and w.target and w.workload for w in found)
+
+
+def test_one_sample_of_a_dropped_workload_is_not_told_to_repeat_more() -> None:
+    raw = json.loads((DOCS / "default-run.json").read_text())
+    for r in raw["results"]:
+        if r["workload"] in ("rnd4k-q1-read", "rnd4k-q1-write"):
+            r["samples"], r["n"] = r["samples"][:1], 1
+    for a in raw["stopping"]["answers"]:
+        if a["workload"] == "rnd4k-q1-read":
+            a["stopped_by"] = "dropped"
+    doc = Document.from_json(raw)
+    few = {
+        (w.workload, w.target): w.message
+        for w in warning_rules.find(doc, [])
+        if w.kind == WarningKind.FEW_SAMPLES
+    }
+    dropped = few[("rnd4k-q1-read", "gocryptfs")]
+    assert "dropped to fit the time budget" in dropped and "--repeats" not in dropped
+    # a workload that was not dropped ran one trial for want of repeats: more would help
+    assert few[("rnd4k-q1-write", "gocryptfs")].endswith("use --repeats 3 or more")

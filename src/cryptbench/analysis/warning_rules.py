@@ -115,20 +115,28 @@ def protection_unproven(doc: Document) -> Found:
 MIN_SAMPLES = 3  # below this an interval is no more than the samples' range
 
 
-def few_samples(r: Result) -> Found:
-    if r.n < MIN_SAMPLES:
-        yield RunWarning(
-            WarningKind.FEW_SAMPLES,
-            f"{r.n} sample(s): the interval is at best their range; use --repeats {MIN_SAMPLES} or more",
-            r.workload,
-            r.target,
-        )
+def few_samples(doc: Document, r: Result) -> Found:
+    if r.n >= MIN_SAMPLES:
+        return
+    if doc.stopping is not None and any(
+        a.workload == r.workload and a.stopped_by == StopReason.DROPPED for a in doc.stopping.answers
+    ):
+        # more repeats would not have run it again: the time budget dropped it
+        advice = "its workload was dropped to fit the time budget (--max-time longer, or --overrun extend)"
+    else:
+        advice = f"use --repeats {MIN_SAMPLES} or more"
+    yield RunWarning(
+        WarningKind.FEW_SAMPLES,
+        f"{r.n} sample(s): the interval is at best their range; {advice}",
+        r.workload,
+        r.target,
+    )
 
 
 HIGH_CV = 0.10  # coefficient of variation above which a result is flagged
 
 
-def high_variation(r: Result) -> Found:
+def high_variation(_doc: Document, r: Result) -> Found:
     if r.cv > HIGH_CV:
         yield RunWarning(
             WarningKind.HIGH_VARIATION,
@@ -138,7 +146,7 @@ def high_variation(r: Result) -> Found:
         )
 
 
-def outlier(r: Result) -> Found:
+def outlier(_doc: Document, r: Result) -> Found:
     values = r.samples
     for i in stats.outliers(values):
         yield RunWarning(
@@ -150,7 +158,7 @@ def outlier(r: Result) -> Found:
         )
 
 
-def drift(r: Result) -> Found:
+def drift(_doc: Document, r: Result) -> Found:
     d = stats.drift(r.samples)
     if d is not None:
         way = "down" if d.change < 0 else "up"
@@ -164,7 +172,7 @@ def drift(r: Result) -> Found:
         )
 
 
-def bimodal(r: Result) -> Found:
+def bimodal(_doc: Document, r: Result) -> Found:
     groups = stats.modes(r.samples)
     if groups is not None:
         low, high = groups
@@ -182,7 +190,7 @@ def bimodal(r: Result) -> Found:
 SLOW_FIRST = 0.80  # a first trial below 80 % of the others' median speed is flagged
 
 
-def slow_first_trial(r: Result) -> Found:
+def slow_first_trial(_doc: Document, r: Result) -> Found:
     values = r.samples
     if r.n < MIN_SAMPLES:
         return
@@ -306,23 +314,22 @@ def short_trial(doc: Document) -> Found:
     for w in doc.plan.workloads:
         if w not in specs:
             continue  # an application task times itself, whole
-        short = []
         for t in doc.targets:
             moved, rate = by.get((w, t.name, "io_bytes")), by.get((w, t.name, "throughput"))
-            if moved and rate and len(moved) == len(rate):
-                durations = [b / r for b, r in zip(moved, rate, strict=True) if r > 0]
-                if durations and (seconds := statistics.median(durations)) < MIN_TRIAL_SECONDS:
-                    short.append((t.name, seconds))
-        if short:
-            named = ", ".join(f"{name} {seconds * 1e3:.0f} ms" for name, seconds in short)
-            yield RunWarning(
-                WarningKind.SHORT_TRIAL,
-                f"trials shorter than {MIN_TRIAL_SECONDS:g} s of I/O (median, fio's runtime): {named}; "
-                "over so short a run fio's start-up and the device's ramp weigh in the figure; "
-                "buffered trials and writes to a new file make one pass over the data file (a larger "
-                "--size lengthens them), direct ones as many as --trial-time and the byte budget allow",
-                workload=w,
-            )
+            if not (moved and rate and len(moved) == len(rate)):
+                continue
+            durations = [b / r for b, r in zip(moved, rate, strict=True) if r > 0]
+            if durations and (seconds := statistics.median(durations)) < MIN_TRIAL_SECONDS:
+                yield RunWarning(
+                    WarningKind.SHORT_TRIAL,
+                    f"trials shorter than {MIN_TRIAL_SECONDS:g} s of I/O (median, fio's runtime): "
+                    f"{seconds * 1e3:.0f} ms; over so short a run fio's start-up and the device's ramp "
+                    "weigh in the figure; buffered trials and writes to a new file make one pass over "
+                    "the data file (a larger --size lengthens them), direct ones as many as "
+                    "--trial-time and the byte budget allow",
+                    workload=w,
+                    target=t.name,
+                )
 
 
 RUN_RULES = (
@@ -341,7 +348,7 @@ def find(doc: Document, trials: list[TrialRow]) -> list[RunWarning]:
     found = [w for rule in RUN_RULES for w in rule(doc)]
     for r in doc.results:
         if r.metric == doc.plan.primary(r.workload):
-            found += [w for rule in RESULT_RULES for w in rule(r)]
+            found += [w for rule in RESULT_RULES for w in rule(doc, r)]
     found += failed_trials(trials)
     found += cache_not_dropped(doc, trials)
     found += imprecise(doc)

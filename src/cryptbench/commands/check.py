@@ -54,16 +54,20 @@ class Finding:
                 f"{self.target} at {self.workload}: no comparison (its trials or {self.baseline}'s failed "
                 "or never ran), so it cannot pass"
             )
-        interval = "" if self.low is None else f" [{self.low:.0f}, {self.high:.0f}]"
-        text = f"{self.target} at {self.workload}: {self.overhead:.0f} %{interval} against {self.baseline}"
+        # printed as every figure is: a change in speed, negative when slower (overhead 95 is -95%)
+        low, high = self.low, self.high
+        interval = (
+            " (one trial: no interval)" if low is None or high is None else f" [{-high:+.0f}, {-low:+.0f}]"
+        )
+        text = f"{self.target} at {self.workload}: {-self.overhead:+.0f}%{interval} against {self.baseline}"
         if self.passed:
             return text
-        beyond = self.low is not None and self.low > bound
-        return (
-            text
-            + (" — clearly above" if beyond else " — above, though its interval reaches")
-            + f" {bound:g} %"
-        )
+        past = f" — past the {-bound:+g}% bound"
+        if low is None:
+            return text + past + ", with no interval to say how clearly"
+        if low > bound:
+            return text + past + ", clearly (its whole interval)"
+        return text + past + ", though its interval reaches it"
 
 
 @dataclass(frozen=True)
@@ -225,8 +229,8 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     if bound is not None:
         within = all(f.passed for f in result.findings)
         gates.append(
-            ("every target within" if within else "over")
-            + f" {bound:g} % overhead (the share of the baseline's speed lost; worst workload shown)"
+            ("every target within" if within else "past")
+            + f" {-bound:+g}% change in speed against its baseline (worst workload shown)"
         )
     if result.required:
         proven = all(r.passed for r in result.protection)

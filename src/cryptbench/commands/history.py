@@ -67,8 +67,8 @@ def run(request: HistoryRequest) -> History:
     if r.limit < 1:
         raise UsageError("--limit must be at least 1")
     path = r.db or default_db_path()
-    if not path.exists():
-        return History([])
+    if r.db is None and not path.exists():
+        return History([])  # nothing run yet; a path the user named must exist, as for show
     store = Store.open(path, create=False)
     try:
         runs = store.history(r.limit, backend=r.backend, workload=r.workload, host=r.host)

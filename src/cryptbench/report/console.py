@@ -404,7 +404,8 @@ def _warnings(warnings: list[RunWarning], console: Console) -> None:
             continue
         console.print(f"[yellow]warning[/yellow] {kind} ({len(items)}):")
         for w in items:
-            console.print(f"  {w.target}/{w.workload}: {w.message}")
+            # a warning about a whole workload has no target, one about a target no workload
+            console.print(f"  {'/'.join(x for x in (w.target, w.workload) if x)}: {w.message}")
 
 
 def protection_table(doc: Document) -> Table | None:

@@ -43,6 +43,15 @@ def line(series: Series, columns: list[int]) -> str:
     return sparkline([medians.get(run_id) for run_id in columns])
 
 
+def _trials_each(r: HistoryRow) -> str:
+    """'3 to 4': the good trials each workload and target got, as run (never the plan's most)."""
+    if r.fewest_trials is None or r.most_trials is None:
+        return "-"
+    if r.fewest_trials == r.most_trials:
+        return str(r.most_trials)
+    return f"{r.fewest_trials} to {r.most_trials}"
+
+
 def _run_cells(r: HistoryRow) -> dict[str, str]:
     return {
         "run": str(r.id),
@@ -50,7 +59,7 @@ def _run_cells(r: HistoryRow) -> dict[str, str]:
         "host": r.host or "-",
         "suite": r.suite,
         "size": f"{(r.size or 0) >> 20} MiB",
-        "repeats": "adaptive" if r.repeats is None else str(r.repeats),
+        "trials each": _trials_each(r),
         "trials ok/failed": f"{r.ok_trials}/{r.failed_trials}",
         "status": r.status,
         "targets": ", ".join(r.targets),
@@ -61,7 +70,7 @@ NARROW = ("run", "started (UTC)", "host", "suite", "trials ok/failed", "status")
 
 
 def runs_table(history: History, out: Console) -> None:
-    """The runs, a row each; where every column would not fit, size, repeats and targets are
+    """The runs, a row each; where every column would not fit, size, trials each and targets are
     listed under the table, one wrapped line per run."""
     cells = [_run_cells(r) for r in history.runs]
     every = list(cells[0]) if cells else list(NARROW)
@@ -78,7 +87,7 @@ def runs_table(history: History, out: Console) -> None:
     if not wide:
         width = max(40, out.width)
         for c in cells:
-            text = f"run {c['run']}: {c['size']}, {c['repeats']} repeats; {c['targets']}"
+            text = f"run {c['run']}: {c['size']}, {c['trials each']} trials each; {c['targets']}"
             out.print(escape(textwrap.fill(text, width=width, subsequent_indent="    ")), highlight=False)
 
 

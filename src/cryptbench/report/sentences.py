@@ -209,7 +209,7 @@ def stopping_lines(st: Stopping | None) -> list[str]:
             f"Repetition: adaptive to ±{rule['precision'] * 100:g}% "
             f"({rule['min_repeats']} to {rule['max_repeats']} trials): {len(precise)} of {len(answers)} "
             f"comparisons got there"
-            + (f" in {format_count_range([a.rounds for a in precise])} trials" if precise else "")
+            + (f" in {format_count_range([a.samples for a in precise])} trials" if precise else "")
             + f"; {spent}{limit}."
         ]
     short = [a for a in answers if a.stopped_by not in ("precision", "equivalent", "fixed-repeats")]
@@ -217,7 +217,7 @@ def stopping_lines(st: Stopping | None) -> list[str]:
         against = f" vs {a.baseline}" if a.baseline else ""
         why = a.stopped_by or "the run ended"
         lines.append(
-            f"  {a.target}{against}, {a.workload}: {_pm(a.halfwidth)} after {a.rounds} "
+            f"  {a.target}{against}, {a.workload}: {_pm(a.halfwidth)} after {a.samples} "
             f"trial(s), stopped by {why}"
         )
     return lines

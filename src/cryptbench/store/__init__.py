@@ -398,6 +398,10 @@ class Store:
             " json_extract(r.environment_json, '$.hostname') AS host,"
             " (SELECT count(*) FROM trials t WHERE t.run_id=r.id AND t.status='ok') AS ok_trials,"
             " (SELECT count(*) FROM trials t WHERE t.run_id=r.id AND t.status!='ok') AS failed_trials,"
+            " (SELECT min(c) FROM (SELECT count(*) AS c FROM trials t WHERE t.run_id=r.id AND t.status='ok'"
+            " GROUP BY t.workload, t.target)) AS fewest_trials,"
+            " (SELECT max(c) FROM (SELECT count(*) AS c FROM trials t WHERE t.run_id=r.id AND t.status='ok'"
+            " GROUP BY t.workload, t.target)) AS most_trials,"
             " (SELECT group_concat(name, ',') FROM targets g WHERE g.run_id=r.id) AS targets"
             " FROM runs r"
             + (" WHERE " + " AND ".join(where) if where else "")

@@ -110,8 +110,12 @@ class HistoryRow:
     failed_trials: int  # count
     targets: list[str]  # in the order provisioned
     size: int | None  # bytes per trial
-    repeats: int | None  # the plan's fixed repeats, if it had them
+    repeats: int | None  # the plan's repeats: a fixed count, or an adaptive run's most
     primary_metrics: dict[str, str]  # workload -> its primary metric
+    # count of good trials of the (workload, target) that had the fewest, and the most;
+    # None when the run stored no good trial
+    fewest_trials: int | None = None
+    most_trials: int | None = None
 
     @classmethod
     def from_db(cls, row: DbRow) -> HistoryRow:
@@ -129,6 +133,8 @@ class HistoryRow:
             plan.get("size"),
             plan.get("repeats"),
             plan.get("primary_metrics", {}),
+            row.get("fewest_trials"),
+            row.get("most_trials"),
         )
 
     def to_json(self) -> JsonObject:
