@@ -67,7 +67,10 @@ def test_compare_two_real_runs(target_dir: Path, tmp_path: Path) -> None:
         want = median[("b", r["workload"], r["target"])] / median[("a", r["workload"], r["target"])]
         assert r["ratio"] == pytest.approx(want)
         assert r["ratio_low"] <= r["ratio_high"]
-        assert r["words"].endswith(("faster", "slower", "as fast"))
+        # the tool's one convention: B's change in speed against A, with both ends
+        assert r["words"] == f"{(r['ratio'] - 1) * 100:+.0f}% [{(r['ratio_low'] - 1) * 100:+.0f}, " + (
+            f"{(r['ratio_high'] - 1) * 100:+.0f}]"
+        )
 
     # The terminal table and the page, from the same two stores.
     page_path = tmp_path / "compare.html"

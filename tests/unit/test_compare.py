@@ -57,17 +57,17 @@ def test_ratio_is_b_speed_over_a_for_every_workload_and_target() -> None:
         assert r.metric == DOC["plan"]["primary_metrics"].get(r.workload, "throughput")
         assert r.ratio == pytest.approx(2.0)
         assert r.b_median == pytest.approx(2 * r.a_median)
-        assert r.times().startswith("2.00") and r.times().endswith("times faster")
+        assert r.change().startswith("+100% [")
     assert not comp.differences and not comp.forced
 
 
 def test_a_time_metric_is_turned_into_speed() -> None:
-    # Twice the latency is half the speed: B is 2 times slower, its ratio 0.5.
+    # Twice the latency is half the speed: B is 50 % slower, its ratio 0.5.
     comp = _compare(DOC, _scaled(DOC, 2.0), metric="lat_p99")
     assert {r.metric for r in comp.rows} == {"lat_p99"}
     for r in comp.rows:
         assert r.ratio == pytest.approx(0.5)
-        assert r.times().startswith("2.00") and r.times().endswith("times slower")
+        assert r.change().startswith("-50% [")
 
 
 def test_ratio_and_interval_are_the_bootstrap_of_the_two_sample_sets() -> None:
@@ -139,18 +139,20 @@ def test_one_trial_a_side_cannot_be_told() -> None:
     key = ("seq1m-q8-read", "plain")
     row = _row(_compare(DOC, _with_samples(_scaled(DOC, 1.0), key, [5e8])), *key)
     assert row.test == "none" and row.significant is None and row.ratio_low is None
-    assert "cannot tell" in row.evidence() and "±" not in row.times()
+    assert "cannot tell" in row.evidence() and row.change().endswith("(n=1: no interval)")
 
 
-def test_times_in_words() -> None:
+def test_the_change_is_written_as_every_figure_is() -> None:
     def row(ratio: float, low: float | None, high: float | None) -> Row:
         return Row("w", "t", "throughput", "bytes/s", True, 3, 1, None, None, 3, 1, None, None, ratio, low,
                    high, "intervals", None, True)  # fmt: skip
 
-    assert row(0.5, 0.4, 0.625).times() == "2.00 ± 0.50 times slower"  # 1/0.4 = 2.5, 1/0.625 = 1.6
-    assert row(1.5, 1.4, 1.8).times() == "1.50 ± 0.30 times faster"
-    assert row(1.001, 0.98, 1.02).times().endswith("times as fast")
-    assert row(1.5, None, None).times() == "1.50 times faster"
+    # a change in speed, negative when slower, with both ends of its lopsided interval; no *:
+    # compare's significance is its test's, in a column of its own
+    assert row(0.5, 0.4, 0.625).change() == "-50% [-60, -38]"
+    assert row(1.5, 1.4, 1.8).change() == "+50% [+40, +80]"
+    assert row(1.001, 0.98, 1.02).change() == "+0% [-2, +2]"
+    assert row(1.5, None, None).change() == "+50% (n=1: no interval)"
 
 
 @pytest.mark.parametrize(
@@ -266,10 +268,10 @@ def test_terminal_and_json_say_the_same() -> None:
     compare_console.render(comp, Console(file=buf, width=200))
     text = buf.getvalue()
     assert comp.summary() in text.replace("\n", " ")
-    assert text.count("2.00 ± ") == len(comp.rows)
+    assert text.count("-50% [") == len(comp.rows)
     data = json.loads(json.dumps(comp.to_json()))
     assert data["counts"] == comp.counts() and len(data["rows"]) == len(comp.rows)
-    assert data["rows"][0]["words"] == comp.rows[0].times()
+    assert data["rows"][0]["words"] == comp.rows[0].change()
 
 
 def test_terminal_at_80_columns_keeps_every_figure_whole() -> None:
@@ -284,7 +286,7 @@ def test_terminal_at_80_columns_keeps_every_figure_whole() -> None:
     assert max(map(len, lines)) <= 80 and not any("…" in line for line in lines)
     text = buf.getvalue()
     for r in comp.rows:
-        assert r.times() in text  # "2.00 ± 1.14 times slower", on one line each
+        assert r.change() in text  # "-50% [-62, -31]", on one line each
     for o in compare_cells.overhead_cells(comp):
         assert o.a in text and o.b in text
 

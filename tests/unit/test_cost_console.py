@@ -40,28 +40,25 @@ def test_the_queue_depth_table_has_a_column_per_depth() -> None:
     assert [w for w in header.split() if w.startswith("QD")] == ["QD1", "QD4", "QD16", "QD32"]
     under = lines[next(i for i, line in enumerate(lines) if line.strip() == "randread 4 KiB") :]
     row = next(line for line in under if "fscrypt vs ext4-loop" in line)
-    # wide enough for the intervals: each depth's cost with its own
+    # wide enough for the intervals: each depth's change in speed with its own, negative
+    # when slower (an overhead of 65 % is -65%), * where it excludes no change
     assert row.split()[3:] == [
-        "65",
-        "[48,",
-        "73]",
-        "74",
-        "[73,",
-        "76]",
-        "82",
-        "[76,",
-        "84]",
-        "78",
-        "[72,",
-        "84]",
-    ]
+        "-65%", "[-73,", "-48]*",
+        "-74%", "[-76,", "-73]*",
+        "-82%", "[-84,", "-76]*",
+        "-78%", "[-84,", "-72]*",
+    ]  # fmt: skip
 
 
 def test_at_80_columns_the_tables_keep_every_figure_whole() -> None:
     text = _printed("qd-sweep-fscrypt.json", width=80)
     lines = text.splitlines()
     assert max(map(len, lines)) <= 80 and "…" not in text
-    under = lines[next(i for i, line in enumerate(lines) if line.strip() == "randread 4 KiB") :]
-    row = next(line for line in under if "fscrypt vs ext4-loop" in line)
-    assert row.split()[3:] == ["65±18", "74±2", "82±6", "78±6"]  # the half-width where intervals do not fit
-    assert "percent slower, ±95% half-width" in " ".join(text.split())
+    # compact cells, each wrapped between its figure and its interval where it must: every
+    # figure and every interval whole on its line
+    table = text[text.index("Change in speed against the baseline by queue depth") :]
+    tokens = table.split()
+    for whole in ("-65", "[-73,-48]*", "-74", "[-76,-73]*", "-78±2*", "-78±5*", "+2", "[-19,+11]"):
+        assert whole in tokens, whole
+    assert "(%, with its 95% interval, compact)" in " ".join(table.split())
+    assert "percent slower" not in text

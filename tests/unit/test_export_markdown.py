@@ -35,16 +35,17 @@ def test_the_figures_are_the_documents() -> None:
         if (c["workload"], c["target"], c["baseline"]) == ("seq1m-q8-read", "fscrypt", "ext4-loop")
     ]
     assert "47.5 MB/s" in row and "| ext4-loop |" in row
-    assert f"{(c['ratio'] - 1) * 100:+.0f} %" in row and "no clear difference" not in row
+    assert f"| {(c['ratio'] - 1) * 100:+.0f}% [" in row and row.endswith("]\\* |")  # * (escaped): significant
     plain = next(line for line in text.splitlines() if line.startswith("| seq1m-q8-read | plain |"))
     assert plain.endswith("|  |  |")  # plain has no baseline
 
 
-def test_an_interval_that_spans_no_change_says_so() -> None:
+def test_an_interval_that_spans_no_change_is_left_unmarked() -> None:
     doc = json.loads((DOCS / "default-run.json").read_text())
     text = export_markdown.render(Document.from_json(doc))
     (row,) = [line for line in text.splitlines() if line.startswith("| seq1m-q8-read | ext4-loop |")]
-    assert row.endswith("(no clear difference) |")
+    assert row.endswith("| +23% [-69, +194] |")  # no *: it spans no change
+    assert "\\* where the interval excludes no change" in text
 
 
 def test_a_target_without_a_result_is_marked_failed() -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 from cryptbench import stats
 from cryptbench.analysis.document import results_by_key
-from cryptbench.analysis.speed_change import speed_change
+from cryptbench.analysis.speed_change import change_words, speed_change
 from cryptbench.errors import UsageError
 from cryptbench.json_types import JsonObject
 from cryptbench.metric_catalog import info
@@ -82,23 +82,16 @@ class Row:
     p_value: float | None  # Mann-Whitney U, two-sided; None for the other tests
     significant: bool | None  # None: cannot be told
 
-    def times(self) -> str:
-        """The change as "x ± y times faster/slower" (y: the interval's farther end from x)."""
+    def change(self) -> str:
+        """B against A as a change in speed (for a metric of no direction, in its value), in
+        the tool's one convention: '-50% [-60, -38]', negative when B is slower. Unmarked:
+        the significance is the test's (`evidence`), not the interval's."""
         if self.ratio <= 0:
             return "no speed in B"
-        faster = self.ratio >= 1
-        x = self.ratio if faster else 1 / self.ratio
-        up, down, same = (
-            ("higher", "lower", "the same")
-            if self.higher_is_better is None
-            else ("faster", "slower", "as fast")
-        )
-        word = same if round(x, 2) == 1.0 else (up if faster else down)
-        if self.ratio_low is None or self.ratio_high is None or self.ratio_low <= 0:
-            return f"{x:.2f} times {word}"
-        ends = (self.ratio_low, self.ratio_high) if faster else (1 / self.ratio_high, 1 / self.ratio_low)
-        y = max(x - ends[0], ends[1] - x)
-        return f"{x:.2f} ± {y:.2f} times {word}"
+        pct = (self.ratio - 1) * 100
+        if self.ratio_low is None or self.ratio_high is None:
+            return change_words(pct, None)
+        return change_words(pct, ((self.ratio_low - 1) * 100, (self.ratio_high - 1) * 100), mark=False)
 
     def evidence(self) -> str:
         """How significance was decided, briefly (`METHOD` says how in full)."""
@@ -109,7 +102,7 @@ class Row:
         return "cannot tell"
 
     def to_json(self) -> JsonObject:
-        return {**self.__dict__, "words": self.times(), "evidence": self.evidence()}
+        return {**self.__dict__, "words": self.change(), "evidence": self.evidence()}
 
 
 @dataclass(frozen=True)

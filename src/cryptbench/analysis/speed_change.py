@@ -1,6 +1,15 @@
-"""A comparison read as a change in speed, whatever its metric's direction: the
-one reading every renderer and rule shares (below analysis/document.py, so that the
-rules the document is built with can use it too)."""
+"""A comparison read as a change in speed, whatever its metric's direction, and written
+in the tool's one convention: the one reading and writing every renderer and rule shares
+(below analysis/document.py, so that the rules the document is built with can use it
+too; docs/methodology.md, "Reading the figures").
+
+A change in speed in percent, negative when slower, whatever the metric's direction
+(a time is read as its inverse). Its 95 % interval follows it: as `±h` only where the
+interval is symmetric about the estimate once both halves are rounded to the printed
+digits, else as `[lo, hi]`, so that no ± ever claims a reach the interval does not
+have. A figure whose interval excludes no change ends in SIGNIFICANT, a mark that
+survives NO_COLOR and pipes (colour only repeats it). A figure without an interval (a
+side with one trial) says so with NO_INTERVAL instead of looking like any other."""
 
 from __future__ import annotations
 
@@ -15,3 +24,43 @@ def speed_change(c: Comparison | RankEntry) -> tuple[float, tuple[float, float] 
     if c.ci_low is None or c.ci_high is None:
         return pct, None, False
     return pct, ((c.ci_low - 1) * 100, (c.ci_high - 1) * 100), c.ci_high < 1 or c.ci_low > 1
+
+
+SIGNIFICANT = "*"  # the 95 % interval excludes no change
+NO_INTERVAL = "n=1"  # a side ran one trial: there is no interval
+LEGEND = (
+    "Change in speed against the baseline beside each target, % (negative: slower), and its 95% "
+    f"interval (±h or [lo,hi]); {SIGNIFICANT}: it excludes no change; {NO_INTERVAL}: no interval."
+)
+
+
+def symmetric(pct: float, low: float, high: float, digits: int = 0) -> bool:
+    """Whether both halves of the interval print as the same number."""
+    return round(pct - low, digits) == round(high - pct, digits)
+
+
+def significant(interval: tuple[float, float] | None) -> bool:
+    """The interval (in percent of change) lies wholly on one side of no change."""
+    return interval is not None and (interval[1] < 0 or interval[0] > 0)
+
+
+def change_cell(pct: float, interval: tuple[float, float] | None) -> str:
+    """'-76±2*', '-33 [-89,+316]', '-11 n=1': a change in percent for a table's cell."""
+    if interval is None:
+        return f"{pct:+.0f} {NO_INTERVAL}"
+    lo, hi = interval
+    mark = SIGNIFICANT if significant(interval) else ""
+    if symmetric(pct, lo, hi):
+        return f"{pct:+.0f}±{round(hi - pct):.0f}{mark}"
+    return f"{pct:+.0f} [{lo:+.0f},{hi:+.0f}]{mark}"
+
+
+def change_words(pct: float, interval: tuple[float, float] | None, mark: bool = True) -> str:
+    """'-33% [-89, +316]', '-11% (n=1: no interval)': a change in percent for a sentence,
+    always with both ends of its interval; `mark`: SIGNIFICANT where it excludes no change
+    (off where another test decides significance, as `compare`'s does)."""
+    if interval is None:
+        return f"{pct:+.0f}% ({NO_INTERVAL}: no interval)"
+    lo, hi = interval
+    star = SIGNIFICANT if mark and significant(interval) else ""
+    return f"{pct:+.0f}% [{lo:+.0f}, {hi:+.0f}]{star}"

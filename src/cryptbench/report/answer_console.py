@@ -20,7 +20,7 @@ from rich.text import Text
 
 from cryptbench.analysis import ranking, study_summary
 from cryptbench.analysis.document import results_by_key
-from cryptbench.analysis.speed_change import speed_change
+from cryptbench.analysis.speed_change import LEGEND, change_cell, speed_change
 from cryptbench.metrics import PRIMARY
 from cryptbench.report import protection_rows
 from cryptbench.report.sentences import SERIOUS, command_lines, header, precision_line
@@ -42,10 +42,10 @@ def _plain_cell(r: Result) -> str:
 def _change_cell(c: Comparison) -> Text:
     pct, interval, differs = speed_change(c)
     if interval is None:
-        return Text(f"{pct:+.0f}", style="yellow")
-    half = max(pct - interval[0], interval[1] - pct)
+        return Text(change_cell(pct, None), style="yellow")
+    # the colour repeats the mark, which survives NO_COLOR and pipes
     style = ("red" if pct < 0 else "green") if differs else ""
-    return Text(f"{pct:+.0f}±{half:.0f}", style=style)
+    return Text(change_cell(pct, interval), style=style)
 
 
 def _cells(doc: Document, workloads: list[str]) -> list[tuple[str, str, list[Text]]]:
@@ -113,11 +113,19 @@ def _tables(doc: Document, width: int) -> list[Table]:
         while end < len(workloads) and (end == start or room >= cell[end] + PADDING):
             room -= cell[end] + PADDING
             end += 1
+        # room left over widens a column to its whole name, so that its header folds no more
+        # than it must (a screen's lines are the answer's budget)
+        widths = {}
+        for i in range(start, end):
+            widths[i] = cell[i] + min(room, max(0, len(workloads[i]) - cell[i]))
+            room -= widths[i] - cell[i]
         table = Table(box=box.SIMPLE, pad_edge=False, show_edge=False, padding=(0, 1))
         table.add_column("target", style="bold", no_wrap=True)
         table.add_column("", no_wrap=True, style="dim")
         for i in range(start, end):
-            table.add_column(_fold(workloads[i], cell[i]), justify="right", no_wrap=True, min_width=cell[i])
+            table.add_column(
+                _fold(workloads[i], widths[i]), justify="right", no_wrap=True, min_width=widths[i]
+            )
         for name, against, cells in rows:
             table.add_row(name, against, *cells[start:end])
         tables.append(table)
@@ -189,15 +197,13 @@ def render(doc: Document, console: Console) -> None:
         for line in commands:
             console.print(Text(line))
         console.print(
-            "[dim]Time of each command (+: longer), its median's and the change's 95% intervals.[/dim]"
+            "[dim]Time of each command with its median's 95% interval; on each target the change in "
+            "speed (negative: slower) with its 95% interval, and the change in time beside it.[/dim]"
         )
     console.print()
     for table in _tables(doc, console.width):
         console.print(table)
-    console.print(
-        "[dim]Change in speed against the baseline named beside each target, in %, ± the half-width "
-        "of its 95% interval; coloured where that interval excludes no change.[/dim]"
-    )
+    console.print(Text(LEGEND, style="dim"))
     if any(c.kind == ComparisonKind.VARIANT for c in doc.comparisons):
         console.print(
             "[dim]A row with no target name holds the target above it against the one it differs "

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cryptbench.analysis.run_comparison import Comparison, Row
+from cryptbench.analysis.speed_change import change_words
 from cryptbench.units import format_value
 
 
@@ -22,7 +23,8 @@ def _ratio(r: Row) -> str:
 
 
 def _overhead(value: float, interval: tuple[float, float] | None) -> str:
-    return f"{value:.0f} %" + ("" if interval is None else f" [{interval[0]:.0f}, {interval[1]:.0f}]")
+    """An overhead (percent slower) written as every figure is: a change in speed, '-31% [-52, -2]*'."""
+    return change_words(-value, None if interval is None else (-interval[1], -interval[0]))
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,7 @@ class RowCells:
     a: str  # A's median [interval] (trials)
     b: str  # B's, the same way
     ratio: str  # B/A [interval]
-    words: str  # B against A in words: "2.00 ± 1.14 times slower"
+    words: str  # B against A as a change in speed: "-50% [-60, -38]"
     evidence: str  # why the change is or is not significant
     significant: bool | None  # None: too few trials to tell
     mark: str  # "yes", "no" or "?"
@@ -48,7 +50,7 @@ class OverheadCells:
     workload: str
     target: str
     baseline: str
-    a: str  # percent [interval] in run A
+    a: str  # change in speed, percent [interval], in run A
     b: str  # in run B
     changed: bool  # the two intervals are disjoint
 
@@ -62,7 +64,7 @@ def row_cells(comp: Comparison) -> list[RowCells]:
             a=_median(r.a_n, r.a_median, r.a_low, r.a_high, r.unit),
             b=_median(r.b_n, r.b_median, r.b_low, r.b_high, r.unit),
             ratio=_ratio(r),
-            words=r.times(),
+            words=r.change(),
             evidence=r.evidence(),
             significant=r.significant,
             mark={True: "yes", False: "no", None: "?"}[r.significant],

@@ -15,7 +15,14 @@ from rich.text import Text
 
 from cryptbench.analysis import ranking, study_summary
 from cryptbench.analysis.document import results_by_key
-from cryptbench.analysis.speed_change import speed_change
+from cryptbench.analysis.speed_change import (
+    NO_INTERVAL,
+    SIGNIFICANT,
+    change_cell,
+    change_words,
+    speed_change,
+    symmetric,
+)
 from cryptbench.metric_catalog import info
 from cryptbench.metrics import PRIMARY
 from cryptbench.report import protection_rows
@@ -53,10 +60,14 @@ def _interval(lo: float | None, hi: float | None, unit: str, median: float) -> s
 
 
 def _relative(r: Result) -> str:
-    """The interval's larger reach from the median, as a share of it: the compact form."""
+    """The interval's reach from the median, as a share of it: the compact form ('±4%' where
+    both halves print alike, else '[-12%, +30%]')."""
     if r.ci_low is None or r.ci_high is None or not r.median:
-        return "no interval"
-    return f"±{max(r.median - r.ci_low, r.ci_high - r.median) / abs(r.median):.0%}"
+        return NO_INTERVAL
+    lo, hi = (r.ci_low - r.median) / abs(r.median) * 100, (r.ci_high - r.median) / abs(r.median) * 100
+    if symmetric(0.0, lo, hi):
+        return f"±{hi:.0f}%"
+    return f"[{lo:+.0f}%, {hi:+.0f}%]"
 
 
 def _change(c: Comparison | None, compact: bool) -> Text:
@@ -64,13 +75,8 @@ def _change(c: Comparison | None, compact: bool) -> Text:
     if c is None:
         return Text("")
     pct, interval, differs = speed_change(c)
-    if interval is None:
-        return Text(f"{pct:+.0f}%", style="yellow")
-    lo, hi = interval
-    style = ("red" if pct < 0 else "green") if differs else "dim"
-    if compact:
-        return Text(f"{pct:+.0f}±{max(pct - lo, hi - pct):.0f}%", style=style)
-    return Text(f"{pct:+.0f}% [{lo:+.0f}, {hi:+.0f}]", style=style)
+    style = "yellow" if interval is None else ("red" if pct < 0 else "green") if differs else "dim"
+    return Text(change_cell(pct, interval) if compact else change_words(pct, interval), style=style)
 
 
 def _commands_only(doc: Document) -> bool:
@@ -225,7 +231,7 @@ PHASE_TOTALS = (
 def phase_tables(doc: Document, width: int) -> list[Table]:
     """Per application or command workload with several phases: a row per phase and a
     column per target, each cell the phase's median time (and, where `width` has room,
-    for an encrypted target the change against its baseline's median: + is longer); then
+    for an encrypted target the change in speed against its baseline's median); then
     the whole task, the CPU and the device's bytes."""
     # a label column, and a column per target of its name or a "123.45 ms (+100%)" cell
     wide = 30 + sum(max(len(t.name), 18) + 3 for t in doc.targets) <= width
@@ -246,7 +252,8 @@ def phase_tables(doc: Document, width: int) -> list[Table]:
             title=f"{w}: each phase, median over the trials",
             title_justify="left",
             caption=(
-                "(+n%): the target's median against its baseline's; intervals for the whole task above"
+                "(n%): the change in speed of the target's median against its baseline's (negative: "
+                "slower); intervals for the whole task above"
                 if wide
                 else "intervals for the whole task above"
             ),
@@ -271,8 +278,9 @@ def phase_tables(doc: Document, width: int) -> list[Table]:
                     continue
                 cell = format_value(r.median, r.unit)
                 base = results.get((w, t.baseline, metric)) if t.baseline else None
-                if wide and base is not None and base.median > 0 and metric.endswith("seconds"):
-                    cell += f" ({(r.median / base.median - 1) * 100:+.0f}%)"
+                if wide and base is not None and r.median > 0 and metric.endswith("seconds"):
+                    # a change in speed, as every figure: the baseline's time over the target's
+                    cell += f" ({(base.median / r.median - 1) * 100:+.0f}%)"
                 cells.append(cell)
             table.add_row(label, *cells)
         tables.append(table)
@@ -294,7 +302,7 @@ def variant_tables(doc: Document) -> list[Table]:
         table = Table(
             title=title,
             title_justify="left",
-            caption="speed, %, ± the half-width of its 95% interval",
+            caption=f"change in speed, %, with its 95% interval; {SIGNIFICANT}: it excludes no change",
             caption_justify="left",
             box=box.SIMPLE_HEAD,
             min_width=len(title),
@@ -362,11 +370,12 @@ def _legend(doc: Document, console: Console, metric: str | None, compact: bool) 
     else:
         what = "Each workload's median; intervals in its unit (MB/s for throughput, ms or µs for times)"
     if compact:  # the form chosen where intervals would not fit the terminal
-        what = "Each workload's median; ±95%: its 95% interval's larger reach from it, as a share of it"
+        what = "Each workload's median; ±95%: its 95% interval's reach from it, as a share of it"
     console.print(
         f"[dim]{what}, 95% bootstrap over the trials; vs baseline/plain: the change in speed against "
         "the target's baseline (named beside it) and against plain, with its 95% interval (for a time, "
-        "speed is its inverse; red/green: the interval excludes no change).[/dim]"
+        f"speed is its inverse; {SIGNIFICANT}: the interval excludes no change, which red or green "
+        f"repeats; {NO_INTERVAL}: one trial, no interval).[/dim]"
     )
     console.print()
 

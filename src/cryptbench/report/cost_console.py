@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from cryptbench.analysis.speed_change import change_cell, change_words
 from cryptbench.report.narrow import table_width
 from cryptbench.report.sentences import sources
 from cryptbench.result_model import Document, EfficiencyRow, QdPoint
@@ -67,20 +68,19 @@ def efficiency_table(doc: Document) -> Table | None:
 
 
 def qd_cell(p: QdPoint | None, compact: bool) -> str:
-    """A depth's cost in percent with its interval, or (compact) its larger half-width."""
+    """A depth's change in speed in percent (the tool's one convention, report/figures.py:
+    an overhead of 31 % is -31), with its interval: ± only where symmetric."""
     if p is None:
         return "-"
-    pct, lo, hi = p.overhead_percent, p.overhead_low, p.overhead_high
-    if lo is None or hi is None:
-        return f"{pct:.0f}"
-    if compact:
-        return f"{pct:.0f}±{max(pct - lo, hi - pct):.0f}"
-    return f"{pct:.0f} [{lo:.0f}, {hi:.0f}]"
+    lo, hi = p.overhead_low, p.overhead_high
+    interval = None if lo is None or hi is None else (-hi, -lo)
+    pct = -p.overhead_percent
+    return change_cell(pct, interval) if compact else change_words(pct, interval)
 
 
 def qd_table(doc: Document, width: int = 200) -> Table | None:
     """A row per target under a row naming the pattern. Each cell holds the interval where the
-    table fits `width` that way, else the interval's larger half-width (65±13)."""
+    table fits `width` that way ('-65% [-78, -52]'), else the compact cell ('-65±13*')."""
     curves = doc.qd_curves
     if not curves:
         return None
@@ -89,17 +89,19 @@ def qd_table(doc: Document, width: int = 200) -> Table | None:
     full = [[qd_cell({p.iodepth: p for p in c.points}.get(d), False) for d in depths] for c in curves]
     needed = table_width([names, *zip(*full, strict=True)])
     compact = needed > width
-    what = "half-width" if compact else "interval"
+    what = "interval, compact" if compact else "interval"
     table = Table(
-        title=f"Cost against the baseline by queue depth (percent slower, ±95% {what})"
+        title=f"Change in speed against the baseline by queue depth (%, with its 95% {what})"
         if compact
-        else "Cost against the baseline by queue depth (percent slower, with the 95% interval)",
+        else "Change in speed against the baseline by queue depth (%, with the 95% interval)",
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )
-    table.add_column("pattern / target", no_wrap=True)
+    # compact and still too wide: a name wraps at its spaces, and a cell between its figure and
+    # its interval, each piece whole
+    table.add_column("pattern / target", no_wrap=not compact)
     for d in depths:
-        table.add_column(f"QD{d}", justify="right", no_wrap=True)
+        table.add_column(f"QD{d}", justify="right", no_wrap=not compact)
     pattern = None
     for c, name in zip(curves, names, strict=True):
         here = f"{c.rw} {c.bs // 1024} KiB"

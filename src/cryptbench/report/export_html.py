@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from cryptbench import __version__
 from cryptbench.analysis import ranking
+from cryptbench.analysis.speed_change import LEGEND
 from cryptbench.report import protection_rows
 from cryptbench.report.fleet_rows import SPREAD_NOTE, host_rows, overhead_rows
 from cryptbench.report.pages import ENV, PageChart
@@ -138,6 +139,7 @@ def render(doc: Document, charts: Sequence[PageChart], space: PageChart | None =
         space_chart=space if hides else None,
         protection_broken=protection_rows.broken(doc),
         precision=precision_line(doc),
+        legend=LEGEND,
         warning_groups=warning_groups(doc),
         summary=summary_rows(doc),
         full=full_rows(doc),

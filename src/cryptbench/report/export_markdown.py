@@ -14,7 +14,7 @@ from cryptbench.result_model import Document
 
 
 def _escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    return text.replace("|", "\\|").replace("*", "\\*")
 
 
 def render(doc: Document) -> str:
@@ -38,7 +38,7 @@ def render(doc: Document) -> str:
     ]
     for row in summary_rows(doc):
         rest = (
-            f"{row['median']} | {_escape(row['against'])} | {row['change']}"
+            f"{row['median']} | {_escape(row['against'])} | {_escape(row['change'])}"
             if row["median"]
             else "failed | |"
         )
@@ -46,7 +46,8 @@ def render(doc: Document) -> str:
     lines += [
         "",
         "Change is speed against the baseline: negative is slower (for latency and time, a higher "
-        "figure). Intervals: 95 % bootstrap over the trials.",
+        "figure). Intervals: 95 % bootstrap over the trials, or Student's t over rounds where the "
+        "trials pair; \\* where the interval excludes no change, n=1 where a side ran one trial.",
     ]
     fleet = doc.fleet
     if fleet and fleet.overheads:

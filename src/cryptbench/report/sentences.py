@@ -11,7 +11,7 @@ from collections import defaultdict
 
 from cryptbench import stats
 from cryptbench.analysis.document import results_by_key
-from cryptbench.analysis.speed_change import speed_change
+from cryptbench.analysis.speed_change import change_words, speed_change
 from cryptbench.json_types import JsonObject
 from cryptbench.metric_catalog import info
 from cryptbench.result_model import Answer, Comparison, ComparisonKind, Document, Result, Stopping
@@ -131,8 +131,9 @@ def _bare(text: str) -> str:
 
 def command_lines(doc: Document) -> list[str]:
     """Each of the user's commands as hyperfine would put it: how long it took on the
-    baseline, with the median's interval, and how much longer (+) or shorter (-) on each
-    target, with the interval of that change."""
+    baseline, with the median's interval; then on each target its change in speed with
+    that change's interval (the tool's one convention: negative is slower), and beside it
+    the change in time, labelled as such."""
     apps = doc.plan.apps
     results = results_by_key(doc)
     lines = []
@@ -160,11 +161,11 @@ def command_lines(doc: Document) -> list[str]:
         for c in doc.comparisons:
             if c.workload != w or c.kind != ComparisonKind.BASELINE or c.ratio <= 0:
                 continue
-            # the ratio is a speed (baseline's seconds over the target's): its inverse is the time's
-            pct = (1 / c.ratio - 1) * 100
-            change = f"on {c.target} {pct:+.0f}%"
-            if c.ci_low and c.ci_high:
-                change += f" [{(1 / c.ci_high - 1) * 100:+.0f}, {(1 / c.ci_low - 1) * 100:+.0f}]"
+            # written as every figure is: a change in speed (the ratio is the baseline's seconds
+            # over the target's); the change in time beside it, labelled as time
+            pct, iv, _ = speed_change(c)
+            time_pct = (1 / c.ratio - 1) * 100
+            change = f"on {c.target} {change_words(pct, iv)} in speed ({time_pct:+.0f}% in time)"
             against = next((t.baseline for t in doc.targets if t.name == c.target), None)
             if against and against not in {t.name for t in doc.targets if not t.baseline}:
                 change += f" against {c.baseline}"
@@ -245,12 +246,10 @@ def median_text(r: Result) -> str:
 
 
 def change_text(c: Comparison) -> str:
-    """Speed against the baseline: +12 % is faster, -40 % slower (for any metric's direction)."""
-    pct, interval, differs = speed_change(c)
-    if interval is None:
-        return f"{pct:+.0f} % (no interval)"
-    lo, hi = interval
-    return f"{pct:+.0f} % [{lo:+.0f}, {hi:+.0f}]" + ("" if differs else " (no clear difference)")
+    """Speed against the baseline: +12% is faster, -40% slower (for any metric's direction),
+    in the tool's one convention (report/figures.py)."""
+    pct, interval, _ = speed_change(c)
+    return change_words(pct, interval)
 
 
 def summary_rows(doc: Document) -> list[dict[str, str]]:
