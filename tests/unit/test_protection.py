@@ -303,8 +303,8 @@ def test_the_answer_names_the_targets_that_hide_each_property() -> None:
         "Protected, proven here (beyond the contents): names: gocryptfs, securefs; "
         "sizes: none; tree: securefs; tamper: none."
     )
-    table = console.protection_table(doc)
-    assert table is not None and table.row_count == 3
+    (table,) = console.protection_tables(doc)
+    assert table.row_count == 3
 
 
 def _proven(names: str, sizes: str, tree: str, tamper: str) -> dict:

@@ -207,13 +207,12 @@ def _full(doc: Document, console: Console, metric: str | None) -> None:
     table, compact = _long_table(doc, metric, console.width)
     console.print(table)
     _legend(doc, console, metric, compact)
-    for table in variant_tables(doc):
+    for table in variant_tables(doc, console.width):
         console.print(table)
     for table in phase_tables(doc, console.width):
         console.print(table)
-    hides = protection_table(doc)
-    if hides is not None:
-        console.print(hides)
+    for table in protection_tables(doc, console.width):
+        console.print(table)
     _study_summary(doc.study_summary, doc.results, console)
     _footer(doc, console)
 
@@ -287,9 +286,10 @@ def phase_tables(doc: Document, width: int) -> list[Table]:
     return tables
 
 
-def variant_tables(doc: Document) -> list[Table]:
+def variant_tables(doc: Document, width: int = 200) -> list[Table]:
     """Per target that others vary in one option (luks-aes256): a row per workload and a
-    column per option, each cell the change in speed the option makes, ± its interval."""
+    column per option, each cell the change in speed the option makes with its interval;
+    split into several tables of option columns where one would not fit `width`."""
     by_parent: dict[str, dict[tuple[str, str], Comparison]] = {}
     for c in doc.comparisons:
         if c.kind == ComparisonKind.VARIANT:
@@ -298,24 +298,40 @@ def variant_tables(doc: Document) -> list[Table]:
     for parent, comps in by_parent.items():
         variants = list(dict.fromkeys(t for _w, t in comps))
         workloads = list(dict.fromkeys(w for w, _t in comps))
-        title = f"What each option changes against {parent}"
-        table = Table(
-            title=title,
-            title_justify="left",
-            caption=f"change in speed, %, with its 95% interval; {SIGNIFICANT}: it excludes no change",
-            caption_justify="left",
-            box=box.SIMPLE_HEAD,
-            min_width=len(title),
-        )
-        table.add_column("workload", no_wrap=True)
+        # the option's part of the name: luks-aes256-noqueue shows as -noqueue
+        short = {v: v.replace(parent, "", 1) if parent in v else v for v in variants}
+        cells = {v: [_change(comps.get((w, v)), compact=True) for w in workloads] for v in variants}
+        groups: list[list[str]] = [[]]
         for v in variants:
-            # the option's part of the name: luks-aes256-noqueue shows as -noqueue
-            short = v.replace(parent, "", 1) if parent in v else v
-            table.add_column(short, justify="right", no_wrap=True)
-        for w in workloads:
-            table.add_row(w, *(_change(comps.get((w, v)), compact=True) for v in variants))
-        tables.append(table)
+            column = [short[v], *(c.plain for c in cells[v])]
+            if groups[-1] and table_width([workloads, *_columns(groups[-1], short, cells), column]) > width:
+                groups.append([])
+            groups[-1].append(v)
+        for i, group in enumerate(groups):
+            title = f"What each option changes against {parent}" + (
+                f" ({i + 1} of {len(groups)})" if len(groups) > 1 else ""
+            )
+            table = Table(
+                title=title,
+                title_justify="left",
+                caption=f"change in speed, %, with its 95% interval; {SIGNIFICANT}: it excludes no change"
+                if i == len(groups) - 1
+                else None,
+                caption_justify="left",
+                box=box.SIMPLE_HEAD,
+                min_width=min(len(title), width),
+            )
+            table.add_column("workload", no_wrap=True)
+            for v in group:
+                table.add_column(short[v], justify="right", no_wrap=True)
+            for j, w in enumerate(workloads):
+                table.add_row(w, *(cells[v][j] for v in group))
+            tables.append(table)
     return tables
+
+
+def _columns(group: list[str], short: dict[str, str], cells: dict[str, list[Text]]) -> list[list[str]]:
+    return [[short[v], *(c.plain for c in cells[v])] for v in group]
 
 
 def _study_summary(summary: StudySummary | None, of_run: list[Result], console: Console) -> None:
@@ -417,26 +433,64 @@ def _warnings(warnings: list[RunWarning], console: Console) -> None:
             console.print(f"  {'/'.join(x for x in (w.target, w.workload) if x)}: {w.message}")
 
 
-def protection_table(doc: Document) -> Table | None:
-    """A row per target, a column per property, each cell the proven verdict."""
+HIDES_TITLE = "What each target's backing hides from someone who reads it at rest, probed here"
+PROTECTION_TITLE = HIDES_TITLE + ", and what it costs in space"
+
+
+def _folded(text: str, width: int) -> str:
+    """A name or header over lines no wider than `width`, broken after a '-' or a space."""
+    lines: list[str] = []
+    for piece in text.replace("-", "-\0").replace(" ", " \0").split("\0"):
+        if lines and len(lines[-1].rstrip()) + len(piece.rstrip()) <= width:
+            lines[-1] += piece
+        else:
+            lines.append(piece)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def protection_tables(doc: Document, width: int = 200) -> list[Table]:
+    """A row per target, a column per property, each cell the proven verdict, and the space it
+    costs: one table where it fits `width`; else the verdicts and the space in two, each
+    cell a verdict's mark where words would not fit (the caption says what each means), and
+    long names and headers folded, never cut."""
     rows = protection_rows.rows(doc)
     if not rows:
-        return None
-    t = Table(
-        title="What each target's backing hides from someone who reads it at rest, probed here, "
-        "and what it costs in space",
-        title_justify="left",
-        caption=protection_rows.CAPTION,
-        caption_justify="left",
-        box=box.SIMPLE_HEAD,
-    )
-    t.add_column("target", no_wrap=True)
-    t.add_column("read as", no_wrap=True)
-    for name in protection_rows.columns():
-        t.add_column(name, no_wrap=True)
-    for target, sight, cells in rows:
-        t.add_row(target, sight, *cells)
+        return []
+    props = protection_rows.columns()[: -len(protection_rows.SPACE_COLUMNS)]
+    space = list(protection_rows.SPACE_COLUMNS)
+    n = len(props)
+    whole = [[r[0] for r in rows] + ["target"], [r[1] for r in rows] + ["read as"]]
+    whole += [[r[2][i] for r in rows] + [name] for i, name in enumerate(props + space)]
+    caption = protection_rows.CAPTION
     broken = protection_rows.broken(doc)
     if broken:
-        t.caption = f"NOT EVIDENCE: {broken}"
-    return t
+        caption = f"NOT EVIDENCE: {broken}"
+    parts: list[tuple[str, list[str], list[list[str]], str | None]]
+    if table_width(whole) <= width:
+        parts = [(PROTECTION_TITLE, ["read as", *props, *space], [[r[1], *r[2]] for r in rows], caption)]
+    else:
+        verdicts = [[r[1], *r[2][:n]] for r in rows]
+        words = table_width([whole[0], *whole[1 : 2 + n]]) <= width
+        if not words:
+            verdicts = [[sight, *(c[:1] for c in cells)] for sight, *cells in verdicts]
+        parts = [
+            (
+                PROTECTION_TITLE.split(", probed here")[0] + ", probed here",
+                ["read as", *props],
+                verdicts,
+                None,
+            ),
+            ("What it costs in space", space, [r[2][n:] for r in rows], caption),
+        ]
+    name_width = max(12, min(max(len(r[0]) for r in rows), width // 4))
+    tables = []
+    for title, headers, cells, cap in parts:
+        t = Table(title=title, title_justify="left", caption=cap, caption_justify="left", box=box.SIMPLE_HEAD)
+        t.add_column("target", no_wrap=True)
+        for h in headers:
+            wraps = h == "read as" or h in space
+            t.add_column(_folded(h, 10) if h in space else h, no_wrap=not wraps)
+        for (target, _sight, _cells), row in zip(rows, cells, strict=True):
+            t.add_row(_folded(target, name_width), *row)
+        tables.append(t)
+    return tables
