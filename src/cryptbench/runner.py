@@ -125,6 +125,10 @@ class TrialContext:
     # fio workload -> bytes a pass moves, where fewer than the data file (a slow
     # workload over a file grown for a fast one)
     moved: Mapping[str, int] = field(default_factory=dict)
+    # seconds of I/O after which fio stops a trial (runtime=: its passes or this, whichever
+    # ends first), so that a slow target's trial lasts no longer than a fast one's by more
+    # than trial_sizing.TRIAL_CAP; None: no cap (--trial-time 0, one whole pass)
+    time_cap: float | None = None
 
     @property
     def file_bytes(self) -> int:
@@ -208,7 +212,7 @@ def trial_job(
     time_limit: float | None = None,
 ) -> TrialJob:
     """The job a trial of `workload` on `target` runs, and how to run it; `time_limit`
-    (seconds) stops it early, for calibration only."""
+    (seconds) stops it early: calibration's, or the run's cap (TrialContext.time_cap)."""
     opts = job_options(ctx, target, direct, seed, new_file, passes, workload.name)
     opts = replace(opts, time_limit=time_limit)
     if workload.view == "backing":
@@ -377,7 +381,7 @@ def run_trial(
     assert isinstance(spec.workload, WorkloadSpec)
     new_file = writes_new_file(ctx, spec, target)
     passes = trial_passes(ctx, spec.workload.name, direct, new_file)
-    job = trial_job(ctx, spec.workload, target, direct, workload_seed, new_file, fio, passes)
+    job = trial_job(ctx, spec.workload, target, direct, workload_seed, new_file, fio, passes, ctx.time_cap)
     row = _trial_row(spec, target, job.text)
     try:
         try:

@@ -20,6 +20,11 @@ BENCHMARKS = Path(__file__).resolve().parent.parent.parent / "benchmarks"
 # sizes it may)
 SMOKE: dict[str, tuple[list[str], str, set[int]]] = {
     "allocation.py": (["--replays", "1"], "answered per minute", {0}),
+    "between-runs.py": (
+        ["--runs", "2", "--", "--backends", "plain", "--size", "1M", "--repeats", "2", "--trial-time", "0"],
+        "cells differing significantly",
+        {0, 1},
+    ),
     "calibration.py": (
         ["--runs", "1", "--size", "1M", "--repeats", "2", "--suite", "selftest"],
         "contain 1.00",

@@ -174,7 +174,7 @@ def test_how_many_trials_adaptive_by_default_fixed_when_asked(
     default = plan_with(tmp_path, repeats=None).rule
     assert (default.precision, default.min_repeats, default.max_repeats) == (0.05, 3, 10)
     assert default.max_bytes == min(int(free_bytes(tmp_path) * 0.10), DEFAULT_MAX_BYTES_CAP)
-    assert default.max_time == 240.0
+    assert default.max_time == 300.0
     fixed = plan_with(tmp_path, repeats=4).rule
     assert (fixed.precision, fixed.min_repeats, fixed.max_repeats) == (None, 4, 4)
     assert (fixed.max_bytes, fixed.max_time) == (None, None)  # a fixed count runs in full unless asked

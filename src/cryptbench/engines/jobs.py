@@ -41,8 +41,10 @@ class JobOptions:
     # bytes a pass moves where fewer than the file (fio io_size): a slow workload over
     # a file grown for a fast one; None: the whole file
     io_size: int | None = None
-    # seconds after which fio stops (runtime=): only calibration (trial_sizing.py) sets
-    # one, to learn a pass's length without waiting out a long one; None: none
+    # seconds after which fio stops (runtime=, whichever comes first: the passes or this):
+    # calibration's, to learn a pass's length without waiting out a long one, and every
+    # trial's cap, so that a slow target's lasts no longer than TRIAL_CAP trial times
+    # (trial_sizing.py); None: none
     time_limit: float | None = None
 
     def __post_init__(self) -> None:

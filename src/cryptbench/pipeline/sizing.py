@@ -79,6 +79,8 @@ def size_trials(
     workloads = _sized_workloads(plan)
     if plan.trial_time <= 0 or not workloads:
         return ctx
+    # a slow target's trial stops at the cap: its figure is what it moved in that time
+    ctx = replace(ctx, time_cap=plan.trial_time * trial_sizing.TRIAL_CAP)
     baselines = _baselines(plan, list(direct))
     new_file = {name: ctx.write_new_file or targets[name].state is not None for name in direct}
     passes, found, failed = trial_sizing.calibrate(
@@ -97,7 +99,11 @@ def size_trials(
     if found:
         each = "; ".join(c.describe() for c in found)
         last = format_duration(plan.trial_time)
-        ctx.store.add_note(ctx.run_id, f"trials sized to last {last} of I/O (--trial-time): {each}")
+        cap = format_duration(ctx.time_cap or 0)
+        ctx.store.add_note(
+            ctx.run_id,
+            f"trials sized to last {last} of I/O (--trial-time), at most {cap} on any target: {each}",
+        )
     for why in failed:
         ctx.store.add_note(ctx.run_id, f"could not size the trials of {why}; they make one pass")
     return replace(ctx, passes=passes)
