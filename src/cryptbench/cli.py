@@ -68,13 +68,41 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+# What 1 means where a command does not say (its module's EXIT_ONE).
+EXIT_ONE = "an error while working (the database, a backend, fio), said in one line"
+
+
+def exit_statuses(command: object) -> str:
+    """The exit statuses a command's --help lists: 1 is the command's own (EXIT_ONE)."""
+    one = getattr(command, "EXIT_ONE", EXIT_ONE)
+    return (
+        "exit status:\n"
+        "  0         done\n"
+        f"  1         {one}\n"
+        "  2         bad input: a clear one-line error, nothing stored changed\n"
+        "  130, 143  interrupted by SIGINT or SIGTERM: everything it started torn down"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="cryptbench", description="What does encrypting storage cost on this machine?")
+    p = _Parser(
+        prog="cryptbench",
+        description="What does encrypting storage cost on this machine?",
+        epilog=exit_statuses(None),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"cryptbench {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     for name, command in COMMANDS.items():
-        command.add_arguments(sub.add_parser(name, help=command.HELP))
+        command.add_arguments(
+            sub.add_parser(
+                name,
+                help=command.HELP,
+                epilog=exit_statuses(command),
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+            )
+        )
     return p
 
 

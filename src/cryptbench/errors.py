@@ -65,3 +65,12 @@ class Interrupted(BaseException):
     @property
     def exit_code(self) -> int:
         return 128 + self.signum
+
+
+def did_you_mean(name: str, known: list[str] | tuple[str, ...]) -> str:
+    """' (did you mean gocryptfs?)' for a name close to one of `known` (difflib's ratio of
+    at least 0.6, as git and pip suggest), else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""

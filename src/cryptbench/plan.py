@@ -19,7 +19,7 @@ from cryptbench.backends.base import FILESYSTEMS, STATES, TargetSpec
 from cryptbench.backends.filesystem import probe_fs
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.apps.command import CommandWorkload
-from cryptbench.errors import UnavailableError, UsageError
+from cryptbench.errors import UnavailableError, UsageError, did_you_mean
 from cryptbench.json_types import JsonObject
 from cryptbench.session import check_target_dir, free_bytes
 from cryptbench.store import default_db_path
@@ -296,7 +296,8 @@ def _parse_choices(
     for name in chosen:
         if name not in known:
             listed = ", ".join(known) if len(known) <= 10 else f"cryptbench {noun}s lists all {len(known)}"
-            raise UsageError(f"{what}: unknown {noun} {name[:40]!r} ({listed})")
+            hint = did_you_mean(name, known)
+            raise UsageError(f"{what}: unknown {noun} {name[:40]!r}{hint or f' ({listed})'}")
     if len(set(chosen)) != len(chosen):
         raise UsageError(f"{what} names a {noun} twice")
     return tuple(chosen)

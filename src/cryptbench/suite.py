@@ -17,7 +17,7 @@ from cryptbench.engines.apps import APPS, AppWorkload
 from cryptbench.engines.apps.command import KEYS as COMMAND_KEYS
 from cryptbench.engines.apps.command import CommandWorkload
 from cryptbench.engines.fio_workload import READS, VIEWS, WRITES, WorkloadSpec
-from cryptbench.errors import UsageError
+from cryptbench.errors import UsageError, did_you_mean
 from cryptbench.json_types import TomlTable
 from cryptbench.units import parse_size
 
@@ -108,8 +108,9 @@ def load_suite(name_or_path: str) -> Suite:
     else:
         path = Path(name_or_path)
         if not path.is_file():
+            hint = did_you_mean(name_or_path, builtin_suites())
             raise UsageError(
-                f"unknown suite {name_or_path!r}: not a built-in suite "
+                f"unknown suite {name_or_path!r}{hint}: not a built-in suite "
                 f"({', '.join(builtin_suites())}) nor a file"
             )
         origin = f"suite file {str(path)!r}"

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.analysis import document
+from cryptbench.errors import UsageError
 from cryptbench.result_model import Comparison, Document, TargetInfo
 from cryptbench.store import MetricValue, Store, TrialRecord
 
@@ -301,3 +302,13 @@ def test_a_comparison_within_the_equivalence_margin_has_no_measurable_cost() -> 
     assert said(same, 0.03) == [
         "gocryptfs has no measurable cost against plain on any workload (each within ±3%)."
     ]
+
+
+def test_a_misspelt_metric_is_answered_with_the_closest_one() -> None:
+    path = Path(__file__).parent.parent / "fixtures" / "documents" / "default-run.json"
+    doc = Document.from_json(json.loads(path.read_text()))
+    document.require_metric(doc, "lat_p99")  # one the run has: no error
+    with pytest.raises(UsageError, match=r"has no metric 'lat_p9' \(did you mean lat_p99\?\)$"):
+        document.require_metric(doc, "lat_p9")
+    with pytest.raises(UsageError, match=r"has no metric 'nothing' \(it has: .*throughput"):
+        document.require_metric(doc, "nothing")

@@ -21,6 +21,12 @@ def test_a_good_plan(tmp_path: Path) -> None:
     ("over", "error", "message"),
     [
         ({"backends": "nope"}, UsageError, "unknown backend 'nope'"),
+        (
+            {"backends": "plain,gocrytpfs"},
+            UsageError,
+            r"unknown backend 'gocrytpfs' \(did you mean gocryptfs\?\)$",
+        ),
+        ({"suite": "quik"}, UsageError, r"unknown suite 'quik' \(did you mean quick\?\)"),
         ({"backends": "plain,plain"}, UsageError, "twice"),
         ({"backends": ","}, UsageError, "names no backend"),
         ({"size": "12XB"}, UsageError, "unknown unit"),

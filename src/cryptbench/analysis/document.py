@@ -27,7 +27,7 @@ from cryptbench.analysis import diagnosis, ranking, study_summary, warning_rules
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher import ceilings
 from cryptbench.cipher.document import CipherDocument
-from cryptbench.errors import UsageError
+from cryptbench.errors import UsageError, did_you_mean
 from cryptbench.fleet import spread
 from cryptbench.metric_catalog import CATALOG, info
 from cryptbench.metrics import PRIMARY
@@ -264,7 +264,8 @@ def require_metric(doc: Document, metric: str) -> None:
     """A metric asked for by name (`show --metric`, `compare --metric`) must be one the run has."""
     if not any(r.metric == metric for r in doc.results):
         known = sorted({r.metric for r in doc.results})
-        raise UsageError(f"run {doc.run_id} has no metric {metric[:40]!r} (it has: {', '.join(known)})")
+        hint = did_you_mean(metric, known) or f" (it has: {', '.join(known)})"
+        raise UsageError(f"run {doc.run_id} has no metric {metric[:40]!r}{hint}")
 
 
 def _baselines(t: TargetInfo, tmap: dict[str, TargetInfo]) -> list[tuple[str, ComparisonKind]]:

@@ -184,6 +184,9 @@ def run(
     return evaluate(doc, bound, needs)
 
 
+# What exit status 1 means for this command (its --help lists every status).
+EXIT_ONE = "a gate failed: a target past --max-overhead, or not proven to protect what --require asks"
+
 HELP = (
     "exit 1 when an encrypted target's overhead against its baseline exceeds a bound, or it was not "
     "proven to protect what is required (for CI gates)"

@@ -17,6 +17,9 @@ from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
 
+# What exit status 1 means for this command (its --help lists every status).
+EXIT_ONE = "trials failed or a host was lost; what finished is stored"
+
 HELP = "run a suite on many hosts at once through their fio servers"
 
 

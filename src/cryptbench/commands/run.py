@@ -19,6 +19,9 @@ from cryptbench.report.progress import RichProgress
 __all__ = ["HELP", "RunOutcome", "RunRequest", "add_arguments", "main", "run"]
 
 
+# What exit status 1 means for this command (its --help lists every status).
+EXIT_ONE = "some trials failed or could not run (the notes say why); the finished ones are stored"
+
 HELP = "provision targets and run a suite on each"
 
 

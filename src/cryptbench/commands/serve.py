@@ -202,6 +202,9 @@ def print_manifest(*, target: str = "/var/tmp") -> str:
     return manifest_mod.find_live(Path(target)).read_text()
 
 
+# What exit status 1 means for this command (its --help lists every status).
+EXIT_ONE = "something it serves died under it"
+
 HELP = "one host of a fleet run: provision targets, start fio's server, serve until SIGINT/SIGTERM"
 
 
