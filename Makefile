@@ -9,9 +9,15 @@ PYTEST_ARGS ?=
 LOG    := build/setup.log
 QUIETLY := scripts/quietly.sh $(LOG)
 
-.PHONY: run test test-steps setup system-deps test-deps lint clean
+.PHONY: run test test-steps setup system-deps test-deps lint clean shell
 
-setup: system-deps $(STAMP)
+setup: system-deps $(STAMP) shell
+
+# Completion for bash, zsh and fish, and the man page, from the parser; installed where
+# the shells and man look when run as root (scripts/shell_integration.py).
+shell: $(STAMP)
+	@$(QUIETLY) "writing shell completion and the man page" \
+		$(VENV)/bin/python scripts/shell_integration.py build/shell $(if $(filter 0,$(shell id -u)),--install,)
 
 system-deps:
 	@$(QUIETLY) "checking system packages" scripts/install-system-deps.sh

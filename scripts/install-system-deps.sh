@@ -17,8 +17,10 @@ packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra moun
 # `backends` tells a user who wants the ecryptfs target to install it.
 # git and sqlite3 are for the example suites of your own commands (docs/own-work.md),
 # which the tests run; each example names what it needs (`needs = […]`).
+# zsh and fish load the generated completions in their test (tests/integration/test_shell.py).
 if [ "${1:-}" = "--test" ]; then
-    packages+=(chromium fonts-dejavu-core qemu-system-x86 linux-image-amd64 busybox-static ecryptfs-utils git sqlite3)
+    packages+=(chromium fonts-dejavu-core qemu-system-x86 linux-image-amd64 busybox-static ecryptfs-utils git sqlite3
+               zsh fish)
 fi
 
 missing=()
