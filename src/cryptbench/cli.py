@@ -84,6 +84,17 @@ def exit_statuses(command: object) -> str:
     )
 
 
+def _common() -> _Parser:
+    """What every command takes."""
+    c = _Parser(add_help=False)
+    c.add_argument(
+        "--no-color",
+        action="store_true",
+        help="no colour (as NO_COLOR=1 does): figures keep their marks, * for significant",
+    )
+    return c
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="cryptbench",
@@ -93,12 +104,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"cryptbench {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
+    common = _common()
     for name, command in COMMANDS.items():
         command.add_arguments(
             sub.add_parser(
                 name,
                 help=command.HELP,
+                parents=[common],
                 epilog=exit_statuses(command),
                 formatter_class=argparse.RawDescriptionHelpFormatter,
             )
@@ -108,8 +120,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    out = Console()
-    err = Console(stderr=True)
+    # --no-color as NO_COLOR does (Rich reads that itself); -q: stderr carries errors alone,
+    # which this function writes itself
+    no_color = True if getattr(args, "no_color", False) else None
+    out = Console(no_color=no_color)
+    err = Console(stderr=True, no_color=no_color, quiet=getattr(args, "quiet", False))
     if args.command is None:
         _parser().print_help()
         return 2

@@ -6,6 +6,7 @@ images; files are never overwritten."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -21,7 +22,9 @@ from PIL import Image
 from cryptbench.analysis import ranking
 from cryptbench.backends import REGISTRY
 from cryptbench.commands import run as run_cmd
+from cryptbench.commands import show
 from cryptbench.plan import RunRequest
+from cryptbench.report.protection_rows import cheapest_lines
 from cryptbench.result_model import Document
 from cryptbench.store import Store
 from tests.support.cli import cli
@@ -56,6 +59,9 @@ def test_report_exports_a_real_run(target_dir: Path, tmp_path: Path) -> None:
     exports = tmp_path / "exports"
     exports.mkdir()
     _the_csv_reads_back_as_the_runs_own_figures(db, doc, exports)
+    _the_summary_csv_is_the_documents_comparisons(db, doc)
+    _the_document_validates_against_the_shipped_schema(db)
+    _quiet_verbose_and_no_color(db)
     _an_existing_file_is_never_overwritten(db, exports)
     _markdown_and_json_come_from_the_same_store(db, doc)
     _chart_images_for_posts_and_slides(db, exports)
@@ -86,6 +92,60 @@ def _the_csv_reads_back_as_the_runs_own_figures(db: Path, doc: dict, exports: Pa
     assert checked == len({r["workload"] for r in doc["results"]}) * len(doc["targets"])
     again = cli("report", "--db", str(db), "--csv", "-")  # stdout gives the same bytes
     assert again.stdout == out.read_text()
+
+
+def _the_summary_csv_is_the_documents_comparisons(db: Path, doc: dict) -> None:
+    done = cli("report", "--db", str(db), "--summary-csv", "-")
+    assert done.returncode == 0, done.stderr
+    df = pd.read_csv(io.StringIO(done.stdout))
+    assert len(df) == len(doc["comparisons"])
+    for c in doc["comparisons"]:
+        (row,) = df[
+            (df["workload"] == c["workload"])
+            & (df["target"] == c["target"])
+            & (df["baseline"] == c["baseline"])
+        ].itertuples()
+        assert row.ratio == pytest.approx(c["ratio"], rel=1e-12)
+        assert row.change_percent == pytest.approx((c["ratio"] - 1) * 100)  # the one convention
+        assert row.change_low == pytest.approx((c["ci_low"] - 1) * 100)
+        assert bool(row.significant) == (c["ci_high"] < 1 or c["ci_low"] > 1)
+        assert row.target_trials == 2 and row.schema_version == doc["schema_version"]
+
+
+def _the_document_validates_against_the_shipped_schema(db: Path) -> None:
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parent.parent.parent / "docs" / "result-schema.json").read_text())
+    done = cli("report", "--db", str(db), "--json")
+    assert done.returncode == 0, done.stderr
+    assert [
+        e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(json.loads(done.stdout))
+    ] == []
+
+
+def _quiet_verbose_and_no_color(db: Path) -> None:
+    doc = show.run(ref="latest", db=db)
+    quiet = cli("show", "-q", "--db", str(db))
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    said = " ".join(quiet.stdout.split())
+    assert said == " ".join(" ".join([*ranking.sentences(doc), *cheapest_lines(doc)]).split())
+    assert cli("show", "-v", "--db", str(db)).stdout == cli("show", "--details", "--db", str(db)).stdout
+    # --no-color is NO_COLOR=1: the same bytes, where colour is forced on and shows otherwise
+    forced = {**os.environ, "FORCE_COLOR": "1", "COLUMNS": "100"}
+    forced.pop("NO_COLOR", None)
+    coloured = cli("show", "--db", str(db), env=forced).stdout
+    plain = cli("show", "--no-color", "--db", str(db), env=forced).stdout
+    assert plain == cli("show", "--db", str(db), env={**forced, "NO_COLOR": "1"}).stdout
+    assert coloured != plain and _colours(coloured) and not _colours(plain)
+
+
+def _colours(text: str) -> bool:
+    """Whether any SGR sequence sets a foreground or background colour (30-38, 40-48, 90-107);
+    bold and italic, which NO_COLOR keeps, do not count."""
+    import re
+
+    codes = [int(c) for seq in re.findall(r"\x1b\[([0-9;]*)m", text) for c in seq.split(";") if c]
+    return any(30 <= c <= 38 or 40 <= c <= 48 or 90 <= c <= 107 for c in codes)
 
 
 def _an_existing_file_is_never_overwritten(db: Path, exports: Path) -> None:

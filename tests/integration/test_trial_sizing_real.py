@@ -159,7 +159,7 @@ def test_buffered_trials_get_a_data_file_grown_for_them(target_dir: Path, tmp_pa
         assert raw[direction]["io_bytes"] == moved, (w, job)
 
 
-def test_the_cap_stops_a_pass_that_would_last_far_longer(tmp_path: Path) -> None:
+def test_the_cap_stops_a_pass_that_would_last_far_longer(target_dir: Path) -> None:
     """Real fio on a job as a trial renders it (engines/jobs.py): a 256 MiB pass of random
     4 KiB reads at QD1, direct, lasts seconds here (65 536 reads); runtime= stops it at the
     cap, and the figure is what it moved in that time."""
@@ -169,13 +169,15 @@ def test_the_cap_stops_a_pass_that_would_last_far_longer(tmp_path: Path) -> None
 
     (spec,) = [w for w in load_suite("quick").workloads if w.name == "rnd4k-q1-read"]
     assert isinstance(spec, WorkloadSpec)
-    data = tmp_path / "data"
+    data = target_dir / "data"
     size = 256 << 20
     with data.open("wb") as f:
         for _ in range(size >> 20):
             f.write(os.urandom(1 << 20))
+        f.flush()
+        os.fsync(f.fileno())  # on the disk before the clock starts: fio's invalidate finds no dirty page
     opts = JobOptions(data, size, True, "psync", False, 7, time_limit=0.3)
-    job = tmp_path / "capped.fio"
+    job = target_dir / "capped.fio"
     job.write_text(render_job(spec, opts))
     m = parse_fio_json(run_fio(job))
     assert 0.25 <= m.runtime <= 0.6, m.runtime  # stopped at the cap (and fio's own ramp)

@@ -54,7 +54,16 @@ def add_json(parser: argparse.ArgumentParser, what: str = "the result document")
 
 
 def add_details(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--details", action="store_true", help=DETAILS_HELP)
+    """How much of a run to print: the answer (default), the answer only (-q), or everything
+    (--details, -v)."""
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--details", "-v", "--verbose", dest="details", action="store_true", help=DETAILS_HELP)
+    how.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="the answer only: which way costs least, in a few sentences, and nothing on stderr but errors",
+    )
 
 
 def add_stopping(parser: argparse.ArgumentParser, *, max_bytes: bool) -> None:

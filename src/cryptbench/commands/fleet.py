@@ -47,7 +47,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         print_json(outcome.document.to_json())
     else:
-        screens.render(outcome.document, out, details=args.details)
+        screens.render(outcome.document, out, details=args.details, quiet=args.quiet)
     if outcome.status == "interrupted":
         err.print(f"interrupted; {outcome.document.trials.ok} finished trial(s) kept as run {outcome.run_id}")
     return outcome.exit_code

@@ -21,25 +21,13 @@ from cryptbench.errors import UsageError
 from cryptbench.json_types import JsonObject
 from cryptbench.plan import request_from_args
 from cryptbench.report import export_csv, export_markdown
+from cryptbench.report.exports import timelines
 from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import output_dir, output_file, page_file, write_new
 from cryptbench.store import Store, default_db_path
 
 if TYPE_CHECKING:
     from cryptbench.report import charts
-
-
-def timelines(store: Store, run_id: int) -> list[charts.TrialTimeline]:
-    """The run's sampled CPU, trial by trial (none for runs stored before schema 4)."""
-    from cryptbench.measure.cpu_timeline import CpuTimeline
-    from cryptbench.report import charts
-
-    stored = store.cpu_timelines(run_id)
-    return [
-        charts.TrialTimeline(t.target, t.workload, CpuTimeline.from_json(stored[t.id]))
-        for t in store.trial_rows(run_id)
-        if t.id in stored
-    ]
 
 
 def image_paths(made: list[charts.Chart], directory: Path, fmt: str) -> list[Path]:
@@ -66,6 +54,7 @@ class ReportRequest:
     ref: str = "latest"  # run id, or latest
     db: Path | None = None  # None: the default database
     csv: str | None = None  # a new file, or - for stdout
+    summary_csv: str | None = None  # a new file, or - for stdout: a row per comparison
     markdown: bool = False  # the summary table as Markdown, on stdout
     json: bool = False  # the document, on stdout
     html: str | None = None  # a new file for the page
@@ -81,6 +70,9 @@ class ReportOutcome:
     csv_rows: int = 0  # trials in the CSV
     csv_path: Path | None = None  # None with csv_text: it goes to stdout
     csv_text: str | None = None
+    summary_rows: int = 0  # comparisons in the summary CSV
+    summary_path: Path | None = None  # None with summary_text: it goes to stdout
+    summary_text: str | None = None
     markdown: str | None = None
     json: JsonObject | None = None
     html: Path | None = None
@@ -92,14 +84,19 @@ def run(request: ReportRequest) -> ReportOutcome:
     """Every export asked for, each file checked before anything is written."""
     r = request
     csv, markdown, json, html, png, svg = r.csv, r.markdown, r.json, r.html, r.png, r.svg
-    if csv is None and html is None and png is None and svg is None and not markdown and not json:
+    summary = r.summary_csv
+    if (csv, summary, html, png, svg) == (None,) * 5 and not markdown and not json:
         raise UsageError(
-            "say what to write: --html FILE, --csv FILE (or - for stdout), --png DIR, --svg DIR, "
-            "--markdown or --json"
+            "say what to write: --html FILE, --csv FILE, --summary-csv FILE (either CSV - for stdout), "
+            "--png DIR, --svg DIR, --markdown or --json"
         )
-    if [csv == "-", markdown, json].count(True) > 1:
-        raise UsageError("--csv -, --markdown and --json each print to stdout: ask for one of them at a time")
+    if [csv == "-", summary == "-", markdown, json].count(True) > 1:
+        raise UsageError(
+            "--csv -, --summary-csv -, --markdown and --json each print to stdout: "
+            "ask for one of them at a time"
+        )
     csv_path = output_file(csv, "--csv") if csv is not None else None
+    summary_path = output_file(summary, "--summary-csv") if summary is not None else None
     html_path = page_file(html, "--html") if html is not None else None
     dirs = {fmt: output_dir(d, f"--{fmt}") for fmt, d in (("png", png), ("svg", svg)) if d is not None}
     store = Store.open(request.db or default_db_path(), create=False)
@@ -114,8 +111,16 @@ def run(request: ReportRequest) -> ReportOutcome:
             else:
                 write_new(csv_path, buf.getvalue())
                 out.csv_path = csv_path
-        if markdown or json or html_path or dirs:
+        if markdown or json or html_path or dirs or summary is not None:
             doc = document.build(store, run_id)
+            if summary is not None:
+                buf = io.StringIO()
+                out.summary_rows = export_csv.write_summary(doc, buf)
+                if summary_path is None:
+                    out.summary_text = buf.getvalue()
+                else:
+                    write_new(summary_path, buf.getvalue())
+                    out.summary_path = summary_path
             if markdown:
                 out.markdown = export_markdown.render(doc)
             if json:
@@ -137,7 +142,10 @@ def run(request: ReportRequest) -> ReportOutcome:
     return out
 
 
-HELP = "export a stored run: an HTML page with charts, chart images, CSV, Markdown, JSON"
+HELP = (
+    "export a stored run: an HTML page with charts, chart images, CSV (per trial or per comparison), "
+    "Markdown, JSON"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -146,6 +154,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--png", metavar="DIR", help="each chart as DIR/<chart>.png (DIR is made if missing)")
     p.add_argument("--svg", metavar="DIR", help="each chart as DIR/<chart>.svg (DIR is made if missing)")
     p.add_argument("--csv", metavar="FILE", help="one row per trial, to a new FILE (- for stdout)")
+    p.add_argument(
+        "--summary-csv",
+        metavar="FILE",
+        help="one row per comparison (ratio, change and interval, trials, what stopped it), to a new FILE "
+        "(- for stdout)",
+    )
     p.add_argument("--markdown", action="store_true", help="print the summary table as Markdown")
     add_json(p, "the run's document (as show --json)")
     add_db(p)
@@ -161,6 +175,10 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
         sys.stdout.write(done.csv_text)
     elif done.csv_path is not None:
         err.print(f"wrote {done.csv_path}: {done.csv_rows} trials of run {done.run_id}")
+    if done.summary_text is not None:
+        sys.stdout.write(done.summary_text)
+    elif done.summary_path is not None:
+        err.print(f"wrote {done.summary_path}: {done.summary_rows} comparisons of run {done.run_id}")
     if done.markdown is not None:
         sys.stdout.write(done.markdown)
     if done.json is not None:

@@ -12,9 +12,10 @@ from rich.console import Console
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_provisioning, add_stopping
 from cryptbench.pipeline.execute import RunOutcome, run
 from cryptbench.plan import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE, RunRequest
-from cryptbench.report import screens
+from cryptbench.report import exports, screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
+from cryptbench.store import default_db_path
 
 __all__ = ["HELP", "RunOutcome", "RunRequest", "add_arguments", "main", "run"]
 
@@ -101,9 +102,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_json(p)
     add_details(p)
+    p.add_argument("--export-html", metavar="FILE", help="also write the run's page, as report --html does")
+    p.add_argument("--export-csv", metavar="FILE", help="also write one row per trial, as report --csv does")
+    p.add_argument("--export-md", metavar="FILE", help="also write the summary table as Markdown")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="let --export-* replace a file cryptbench wrote before (never another file)",
+    )
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
+    # checked before anything runs: a long run never ends in a refused file
+    wanted = exports.checked(
+        {"html": args.export_html, "csv": args.export_csv, "md": args.export_md}, args.force
+    )
     with RichProgress(err) as progress:
         outcome = run(RunRequest.from_args(args), progress=progress)
     for msg in outcome.recovered:
@@ -113,7 +126,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         print_json(outcome.document.to_json())
     else:
-        screens.render(outcome.document, out, details=args.details)
+        screens.render(outcome.document, out, details=args.details, quiet=args.quiet)
     failed = outcome.document.trials.failed
     if outcome.status == "complete" and outcome.exit_code == 1:
         err.print(f"{failed} trial(s) failed or could not run; the notes above say why")
@@ -122,4 +135,6 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"interrupted: torn down; {outcome.document.trials.ok} finished trial(s) "
             f"kept as run {outcome.run_id}"
         )
+    for path in exports.write(wanted, args.db or default_db_path(), outcome.run_id):
+        err.print(f"wrote {path}")
     return outcome.exit_code

@@ -48,5 +48,5 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         print_json(doc.to_json())
     else:
-        screens.render(doc, out, metric=args.metric, details=args.details)
+        screens.render(doc, out, metric=args.metric, details=args.details, quiet=args.quiet)
     return 0

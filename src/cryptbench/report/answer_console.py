@@ -185,12 +185,18 @@ def warnings_lines(doc: Document) -> list[Text]:
     ]
 
 
-def render(doc: Document, console: Console) -> None:
-    console.print(Text(header(doc), style="bold"))
+def answer_only(doc: Document, console: Console) -> None:
+    """-q: which way costs least, and the cheapest that protects each property, in words;
+    no header, table or legend."""
     for line in ranking.sentences(doc):
         console.print(line)
     for line in protection_rows.cheapest_lines(doc):
         console.print(line)
+
+
+def render(doc: Document, console: Console) -> None:
+    console.print(Text(header(doc), style="bold"))
+    answer_only(doc, console)
     commands = command_lines(doc)
     if commands:
         console.print()

@@ -1,4 +1,5 @@
-"""`cryptbench report --csv`: tidy data, one row per trial.
+"""`cryptbench report --csv`: tidy data, one row per trial; `--summary-csv`: one row per
+comparison (the figures every renderer prints, with their intervals).
 
 Every row carries the run's identifying columns (run, host, kernel, CPU,
 tool version, suite) and the trial's (workload, target, its backend, medium
@@ -15,7 +16,9 @@ from __future__ import annotations
 import csv
 from typing import TextIO
 
+from cryptbench.analysis.speed_change import speed_change
 from cryptbench.metric_catalog import CATALOG
+from cryptbench.result_model import Document
 from cryptbench.store import Store
 
 RUN_COLUMNS = ("run_id", "run_started_at", "hostname", "kernel", "cpu_model", "tool_version", "suite")
@@ -123,3 +126,67 @@ def _cell(v: Cell) -> str | int:
     if isinstance(v, float):
         return repr(v)
     return v
+
+
+SUMMARY_COLUMNS = (
+    "schema_version",
+    "run_id",
+    "workload",
+    "target",
+    "baseline",
+    "kind",  # baseline (the same stack without the cipher), plain, or variant (one option changed)
+    "metric",
+    "ratio",  # the target's speed over the baseline's (a time inverted)
+    "ratio_low",
+    "ratio_high",
+    "change_percent",  # the tool's one convention: change in speed, negative when slower
+    "change_low",
+    "change_high",
+    "significant",  # the 95 % interval excludes no change
+    "method",  # paired (by round) or unpaired
+    "target_trials",
+    "baseline_trials",
+    "stopped_by",  # what ended the comparison's repetition (adaptive runs; baseline kind)
+)
+
+
+def summary_rows(doc: Document) -> list[CsvRow]:
+    """One row per comparison of the document: the figure every renderer prints, with its
+    interval, its trials on each side and what stopped it."""
+    n = {(r.workload, r.target): r.n for r in doc.results if r.metric == doc.plan.primary(r.workload)}
+    out: list[CsvRow] = []
+    for c in doc.comparisons:
+        pct, interval, significant = speed_change(c)
+        out.append(
+            {
+                "schema_version": doc.schema_version,
+                "run_id": doc.run_id,
+                "workload": c.workload,
+                "target": c.target,
+                "baseline": c.baseline,
+                "kind": str(c.kind),
+                "metric": c.metric,
+                "ratio": c.ratio,
+                "ratio_low": c.ci_low,
+                "ratio_high": c.ci_high,
+                "change_percent": pct,
+                "change_low": None if interval is None else interval[0],
+                "change_high": None if interval is None else interval[1],
+                "significant": significant,
+                "method": c.method or "unpaired",
+                "target_trials": n.get((c.workload, c.target)),
+                "baseline_trials": n.get((c.workload, c.baseline)),
+                "stopped_by": c.stopped_by,
+            }
+        )
+    return out
+
+
+def write_summary(doc: Document, out: TextIO) -> int:
+    """Write the summary CSV (SUMMARY_COLUMNS); returns the number of comparison rows."""
+    w = csv.DictWriter(out, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    data = summary_rows(doc)
+    for r in data:
+        w.writerow({k: _cell(v) for k, v in r.items()})
+    return len(data)

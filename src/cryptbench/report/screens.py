@@ -1,5 +1,5 @@
 """What a command prints for a stored run, put together from the renderers: the answer
-on one screen (answer_console.py), or with --details (or another metric than each
+on one screen (answer_console.py), its sentences alone with -q, or with --details (or another metric than each
 workload's own) everything: console.py's figures, the costs (cost_console.py), the
 conclusions, and a fleet's hosts (fleet_console.py). The one module that imports
 renderers; it prints nothing of its own."""
@@ -12,7 +12,12 @@ from cryptbench.report import answer_console, console, cost_console, fleet_conso
 from cryptbench.result_model import Document
 
 
-def render(doc: Document, out: Console, metric: str | None = None, *, details: bool = False) -> None:
+def render(
+    doc: Document, out: Console, metric: str | None = None, *, details: bool = False, quiet: bool = False
+) -> None:
+    if quiet:
+        answer_console.answer_only(doc, out)
+        return
     if not details and metric is None:
         answer_console.render(doc, out)
         return
