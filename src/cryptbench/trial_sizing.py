@@ -33,7 +33,7 @@ passes or at that time, whichever comes first), and its figure is what it moved 
 that time. The baselines' trials, sized to a fifth over the trial time, run whole.
 Without the cap, the default run on the development VM found after its first round
 that its three rounds needed 4 min 27 s more with 1 min 47 s of its budget left
-(its note, README), and dropped workloads.
+(its note), and dropped workloads.
 """
 
 from __future__ import annotations

@@ -36,16 +36,20 @@ from cryptbench.result_model import (
 from cryptbench.suite import FAMILIES, direction_of_rw, family_of_rw
 
 
+def _rw(plan: RunPlan, workload: str) -> str | None:
+    """fio's rw for an fio pattern, None for an app workload."""
+    spec = plan.workload_specs.get(workload)
+    return None if spec is None else str(spec.get("rw", ""))
+
+
 def direction(plan: RunPlan, workload: str) -> str:
     """reads, writes or mixed for an fio pattern, "" for an app workload."""
-    spec = plan.workload_specs.get(workload)
-    return direction_of_rw(None if spec is None else str(spec.get("rw", "")))
+    return direction_of_rw(_rw(plan, workload))
 
 
 def family(plan: RunPlan, workload: str) -> str:
     """sequential or random for an fio pattern, application for an app workload."""
-    spec = plan.workload_specs.get(workload)
-    return family_of_rw(None if spec is None else str(spec.get("rw", "")))
+    return family_of_rw(_rw(plan, workload))
 
 
 def _result(doc: Document, workload: str, target: str) -> Result:

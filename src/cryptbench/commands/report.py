@@ -80,6 +80,14 @@ class ReportOutcome:
     images: dict[str, list[str]] = field(default_factory=dict)  # png or svg -> the files written
 
 
+def _stdout_or_file(text: str, path: Path | None) -> str | None:
+    """The text for stdout where `path` is None (-), else None once it is written there."""
+    if path is None:
+        return text
+    write_new(path, text)
+    return None
+
+
 def run(request: ReportRequest) -> ReportOutcome:
     """Every export asked for, each file checked before anything is written."""
     r = request
@@ -106,21 +114,15 @@ def run(request: ReportRequest) -> ReportOutcome:
         if csv is not None:
             buf = io.StringIO()
             out.csv_rows = export_csv.write(store, run_id, buf)
-            if csv_path is None:
-                out.csv_text = buf.getvalue()
-            else:
-                write_new(csv_path, buf.getvalue())
-                out.csv_path = csv_path
+            out.csv_text = _stdout_or_file(buf.getvalue(), csv_path)
+            out.csv_path = csv_path
         if markdown or json or html_path or dirs or summary is not None:
             doc = document.build(store, run_id)
             if summary is not None:
                 buf = io.StringIO()
                 out.summary_rows = export_csv.write_summary(doc, buf)
-                if summary_path is None:
-                    out.summary_text = buf.getvalue()
-                else:
-                    write_new(summary_path, buf.getvalue())
-                    out.summary_path = summary_path
+                out.summary_text = _stdout_or_file(buf.getvalue(), summary_path)
+                out.summary_path = summary_path
             if markdown:
                 out.markdown = export_markdown.render(doc)
             if json:

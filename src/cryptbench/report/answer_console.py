@@ -23,6 +23,7 @@ from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import LEGEND, change_cell, speed_change
 from cryptbench.metrics import PRIMARY
 from cryptbench.report import protection_rows
+from cryptbench.report.narrow import fold
 from cryptbench.report.sentences import SERIOUS, command_lines, header, precision_line
 from cryptbench.result_model import Comparison, ComparisonKind, Document, Result
 from cryptbench.units import format_value
@@ -86,17 +87,6 @@ def _all_throughput(doc: Document, workloads: list[str]) -> bool:
     return all(doc.plan.primary(w) == PRIMARY for w in workloads)
 
 
-def _fold(name: str, width: int) -> str:
-    """A workload's name over lines no wider than its column, broken after a '-'."""
-    lines: list[str] = []
-    for piece in name.replace("-", "- ").split(" "):
-        if lines and len(lines[-1]) + len(piece) <= width:
-            lines[-1] += piece
-        else:
-            lines.append(piece)
-    return "\n".join(lines)
-
-
 def _tables(doc: Document, width: int) -> list[Table]:
     """The matrix, split into several tables of workload columns where one would not fit."""
     workloads = [w for w in doc.plan.workloads if any(r.workload == w for r in doc.results)]
@@ -124,7 +114,7 @@ def _tables(doc: Document, width: int) -> list[Table]:
         table.add_column("", no_wrap=True, style="dim")
         for i in range(start, end):
             table.add_column(
-                _fold(workloads[i], widths[i]), justify="right", no_wrap=True, min_width=widths[i]
+                fold(workloads[i], widths[i]), justify="right", no_wrap=True, min_width=widths[i]
             )
         for name, against, cells in rows:
             table.add_row(name, against, *cells[start:end])

@@ -26,7 +26,7 @@ from cryptbench.analysis.speed_change import (
 from cryptbench.metric_catalog import info
 from cryptbench.metrics import PRIMARY
 from cryptbench.report import protection_rows
-from cryptbench.report.narrow import table_width
+from cryptbench.report.narrow import fold, table_width
 from cryptbench.report.sentences import header, stopping_lines
 from cryptbench.result_model import (
     Comparison,
@@ -437,17 +437,6 @@ HIDES_TITLE = "What each target's backing hides from someone who reads it at res
 PROTECTION_TITLE = HIDES_TITLE + ", and what it costs in space"
 
 
-def _folded(text: str, width: int) -> str:
-    """A name or header over lines no wider than `width`, broken after a '-' or a space."""
-    lines: list[str] = []
-    for piece in text.replace("-", "-\0").replace(" ", " \0").split("\0"):
-        if lines and len(lines[-1].rstrip()) + len(piece.rstrip()) <= width:
-            lines[-1] += piece
-        else:
-            lines.append(piece)
-    return "\n".join(line.rstrip() for line in lines)
-
-
 def protection_tables(doc: Document, width: int = 200) -> list[Table]:
     """A row per target, a column per property, each cell the proven verdict, and the space it
     costs: one table where it fits `width`; else the verdicts and the space in two, each
@@ -489,8 +478,8 @@ def protection_tables(doc: Document, width: int = 200) -> list[Table]:
         t.add_column("target", no_wrap=True)
         for h in headers:
             wraps = h == "read as" or h in space
-            t.add_column(_folded(h, 10) if h in space else h, no_wrap=not wraps)
+            t.add_column(fold(h, 10) if h in space else h, no_wrap=not wraps)
         for (target, _sight, _cells), row in zip(rows, cells, strict=True):
-            t.add_row(_folded(target, name_width), *row)
+            t.add_row(fold(target, name_width), *row)
         tables.append(t)
     return tables

@@ -11,14 +11,13 @@ an earlier run, never a file of the user's.
 
 from __future__ import annotations
 
-import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cryptbench.errors import UsageError
-from cryptbench.report.output_files import output_file, write_new
+from cryptbench.report.export_csv import RUN_COLUMNS
+from cryptbench.report.output_files import output_file, replace_file, write_new
 from cryptbench.store import Store
 
 if TYPE_CHECKING:
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
 # What a file cryptbench wrote of each kind holds in its first 2 KiB.
 MADE_BY_US = {
     "html": '<meta name="generator" content="cryptbench ',
-    "csv": "run_id,run_started_at,hostname,",
+    "csv": ",".join(RUN_COLUMNS[:3]) + ",",
     "md": "**cryptbench run ",
 }
 FLAGS = {"html": "--export-html", "csv": "--export-csv", "md": "--export-md"}
@@ -86,19 +85,6 @@ def checked(asked: dict[str, str | None], force: bool) -> list[Export]:
     return out
 
 
-def _replace(path: Path, content: str) -> None:
-    """All of it or nothing, over a file cryptbench made: a temporary file, then rename."""
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def write(exports: list[Export], db: Path, run_id: int) -> list[Path]:
     """Each export of the stored run; returns the paths written."""
     if not exports:
@@ -125,7 +111,7 @@ def write(exports: list[Export], db: Path, run_id: int) -> list[Path]:
                 made = charts.build(doc, timelines(store, run_id))
                 text = export_html.render(doc, made, charts.space_chart(doc))
             if e.replace:
-                _replace(e.path, text)
+                replace_file(e.path, text)
             else:
                 write_new(e.path, text)
             written.append(e.path)

@@ -75,7 +75,6 @@ def schema() -> JsonObject:
     top = _record(result_model.Document, defs)
     return {
         "$schema": DIALECT,
-        "$id": "https://github.com/cryptbench/cryptbench/docs/result-schema.json",
         "title": "cryptbench result document",
         **top,
         "$defs": dict(sorted(defs.items())),

@@ -13,3 +13,15 @@ def table_width(columns: Iterable[Sequence[str]], edge: int = EDGE) -> int:
     """Columns of cell texts (headers included) laid side by side in a SIMPLE_HEAD table."""
     widths = [max((max(map(len, c.splitlines() or [""])) for c in col), default=0) for col in columns]
     return sum(widths) + GAP * max(0, len(widths) - 1) + edge
+
+
+def fold(text: str, width: int) -> str:
+    """A name or header over lines no wider than `width` where it can be, broken after a
+    '-' or a space (a piece longer than `width` stands whole on its own line)."""
+    lines: list[str] = []
+    for piece in text.replace("-", "-\0").replace(" ", " \0").split("\0"):
+        if lines and len(lines[-1].rstrip()) + len(piece.rstrip()) <= width:
+            lines[-1] += piece
+        else:
+            lines.append(piece)
+    return "\n".join(line.rstrip() for line in lines)

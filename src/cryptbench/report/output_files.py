@@ -58,3 +58,17 @@ def write_new(path: Path, content: str | bytes) -> None:
         raise UsageError(f"{path} exists: cryptbench does not overwrite files it did not create") from None
     finally:
         os.unlink(tmp)
+
+
+def replace_file(path: Path, content: str) -> None:
+    """All of it or nothing, over a file cryptbench wrote before (`run --export-* --force`):
+    a temporary file beside it, then a rename over it."""
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(content)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
