@@ -46,6 +46,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = kernel_lab.stand_in(items)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """The kernel lab boots now, beside the host's tests, not after them: its stand-ins
+    run last and collect what it found (tests/kernel_lab.py, Background)."""
+    if not kernel_lab.IN_GUEST and not session.config.option.collectonly:
+        kernel_lab.start(session.config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # However the session ends (an error, Ctrl-C, SIGTERM), no guest outlives it.
+    if not kernel_lab.IN_GUEST:
+        kernel_lab.stop_all()
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     results = os.environ.get("CRYPTBENCH_LAB_RESULTS")
     if kernel_lab.IN_GUEST and results:

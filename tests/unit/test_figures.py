@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from cryptbench.analysis.speed_change import change_cell, change_words, speed_change, symmetric
+from cryptbench.analysis.speed_change import change_cell, change_words, percent, speed_change, symmetric
 from cryptbench.report import export_html, export_markdown, screens
 from cryptbench.report.cost_console import qd_cell
 from cryptbench.result_model import ComparisonKind, Document
@@ -40,6 +40,15 @@ def test_a_sentence_always_gives_both_ends() -> None:
     assert change_words(-96.2, (-97.1, -95.3)) == "-96% [-97, -95]*"
     assert change_words(-96.2, (-97.1, -95.3), mark=False) == "-96% [-97, -95]"
     assert change_words(-11.0, None) == "-11% (n=1: no interval)"
+
+
+def test_beyond_a_hundredfold_only_the_order_of_magnitude_prints() -> None:
+    # a two-trial interval from a recorded CI run: 14 digits pushed the table off 80 columns
+    assert change_cell(346.0, (-100.0, 2392634715304.0)) == "+346 [-100,+2.4e12]"
+    assert change_words(-69.0, (-99.6, 209237899078.0)) == "-69% [-100, +2.1e11]"
+    assert percent(9999.4) == "+9999" and percent(10000.0) == "+1.0e4"
+    assert percent(-12345.0, 1, sign=False) == "-1.2e4"
+    assert percent(43.21, 1, sign=False) == "43.2"
 
 
 def _doc(name: str) -> Document:

@@ -34,6 +34,20 @@ LEGEND = (
 )
 
 
+# Beyond a hundredfold the digits say nothing more than the order of magnitude: a
+# two-trial interval of a noisy pair can reach +2392634715304 %, and 14 digits would
+# push every other figure of its table off an 80-column screen.
+COMPACT_FROM = 10_000.0  # percent
+
+
+def percent(x: float, digits: int = 0, sign: bool = True) -> str:
+    """'+12', '-40', '+2.4e12': a percentage as a table or sentence prints it."""
+    if abs(x) >= COMPACT_FROM:
+        mantissa, exponent = f"{x:{'+' if sign else ''}.1e}".split("e")
+        return f"{mantissa}e{int(exponent)}"
+    return f"{x:{'+' if sign else ''}.{digits}f}"
+
+
 def symmetric(pct: float, low: float, high: float, digits: int = 0) -> bool:
     """Whether both halves of the interval print as the same number."""
     return round(pct - low, digits) == round(high - pct, digits)
@@ -47,12 +61,12 @@ def significant(interval: tuple[float, float] | None) -> bool:
 def change_cell(pct: float, interval: tuple[float, float] | None) -> str:
     """'-76±2*', '-33 [-89,+316]', '-11 n=1': a change in percent for a table's cell."""
     if interval is None:
-        return f"{pct:+.0f} {NO_INTERVAL}"
+        return f"{percent(pct)} {NO_INTERVAL}"
     lo, hi = interval
     mark = SIGNIFICANT if significant(interval) else ""
     if symmetric(pct, lo, hi):
-        return f"{pct:+.0f}±{round(hi - pct):.0f}{mark}"
-    return f"{pct:+.0f} [{lo:+.0f},{hi:+.0f}]{mark}"
+        return f"{percent(pct)}±{percent(round(hi - pct), sign=False)}{mark}"
+    return f"{percent(pct)} [{percent(lo)},{percent(hi)}]{mark}"
 
 
 def change_words(pct: float, interval: tuple[float, float] | None, mark: bool = True) -> str:
@@ -60,7 +74,7 @@ def change_words(pct: float, interval: tuple[float, float] | None, mark: bool = 
     always with both ends of its interval; `mark`: SIGNIFICANT where it excludes no change
     (off where another test decides significance, as `compare`'s does)."""
     if interval is None:
-        return f"{pct:+.0f}% ({NO_INTERVAL}: no interval)"
+        return f"{percent(pct)}% ({NO_INTERVAL}: no interval)"
     lo, hi = interval
     star = SIGNIFICANT if mark and significant(interval) else ""
-    return f"{pct:+.0f}% [{lo:+.0f}, {hi:+.0f}]{star}"
+    return f"{percent(pct)}% [{percent(lo)}, {percent(hi)}]{star}"

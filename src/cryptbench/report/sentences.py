@@ -11,7 +11,7 @@ from collections import defaultdict
 
 from cryptbench import stats
 from cryptbench.analysis.document import results_by_key
-from cryptbench.analysis.speed_change import change_words, speed_change
+from cryptbench.analysis.speed_change import change_words, percent, speed_change
 from cryptbench.json_types import JsonObject
 from cryptbench.metric_catalog import info
 from cryptbench.result_model import Answer, Comparison, ComparisonKind, Document, Result, Stopping
@@ -41,7 +41,8 @@ def header(doc: Document) -> str:
 
 def _halfwidths(values: list[float]) -> str:
     lo, hi = min(values) * 100, max(values) * 100
-    return f"±{lo:.1f}%" if round(lo, 1) == round(hi, 1) else f"±{lo:.1f}% to ±{hi:.1f}%"
+    low, high = percent(lo, 1, sign=False), percent(hi, 1, sign=False)
+    return f"±{low}%" if low == high else f"±{low}% to ±{high}%"
 
 
 # What stopped a comparison, in the order the precision line tells them.
