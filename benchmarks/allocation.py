@@ -80,7 +80,8 @@ class Replay(OneAtATime):
         self.trials = rec["trials"]  # workload -> target -> {round: [value, seconds]}
         self.metric = rec["metrics"]  # workload -> its primary metric
         self.rounds = sorted({int(r) for w in self.trials.values() for t in w.values() for r in t})
-        self.rng, self.now, self.drawn = rng, 0.0, {}
+        self.rng, self.now = rng, 0.0
+        self.drawn: dict[int, int] = {}  # a trial's repeat -> the recorded round it replays
         self.lost: dict[str, str] = {}
         self.progress = NullProgress()
         self.count = 0

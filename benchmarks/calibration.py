@@ -69,7 +69,7 @@ def main() -> int:
                 print(f"run {i + 1}: exit {outcome.exit_code}; its comparisons are left out", file=sys.stderr)
                 continue
             for c in outcome.document.comparisons:
-                if c.ci_low is None:
+                if c.ci_low is None or c.ci_high is None or c.precision is None:
                     continue
                 hit = c.ci_low <= 1.0 <= c.ci_high
                 total += 1

@@ -99,9 +99,9 @@ def replay(db: Path, doc: dict[str, Any], precision: str) -> tuple[int, int, dic
         )
         controller.review(k, samples, set(), rounds)
         for a in controller.answers:
-            key = f"{a.question.target} vs {a.question.baseline}, {a.question.workload}"
-            if a.stopped_by is not None and key not in closed:
-                closed[key] = k
+            label = f"{a.question.target} vs {a.question.baseline}, {a.question.workload}"
+            if a.stopped_by is not None and label not in closed:
+                closed[label] = k
     # every target runs the minimum rounds, asked about or not (an added baseline too)
     needed = {key: min(rule.min_repeats, last) for key in primary}
     for a in controller.answers:

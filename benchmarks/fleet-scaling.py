@@ -77,7 +77,7 @@ def main() -> int:
             rows.append((n, wall, ok, ok + failed))
             print(
                 f"{n} host(s): {wall:.1f} s, {ok} of {ok + failed} trials ok, "
-                f"run status {outcome.status}, serves exited {sorted(set(stops.values()))}",
+                f"run status {outcome.status}, serves exited {sorted(set(stops.values()), key=str)}",
                 file=sys.stderr,
             )
 
