@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 LOG    := build/setup.log
 QUIETLY := scripts/quietly.sh $(LOG)
 
-.PHONY: run test test-steps setup system-deps test-deps lint clean shell
+.PHONY: run test test-steps setup system-deps test-deps lint lint-steps clean shell
 
 setup: system-deps $(STAMP) shell
 
@@ -36,18 +36,29 @@ run: setup
 	@$(VENV)/bin/cryptbench run $(ARGS)
 
 lint: setup
+	@$(MAKE) --no-print-directory lint-steps
+
+lint-steps:
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
 
-# Timed as a whole, set-up included.
+# Timed as a whole, set-up included, and phase by phase: the table of where the time
+# went ends the output and stays in build/test-times.txt (tests/time_budget.py).
+PHASES := build/test-phases.tsv
+TIMES  := build/pytest-times.json
 test:
-	@start=$$(date +%s); $(MAKE) --no-print-directory test-steps; rc=$$?; \
-	echo "make test: exit $$rc after $$(( $$(date +%s) - start )) s in all (set-up, lint and types, tests, kernel lab)"; \
+	@start=$$(date +%s); mkdir -p build; rm -f $(PHASES) $(TIMES); \
+	$(MAKE) --no-print-directory test-steps; rc=$$?; total=$$(( $$(date +%s) - start )); \
+	if [ -x $(VENV)/bin/python ]; then \
+		$(VENV)/bin/python -m tests.time_budget $(PHASES) $(TIMES) $$total build/test-times.txt; fi; \
+	echo "make test: exit $$rc after $$total s in all (set-up, lint and types, tests, kernel lab)"; \
 	exit $$rc
 
-test-steps: setup test-deps lint
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+test-steps:
+	@scripts/timed.sh $(PHASES) "set-up" $(MAKE) --no-print-directory setup test-deps
+	@scripts/timed.sh $(PHASES) "lint and types" $(MAKE) --no-print-directory lint-steps
+	@scripts/timed.sh $(PHASES) "tests" env CRYPTBENCH_TEST_TIMES=$(TIMES) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache

@@ -10,14 +10,15 @@ import json
 import os
 import signal
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from cryptbench.pipeline.provision import recover_stale
-from tests import kernel_lab
+from tests import kernel_lab, time_budget
 from tests.support.leaks import (
     FOUND_AT_START,
     TEST_DIR_PREFIX,
@@ -65,6 +66,19 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if kernel_lab.IN_GUEST and results:
         with open(results, "a") as f:
             f.write(json.dumps(kernel_lab.report_line(report)) + "\n")
+    time_budget.add(report)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object]) -> Generator[None, None, None]:
+    """In the guest, how long each shared run (a session fixture of the lab's) took: the
+    time table names them apart from the test that happened to set them up first."""
+    start = time.monotonic()
+    yield
+    results = os.environ.get("CRYPTBENCH_LAB_RESULTS")
+    if kernel_lab.IN_GUEST and results and fixturedef.scope == "session" and fixturedef.baseid:
+        with open(results, "a") as f:
+            f.write(json.dumps({"fixture": fixturedef.argname, "seconds": time.monotonic() - start}) + "\n")
 
 
 def _unwind(signum: int, _frame: object) -> None:
@@ -78,6 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
     to die on the spot, which left a killed suite's targets mounted, looped and throttled
     (tests/integration/test_suite_signals.py)."""
     signal.signal(signal.SIGTERM, _unwind)
+    time_budget.configure(config)
 
 
 RECOVERED: list[str] = []  # what a killed earlier suite had left, recovered at start
@@ -99,6 +114,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not kernel_lab.IN_GUEST:
+        time_budget.write(session.config)
     results = os.environ.get("CRYPTBENCH_LAB_RESULTS")
     if kernel_lab.IN_GUEST and results:  # the host counts them among its own
         with open(results, "a") as f:

@@ -67,6 +67,7 @@ class Outcome:
     outcome: str = ""  # passed, failed or skipped, once its phases are read (settle)
     report: str = ""  # the guest's failure report (with what the test printed), or the skip reason
     seconds: float = 0.0  # wall time in the guest, all phases
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # setup/call/teardown -> seconds
     figures: list[tuple[str, str]] = field(default_factory=list)  # what the test recorded (record_property)
     phases: dict[str, str] = field(default_factory=dict)  # setup/call/teardown -> the outcome each reported
 
@@ -102,6 +103,8 @@ class LabRun:
     console: str = ""  # everything the guest printed
     outcomes: dict[str, Outcome] = field(default_factory=dict)  # by node id
     figures: dict[str, int] = field(default_factory=dict)  # the guest's reliability figures
+    shared: dict[str, float] = field(default_factory=dict)  # a session fixture (shared run) -> seconds
+    waited: float = 0.0  # seconds the host's stand-ins waited for the guest after the host's own tests
     pytest_exit: int | None = (
         None  # the guest's pytest exit status, from its last line; None if it never came
     )
@@ -310,7 +313,7 @@ def boot(nodeids: list[str]) -> LabRun:
         lab.returncode = _run_vng(argv, log, LAB_SECONDS)
         lab.seconds = time.monotonic() - start
         lab.console = log.read_text(errors="replace")
-        lab.outcomes, lab.figures = read_results(scratch / RESULTS)
+        lab.outcomes, lab.figures, lab.shared = read_results(scratch / RESULTS)
         lab.pytest_exit = pytest_exit(lab.console)
         if lab.returncode is None:
             lab.console += f"\n[stopped after {LAB_SECONDS:.0f} s]"
@@ -328,13 +331,15 @@ def pytest_exit(console: str) -> int | None:
     return None
 
 
-def read_results(path: Path) -> tuple[dict[str, Outcome], dict[str, int]]:
-    """The guest's reports, one JSON line per test phase, merged per test; and
-    the reliability figures its tests counted (a last line, when it got there)."""
+def read_results(path: Path) -> tuple[dict[str, Outcome], dict[str, int], dict[str, float]]:
+    """The guest's reports, one JSON line per test phase, merged per test; the
+    reliability figures its tests counted (a last line, when it got there); and how
+    long each shared run (a session fixture) took to set up."""
     outcomes: dict[str, Outcome] = {}
     figures: dict[str, int] = {}
+    shared: dict[str, float] = {}
     if not path.exists():
-        return outcomes, figures
+        return outcomes, figures, shared
     for line in path.read_text(errors="replace").splitlines():
         try:
             rec = json.loads(line)
@@ -343,8 +348,12 @@ def read_results(path: Path) -> tuple[dict[str, Outcome], dict[str, int]]:
         if "figures" in rec:
             figures = rec["figures"]
             continue
+        if "fixture" in rec:
+            shared[rec["fixture"]] = rec["seconds"]
+            continue
         o = outcomes.setdefault(rec["nodeid"], Outcome())
         o.seconds += rec["duration"]
+        o.phase_seconds[rec["when"]] = rec["duration"]
         o.phases[rec["when"]] = rec["outcome"]
         if rec.get("properties"):  # each phase's report repeats those recorded before it
             o.figures = [(str(k), str(v)) for k, v in rec["properties"]]
@@ -354,7 +363,7 @@ def read_results(path: Path) -> tuple[dict[str, Outcome], dict[str, int]]:
             o.report = rec["longrepr"]
     for o in outcomes.values():
         o.settle()
-    return outcomes, figures
+    return outcomes, figures, shared
 
 
 def report_line(report: pytest.TestReport) -> dict[str, object]:
@@ -470,7 +479,9 @@ def booted(config: pytest.Config, ids: list[str]) -> LabRun:
     lab = config.stash.setdefault(LAB_RUN, None)
     if lab is None:
         bg = config.stash.get(BACKGROUND, None)
+        asked = time.monotonic()
         lab = bg.result() if bg is not None else boot(ids)
+        lab.waited = time.monotonic() - asked
         config.stash[LAB_RUN] = lab
         for name, n in lab.figures.items():
             count(f"{name} (kernel lab)", n)

@@ -27,14 +27,17 @@ def test_phases_merge_into_one_outcome_per_test(tmp_path: Path) -> None:
                 _line("t.py::bad", "teardown", "failed", "left behind: loop0"),
                 _line("t.py::skip", "setup", "skipped", "Skipped: no adiantum"),
                 _line("t.py::skip", "teardown", "passed"),
+                json.dumps({"fixture": "kernel_only_run", "seconds": 344.5}),
                 json.dumps({"figures": {"SIGKILLs with a dm-crypt mapping open, cleaned up": 1}}),
                 '{"nodeid": "t.py::torn", "when": "ca',  # the guest died while writing
             ]
         )
     )
-    outcomes, figures = kernel_lab.read_results(path)
+    outcomes, figures, shared = kernel_lab.read_results(path)
+    assert shared == {"kernel_only_run": 344.5}
     assert set(outcomes) == {"t.py::ok", "t.py::bad", "t.py::skip"}
     assert outcomes["t.py::ok"].outcome == "passed" and outcomes["t.py::ok"].seconds == 4.5
+    assert outcomes["t.py::ok"].phase_seconds == {"setup": 1.5, "call": 1.5, "teardown": 1.5}
     assert outcomes["t.py::ok"].figures == [("AF_ALG", "75.1 MB/s")]  # once, though two phases carry it
     bad = outcomes["t.py::bad"]
     assert bad.outcome == "failed"
@@ -56,7 +59,7 @@ def test_a_test_whose_phases_stop_short_failed(tmp_path: Path) -> None:
             ]
         )
     )
-    outcomes, _ = kernel_lab.read_results(path)
+    outcomes, _, _ = kernel_lab.read_results(path)
     for nodeid, arrived in (
         ("t.py::setup_only", "setup"),
         ("t.py::no_teardown", "setup, call"),
@@ -96,7 +99,7 @@ def test_the_guest_script_ends_with_pytest_exit(tmp_path: Path) -> None:
 
 
 def test_no_results_file_means_no_outcomes(tmp_path: Path) -> None:
-    assert kernel_lab.read_results(tmp_path / "missing.jsonl") == ({}, {})
+    assert kernel_lab.read_results(tmp_path / "missing.jsonl") == ({}, {}, {})
 
 
 def test_the_guest_loads_only_what_a_distribution_boot_would(tmp_path: Path) -> None:

@@ -1,0 +1,74 @@
+"""The table of where make test's time went (tests/time_budget.py): each phase, the
+tests split by kind with the slowest integration modules, the kernel lab's own
+accounting, from the files make test and the host's pytest write."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests import time_budget
+
+REPO = Path(__file__).resolve().parent.parent.parent
+RECORD = {
+    "wall": 2450.0,
+    "tests": {
+        "tests/unit/test_a.py::t1": 1.0,
+        "tests/unit/test_a.py::t2": 2.0,
+        **{f"tests/integration/test_m{i:02d}.py::t": float(100 + i) for i in range(12)},
+        "tests/lab/test_luks.py::test_every_luks_variant_end_to_end": 300.0,
+    },
+    "lab": {
+        "summary": "kernel lab: ...",
+        "seconds": 1700.0,
+        "waited": 12.0,
+        "shared": {"kernel_only_run": 600.0},
+        "tests": {
+            "tests/lab/test_luks.py::test_every_luks_variant_end_to_end": 610.0,
+            "tests/lab/t.py::x": 90.0,
+        },
+    },
+}
+
+
+def _seconds(text: str, label: str) -> float:
+    line = next(line for line in text.splitlines() if line.strip().startswith(label))
+    return float(line[72:80])
+
+
+def test_the_table_splits_the_tests_and_names_the_slowest_modules(tmp_path: Path) -> None:
+    phases = [("set-up", 30.4, 0), ("lint and types", 61.0, 0), ("tests", 2460.0, 1)]
+    text = time_budget.table(phases, RECORD, 2552.0)
+    assert _seconds(text, "set-up") == 30
+    assert "exit 1" in next(line for line in text.splitlines() if line.strip().startswith("tests "))
+    assert _seconds(text, "unit (2 tests, 1 modules)") == 3
+    assert _seconds(text, "integration (12 tests, 12 modules)") == sum(100 + i for i in range(12))
+    named = [line.split()[0] for line in text.splitlines() if line.strip().startswith("tests/integration/")]
+    assert named == [f"tests/integration/test_m{i:02d}.py" for i in range(11, 1, -1)]  # ten, slowest first
+    assert _seconds(text, "the other 2 modules") == 201
+    assert _seconds(text, "KVM probe, boot") == 1000  # 1700 less the tests' 700
+    assert _seconds(text, "shared run kernel_only_run") == 600
+    assert _seconds(text, "tests/lab/t.py::x") == 90
+    assert _seconds(text, "the host waiting for the lab") == 12
+    assert _seconds(text, "in all") == 2552
+    assert text.splitlines()[-1].strip().startswith("in all")
+
+
+def test_a_lab_that_did_not_run_says_so() -> None:
+    text = time_budget.table([("tests", 10.0, 0)], {**RECORD, "lab": None}, 11.0)
+    assert "kernel lab: did not run" in text
+
+
+def test_the_command_joins_make_tests_phases_and_pytests_record(tmp_path: Path) -> None:
+    (tmp_path / "phases.tsv").write_text("set-up\t30.4\t0\nlint and types\t61.0\t0\ntests\t2460.0\t0\n")
+    (tmp_path / "times.json").write_text(json.dumps(RECORD))
+    out = tmp_path / "build" / "test-times.txt"
+    files = [str(tmp_path / n) for n in ("phases.tsv", "times.json")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.time_budget", *files, "2552", str(out)],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert proc.stdout == out.read_text()
+    assert "lint and types" in proc.stdout and "shared run kernel_only_run" in proc.stdout
