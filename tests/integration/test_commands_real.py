@@ -3,7 +3,9 @@ filesystem present, through the command line as a user runs them.
 
 Timing checks use `sleep`, whose length is known: it cannot return early, so the lower
 bound is exact; the upper bound allows the shell's fork and exec and a loaded 2-core
-machine's scheduling (half a second: a hundred times what they take here unloaded).
+machine's scheduling (the kernel lab's guest runs beside these tests): a second and a
+half, generous, yet less than any second a misplaced clock would add (a preparation,
+a copy of the inputs, a cache drop and its sync).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ pytestmark = pytest.mark.integration
 WANTED = ("plain", "gocryptfs", "securefs", "cryfs", "encfs")
 FUSE = ",".join(available(WANTED))
 test_includes = includes(WANTED)
-SLACK = 0.5  # seconds a command's measured time may exceed its sleep (module docstring)
+SLACK = 1.5  # seconds a command's measured time may exceed its sleep (module docstring)
 BURN = 0.4  # CPU seconds the burner spends
 
 

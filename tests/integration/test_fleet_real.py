@@ -336,7 +336,7 @@ def test_a_server_stopped_between_jobs_is_found_by_a_probe(tmp_path: Path) -> No
         }
         started = time.monotonic()
         assert list(client.silent_hosts(hosts, 5.0)) == ["stopped"]
-        assert time.monotonic() - started < 5.0 + 2.0
+        assert time.monotonic() - started < 5.0 + 10.0  # its probe's 5 s, not for ever; load's slack
         job = tmp_path / "null.fio"
         job.write_text("[spin]\nioengine=null\nrw=read\nbs=4k\nsize=4k\ntime_based=1\nruntime=30\n")
         jobs = {h: (a, job) for h, a in hosts.items()}
