@@ -28,6 +28,10 @@ from tests.support.leaks import (
 )
 from tests.support.reliability import FIGURES
 
+# The kernel lab's stand-ins and background boot (tests/lab_plugin.py); pytester runs
+# the stand-ins in a pytest of their own (tests/unit/test_lab_stand_ins.py).
+pytest_plugins = ["pytester", "tests.lab_plugin"]
+
 # Property tests run the same examples every time (CI must not turn red by
 # luck) and keep no example database in the work tree.
 settings.register_profile("cryptbench", derandomize=True, deadline=None, max_examples=300, database=None)
@@ -38,27 +42,6 @@ settings.load_profile("cryptbench")
 # tests (unit/test_trial_sizing.py, integration/test_trial_sizing_real.py), which ask for
 # it by --trial-time; a user's shell that sets the variable is left alone.
 os.environ.setdefault("CRYPTBENCH_TRIAL_TIME", "0")
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # On the host, each lab test is a stand-in whose outcome the guest decides.
-    if not kernel_lab.IN_GUEST:
-        items[:] = kernel_lab.stand_in(items)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session: pytest.Session) -> None:
-    """The kernel lab boots now, beside the host's tests, not after them: its stand-ins
-    run last and collect what it found (tests/kernel_lab.py, Background)."""
-    if not kernel_lab.IN_GUEST and not session.config.option.collectonly:
-        kernel_lab.start(session.config)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    # However the session ends (an error, Ctrl-C, SIGTERM), no guest outlives it.
-    if not kernel_lab.IN_GUEST:
-        kernel_lab.stop_all()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

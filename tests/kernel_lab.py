@@ -122,6 +122,8 @@ class LabRun:
             )
         if self.pytest_exit != 0:
             return f"pytest in the guest exited {self.pytest_exit}"
+        if self.returncode != 0:  # after pytest's last line: a panic, or a guest that did not power off
+            return f"vng exited {self.returncode} after the guest's pytest exited 0"
         return None
 
     def summary(self) -> str:
@@ -186,12 +188,15 @@ def vng_command(kernel: str, accel: str, shared: Path, disk: Path | None, comman
     ]
 
 
-_RUNNING: set[subprocess.Popen[bytes]] = set()  # every vng under way, for stop_all
+# Every vng under way, by the thread that waits for it: stop() ends only the session's
+# own background boot (a pytest run inside a test, as the stand-ins' tests make, must
+# not stop the outer session's guest).
+_RUNNING: dict[int, set[subprocess.Popen[bytes]]] = {}
 
 
 def _run_vng(argv: list[str], log: Path, timeout: float) -> int | None:
     """Run vng in its own process group, its output to `log`, at NICE; None if it was
-    stopped at `timeout` or by stop_all."""
+    stopped at `timeout` or by stop()."""
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             ["nice", "-n", str(NICE), *argv],
@@ -201,7 +206,8 @@ def _run_vng(argv: list[str], log: Path, timeout: float) -> int | None:
             env=_env(),
             start_new_session=True,
         )
-        _RUNNING.add(proc)
+        mine = _RUNNING.setdefault(threading.get_ident(), set())
+        mine.add(proc)
         try:
             rc = proc.wait(timeout=timeout)
             return None if proc in _STOPPED else rc
@@ -209,10 +215,10 @@ def _run_vng(argv: list[str], log: Path, timeout: float) -> int | None:
             return None
         finally:
             _stop(proc)
-            _RUNNING.discard(proc)
+            mine.discard(proc)
 
 
-_STOPPED: set[subprocess.Popen[bytes]] = set()  # stopped by stop_all, not by their guest
+_STOPPED: set[subprocess.Popen[bytes]] = set()  # stopped by stop(), not by their guest
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -226,15 +232,17 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
-def stop_all() -> None:
-    """Stop every guest still running (the host's pytest is ending: Ctrl-C, SIGTERM, or
-    an error before the lab's results were read), and wait for the background boot to
-    remove its directory."""
-    for proc in list(_RUNNING):
+def stop(config: pytest.Config) -> None:
+    """Stop the session's background guest if it still runs (the session is ending:
+    Ctrl-C, SIGTERM, or an error before the lab's results were read), and wait for the
+    boot to remove its directory."""
+    bg = config.stash.get(BACKGROUND, None)
+    if bg is None:
+        return
+    for proc in list(_RUNNING.get(bg.thread.ident or 0, ())):
         _STOPPED.add(proc)
         _stop(proc)
-    for bg in list(_BACKGROUND):
-        bg.done.wait(timeout=30)
+    bg.done.wait(timeout=30)
 
 
 _ACCEL: dict[str, tuple[str, str]] = {}  # kernel -> its choice: one probe per pytest, for every boot
@@ -424,9 +432,6 @@ class WholeLabItem(LabItem):
 
 LAB_RUN = pytest.StashKey["LabRun | None"]()
 LAB_IDS = pytest.StashKey["list[str]"]()  # the lab tests this session runs, set by stand_in
-_BACKGROUND: list[Background] = []  # the boot under way beside the host's tests
-
-
 class Background:
     """The lab's one boot, begun when the session's tests begin and run beside them
     (the guest shares nothing with the host's tests but the CPU, and yields that:
@@ -468,7 +473,6 @@ def start(config: pytest.Config) -> None:
         return
     bg = Background(ids)
     config.stash[BACKGROUND] = bg
-    _BACKGROUND.append(bg)
     bg.thread.start()
 
 

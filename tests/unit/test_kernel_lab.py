@@ -89,6 +89,8 @@ def test_the_lab_fails_as_a_whole_when_stopped_died_or_pytest_failed() -> None:
     assert "time limit" in (lab(None, 0).failure() or "")  # stopped after pytest: still stopped
     assert "never reported pytest's exit" in (lab(0, None).failure() or "")
     assert lab(0, 1).failure() == "pytest in the guest exited 1"
+    # the guest said pytest exit 0, then panicked: vng's own status still counts
+    assert lab(1, 0).failure() == "vng exited 1 after the guest's pytest exited 0"
     assert "FAILED: pytest in the guest exited 1" in lab(0, 1).summary()
     assert kernel_lab.LabRun(unavailable="no qemu").failure() is None  # the stand-ins say so instead
 

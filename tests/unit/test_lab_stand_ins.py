@@ -1,0 +1,141 @@
+"""The kernel lab's stand-ins (tests/kernel_lab.py, tests/lab_plugin.py) in a pytest of
+their own, each of their branches: a guest whose tests passed, failed, skipped or never
+reported; a lab that could not boot; a guest stopped at the time limit, dead before
+pytest's last line, or panicking after it; and CRYPTBENCH_REQUIRE_LAB turning a skip
+into a failure. The guest's boot is replaced by the LabRun it would have produced (a
+real guest that powers off mid-test: tests/integration/test_kernel_lab_harness.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import kernel_lab
+
+TESTS = """
+import pytest
+
+pytestmark = pytest.mark.lab
+
+def test_passes(): raise AssertionError("a stand-in never runs its test on the host")
+def test_fails(): raise AssertionError("a stand-in never runs its test on the host")
+def test_skips(): raise AssertionError("a stand-in never runs its test on the host")
+def test_silent(): raise AssertionError("a stand-in never runs its test on the host")
+"""
+PASSED = {"setup": "passed", "call": "passed", "teardown": "passed"}
+
+
+def _outcome(phases: dict[str, str], report: str = "") -> kernel_lab.Outcome:
+    o = kernel_lab.Outcome(report=report, phases=dict(phases), seconds=1.0)
+    o.settle()
+    return o
+
+
+def _guest(returncode: int | None = 0, pytest_exit: int | None = 0) -> kernel_lab.LabRun:
+    """A guest in which test_passes passed, test_fails failed, test_skips skipped and
+    test_silent never reported."""
+    return kernel_lab.LabRun(
+        kernel="/boot/vmlinuz-test",
+        accel="tcg",
+        accel_reason="forced",
+        returncode=returncode,
+        pytest_exit=pytest_exit,
+        console="lab: 6.1.0-test\nthe console's last line",
+        outcomes={
+            "test_inner.py::test_passes": _outcome(PASSED),
+            "test_inner.py::test_fails": _outcome(
+                {**PASSED, "call": "failed"}, "[call] AssertionError: dm-crypt table lacks no_read_workqueue"
+            ),
+            "test_inner.py::test_skips": _outcome(
+                {"setup": "skipped", "teardown": "passed"}, "Skipped: no adiantum module"
+            ),
+        },
+    )
+
+
+@pytest.fixture
+def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    pytester.makeconftest('pytest_plugins = ["tests.lab_plugin"]')
+    pytester.makepyfile(test_inner=TESTS)
+    monkeypatch.setattr(kernel_lab, "REQUIRE", False)
+    return pytester
+
+
+def _boots(monkeypatch: pytest.MonkeyPatch, lab: kernel_lab.LabRun) -> list[list[str]]:
+    calls: list[list[str]] = []
+
+    def boot(ids: list[str]) -> kernel_lab.LabRun:
+        calls.append(list(ids))
+        return lab
+
+    monkeypatch.setattr(kernel_lab, "boot", boot)
+    return calls
+
+
+def test_each_stand_in_takes_its_guest_tests_outcome(
+    inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _boots(monkeypatch, _guest())
+    result = inner.runpytest("-rA")
+    # the lab as a whole passed too: pytest exited 0 in the guest, and vng after it
+    result.assert_outcomes(passed=2, failed=2, skipped=1)
+    assert calls == [[f"test_inner.py::test_{n}" for n in ("passes", "fails", "skips", "silent")]]  # one boot
+    out = result.stdout.str()
+    assert "in the kernel lab (vmlinuz-test, TCG):" in out and "lacks no_read_workqueue" in out
+    assert "no result from the kernel lab (vng exit 0); console:" in out and "the console's last line" in out
+    result.stdout.fnmatch_lines(
+        ["SKIPPED*in the kernel lab (vmlinuz-test, TCG): Skipped: no adiantum module*"]
+    )
+    assert "a stand-in never runs its test on the host" not in out
+
+
+def test_where_the_lab_must_run_a_skip_inside_it_fails(
+    inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kernel_lab, "REQUIRE", True)
+    _boots(monkeypatch, _guest())
+    result = inner.runpytest("-k", "skips or passes")
+    result.assert_outcomes(passed=2, failed=1, deselected=2)
+    result.stdout.fnmatch_lines(["*skipped in the kernel lab (vmlinuz-test, TCG), where it must run*"])
+
+
+@pytest.mark.parametrize("require", [False, True])
+def test_a_lab_that_cannot_boot_skips_each_test_or_fails_it_where_it_must_run(
+    inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, require: bool
+) -> None:
+    monkeypatch.setattr(kernel_lab, "REQUIRE", require)
+    _boots(monkeypatch, kernel_lab.LabRun(unavailable="qemu-system-x86_64 is not installed"))
+    result = inner.runpytest("-rA")
+    if require:
+        result.assert_outcomes(failed=5)
+        result.stdout.fnmatch_lines(["*the kernel lab could not run: qemu-system-x86_64 is not installed*"])
+    else:
+        result.assert_outcomes(skipped=5)
+        result.stdout.fnmatch_lines(["*kernel lab unavailable: qemu-system-x86_64 is not installed*"])
+
+
+@pytest.mark.parametrize(
+    ("returncode", "pytest_exit", "why"),
+    [
+        (None, 0, "the lab was stopped at its time limit"),
+        (0, None, "the guest never reported pytest's exit"),
+        (0, 1, "pytest in the guest exited 1"),
+        (1, 0, "vng exited 1 after the guest's pytest exited 0"),  # a panic after the last line
+    ],
+)
+def test_the_lab_as_a_whole_fails_when_the_guest_did(
+    inner: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    returncode: int | None,
+    pytest_exit: int | None,
+    why: str,
+) -> None:
+    _boots(monkeypatch, _guest(returncode, pytest_exit))
+    result = inner.runpytest("-k", "passes")
+    result.assert_outcomes(passed=1, failed=1, deselected=3)
+    result.stdout.fnmatch_lines([f"*the kernel lab failed as a whole: {why}*"])
+
+
+def test_collecting_boots_nothing(inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _boots(monkeypatch, _guest())
+    inner.runpytest("--collect-only")
+    assert calls == []
