@@ -432,6 +432,8 @@ class WholeLabItem(LabItem):
 
 LAB_RUN = pytest.StashKey["LabRun | None"]()
 LAB_IDS = pytest.StashKey["list[str]"]()  # the lab tests this session runs, set by stand_in
+
+
 class Background:
     """The lab's one boot, begun when the session's tests begin and run beside them
     (the guest shares nothing with the host's tests but the CPU, and yields that:

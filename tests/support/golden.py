@@ -1,0 +1,103 @@
+"""What every renderer prints for the documents recorded by real runs
+(tests/fixtures/documents), kept byte for byte in tests/golden/outputs/ and checked by
+tests/unit/test_golden_outputs.py. The test only reads the files. After a change of
+output that is meant, write them again with this module, which prints the diff:
+    .venv/bin/python -m tests.support.golden
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import io
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from cryptbench.analysis import diagnosis, document, ranking, warning_rules
+from cryptbench.report import charts, export_html, export_markdown, screens
+from cryptbench.result_model import Document
+
+DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+GOLDEN = Path(__file__).parent.parent / "golden" / "outputs"
+NAMES = sorted(p.stem for p in DOCS.glob("*.json"))
+
+
+def _console_text(doc: Document, width: int, details: bool) -> str:
+    out = io.StringIO()
+    screens.render(doc, Console(file=out, width=width, color_system=None), details=details)
+    return out.getvalue()
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, indent=2) + "\n"
+
+
+def _derived(doc: Document) -> str:
+    """The sections document.build derives from the core (targets, results,
+    comparisons), recomputed from the recorded core: trials are not in a document,
+    so the rules that read them see none."""
+    return _json(
+        {
+            "qd_curves": [c.to_json() for c in document.qd_curves(doc)],
+            "conclusions": document.conclusions(doc),
+            "warnings": [w.to_json() for w in warning_rules.find(doc, [])],
+            "diagnosis": [d.to_json() for d in diagnosis.diagnose(doc)],
+        }
+    )
+
+
+def _charts(doc: Document) -> str:
+    """Which charts the page draws, with their titles and captions (the SVG itself is
+    Matplotlib's, not ours)."""
+    return _json([[c.kind, c.name, c.title, c.caption] for c in charts.build(doc, [])])
+
+
+RENDERERS: dict[str, Callable[[Document], str]] = {
+    "answer-80.txt": lambda d: _console_text(d, 80, details=False),
+    "answer-120.txt": lambda d: _console_text(d, 120, details=False),
+    "details-80.txt": lambda d: _console_text(d, 80, details=True),
+    "details-120.txt": lambda d: _console_text(d, 120, details=True),
+    "report.md": export_markdown.render,
+    "ranking.json": lambda d: _json([s.to_json() for s in ranking.build(d)]),
+    "derived.json": _derived,
+    "charts.json": _charts,
+    "page.html": lambda d: export_html.render(d, []),
+}
+
+
+def recorded(name: str) -> Document:
+    """The recorded document with its ranking built anew, as `show` builds it from the store
+    (a fixture keeps the ranking of the day it was recorded)."""
+    doc = Document.from_json(json.loads((DOCS / f"{name}.json").read_text()))
+    return dataclasses.replace(doc, ranking=ranking.build(doc))
+
+
+def write() -> int:
+    """Write every golden file anew and print the unified diff of each that changed;
+    the number of files changed."""
+    changed = 0
+    for name in NAMES:
+        doc = recorded(name)
+        for kind, render in sorted(RENDERERS.items()):
+            path = GOLDEN / f"{name}.{kind}"
+            text = render(doc)
+            old = path.read_text() if path.exists() else ""
+            if text == old:
+                continue
+            changed += 1
+            rel = path.relative_to(GOLDEN.parent.parent.parent)
+            sys.stdout.writelines(
+                difflib.unified_diff(old.splitlines(True), text.splitlines(True), f"a/{rel}", f"b/{rel}")
+            )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    print(f"{changed} golden file(s) written anew", file=sys.stderr)
+    return changed
+
+
+if __name__ == "__main__":
+    write()
