@@ -18,9 +18,24 @@ packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra moun
 # git and sqlite3 are for the example suites of your own commands (docs/own-work.md),
 # which the tests run; each example names what it needs (`needs = […]`).
 # zsh and fish load the generated completions in their test (tests/integration/test_shell.py).
-if [ "${1:-}" = "--test" ]; then
+#   --list: print the packages (with --test, the tests' too) and install nothing; the
+#   tests read it to tell a backend the install missed from one this machine cannot run.
+test=0 list=0
+for arg in "$@"; do
+    case $arg in
+        --test) test=1 ;;
+        --list) list=1 ;;
+        *) echo "install-system-deps: unknown option $arg" >&2; exit 2 ;;
+    esac
+done
+if [ $test = 1 ]; then
     packages+=(chromium fonts-dejavu-core qemu-system-x86 linux-image-amd64 busybox-static ecryptfs-utils git sqlite3
                zsh fish)
+fi
+
+if [ $list = 1 ]; then
+    echo "${packages[@]}"
+    exit 0
 fi
 
 missing=()

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.backends import REGISTRY
 from cryptbench.cipher import userspace
 from cryptbench.cipher.ceilings import separate
 from cryptbench.commands import cipher
@@ -16,7 +15,7 @@ from cryptbench.commands import run as run_cmd
 from cryptbench.plan import RunRequest
 from cryptbench.store import Store
 from tests.support.cli import cli
-from tests.support.targets import requires_root
+from tests.support.targets import need_backend, requires_root
 
 pytestmark = pytest.mark.integration
 
@@ -88,8 +87,7 @@ def test_cipher_bad_input(args: list[str], message: str, tmp_path: Path) -> None
 
 @requires_root
 def test_a_tiny_ram_run(target_dir: Path, tmp_path: Path) -> None:
-    if not REGISTRY["fscrypt"].probe().ok:
-        pytest.skip(f"fscrypt unavailable here: {REGISTRY['fscrypt'].probe().reason}")
+    need_backend("fscrypt")
     outcome = run_cmd.run(
         RunRequest(
             backends="fscrypt",

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.backends import REGISTRY
 from cryptbench.commands import run as run_cmd
 from cryptbench.plan import RunRequest
 from tests.support.cli import cli
 from tests.support.html_page import Page
-from tests.support.targets import requires_root
+from tests.support.targets import need_backend, requires_root
 
 pytestmark = pytest.mark.integration
 
@@ -41,8 +40,7 @@ def _run(target_dir: Path, db: Path, size: str, repeats: int, seed: int) -> dict
 
 @requires_root
 def test_compare_two_real_runs(target_dir: Path, tmp_path: Path) -> None:
-    if not REGISTRY["gocryptfs"].probe().ok:
-        pytest.skip(f"gocryptfs unavailable here: {REGISTRY['gocryptfs'].probe().reason}")
+    need_backend("gocryptfs")
     db_a, db_b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
     a = _run(target_dir, db_a, "8M", 4, 1)
     b = _run(target_dir, db_b, "8M", 4, 2)

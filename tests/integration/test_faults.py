@@ -21,7 +21,6 @@ from pathlib import Path
 import psutil
 import pytest
 
-from cryptbench.backends import REGISTRY
 from cryptbench.commands import run
 from cryptbench.errors import DiskFull
 from cryptbench.plan import RunRequest
@@ -29,7 +28,7 @@ from cryptbench.runner import NullProgress, TrialSpec
 from tests.support.cli import cli
 from tests.support.leaks import leftovers
 from tests.support.reliability import count
-from tests.support.targets import available, includes, requires_root
+from tests.support.targets import available, includes, need_backend, requires_root
 
 pytestmark = pytest.mark.integration
 
@@ -122,8 +121,7 @@ def _kill_helper_during_a_trial(target_dir: Path, stop: threading.Event) -> list
 
 
 def test_a_helper_that_dies_fails_its_trial_and_the_run_goes_on(target_dir: Path, tmp_path: Path) -> None:
-    if not REGISTRY["gocryptfs"].probe().ok:
-        pytest.skip(f"gocryptfs unavailable here: {REGISTRY['gocryptfs'].probe().reason}")
+    need_backend("gocryptfs")
     db = tmp_path / "r.sqlite"
     stop = threading.Event()
     killed: list[int] = []

@@ -18,7 +18,6 @@ import numpy as np
 import psutil
 import pytest
 
-from cryptbench.backends import REGISTRY
 from cryptbench.fleet import client
 from cryptbench.fleet.address import parse as parse_address
 from cryptbench.pipeline.fleet_run import FleetRequest
@@ -29,6 +28,7 @@ from tests.support import fleet_hosts
 from tests.support.cli import cli
 from tests.support.leaks import leftovers
 from tests.support.reliability import count
+from tests.support.targets import need_backend
 
 pytestmark = pytest.mark.integration
 
@@ -41,9 +41,7 @@ def _need_hosts() -> None:
     if why:
         pytest.skip(why)
     for name in ("fscrypt", "ext4-loop"):
-        avail = REGISTRY[name].probe()
-        if not avail.ok:
-            pytest.skip(f"{name} unavailable here: {avail.reason}")
+        need_backend(name)
 
 
 def _trials(db: Path) -> list[dict[str, Any]]:

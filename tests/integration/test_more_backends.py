@@ -22,7 +22,7 @@ from cryptbench.measure.cache import drop_caches
 from tests.support.cli import cli
 from tests.support.leaks import leftovers
 from tests.support.reliability import count
-from tests.support.targets import available, need_backend, provisioned, requires_root
+from tests.support.targets import available, need_backend, provisioned, requires_root, skip_unavailable
 
 pytestmark = pytest.mark.integration
 
@@ -94,7 +94,7 @@ def test_fuse_overlay_measured_for_real(target_dir: Path, tmp_path: Path, backen
 def test_every_image_kind_and_cipher_in_both_states(target_dir: Path, tmp_path: Path) -> None:
     names = available(IMAGES)
     if not names:
-        pytest.skip(f"image backends unavailable here: {REGISTRY['image-raw'].probe().reason}")
+        skip_unavailable("image backends", REGISTRY["image-raw"].probe().reason)
     doc = _run(target_dir, tmp_path, names, "--state", "fresh,rewrite")
     targets = {x["name"]: x for x in doc["targets"]}
     assert len(targets) == 1 + 2 * len(names)

@@ -20,7 +20,6 @@ import pytest
 from PIL import Image
 
 from cryptbench.analysis import ranking
-from cryptbench.backends import REGISTRY
 from cryptbench.commands import run as run_cmd
 from cryptbench.commands import show
 from cryptbench.plan import RunRequest
@@ -29,7 +28,7 @@ from cryptbench.result_model import Document
 from cryptbench.store import Store
 from tests.support.cli import cli
 from tests.support.html_page import Page
-from tests.support.targets import requires_root
+from tests.support.targets import need_backend, requires_root
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +39,7 @@ SHOTS = Path(os.environ.get("CRYPTBENCH_TEST_OUTPUT", Path(__file__).parent.pare
 
 @requires_root
 def test_report_exports_a_real_run(target_dir: Path, tmp_path: Path) -> None:
-    if not REGISTRY["fscrypt"].probe().ok:
-        pytest.skip(f"fscrypt unavailable here: {REGISTRY['fscrypt'].probe().reason}")
+    need_backend("fscrypt")
     db = tmp_path / "r.sqlite"
     outcome = run_cmd.run(
         RunRequest(

@@ -12,21 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.backends import REGISTRY
 from cryptbench.commands import selftest
 from cryptbench.throttle import mode, v1_rules, v2_rules
 from tests.support.cli import cli
 from tests.support.leaks import leftovers, loop_throttles
 from tests.support.reliability import count
-from tests.support.targets import provisioned
+from tests.support.targets import need_backend, provisioned
 
 pytestmark = pytest.mark.integration
 
 
 def _needs_throttling() -> None:
-    avail = REGISTRY[selftest.SLOW].probe()
-    if not avail.ok:
-        pytest.skip(f"{selftest.SLOW} unavailable here: {avail.reason}")
+    need_backend(selftest.SLOW)
 
 
 def test_selftest_finds_the_known_answer(target_dir: Path, tmp_path: Path) -> None:

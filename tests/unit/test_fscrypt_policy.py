@@ -9,6 +9,7 @@ import pytest
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.fscrypt import ADIANTUM_POLICY, AES_POLICY
 from cryptbench.system import crypto_missing
+from tests.support.targets import need_backend
 
 
 def test_the_policies_carry_the_kernels_mode_numbers() -> None:
@@ -26,7 +27,6 @@ WHY = crypto_missing("adiantum(xchacha12,aes)", "CONFIG_CRYPTO_ADIANTUM", "adian
 
 @pytest.mark.skipif(WHY is None, reason="this kernel has Adiantum (or says nothing either way)")
 def test_without_adiantum_backends_says_which_option_is_missing() -> None:
-    if not REGISTRY["fscrypt"].probe().ok:
-        pytest.skip(f"fscrypt itself is unavailable here: {REGISTRY['fscrypt'].probe().reason}")
+    need_backend("fscrypt")
     avail = REGISTRY["fscrypt-adiantum"].probe()
     assert not avail.ok and avail.reason == WHY and "CONFIG_CRYPTO_ADIANTUM is not set" in avail.reason
