@@ -105,6 +105,15 @@ def test_an_interval_within_the_equivalence_margin_is_answered_as_no_cost() -> N
     assert c.answers[0].stopped_by is StopReason.PRECISION and not c.answers[0].equivalent
 
 
+def test_an_interval_exactly_as_precise_as_asked_has_reached_it() -> None:
+    # every trial alike: the interval is a point, its half-width 0, and a precision of 0 is met
+    c = Controller(Stopping(0.0, 3, 8, None, None), [_q()], 1)
+    rounds = {("w", "plain"): [0, 1, 2], ("w", "enc"): [0, 1, 2]}
+    c.review(3, {("w", "plain"): [100.0] * 3, ("w", "enc"): [50.0] * 3}, set(), rounds)
+    (a,) = c.answers
+    assert a.halfwidth == 0.0 and a.stopped_by is StopReason.PRECISION
+
+
 def test_own_median_is_judged_relative_to_itself() -> None:
     hw, _ = halfwidth(_q(None), {("w", "enc"): [90.0, 100.0, 110.0]}, 1)
     assert hw == pytest.approx(0.10)

@@ -193,6 +193,12 @@ def test_how_many_trials_adaptive_by_default_fixed_when_asked(
     budget = plan_with(tmp_path, repeats=None, max_bytes="2G", max_time="10m").rule
     assert (budget.max_bytes, budget.max_time) == (2 << 30, 600.0)
     assert plan_with(tmp_path, repeats=None).to_json()["stopping"]["precision"] == 0.05
+    # the equivalence margin: the default 3 %, or the one asked, as a fraction, fixed or adaptive
+    assert default.equivalence == 0.03 and fixed.equivalence == 0.03
+    assert plan_with(tmp_path, repeats=None, equivalence="1.5%").rule.equivalence == 0.015
+    assert plan_with(tmp_path, repeats=4, equivalence="10").rule.equivalence == 0.10
+    with pytest.raises(UsageError, match=r"--equivalence must be from 0.1% to 50%, not 60%"):
+        plan_with(tmp_path, equivalence="60%")
 
 
 def test_a_run_request_has_a_field_for_every_flag_of_run_and_no_other() -> None:

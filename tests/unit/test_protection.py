@@ -45,6 +45,21 @@ from tests.support.documents import doc_with
             Verdict.HIDDEN,
             None,
         ),
+        # securefs's full format: a data file as long as the file beside a meta file of its
+        # own that grows by blocks; the data file alone gives every size away
+        (
+            {
+                1: [1, 4152],
+                4095: [4095, 4152],
+                4096: [4096, 4152],
+                4097: [4097, 8248],
+                100_000: [100_000, 102_776],
+            },
+            Verdict.SHOWN,
+            None,
+        ),
+        # one file each and every size its own, but not in the files' order: nothing follows
+        ({1: [8192], 4095: [4096], 4096: [12_288], 4097: [16_384], 100_000: [20_480]}, Verdict.HIDDEN, None),
     ],
 )
 def test_sizes_are_decided_from_the_backing_files_each_file_added(
@@ -134,6 +149,53 @@ def test_a_flat_block_store_hides_the_tree(dir_target: tuple[Session, Target]) -
     assert found.findings[Property.TREE].verdict is Verdict.HIDDEN
     assert found.findings[Property.SIZES].verdict is Verdict.HIDDEN
     assert found.findings[Property.NAMES].verdict is Verdict.HIDDEN
+
+
+def test_directories_kept_side_by_side_without_their_nesting_hide_the_tree(
+    dir_target: tuple[Session, Target],
+) -> None:
+    """Each directory a directory of the backing's, all of them at its top, each holding
+    its own files: the files show which directory holds them, not which directory holds
+    which. The tree is the nesting, and it is hidden."""
+    session, target = dir_target
+
+    def side_by_side() -> Sight:
+        real = look((target.path,))
+        assert real.entries is not None
+
+        def h(path: str) -> str:
+            return hashlib.sha256(path.encode()).hexdigest()[:16]
+
+        seen: dict[str, Entry] = {}
+        for p, e in real.entries.items():
+            if e.is_dir:
+                seen[h(p)] = e
+            else:
+                parent, _, name = p.rpartition("/")
+                seen[f"{h(parent)}/{h(name)}" if parent else h(name)] = e
+        return Sight("directory", seen)
+
+    found = probes.probe(session, target, seen=side_by_side)
+    tree = found.findings[Property.TREE]
+    assert tree.verdict is Verdict.HIDDEN, tree.evidence
+    assert "not a directory of 3 files inside another" in tree.evidence
+
+
+@pytest.mark.parametrize(
+    ("how", "verdict"), [("LUKS container", Verdict.HIDDEN), ("unreadable image", Verdict.UNKNOWN)]
+)
+def test_a_backing_without_a_readable_structure_hides_only_where_it_is_encrypted_whole(
+    dir_target: tuple[Session, Target], how: str, verdict: Verdict
+) -> None:
+    """A LUKS container has no structure to read because all of it is ciphertext: names,
+    sizes and the tree are hidden in it. An image the probe cannot read proves nothing."""
+    session, target = dir_target
+    found = probes.probe(session, target, seen=lambda: Sight(how, None, "no structure to read"))
+    for prop in (Property.SIZES, Property.TREE):
+        assert found.findings[prop].verdict is verdict, (prop, found.findings[prop].evidence)
+        assert found.findings[prop].evidence == f"{how}: no structure to read"
+    if how == "LUKS container":
+        assert found.findings[Property.NAMES].verdict is Verdict.HIDDEN
 
 
 def test_an_ext4_image_is_read_with_debugfs_and_containers_are_not(tmp_path: Path) -> None:

@@ -61,6 +61,9 @@ def test_a_flip_goes_in_the_longest_run_and_never_in_an_images_metadata(tmp_path
     # a ciphertext directory: every changed file of the probe's own, CryFS's blocks included
     cryfs = [Run(tmp_path / n, 0, 4) for n in ("A", "B", "C")]
     assert len(tamper.candidates(cryfs, image=False)) == 3
+    # gocryptfs: the file's 17 blocks, and its one-block header's rewrite; the longest first
+    header, body, tail = Run(tmp_path / "X", 0, 1), Run(tmp_path / "X", 1, 17), Run(tmp_path / "Y", 0, 2)
+    assert tamper.candidates([header, tail, body], image=False) == [body, tail, header]
 
 
 def test_space_ratios_are_against_the_baselines_measure() -> None:

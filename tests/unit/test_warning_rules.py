@@ -71,6 +71,16 @@ def test_trials_shorter_than_a_second_of_io_are_named_per_target_and_workload() 
     assert all(w.kind == WarningKind.SHORT_TRIAL and w.target and w.workload for w in found)
 
 
+def test_a_trial_of_exactly_a_second_of_io_is_not_short() -> None:
+    raw = json.loads((DOCS / "default-run.json").read_text())
+    by = {(r["workload"], r["target"], r["metric"]): r for r in raw["results"]}
+    moved, rate = by[("rnd4k-q1-read", "plain", "io_bytes")], by[("rnd4k-q1-read", "plain", "throughput")]
+    for seconds, short in ((1.0, False), (0.999, True)):
+        moved["samples"] = [r * seconds for r in rate["samples"]]  # every trial `seconds` of I/O
+        found = {(w.target, w.workload) for w in warning_rules.short_trial(Document.from_json(raw))}
+        assert (("plain", "rnd4k-q1-read") in found) is short, seconds
+
+
 def test_one_sample_of_a_dropped_workload_is_not_told_to_repeat_more() -> None:
     raw = json.loads((DOCS / "default-run.json").read_text())
     for r in raw["results"]:

@@ -231,12 +231,32 @@ def _sizes(folder: Path, see: Callable[[], Sight], sight: Sight) -> tuple[Findin
     return decide_sizes(mapping), sight
 
 
+def _exact_offset(mapping: dict[int, list[int]]) -> int | None:
+    """The fixed number of bytes c (0 or more) such that every file added a backing file
+    of exactly its own size plus c; None if there is none."""
+    if not mapping or not all(mapping.values()):
+        return None
+    first, candidates = next(iter(mapping.items()))
+    for c in sorted({b - first for b in candidates if b >= first}):
+        if all(p + c in v for p, v in mapping.items()):
+            return c
+    return None
+
+
 def decide_sizes(mapping: dict[int, list[int]]) -> Finding:
     """From the backing files each plaintext size added (or changed), what an observer
     learns of the sizes: exactly, to a block, or nothing."""
     one_each = all(len(v) == 1 for v in mapping.values())
     shown = ", ".join(f"{p}→{'+'.join(str(b) for b in v) or 'none'}" for p, v in mapping.items())
     detail = {"mapping": {str(p): v for p, v in mapping.items()}}
+    if not one_each and (offset := _exact_offset(mapping)) is not None:
+        # e.g. securefs's full format: a data file as long as the file (or longer by a fixed
+        # header), beside a meta file of its own; the data file gives the size away.
+        return Finding(
+            Verdict.SHOWN,
+            f"one of each file's backing files is its size plus {offset} bytes: {shown}",
+            {**detail, "offset": offset},
+        )
     if not one_each:
         sizes = {b for v in mapping.values() for b in v}
         why = f"all {sizes.pop()} bytes (fixed-size blocks)" if len(sizes) == 1 else "no one file per file"
