@@ -279,8 +279,15 @@ def _opts(path: str) -> JobOptions:
 
 def test_cryptbench_jobs_pass_the_check() -> None:
     data = f"{SCRATCH}/targets/fscrypt/cryptbench.dat"
-    client.check_job(render_job(WorkloadSpec("w", "randwrite", 4096, 32), _opts(data)), SCRATCH)
-    client.check_job(render_layout(_opts(data)), SCRATCH)
+    for job in (
+        render_job(WorkloadSpec("w", "randwrite", 4096, 32), _opts(data)),
+        render_layout(_opts(data)),
+    ):
+        client.check_job(job, SCRATCH)
+        # the check read the job's file, and would refuse it elsewhere: it passed on its merits
+        assert f"filename={data}" in job.splitlines()
+        with pytest.raises(SafetyError, match="outside the host's scratch"):
+            client.check_job(job, "/var/tmp/cryptbench/run-2")
 
 
 @pytest.mark.parametrize(

@@ -111,10 +111,18 @@ def test_any_suite_table_is_a_valid_suite_or_a_clear_error(data: dict[str, Any])
         _one_line(e)
         count("malformed inputs rejected: suite files")
         return
+    _valid(suite)
+
+
+def _valid(suite: Any) -> None:
+    """What an accepted suite guarantees the runner: workloads, each safely named, with
+    a block size and a depth fio takes."""
+    assert suite.workloads
     for w in suite.workloads:
         assert _NAME_RE.match(w.name) and "/" not in w.name and ".." not in w.name.split(".")
-        assert 512 <= w.bs <= MAX_BLOCK and w.bs % 512 == 0
-        assert 1 <= w.iodepth <= 1024
+        if hasattr(w, "bs"):
+            assert 512 <= w.bs <= MAX_BLOCK and w.bs % 512 == 0
+            assert 1 <= w.iodepth <= 1024
 
 
 @given(st.binary(max_size=300))
@@ -123,10 +131,12 @@ def test_any_suite_file_bytes_are_a_suite_or_a_clear_error(raw: bytes) -> None:
         f.write(raw)
         f.flush()
         try:
-            load_suite(f.name)
+            suite = load_suite(f.name)
         except UsageError as e:
             _one_line(e)
             count("malformed inputs rejected: suite files")
+            return
+        _valid(suite)
 
 
 W1 = 'workloads = [{name = "a", rw = "read", bs = "4K", iodepth = 1}]'
@@ -249,7 +259,9 @@ def test_fio_output_from_another_version_is_parsed_or_a_clear_error(name: str, d
 @given(_json)
 def test_any_json_is_fio_output_or_a_clear_error(value: Any) -> None:
     try:
-        parse_fio_json(json.dumps(value))
+        m = parse_fio_json(json.dumps(value))
     except TrialError as e:
         _one_line(e)
         count("malformed inputs rejected: fio output")
+        return
+    assert m.throughput >= 0 and m.io_bytes > 0  # whatever was accepted is a measurement

@@ -77,10 +77,12 @@ SHARED = "cryptbench.commands.common_args"
 
 
 def test_every_module_has_a_layer() -> None:
-    for path in MODULES:
-        name = _name(path)
-        if name != "cryptbench":
-            layer_of(name)
+    layers = {_name(p): layer_of(_name(p)) for p in MODULES if _name(p) != "cryptbench"}
+    assert len(layers) > 100, "the package's modules were not found"
+    # the bottom and the top, as docs/architecture.md draws them
+    assert layers["cryptbench.units"] == 0 and layers["cryptbench.cli"] == len(LAYERS) - 1
+    with pytest.raises(AssertionError, match="has no layer"):
+        layer_of("cryptbench.nowhere")
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))

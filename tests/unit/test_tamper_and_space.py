@@ -116,10 +116,20 @@ def test_the_table_and_the_chart_show_space_against_the_baseline() -> None:
     assert charts.space_chart(doc_with({})) is None
 
 
-@pytest.mark.parametrize("verdict", ["detected", "silent"])
-def test_tamper_verdicts_read_back_from_json(verdict: str) -> None:
-    f = Finding.from_json({"verdict": verdict, "evidence": "e", "detail": {"offset": 1}})
-    assert f.verdict is Verdict(verdict) and f.protects is (verdict == "detected")
+@pytest.mark.parametrize(("verdict", "protects"), [("detected", True), ("silent", False), ("unknown", None)])
+def test_tamper_verdicts_read_back_from_json(verdict: str, protects: bool | None) -> None:
+    stored = {
+        "verdict": verdict,
+        "evidence": "byte 34816 flipped",
+        "detail": {"offset": 34816},
+        "declared": {"verdict": "detected", "source": "its documentation"},
+    }
+    f = Finding.from_json(stored)
+    assert f.protects is protects  # what the tables and --needs tamper read
+    assert f.disagrees is (protects is False)  # silent where the documentation says detected
+    assert f.to_json() == stored  # nothing lost on the way back
+    with pytest.raises(ValueError):
+        Finding.from_json({**stored, "verdict": "maybe"})
 
 
 def test_a_daemon_that_dies_on_the_flipped_byte_stops_the_run(
