@@ -44,6 +44,7 @@ SMOKE: dict[str, tuple[list[str], str, set[int]]] = {
         "ratio to 1 host",
         {0},
     ),
+    "mutation.py": (["--smoke"], "score over 1 module(s)", {0}),
     "startup.py": (["--rounds", "2"], "neither SciPy nor Matplotlib", {0}),
     "trial-length.py": (
         ["--pairs", "1", "--repeats", "1", "--size", "4M", "--trial-time", "0.1s"],

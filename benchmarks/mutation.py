@@ -1,0 +1,149 @@
+"""Mutation check of the modules that decide what a user reads: does the unit suite fail
+when their code is wrong? (issue 43, "A suite that fails when the code is wrong")
+
+mutmut (pinned in the dev dependencies) makes every small mutation it knows of each
+function of the modules below (`<` for `<=`, a constant changed, a branch's condition
+negated, ...) and runs the unit tests that reach that function against each. A mutant
+is killed when a test fails, survived when every test passes; "no tests" means no unit
+test reaches that function at all. The score is killed / (killed + survived).
+
+It runs on a copy of the committed tree (HEAD), never on the work tree, and is not
+part of `make test` (minutes to an hour, by the modules asked):
+
+    .venv/bin/python benchmarks/mutation.py                       # every deciding module
+    .venv/bin/python benchmarks/mutation.py --modules stats,analysis/ranking.py
+    .venv/bin/python benchmarks/mutation.py --survivors           # and list what survived
+
+The smoke mode (--smoke) mutates one small module against its own test file, so that
+`make test` can hold the script to working (tests/integration/test_benchmarks_smoke.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from mutmut.stats import status_by_exit_code
+
+REPO = Path(__file__).resolve().parent.parent
+# The modules whose decisions a user acts on: the ranking, the statistics and the stopping
+# rule, the protection probes and the tamper probe, the diagnosis and the warnings.
+DECIDING = (
+    "stats.py",
+    "adaptive.py",
+    "analysis/ranking.py",
+    "analysis/diagnosis.py",
+    "analysis/warning_rules.py",
+    "protection/probes.py",
+    "protection/tamper.py",
+)
+SMOKE = ("units.py", "tests/unit/test_units.py")
+
+
+def _source(module: str) -> str:
+    name = module if module.endswith(".py") else f"{module}.py"
+    path = REPO / "src" / "cryptbench" / name
+    if not path.exists():
+        raise SystemExit(f"mutation.py: no module src/cryptbench/{name}")
+    return f"src/cryptbench/{name}"
+
+
+def _config(sources: list[str], tests: list[str]) -> str:
+    return (
+        "\n[tool.mutmut]\n"
+        f"source_paths = {json.dumps(sources)}\n"
+        f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
+        # the C timing loops (built .so files) and the tests travel with the mutants
+        'also_copy = ["tests", "src/cryptbench"]\n'
+    )
+
+
+def run(sources: list[str], tests: list[str], jobs: int) -> Path:
+    """mutmut over `sources` with `tests`, in a copy of HEAD; the copy's directory."""
+    work = Path(tempfile.mkdtemp(prefix="cryptbench-mutation-"))
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "HEAD"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(work)], input=archive.stdout, check=True)
+    # the C loops are built by pip install, not committed: take them from the work tree
+    for built in (REPO / "src" / "cryptbench" / "cipher").glob("*.so"):
+        (work / "src" / "cryptbench" / "cipher" / built.name).write_bytes(built.read_bytes())
+    with open(work / "pyproject.toml", "a") as f:
+        f.write(_config(sources, tests))
+    mutmut = Path(sys.executable).parent / "mutmut"
+    subprocess.run(
+        [str(mutmut), "run", "--max-children", str(jobs)],
+        cwd=work,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return work
+
+
+def tally(work: Path) -> dict[str, Counter[str]]:
+    """Each module's mutants by status, read from mutmut's own records."""
+    found: dict[str, Counter[str]] = {}
+    for meta in sorted((work / "mutants" / "src").rglob("*.py.meta")):
+        module = str(meta.relative_to(work / "mutants" / "src")).removesuffix(".meta")
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        found[module] = Counter(status_by_exit_code[c] for c in codes.values())
+    return found
+
+
+def survivors(work: Path) -> list[str]:
+    out: list[str] = []
+    for meta in sorted((work / "mutants" / "src").rglob("*.py.meta")):
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        out.extend(k for k, c in codes.items() if status_by_exit_code[c] == "survived")
+    return out
+
+
+def score(c: Counter[str]) -> float | None:
+    judged = c["killed"] + c["survived"]
+    return c["killed"] / judged if judged else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--modules", help="comma-separated modules under src/cryptbench (default: DECIDING)")
+    ap.add_argument("--tests", default="tests/unit", help="tests run on each mutant (default tests/unit)")
+    ap.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default 2)")
+    ap.add_argument("--survivors", action="store_true", help="list every surviving mutant by name")
+    ap.add_argument("--smoke", action="store_true", help="one small module against its own test file")
+    args = ap.parse_args()
+    if args.smoke:
+        sources, tests = [_source(SMOKE[0])], [SMOKE[1]]
+    else:
+        modules = args.modules.split(",") if args.modules else list(DECIDING)
+        sources, tests = [_source(m.strip()) for m in modules], [args.tests]
+    work = run(sources, tests, args.jobs)
+    found = tally(work)
+    total: Counter[str] = Counter()
+    heads = ("mutants", "killed", "survived", "no tests", "other", "score")
+    print(f"{'module':34} " + " ".join(f"{h:>8}" for h in heads))
+    for module, c in found.items():
+        total += c
+        other = sum(c.values()) - c["killed"] - c["survived"] - c["no tests"]
+        s = score(c)
+        print(
+            f"{module:34} {sum(c.values()):8} {c['killed']:8} {c['survived']:8} {c['no tests']:8} {other:8} "
+            f"{'-' if s is None else f'{s:8.1%}'}"
+        )
+    s = score(total)
+    shown = "-" if s is None else f"{s:.1%}"
+    print(f"score over {len(found)} module(s): {shown} of the mutants a test reached killed")
+    if args.survivors:
+        print("\n".join(survivors(work)))
+    if args.smoke:
+        shutil.rmtree(work)
+    else:
+        print(f"mutmut's records (mutmut browse there): {work}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
