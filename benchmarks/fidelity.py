@@ -21,8 +21,14 @@ included, interleaved in random order per round:
            making as many passes (--loops) as the run's trials of that workload
            made (--trial-time); the first round runs the run first, to learn them
 
+`--whole-run --ram` puts both sides on memory-backed storage: the run's RAM twin
+of plain (`--ram`, a tmpfs the run mounts in its scratch) against fio by hand on
+a tmpfs of its own. The disk's noise and the host's cache are then out of the
+picture, so what differs is the harness's: layout, calibration, trial order and
+preparation.
+
     .venv/bin/python benchmarks/fidelity.py [--size 64M] [--rounds 5] [--target /var/tmp]
-    .venv/bin/python benchmarks/fidelity.py --whole-run [--size 256M] [--rounds 3]
+    .venv/bin/python benchmarks/fidelity.py --whole-run [--size 256M] [--rounds 3] [--ram]
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from cryptbench import stats
@@ -60,6 +68,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--whole-run", action="store_true", help="a whole cryptbench run against fio by hand")
     ap.add_argument("--trial-time", default="1s", help="--whole-run: the run's --trial-time (default 1s)")
+    ap.add_argument("--ram", action="store_true", help="--whole-run: both sides on a tmpfs (root)")
     args = ap.parse_args()
     if args.whole_run:
         return whole_run(args)
@@ -171,6 +180,19 @@ def by_hand(w: WorkloadSpec, data: Path, size: str, direct: bool, engine: str, p
     return parse_fio_json(out).throughput
 
 
+@contextmanager
+def memory_backed(folder: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of its own for fio by hand, twice the data file, unmounted however this ends."""
+    folder.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={2 * parse_size(size)}", "tmpfs", str(folder)], check=True
+    )
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
 def whole_run(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     direct = args.io_mode == "direct"
@@ -178,11 +200,13 @@ def whole_run(args: argparse.Namespace) -> int:
     specs = [w for w in suite.workloads if isinstance(w, WorkloadSpec)]
     run: dict[str, list[float]] = {w.name: [] for w in specs}
     hand: dict[str, list[float]] = {w.name: [] for w in specs}
-    with tempfile.TemporaryDirectory(dir=args.target) as tmp:
-        engine = probe_ioengine(Path(tmp) / "probe")
+    target = "ram:plain" if args.ram else "plain"  # the run's target compared with fio by hand
+    with tempfile.TemporaryDirectory(dir=args.target) as tmp, ExitStack() as stack:
+        hand_dir = stack.enter_context(memory_backed(Path(tmp) / "ram", args.size)) if args.ram else Path(tmp)
+        engine = probe_ioengine(hand_dir / "probe")
         print(
-            f"whole run on plain at {args.target}, {args.size}, {args.rounds} rounds, {args.io_mode} I/O, "
-            f"ioengine {engine}",
+            f"whole run on {target} at {args.target}{' (both sides on tmpfs)' if args.ram else ''}, "
+            f"{args.size}, {args.rounds} rounds, {args.io_mode} I/O, ioengine {engine}",
             file=sys.stderr,
         )
         passes: dict[str, int] = {}  # each workload's passes in the run's trials
@@ -193,7 +217,7 @@ def whole_run(args: argparse.Namespace) -> int:
             for way in ways:
                 if way == "by hand":
                     for w in specs:
-                        data = Path(tmp) / "by-hand.dat"
+                        data = hand_dir / "by-hand.dat"
                         hand[w.name].append(
                             by_hand(w, data, args.size, direct, engine, passes.get(w.name, 1))
                         )
@@ -210,13 +234,14 @@ def whole_run(args: argparse.Namespace) -> int:
                     "1",
                 ]
                 argv += ["--io-mode", args.io_mode, "--seed", str(args.seed + r), "--target", tmp]
+                argv += ["--ram"] if args.ram else []
                 argv += ["--trial-time", args.trial_time, "--db", str(Path(tmp) / "run.sqlite"), "--json"]
                 cmd = [sys.executable, "-m", "cryptbench", *argv]
                 done = subprocess.run(cmd, capture_output=True, text=True, check=True)
                 doc = json.loads(done.stdout)
                 passes.update(run_passes(Path(tmp) / "run.sqlite", doc["run_id"]))
                 for res in doc["results"]:
-                    if res["metric"] == "throughput" and res["workload"] in run:
+                    if res["metric"] == "throughput" and res["workload"] in run and res["target"] == target:
                         run[res["workload"]].extend(res["samples"])
     print(f"{'workload':18} {'run MB/s':>9} {'by hand MB/s':>13} {'ratio':>6}  95% interval     within ±5%")
     worst = 0.0

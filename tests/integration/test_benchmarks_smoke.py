@@ -39,6 +39,11 @@ SMOKE: dict[str, tuple[list[str], str, set[int]]] = {
         "by hand MB/s",
         {0, 1},
     ),
+    "fidelity.py --whole-run --ram": (
+        ["--whole-run", "--ram", "--size", "4M", "--rounds", "1", "--trial-time", "0.1s"],
+        "by hand MB/s",
+        {0, 1},
+    ),
     "fleet-scaling.py": (
         ["--hosts", "1", "--size", "1M", "--repeats", "1", "--backends", "plain", "--suite", "selftest"],
         "ratio to 1 host",
