@@ -55,13 +55,14 @@ def _source(module: str) -> str:
     return f"src/cryptbench/{name}"
 
 
-def _config(sources: list[str], tests: list[str]) -> str:
+def _config(sources: list[str], tests: list[str], tree: list[str]) -> str:
     return (
         "\n[tool.mutmut]\n"
         f"source_paths = {json.dumps(sources)}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
-        # the C timing loops (built .so files) and the tests travel with the mutants
-        'also_copy = ["tests", "src/cryptbench", "docs"]\n'
+        # the whole tree travels with the mutants: the tests read scripts/, docs/, the
+        # README, and the C timing loops (built .so files) live in src/cryptbench
+        f"also_copy = {json.dumps([*tree, 'src/cryptbench'])}\n"
         # the shipped schema is compared with one generated from the module's own source
         # text, which mutmut rewrites (trampolines): a difference that is no mutant's
         f"pytest_add_cli_args = {json.dumps(['--deselect', SCHEMA_TEXT])}\n"
@@ -76,8 +77,9 @@ def run(sources: list[str], tests: list[str], jobs: int) -> Path:
     # the C loops are built by pip install, not committed: take them from the work tree
     for built in (REPO / "src" / "cryptbench" / "cipher").glob("*.so"):
         (work / "src" / "cryptbench" / "cipher" / built.name).write_bytes(built.read_bytes())
+    tree = sorted(p.name for p in work.iterdir() if p.name != "src")
     with open(work / "pyproject.toml", "a") as f:
-        f.write(_config(sources, tests))
+        f.write(_config(sources, tests, tree))
     mutmut = Path(sys.executable).parent / "mutmut"
     done = subprocess.run(
         [str(mutmut), "run", "--max-children", str(jobs)], cwd=work, capture_output=True, text=True
