@@ -10,8 +10,7 @@ import json
 import os
 import signal
 import tempfile
-import time
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,18 +49,6 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         with open(results, "a") as f:
             f.write(json.dumps(kernel_lab.report_line(report)) + "\n")
     time_budget.add(report)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object]) -> Generator[None, None, None]:
-    """In the guest, how long each shared run (a session fixture of the lab's) took: the
-    time table names them apart from the test that happened to set them up first."""
-    start = time.monotonic()
-    yield
-    results = os.environ.get("CRYPTBENCH_LAB_RESULTS")
-    if kernel_lab.IN_GUEST and results and fixturedef.scope == "session" and fixturedef.baseid:
-        with open(results, "a") as f:
-            f.write(json.dumps({"fixture": fixturedef.argname, "seconds": time.monotonic() - start}) + "\n")
 
 
 def _unwind(signum: int, _frame: object) -> None:

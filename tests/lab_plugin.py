@@ -5,6 +5,11 @@ outlives the session. In the guest, nothing here applies."""
 
 from __future__ import annotations
 
+import json
+import os
+import time
+from collections.abc import Generator
+
 import pytest
 
 from tests import kernel_lab
@@ -27,6 +32,20 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     run last and collect what it found (kernel_lab.Background)."""
     if not kernel_lab.IN_GUEST and not session.config.option.collectonly:
         kernel_lab.start(session.config)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object]) -> Generator[None, None, None]:
+    """In the guest, how long each shared run (a session fixture of the lab's) took: the
+    time table names them apart from the test that happened to set them up first. Here,
+    not in a conftest: a session fixture is set up through the session's hooks, which
+    leave out every conftest below the root directory."""
+    start = time.monotonic()
+    yield
+    results = os.environ.get("CRYPTBENCH_LAB_RESULTS")
+    if kernel_lab.IN_GUEST and results and fixturedef.scope == "session" and fixturedef.baseid:
+        with open(results, "a") as f:
+            f.write(json.dumps({"fixture": fixturedef.argname, "seconds": time.monotonic() - start}) + "\n")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
