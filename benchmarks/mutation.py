@@ -90,22 +90,16 @@ def run(sources: list[str], tests: list[str], jobs: int) -> Path:
     return work
 
 
-def tally(work: Path) -> dict[str, Counter[str]]:
-    """Each module's mutants by status, read from mutmut's own records."""
-    found: dict[str, Counter[str]] = {}
-    for meta in sorted((work / "mutants" / "src").rglob("*.py.meta")):
-        module = str(meta.relative_to(work / "mutants" / "src")).removesuffix(".meta")
-        codes = json.loads(meta.read_text())["exit_code_by_key"]
-        found[module] = Counter(status_by_exit_code[c] for c in codes.values())
-    return found
-
-
-def survivors(work: Path) -> list[str]:
-    out: list[str] = []
-    for meta in sorted((work / "mutants" / "src").rglob("*.py.meta")):
-        codes = json.loads(meta.read_text())["exit_code_by_key"]
-        out.extend(k for k, c in codes.items() if status_by_exit_code[c] == "survived")
-    return out
+def statuses(work: Path) -> dict[str, dict[str, str]]:
+    """Each module's mutants and their status, read from mutmut's own records."""
+    src = work / "mutants" / "src"
+    return {
+        str(meta.relative_to(src)).removesuffix(".meta"): {
+            name: status_by_exit_code[code]
+            for name, code in json.loads(meta.read_text())["exit_code_by_key"].items()
+        }
+        for meta in sorted(src.rglob("*.py.meta"))
+    }
 
 
 def score(c: Counter[str]) -> float | None:
@@ -127,7 +121,8 @@ def main() -> int:
         modules = args.modules.split(",") if args.modules else list(DECIDING)
         sources, tests = [_source(m.strip()) for m in modules], [args.tests]
     work = run(sources, tests, args.jobs)
-    found = tally(work)
+    every = statuses(work)
+    found = {module: Counter(mutants.values()) for module, mutants in every.items()}
     total: Counter[str] = Counter()
     heads = ("mutants", "killed", "survived", "no tests", "other", "score")
     print(f"{'module':34} " + " ".join(f"{h:>8}" for h in heads))
@@ -143,7 +138,7 @@ def main() -> int:
     shown = "-" if s is None else f"{s:.1%}"
     print(f"score over {len(found)} module(s): {shown} of the mutants a test reached killed")
     if args.survivors:
-        print("\n".join(survivors(work)))
+        print("\n".join(n for mutants in every.values() for n, s in mutants.items() if s == "survived"))
     if args.smoke:
         shutil.rmtree(work)
     else:

@@ -49,8 +49,9 @@ KVM_PROBE_SECONDS = 40.0
 # once they end it has both cores. CI stops everything at 90 minutes.
 LAB_SECONDS = 80 * 60.0
 # The guest's qemu yields the CPU to the host's tests: at nice 15 a host process has
-# about 30 times its share, so a host test that times a throttle or a cipher is not
-# disturbed by the guest beside it (docs/kernel-lab.md, "Beside the host's tests").
+# about 28 times its share (CFS weights 1024 against 36), so a host test that times a
+# throttle or a cipher is not disturbed by the guest beside it (docs/kernel-lab.md,
+# "Beside the host's tests").
 NICE = 15
 RESULTS = "results.jsonl"
 CONSOLE = "console.log"
@@ -69,7 +70,6 @@ class Outcome:
     outcome: str = ""  # passed, failed or skipped, once its phases are read (settle)
     report: str = ""  # the guest's failure report (with what the test printed), or the skip reason
     seconds: float = 0.0  # wall time in the guest, all phases
-    phase_seconds: dict[str, float] = field(default_factory=dict)  # setup/call/teardown -> seconds
     figures: list[tuple[str, str]] = field(default_factory=list)  # what the test recorded (record_property)
     phases: dict[str, str] = field(default_factory=dict)  # setup/call/teardown -> the outcome each reported
 
@@ -363,7 +363,6 @@ def read_results(path: Path) -> tuple[dict[str, Outcome], dict[str, int], dict[s
             continue
         o = outcomes.setdefault(rec["nodeid"], Outcome())
         o.seconds += rec["duration"]
-        o.phase_seconds[rec["when"]] = rec["duration"]
         o.phases[rec["when"]] = rec["outcome"]
         if rec.get("properties"):  # each phase's report repeats those recorded before it
             o.figures = [(str(k), str(v)) for k, v in rec["properties"]]

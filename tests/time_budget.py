@@ -6,7 +6,7 @@ lab's own accounting (its boot, each shared run, each test, and how long the hos
 waited for it), as JSON to the file CRYPTBENCH_TEST_TIMES names. Only the outermost
 pytest writes: configure() takes the name out of the environment, so a pytest that a
 test starts does not overwrite it. `python -m tests.time_budget` joins both into the
-table (docs/testing.md, "Where the time goes").
+table (docs/kernel-lab.md, "Beside the host's tests").
 """
 
 from __future__ import annotations

@@ -37,7 +37,6 @@ def test_phases_merge_into_one_outcome_per_test(tmp_path: Path) -> None:
     assert shared == {"kernel_only_run": 344.5}
     assert set(outcomes) == {"t.py::ok", "t.py::bad", "t.py::skip"}
     assert outcomes["t.py::ok"].outcome == "passed" and outcomes["t.py::ok"].seconds == 4.5
-    assert outcomes["t.py::ok"].phase_seconds == {"setup": 1.5, "call": 1.5, "teardown": 1.5}
     assert outcomes["t.py::ok"].figures == [("AF_ALG", "75.1 MB/s")]  # once, though two phases carry it
     bad = outcomes["t.py::bad"]
     assert bad.outcome == "failed"
