@@ -129,10 +129,15 @@ def leak_checked_dir() -> Iterator[Path]:
     """A target directory on a real disk (/var/tmp, not a tmpfs), checked for leaks afterwards."""
     d = Path(tempfile.mkdtemp(prefix=TEST_DIR_PREFIX, dir=TEST_TARGET_BASE))
     before = unplaced_loops()
-    yield d
-    left = leftovers(d) + [
-        f"loop {dev} -> / (its backing mount is gone)" for dev in unplaced_loops() - before
-    ]
-    if not left:
-        shutil.rmtree(d, ignore_errors=True)
+    # However the body ends: a shared run whose assertion failed inside it left its
+    # directory behind, empty, because nothing after a bare yield runs on an exception.
+    # What a failed body leaves up stays for the next suite's recover_stale.
+    try:
+        yield d
+    finally:
+        left = leftovers(d) + [
+            f"loop {dev} -> / (its backing mount is gone)" for dev in unplaced_loops() - before
+        ]
+        if not left:
+            shutil.rmtree(d, ignore_errors=True)
     assert not left, f"left behind: {left}"
