@@ -20,7 +20,7 @@ the same answers on the same recorded trials, with no second run's noise.
 Targets: fscrypt and its baselines (ext4-loop, plain), added by cryptbench
 as in every run. Printed per protocol: bytes the device wrote during the
 trials (its own counter), wall time of the whole run, and for fscrypt against
-each baseline and data kind, the precision of the overhead's interval. Goal:
+each baseline and data kind, the precision of the change's interval. Goal:
 the adaptive default reaches ±5 % with at most a quarter of the fixed
 protocol's bytes.
 
@@ -146,8 +146,8 @@ def main() -> int:
             if c["target"] in encrypted:
                 width = "no interval" if c["precision"] is None else f"±{c['precision'] * 100:.1f}%"
                 print(
-                    f"    {c['target']} vs {c['baseline']}, {c['workload']}: overhead "
-                    f"{c['overhead_percent']:.1f}% {width}"
+                    f"    {c['target']} vs {c['baseline']}, {c['workload']}: change in speed "
+                    f"{c['change_percent']:+.1f}% {width}"
                     + (f" ({c['stopped_by']})" if c["stopped_by"] else "")
                 )
     share = runs[1]["bytes"] / runs[0]["bytes"] if runs[0]["bytes"] else float("nan")

@@ -335,7 +335,7 @@ class Comparison:
     ratio: float  # a fraction: target's speed / baseline's
     ci_low: float | None  # the ratio's bootstrap interval; None without one
     ci_high: float | None
-    overhead_percent: float  # (1 - ratio) * 100: positive is slower
+    change_percent: float  # (ratio - 1) * 100: the change in speed, negative when slower
     precision: float | None  # the interval's relative half-width, a fraction
     stopped_by: str | None  # what ended its repetition (adaptive.StopReason); "baseline" kind only
     # how the interval was made: stats.PAIRED (by round) or stats.UNPAIRED; None in
@@ -401,9 +401,9 @@ class RunWarning:
 class QdPoint:
     iodepth: int  # count
     workload: str
-    overhead_percent: float  # the change against the baseline, positive is slower
-    overhead_low: float | None  # percent: its interval, the ratio's turned around
-    overhead_high: float | None
+    change_percent: float  # the change in speed against the baseline, negative when slower
+    change_low: float | None  # percent: its 95 % interval, the ratio's; None without one
+    change_high: float | None  # percent
 
     def to_json(self) -> JsonObject:
         return {k: getattr(self, k) for k in _QD_POINT_KEYS}
@@ -860,9 +860,9 @@ class FleetHost:
 
 
 @dataclass(frozen=True)
-class HostOverhead:
+class HostChange:
     host: str  # the host's label
-    overhead: float  # percent of its own baseline's speed lost
+    change: float  # percent: the change in speed against its own baseline, negative when slower
     low: float | None  # percent: the 95 % interval's low end; None without one
     high: float | None  # percent: its high end
 
@@ -875,32 +875,33 @@ class StandOut:
     """A host whose whole interval lies beyond the typical other host's (fleet/spread.py)."""
 
     host: str
-    overhead: float  # percent, this host's
-    others: float  # percent: the other hosts' median overhead
+    change: float  # percent, this host's change in speed, negative when slower
+    others: float  # percent: the other hosts' median change
     others_low: float  # percent: the median of their intervals' low ends
     others_high: float  # percent: the median of their high ends
-    direction: str  # "higher" or "lower" than the others
+    direction: str  # "slower" or "faster" than the others
 
     def to_json(self) -> JsonObject:
         return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
-class FleetOverhead:
-    """One workload and encrypted target's overhead on each host, and its spread."""
+class FleetCost:
+    """One workload and encrypted target's change in speed against its baseline on each
+    host, and its spread (every figure in percent, negative when slower)."""
 
     workload: str
     target: str  # its name on each host (fscrypt, not node1/fscrypt)
     baseline: str  # likewise
     hosts: int  # count of hosts with a comparison
     median: float  # percent, across hosts
-    p10: float  # percent: 10th percentile across hosts
+    p10: float  # percent: 10th percentile across hosts (the slow end)
     p90: float  # percent: 90th percentile
-    worst_host: str  # the host that lost most
-    worst: float  # percent, its overhead
+    worst_host: str  # the host slowed most
+    worst: float  # percent, its change (the lowest)
     worst_low: float | None  # percent: its interval's low end
     worst_high: float | None  # percent: its high end
-    per_host: list[HostOverhead]
+    per_host: list[HostChange]
     stand_out: list[StandOut]
 
     def to_json(self) -> JsonObject:
@@ -910,11 +911,11 @@ class FleetOverhead:
         return d
 
     @classmethod
-    def from_json(cls, d: JsonObject) -> FleetOverhead:
+    def from_json(cls, d: JsonObject) -> FleetCost:
         return cls(
             **{
                 **d,
-                "per_host": [HostOverhead(**h) for h in d["per_host"]],
+                "per_host": [HostChange(**h) for h in d["per_host"]],
                 "stand_out": [StandOut(**s) for s in d["stand_out"]],
             }
         )
@@ -922,22 +923,20 @@ class FleetOverhead:
 
 @dataclass(frozen=True)
 class FleetSection:
-    """A fleet run's hosts and how each overhead spreads across them."""
+    """A fleet run's hosts and how each target's cost spreads across them."""
 
     hosts: list[FleetHost]
-    overheads: list[FleetOverhead]
+    costs: list[FleetCost]
 
     def to_json(self) -> JsonObject:
         return {
             "hosts": [h.to_json() for h in self.hosts],
-            "overheads": [o.to_json() for o in self.overheads],
+            "costs": [o.to_json() for o in self.costs],
         }
 
     @classmethod
     def from_json(cls, d: JsonObject) -> FleetSection:
-        return cls(
-            [FleetHost.from_json(h) for h in d["hosts"]], [FleetOverhead.from_json(o) for o in d["overheads"]]
-        )
+        return cls([FleetHost.from_json(h) for h in d["hosts"]], [FleetCost.from_json(o) for o in d["costs"]])
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ def test_compare_two_real_runs(target_dir: Path, tmp_path: Path) -> None:
     assert "B against A, 4 workload-target pairs" in " ".join(shown.stdout.split())
     page = Page()
     page.feed(page_path.read_text())
-    assert page.sections == ["summary", "runs", "comparison", "changes", "overheads"]
+    assert page.sections == ["summary", "runs", "comparison", "changes", "costs"]
     assert len(page.rows["comparison-table"]) == 4 and page.charts == ["comparison"]
     again = cli(
         "compare", "latest", "latest", "--db", str(db_a), "--db-b", str(db_b), "--html", str(page_path)

@@ -98,21 +98,21 @@ def test_a_suite_across_four_hosts(target_dir: Path, tmp_path: Path) -> None:
             assert len({s for _, s in members}) == 1
 
         # The spread is over the hosts' own comparisons.
-        rows = [r for r in doc["fleet"]["overheads"] if r["target"] == "fscrypt"]
+        rows = [r for r in doc["fleet"]["costs"] if r["target"] == "fscrypt"]
         assert sorted(r["workload"] for r in rows) == ["seq1m-q8-read", "seq1m-q8-write"]
         for r in rows:
             own = {
-                c["target"].split("/")[0]: c["overhead_percent"]
+                c["target"].split("/")[0]: c["change_percent"]
                 for c in doc["comparisons"]
                 if c["workload"] == r["workload"]
                 and c["target"].endswith("/fscrypt")
                 and c["kind"] == "baseline"
             }
-            assert r["hosts"] == 4 and {p["host"]: p["overhead"] for p in r["per_host"]} == own
+            assert r["hosts"] == 4 and {p["host"]: p["change"] for p in r["per_host"]} == own
             assert [r["p10"], r["median"], r["p90"]] == pytest.approx(
                 np.percentile(list(own.values()), [10, 50, 90])
             )
-            assert (r["worst_host"], r["worst"]) == max(own.items(), key=lambda kv: kv[1])
+            assert (r["worst_host"], r["worst"]) == min(own.items(), key=lambda kv: kv[1])
 
         # The other commands read the fleet run as any other.
         shown = cli("show", "latest", "--details", "--db", str(db))
@@ -120,15 +120,15 @@ def test_a_suite_across_four_hosts(target_dir: Path, tmp_path: Path) -> None:
         gate = cli("check", "--max-overhead", "1%", "--db", str(db))
         assert gate.returncode == 1
         assert all(f"{h.name}/fscrypt" in gate.stdout for h in hosts)
-        worst_overhead = {
-            h.name: max(
-                (1 - c.ratio) * 100
+        worst_change = {
+            h.name: min(
+                (c.ratio - 1) * 100
                 for c in outcome.document.comparisons
                 if c.target == f"{h.name}/fscrypt" and c.kind == "baseline"
             )
             for h in hosts
         }
-        worst_host = max(worst_overhead, key=lambda h: worst_overhead[h])
+        worst_host = min(worst_change, key=lambda h: worst_change[h])
         assert f"worst host for fscrypt: {worst_host} ({worst_host}/fscrypt at" in gate.stdout
         gated = json.loads(cli("check", "--max-overhead", "1%", "--db", str(db), "--json").stdout)
         assert gated["worst_hosts"]["fscrypt"]["host"] == worst_host
@@ -216,7 +216,7 @@ def test_hosts_that_stop_answering_fail_alone(target_dir: Path, tmp_path: Path) 
         assert ok["h1"] == 3 * 2 * 4  # the survivor went on to the end, a stopped trial run again
         assert 0 < ok["h2"] < ok["h3"] < 3 * 2 * 4
         assert any(n.startswith("h2/fscrypt: host h2 stopped answering") for n in doc["notes"])
-        for r in doc["fleet"]["overheads"]:
+        for r in doc["fleet"]["costs"]:
             assert "h1" in {p["host"] for p in r["per_host"]}
 
         # The killed host's serve saw its server die, tore down and exited on its own.

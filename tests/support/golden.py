@@ -70,10 +70,14 @@ RENDERERS: dict[str, Callable[[Document], str]] = {
 
 
 def recorded(name: str) -> Document:
-    """The recorded document with its ranking built anew, as `show` builds it from the store
-    (a fixture keeps the ranking of the day it was recorded)."""
+    """The recorded document with what `show` derives from its core built anew (a fixture
+    keeps the ranking, sentences and diagnosis of the day it was recorded): the ranking,
+    the queue-depth curves, the conclusions and the diagnosis. Its warnings stay as
+    recorded: their rules read the trials, which a document does not hold."""
     doc = Document.from_json(json.loads((DOCS / f"{name}.json").read_text()))
-    return dataclasses.replace(doc, ranking=ranking.build(doc))
+    doc = dataclasses.replace(doc, ranking=ranking.build(doc), qd_curves=document.qd_curves(doc))
+    found = [] if doc.fleet else diagnosis.diagnose(doc)  # as document.build: none on a fleet run
+    return dataclasses.replace(doc, conclusions=document.conclusions(doc), diagnosis=found)
 
 
 def write() -> int:

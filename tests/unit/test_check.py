@@ -18,18 +18,19 @@ DOC = json.loads(
 )
 
 
-def _evaluate(doc: dict[str, Any], bound: float) -> check.Result:
-    """The gate on a document edited as JSON, the form users see."""
-    return check.evaluate(Document.from_json(doc), bound)
+def _evaluate(doc: dict[str, Any], max_overhead: float) -> check.Result:
+    """The gate on a document edited as JSON, the form users see, for `--max-overhead
+    {max_overhead}%`: a floor of -max_overhead % change in speed."""
+    return check.evaluate(Document.from_json(doc), -max_overhead)
 
 
-def _overhead(target: str, workload: str) -> float:
+def _change(target: str, workload: str) -> float:
     c = next(
         c
         for c in DOC["comparisons"]
         if (c["target"], c["workload"], c["kind"]) == (target, workload, "baseline")
     )
-    return (1 - c["ratio"]) * 100
+    return (c["ratio"] - 1) * 100
 
 
 def test_each_encrypted_target_on_the_device_at_each_workload() -> None:
@@ -43,33 +44,33 @@ def test_each_encrypted_target_on_the_device_at_each_workload() -> None:
 
 
 def test_a_target_fails_on_its_worst_workload_and_only_then() -> None:
-    worst = max(_overhead("gocryptfs", w) for w in DOC["plan"]["workloads"])
-    assert worst == pytest.approx(_evaluate(DOC, 0).worst()["gocryptfs"].overhead)
-    just_below = _evaluate(DOC, worst - 0.5)
+    worst = min(_change("gocryptfs", w) for w in DOC["plan"]["workloads"])
+    assert worst < 0 and worst == pytest.approx(_evaluate(DOC, 0).worst()["gocryptfs"].change)
+    just_below = _evaluate(DOC, -worst - 0.5)
     assert not just_below.passed and not just_below.worst()["gocryptfs"].passed
     assert [f.workload for f in just_below.findings if f.target == "gocryptfs" and not f.passed] == [
-        max(DOC["plan"]["workloads"], key=lambda w: _overhead("gocryptfs", w))
+        min(DOC["plan"]["workloads"], key=lambda w: _change("gocryptfs", w))
     ]
-    assert _evaluate(DOC, worst + 0.5).worst()["gocryptfs"].passed
+    assert _evaluate(DOC, -worst + 0.5).worst()["gocryptfs"].passed
+    assert just_below.to_json()["floor_change_percent"] == pytest.approx(worst + 0.5)
 
 
 def test_interval_wording_tells_clear_from_borderline() -> None:
     # in the tool's one convention: a change in speed, negative when slower
-    f = check.Finding("t", "b", "w", 40.0, 35.0, 45.0, False)
-    assert (
-        f.words(30) == "t at w: -40% [-45, -35] against b — past the -30% bound, clearly (its whole interval)"
+    f = check.Finding("t", "b", "w", -40.0, -45.0, -35.0, False)
+    assert f.words(-30) == (
+        "t at w: -40% [-45, -35] against b — past the -30% bound, clearly (its whole interval)"
     )
-    assert check.Finding("t", "b", "w", 40.0, 25.0, 45.0, False).words(30) == (
+    assert check.Finding("t", "b", "w", -40.0, -45.0, -25.0, False).words(-30) == (
         "t at w: -40% [-45, -25] against b — past the -30% bound, though its interval reaches it"
     )
-    assert (
-        check.Finding("t", "b", "w", 20.0, 15.0, 25.0, True).words(30) == "t at w: -20% [-25, -15] against b"
-    )
+    passing = check.Finding("t", "b", "w", -20.0, -25.0, -15.0, True)
+    assert passing.words(-30) == "t at w: -20% [-25, -15] against b"
 
 
 def test_a_figure_without_an_interval_never_says_its_interval_reaches() -> None:
-    f = check.Finding("t", "b", "w", 40.0, None, None, False)
-    assert f.words(30) == (
+    f = check.Finding("t", "b", "w", -40.0, None, None, False)
+    assert f.words(-30) == (
         "t at w: -40% (one trial: no interval) against b — past the -30% bound, with no interval"
         " to say how clearly"
     )
@@ -83,7 +84,7 @@ def test_a_missing_comparison_cannot_pass() -> None:
     result = _evaluate(doc, 100)
     assert not result.passed
     f = result.worst()["fscrypt"]
-    assert (f.workload, f.overhead) == ("rnd4k-q1-read", None) and "cannot pass" in f.words(100)
+    assert (f.workload, f.change) == ("rnd4k-q1-read", None) and "cannot pass" in f.words(-100)
 
 
 def test_a_workload_that_failed_everywhere_cannot_pass() -> None:
@@ -92,7 +93,7 @@ def test_a_workload_that_failed_everywhere_cannot_pass() -> None:
     doc["comparisons"] = [c for c in doc["comparisons"] if c["workload"] != "rnd4k-q1-write"]
     result = _evaluate(doc, 100)
     assert not result.passed
-    assert {(f.target, f.workload) for f in result.findings if f.overhead is None} == {
+    assert {(f.target, f.workload) for f in result.findings if f.change is None} == {
         ("fscrypt", "rnd4k-q1-write"),
         ("gocryptfs", "rnd4k-q1-write"),
     }
@@ -130,14 +131,14 @@ def _fleet(worse_on_b: str) -> dict[str, Any]:
 
 
 def test_a_fleet_run_names_each_targets_worst_host() -> None:
-    workload = max(DOC["plan"]["workloads"], key=lambda w: _overhead("fscrypt", w))
+    workload = min(DOC["plan"]["workloads"], key=lambda w: _change("fscrypt", w))
     result = _evaluate(_fleet(workload), 100)
     assert {f.host for f in result.findings} == {"a", "b"}
     assert set(result.worst()) == {"a/fscrypt", "b/fscrypt", "a/gocryptfs", "b/gocryptfs"}
     worst = result.worst_hosts()
     assert set(worst) == {"fscrypt", "gocryptfs"}
     assert (worst["fscrypt"].host, worst["fscrypt"].workload) == ("b", workload)
-    assert worst["fscrypt"].overhead == pytest.approx(_overhead("fscrypt", workload) + 10)
+    assert worst["fscrypt"].change == pytest.approx(_change("fscrypt", workload) - 10)
     assert not worst["fscrypt"].passed and result.worst()["a/fscrypt"].passed
     assert result.to_json()["worst_hosts"]["fscrypt"]["host"] == "b"
     assert _evaluate(DOC, 100).worst_hosts() == {}
@@ -166,7 +167,7 @@ def test_require_tamper_fails_the_targets_not_proven_to_detect_it() -> None:
     assert not result.passed
     assert result.to_json()["required"] == ["tamper"]
     both = check.evaluate(
-        Document.from_json(_protected({"fscrypt": "detected", "gocryptfs": "detected"})), 100, ("tamper",)
+        Document.from_json(_protected({"fscrypt": "detected", "gocryptfs": "detected"})), -100, ("tamper",)
     )
     assert both.passed and both.findings
 

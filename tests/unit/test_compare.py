@@ -225,19 +225,20 @@ def test_nothing_in_common_is_an_error() -> None:
         _compare(DOC, b)
 
 
-def test_overheads_of_encrypted_targets_side_by_side() -> None:
+def test_each_encrypted_target_against_its_baseline_side_by_side_as_a_change_in_speed() -> None:
     b = copy.deepcopy(DOC)
     b["run_id"] = 99
     comp = _compare(DOC, b)
     encrypted = {t["name"] for t in DOC["targets"] if t["encrypted"]}
     want = [c for c in DOC["comparisons"] if c["kind"] == "baseline" and c["target"] in encrypted]
-    assert len(comp.overheads) == len(want)
-    for o, c in zip(comp.overheads, want, strict=True):
-        assert o.a == pytest.approx(c["overhead_percent"]) and o.b == o.a and not o.changed
-        assert o.a_interval == pytest.approx(((1 - c["ci_high"]) * 100, (1 - c["ci_low"]) * 100))
+    assert len(comp.costs) == len(want)
+    for o, c in zip(comp.costs, want, strict=True):
+        assert o.a == pytest.approx(c["change_percent"]) and o.b == o.a and not o.changed
+        assert o.a == pytest.approx((c["ratio"] - 1) * 100)  # negative when slower
+        assert o.a_interval == pytest.approx(((c["ci_low"] - 1) * 100, (c["ci_high"] - 1) * 100))
     moved = next(c for c in b["comparisons"] if c["target"] == "fscrypt" and c["kind"] == "baseline")
     moved.update(ratio=0.999, ci_low=0.998, ci_high=1.0)  # fscrypt now costs nothing there
-    changed = _compare(DOC, b).overheads
+    changed = _compare(DOC, b).costs
     assert [o.target for o in changed if o.changed] == ["fscrypt"]
 
 
@@ -249,9 +250,9 @@ def test_html_page_has_every_section_and_one_row_per_pair() -> None:
     html = export_compare_html.render(comp, Document.from_json(DOC), Document.from_json(b), chart)
     page = Page()
     page.feed(html)
-    assert page.sections == ["summary", "runs", "comparison", "changes", "overheads"]
+    assert page.sections == ["summary", "runs", "comparison", "changes", "costs"]
     assert [row[:2] for row in page.rows["comparison-table"]] == [[r.workload, r.target] for r in comp.rows]
-    assert len(page.rows["overhead-table"]) == len(comp.overheads)
+    assert len(page.rows["cost-table"]) == len(comp.costs)
     assert page.charts == ["comparison"] and page.svgs == 1
     assert not page.external and not page.tags & {"script", "link", "img", "iframe"}
     assert "<b>quick</b>" not in html and "&lt;b&gt;quick&lt;/b&gt;" in html  # suite names are text
@@ -287,7 +288,7 @@ def test_terminal_at_80_columns_keeps_every_figure_whole() -> None:
     text = buf.getvalue()
     for r in comp.rows:
         assert r.change() in text  # "-50% [-62, -31]", on one line each
-    for o in compare_cells.overhead_cells(comp):
+    for o in compare_cells.cost_cells(comp):
         assert o.a in text and o.b in text
 
 

@@ -166,10 +166,11 @@ def test_a_targets_diagnosis_leads_with_its_commonest_limit(quick: dict[str, Any
 def test_the_quick_suites_depths_give_a_queue_depth_sentence(quick: dict[str, Any]) -> None:
     sentences = {d.target: d.sentences for d in diagnosis.diagnose(Document.from_json(quick))}
     assert (
-        "fscrypt's cost against ext4-loop grows with queue depth (randwrite 4 KiB: 61% at QD1, 80% at QD32)"
+        "fscrypt's cost against ext4-loop grows with queue depth (randwrite 4 KiB: -61% at QD1, -80% at QD32)"
         in sentences["fscrypt"][-1]
     )
-    # randread: 71% [68, 75] at QD1 against 76% [75, 83] at QD32: the intervals overlap, so nothing is said
+    # randread: -71% [-75, -68] at QD1 against -76% [-83, -75] at QD32: the intervals overlap,
+    # so nothing is said
     assert "randread" not in sentences["fscrypt"][-1]
 
 
@@ -178,13 +179,19 @@ def _curve(points: list[tuple[int, float, float, float]]) -> QdCurve:
 
 
 def test_queue_depth_moves_need_ten_points_and_separate_intervals() -> None:
-    shrink = _curve([(1, 45, 40, 50), (32, 12, 8, 16)])
+    # (depth, change in speed, its interval): -45 % at QD1 to -12 % at QD32 is a cost that shrinks
+    shrink = _curve([(1, -45, -50, -40), (32, -12, -16, -8)])
     assert diagnosis._qd_sentences("x", [shrink]) == [
-        "x's cost against y shrinks with queue depth (randread 4 KiB: 45% at QD1, 12% at QD32): "
+        "x's cost against y shrinks with queue depth (randread 4 KiB: -45% at QD1, -12% at QD32): "
         "deeper queues hide a cost per request."
     ]
-    assert diagnosis._qd_sentences("x", [_curve([(1, 45, 40, 50), (32, 37, 30, 44)])]) == []  # 8 points
-    assert diagnosis._qd_sentences("x", [_curve([(1, 45, 20, 60), (32, 30, 10, 50)])]) == []  # overlap
+    grow = _curve([(1, -12, -16, -8), (32, -45, -50, -40)])
+    assert diagnosis._qd_sentences("x", [grow]) == [
+        "x's cost against y grows with queue depth (randread 4 KiB: -12% at QD1, -45% at QD32): "
+        "the layer keeps up with parallel requests less well than y."
+    ]
+    assert diagnosis._qd_sentences("x", [_curve([(1, -45, -50, -40), (32, -37, -44, -30)])]) == []  # 8 points
+    assert diagnosis._qd_sentences("x", [_curve([(1, -45, -60, -20), (32, -30, -50, -10)])]) == []  # overlap
 
 
 def test_qd_sweep_run_has_a_curve_per_pattern() -> None:
@@ -195,7 +202,7 @@ def test_qd_sweep_run_has_a_curve_per_pattern() -> None:
     for c in curves.values():
         assert [p["iodepth"] for p in c["points"]] == [1, 4, 16, 32]
         for p in c["points"]:
-            assert p["overhead_low"] <= p["overhead_percent"] <= p["overhead_high"]
+            assert p["change_low"] <= p["change_percent"] <= p["change_high"]
 
 
 def test_a_run_without_encrypted_targets_has_no_diagnosis(quick: dict[str, Any]) -> None:

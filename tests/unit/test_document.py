@@ -107,7 +107,7 @@ def test_contract_and_ratio(tmp_path: Path) -> None:
         },
     )
     doc = document.build(store, run_id).to_json()
-    assert doc["schema_version"] == 4 and doc["run_id"] == run_id
+    assert doc["schema_version"] == 5 and doc["run_id"] == run_id
     for key in ("environment", "targets", "results", "comparisons", "warnings"):
         assert key in doc
     assert all(set(t) >= CONTRACT_TARGET_KEYS for t in doc["targets"])
@@ -117,12 +117,12 @@ def test_contract_and_ratio(tmp_path: Path) -> None:
     assert (c["target"], c["baseline"]) == ("gocryptfs", "plain")
     assert c["ratio"] == pytest.approx(0.4)
     assert c["ci_low"] <= 0.4 <= c["ci_high"]
-    assert c["overhead_percent"] == pytest.approx(60)
+    assert c["change_percent"] == pytest.approx(-60)  # negative when slower, as every figure
     # Each round's gocryptfs trial is 0.4 of that round's plain one: paired by round, the
     # rounds' spread cancels and the interval is the point (unpaired it was [59, 61]).
     assert c["method"] == "paired" and c["ci_low"] == pytest.approx(0.4) == c["ci_high"]
     assert doc["conclusions"] == [
-        "gocryptfs costs 60% of throughput against plain on every workload (most at w1: 60% [60, 60])."
+        "gocryptfs is slower than plain on every workload: -60% in throughput (most at w1: -60% [-60, -60]*)."
     ]
     assert doc["warnings"] == []
     assert document.build(store, run_id).to_json() == doc  # show reproduces run exactly
@@ -229,8 +229,8 @@ def test_a_time_is_compared_as_speed(tmp_path: Path) -> None:
     assert c["method"] == "paired"
     assert c["ratio"] == pytest.approx((0.75 * 0.5**4) ** (1 / 5), rel=1e-3)
     assert c["ci_low"] <= 0.5 <= c["ci_high"]
-    assert c["overhead_percent"] == pytest.approx(100 * (1 - c["ratio"]))
-    assert doc["conclusions"][0].startswith("gocryptfs costs 46% of speed against plain")
+    assert c["change_percent"] == pytest.approx(100 * (c["ratio"] - 1))
+    assert doc["conclusions"][0].startswith("gocryptfs is slower than plain on every workload: -46% in speed")
     assert {r["metric"] for r in doc["results"]} == {"seconds", "extract.seconds"}
     slow = [w for w in doc["warnings"] if w["kind"] == "slow-first-trial"]
     assert [(w["target"], w["workload"]) for w in slow] == [("plain", "tree")]
@@ -295,7 +295,7 @@ def test_a_comparison_within_the_equivalence_margin_has_no_measurable_cost() -> 
     mixed = [c("w1", 0.985, 0.975, 0.995), c("w2", 0.6, 0.55, 0.65), c("w3", 1.0, 0.9, 1.1)]
     assert said(mixed, 0.03) == [
         "gocryptfs against plain, of 3 workloads: no measurable cost at 1 (within ±3%); "
-        "slower at 1 (most at w2: 40% [35, 45] less); no clear difference at 1."
+        "slower at 1 (most at w2: -40% [-45, -35]*); no clear difference at 1."
     ]
     assert said(mixed, None)[0].startswith("gocryptfs against plain, of 3 workloads: slower at 2")
     same = [c("w1", 0.99, 0.98, 1.0), c("w2", 1.01, 0.985, 1.02)]

@@ -6,6 +6,7 @@ recorded by a real run."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import io
 import json
@@ -15,10 +16,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from cryptbench.analysis import run_comparison
 from cryptbench.analysis.speed_change import change_cell, change_words, percent, speed_change, symmetric
+from cryptbench.commands import check
 from cryptbench.report import export_html, export_markdown, screens
 from cryptbench.report.cost_console import qd_cell
+from cryptbench.report.fleet_rows import cost_rows
 from cryptbench.result_model import ComparisonKind, Document
+from tests.support.golden import recorded
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 NAMES = sorted(p.stem for p in DOCS.glob("*.json"))
@@ -99,8 +104,60 @@ def test_the_queue_depth_table_is_a_change_in_speed_not_percent_slower() -> None
     assert points
     details = _text(doc, True)
     for p in points:
-        lo, hi = p.overhead_low, p.overhead_high
-        interval = None if lo is None or hi is None else (-hi, -lo)
-        assert qd_cell(p, compact=False) == change_words(-p.overhead_percent, interval)
+        lo, hi = p.change_low, p.change_high
+        interval = None if lo is None or hi is None else (lo, hi)
+        assert qd_cell(p, compact=False) == change_words(p.change_percent, interval)
         assert qd_cell(p, compact=False) in details
     assert "percent slower" not in details
+
+
+def _keys(value: object) -> set[str]:
+    """Every key of a JSON value, at any depth."""
+    if isinstance(value, dict):
+        return set(value).union(*(_keys(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_keys(v) for v in value))
+    return set()
+
+
+UNSIGNED = re.compile(r"(?<![+\-±\d.\w])\d+(?:\.\d+)?%")  # "40%" where "-40%" is meant
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_json_and_the_sentences_carry_changes_not_overheads(name: str) -> None:
+    """The JSON's figures are changes in speed (a key says change, never overhead), and the
+    sentences built from them (conclusions, queue-depth moves, the fleet's spread) sign
+    every change as the tables do."""
+    doc = recorded(name)
+    data = json.loads(json.dumps(doc.to_json()))
+    assert not {k for k in _keys(data) if "overhead" in k}
+    for c in data["comparisons"]:
+        assert c["change_percent"] == pytest.approx((c["ratio"] - 1) * 100)
+    for curve in data["qd_curves"]:
+        for p in curve["points"]:
+            if p["change_low"] is not None:
+                assert p["change_low"] <= p["change_percent"] <= p["change_high"]
+    for line in doc.conclusions:
+        assert not UNSIGNED.findall(line.replace("within ±", "")), line
+    for d in doc.diagnosis:
+        for s in d.sentences:
+            if "queue depth" in s:
+                assert not UNSIGNED.findall(s), s
+    if doc.fleet:
+        for row in cost_rows(doc.fleet):
+            for key in ("median", "p10", "p90", "worst"):
+                assert not UNSIGNED.findall(row[key]), row
+
+
+def test_compare_and_check_write_changes_in_their_json() -> None:
+    doc = _doc("quick-fscrypt-gocryptfs-ram")
+    comp = run_comparison.compare(doc, dataclasses.replace(doc, run_id=99), db_a="a", db_b="b")
+    data = json.loads(json.dumps(comp.to_json()))
+    assert not {k for k in _keys(data) if "overhead" in k}
+    slower = [c for c in data["costs"] if c["a_interval"] and c["a_interval"][1] < 0]
+    assert slower and all(c["a"] < 0 for c in slower)  # slower: negative
+    gate = check.evaluate(doc, -30.0)
+    found = json.loads(json.dumps(gate.to_json()))
+    assert found["floor_change_percent"] == -30.0
+    assert all(f["change"] is None or f["passed"] == (f["change"] >= -30.0) for f in found["findings"])
+    assert any(f["change"] is not None and f["change"] < 0 for f in found["findings"])

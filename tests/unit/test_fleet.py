@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -376,68 +375,59 @@ def _on_host(name: str, host: str | None, encrypted: bool) -> TargetInfo:
 
 
 def _comparison(target: str, baseline: str, ratio: float, low: float, high: float) -> Comparison:
-    overhead = (1 - ratio) * 100
-    return Comparison("w", target, baseline, "baseline", "throughput", ratio, low, high, overhead, None, None)
+    change = (ratio - 1) * 100
+    return Comparison("w", target, baseline, "baseline", "throughput", ratio, low, high, change, None, None)
 
 
-def _ratio(overhead: float, low: float, high: float) -> tuple[float, float, float]:
-    """An overhead in percent and its interval as a speed ratio and its interval."""
-    return 1 - overhead / 100, 1 - high / 100, 1 - low / 100
-
-
-def _doc(overheads: dict[str, tuple[float, float, float]]) -> tuple[list[TargetInfo], list[Comparison]]:
-    """Hosts' fscrypt-against-ext4-loop overheads (estimate, low, high), as a document holds them."""
+def _doc(changes: dict[str, tuple[float, float, float]]) -> tuple[list[TargetInfo], list[Comparison]]:
+    """Hosts' fscrypt-against-ext4-loop changes in speed (estimate, low, high, in percent,
+    negative when slower), as a document holds them."""
     targets, comparisons = [], []
-    for host, (o, low, high) in overheads.items():
+    for host, (c, low, high) in changes.items():
         targets += [_on_host(f"{host}/ext4-loop", host, False), _on_host(f"{host}/fscrypt", host, True)]
         comparisons.append(
-            replace(
-                _comparison(
-                    f"{host}/fscrypt", f"{host}/ext4-loop", 1 - o / 100, 1 - high / 100, 1 - low / 100
-                ),
-                overhead_percent=o,
-            )
+            _comparison(f"{host}/fscrypt", f"{host}/ext4-loop", 1 + c / 100, 1 + low / 100, 1 + high / 100)
         )
         comparisons.append(_comparison(f"{host}/ext4-loop", f"{host}/plain", 0.9, 0.8, 1.0))
     return targets, comparisons
 
 
 def test_spread_over_hosts() -> None:
-    given = {"a": (20, 17, 23), "b": (22, 19, 25), "c": (21, 17, 26), "d": (60, 55, 66)}
-    (row,) = spread.overheads(*_doc(given))
-    values = [o for o, _l, _h in given.values()]
+    given = {"a": (-20, -23, -17), "b": (-22, -25, -19), "c": (-21, -26, -17), "d": (-60, -66, -55)}
+    (row,) = spread.costs(*_doc(given))
+    values = [c for c, _l, _h in given.values()]
     assert (row.target, row.baseline, row.hosts) == ("fscrypt", "ext4-loop", 4)
     assert row.median == pytest.approx(np.percentile(values, 50))
     assert row.p10 == pytest.approx(np.percentile(values, 10))
     assert row.p90 == pytest.approx(np.percentile(values, 90))
-    assert (row.worst_host, row.worst) == ("d", 60)
-    assert (row.worst_low, row.worst_high) == pytest.approx((55, 66))
-    assert [(s.host, s.direction) for s in row.stand_out] == [("d", "higher")]
-    assert row.stand_out[0].others == pytest.approx(21)
-    assert (row.stand_out[0].others_low, row.stand_out[0].others_high) == pytest.approx((17, 25))
+    assert row.worst_host == "d" and row.worst == pytest.approx(-60)
+    assert (row.worst_low, row.worst_high) == pytest.approx((-66, -55))
+    assert [(s.host, s.direction) for s in row.stand_out] == [("d", "slower")]
+    assert row.stand_out[0].others == pytest.approx(-21)
+    assert (row.stand_out[0].others_low, row.stand_out[0].others_high) == pytest.approx((-25, -17))
 
 
 def test_a_host_off_the_others_median_but_within_their_intervals_does_not_stand_out() -> None:
-    # a three-host fleet run on identical namespace hosts here: h1 read 97 % [95, 98]
-    given = {"h1": (97, 95, 98), "h2": (93, 86, 96), "h3": (94, 92, 96)}
-    (row,) = spread.overheads(*_doc(given))
+    # a three-host fleet run on identical namespace hosts here: h1 read -97 % [-98, -95]
+    given = {"h1": (-97, -98, -95), "h2": (-93, -96, -86), "h3": (-94, -96, -92)}
+    (row,) = spread.costs(*_doc(given))
     assert row.stand_out == [] and row.worst_host == "h1"
-    given["h1"] = (99, 97, 100)  # its whole interval above both others' high ends
-    (row,) = spread.overheads(*_doc(given))
-    assert [(s.host, s.direction) for s in row.stand_out] == [("h1", "higher")]
+    given["h1"] = (-99, -100, -97)  # its whole interval below both others' low ends
+    (row,) = spread.costs(*_doc(given))
+    assert [(s.host, s.direction) for s in row.stand_out] == [("h1", "slower")]
 
 
-def test_a_host_stands_out_below_too_and_noise_does_not() -> None:
-    given = {"a": (50, 45, 55), "b": (52, 30, 70), "c": (51, 48, 54), "d": (10, 5, 15)}
-    (row,) = spread.overheads(*_doc(given))
-    assert [(s.host, s.direction) for s in row.stand_out] == [("d", "lower")]
+def test_a_host_stands_out_faster_too_and_noise_does_not() -> None:
+    given = {"a": (-50, -55, -45), "b": (-52, -70, -30), "c": (-51, -54, -48), "d": (-10, -15, -5)}
+    (row,) = spread.costs(*_doc(given))
+    assert [(s.host, s.direction) for s in row.stand_out] == [("d", "faster")]
 
 
 def test_two_hosts_have_nobody_to_stand_out_from() -> None:
-    (row,) = spread.overheads(*_doc({"a": (10, 9, 11), "b": (80, 79, 81)}))
+    (row,) = spread.costs(*_doc({"a": (-10, -11, -9), "b": (-80, -81, -79)}))
     assert row.stand_out == [] and row.worst_host == "b"
 
 
 def test_a_run_on_one_machine_has_no_spread() -> None:
     targets = [_on_host("fscrypt", None, True)]
-    assert spread.overheads(targets, [_comparison("fscrypt", "ext4-loop", 0.5, 0.4, 0.6)]) == []
+    assert spread.costs(targets, [_comparison("fscrypt", "ext4-loop", 0.5, 0.4, 0.6)]) == []

@@ -1,4 +1,4 @@
-"""A fleet run's report in each form: the hosts and each overhead's spread, from a
+"""A fleet run's report in each form: the hosts and each cost's spread, from a
 document a real three-host fleet run printed here (namespace hosts, quick suite)."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _cells(html: str, section: str) -> list[list[str]]:
 def test_the_fixture_is_a_fleet_of_three() -> None:
     assert [h["name"] for h in DOC["fleet"]["hosts"]] == ["h1", "h2", "h3"]
     assert all(h["status"] == "ok" for h in DOC["fleet"]["hosts"])
-    assert len(DOC["fleet"]["overheads"]) == len(DOC["plan"]["workloads"])  # fscrypt, per workload
+    assert len(DOC["fleet"]["costs"]) == len(DOC["plan"]["workloads"])  # fscrypt, per workload
 
 
 def test_html_has_the_hosts_and_every_spread_row() -> None:
@@ -64,22 +64,23 @@ def test_html_has_the_hosts_and_every_spread_row() -> None:
     hosts = [r for r in rows if len(r) == 7]
     spread = [r for r in rows if len(r) == 8]
     assert [r[0] for r in hosts] == ["h1", "h2", "h3"] and all(r[2] == "ok" for r in hosts)
-    assert len(spread) == len(DOC["fleet"]["overheads"])
-    for r, o in zip(spread, DOC["fleet"]["overheads"], strict=True):
-        assert r[0] == o["workload"] and r[3] == f"{o['median']:.0f} %"
-        assert r[6].startswith(f"{o['worst_host']} {o['worst']:.0f} %")
+    assert len(spread) == len(DOC["fleet"]["costs"])
+    for r, o in zip(spread, DOC["fleet"]["costs"], strict=True):
+        # a change in speed, as every figure: negative when slower, signed
+        assert r[0] == o["workload"] and r[3] == f"{o['median']:+.0f}%" and o["median"] < 0
+        assert r[6].startswith(f"{o['worst_host']} {o['worst']:+.0f}%")
 
 
 def test_markdown_and_terminal_show_the_spread() -> None:
     text = export_markdown.render(MODEL)
     spread = [line for line in text.splitlines() if line.startswith("| ") and "fscrypt vs ext4-loop" in line]
-    assert len(spread) == len(DOC["fleet"]["overheads"])
+    assert len(spread) == len(DOC["fleet"]["costs"])
     assert all(line.count("|") == 9 for line in spread)
     out = io.StringIO()
     screens.render(MODEL, Console(file=out, width=200, color_system=None), details=True)
     shown = out.getvalue()
     assert "Fleet: hosts" in shown and "stands out" in shown
-    assert all(o["worst_host"] in shown for o in DOC["fleet"]["overheads"])
+    assert all(o["worst_host"] in shown for o in DOC["fleet"]["costs"])
 
 
 def test_a_failed_host_reads_as_failed_with_its_reason() -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from cryptbench.analysis import option_effects
+from cryptbench.analysis.speed_change import percent
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher.ceilings import UNKNOWN_HINT
 from cryptbench.cipher.kernel import classify, is_software
@@ -41,7 +42,7 @@ DAEMON_LOW = 0.50  # below this efficiency a busy daemon, not the cipher, is the
 CPU_SATURATED = 0.90  # system-wide busy fraction of all cores
 LAYER_SHARE = 0.50  # on RAM, below this share of plain on RAM and of the cipher, the layer limits
 LAYER_MARGIN = 1.10  # a RAM twin under this many times plain-on-device is held by the layer
-QD_SHIFT = 10.0  # points of overhead between the lowest and highest depth worth a sentence
+QD_SHIFT = 10.0  # points of change in speed between the lowest and highest depth worth a sentence
 
 
 class Rule(StrEnum):
@@ -346,15 +347,15 @@ def judge(f: Facts) -> Finding:
 
 
 def _qd_shift(curve: QdCurve) -> float | None:
-    """Points of overhead lost from the lowest depth to the highest (negative:
-    gained), when the move is QD_SHIFT points or more and the two intervals do
-    not overlap; else None."""
+    """Points of change in speed gained from the lowest depth to the highest
+    (negative: lost), when the move is QD_SHIFT points or more and the two
+    intervals do not overlap; else None."""
     first, last = curve.points[0], curve.points[-1]
-    shift = first.overhead_percent - last.overhead_percent
+    shift = last.change_percent - first.change_percent
     if abs(shift) < QD_SHIFT:
         return None
-    lo, hi = (last, first) if shift > 0 else (first, last)
-    if lo.overhead_high is not None and hi.overhead_low is not None and lo.overhead_high >= hi.overhead_low:
+    lo, hi = (first, last) if shift > 0 else (last, first)
+    if lo.change_high is not None and hi.change_low is not None and lo.change_high >= hi.change_low:
         return None
     return float(shift)
 
@@ -368,7 +369,7 @@ def _qd_sentences(target: str, curves: list[QdCurve]) -> list[str]:
         if shift is None:
             continue
         baseline = c.baseline or ""
-        steps = ", ".join(f"{p.overhead_percent:.0f}% at QD{p.iodepth}" for p in c.points)
+        steps = ", ".join(f"{percent(p.change_percent)}% at QD{p.iodepth}" for p in c.points)
         moves["shrinks" if shift > 0 else "grows"].append(f"{c.rw} {c.bs // 1024} KiB: {steps}")
     out = []
     for way, why in (

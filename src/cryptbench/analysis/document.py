@@ -24,6 +24,7 @@ from dataclasses import asdict, replace
 
 from cryptbench import stats
 from cryptbench.analysis import diagnosis, ranking, study_summary, warning_rules
+from cryptbench.analysis.speed_change import change_words, percent, speed_change
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher import ceilings
 from cryptbench.cipher.document import CipherDocument
@@ -47,7 +48,8 @@ from cryptbench.result_model import (
 )
 from cryptbench.store import Store, split_rounds
 
-DOCUMENT_SCHEMA = 4  # 2 added ranking; 3 each target's protection; 4 its tampering and space
+DOCUMENT_SCHEMA = 5  # 2 added ranking; 3 each target's protection; 4 its tampering and space;
+# 5 every percentage a change in speed, negative when slower (change_percent, not overhead_percent)
 STORED_CIPHERS = 20  # newest standalone cipher measurements searched for this machine's
 
 
@@ -109,7 +111,7 @@ def build(store: Store, run_id: int) -> Document:
                         ratio=r.ratio,
                         ci_low=r.ci_low,
                         ci_high=r.ci_high,
-                        overhead_percent=(1 - r.ratio) * 100,
+                        change_percent=(r.ratio - 1) * 100,
                         precision=stats.halfwidth(r),
                         stopped_by=None if answer is None else answer.stopped_by,
                         method=r.method,
@@ -244,10 +246,9 @@ def qd_curves(doc: Document) -> list[QdCurve]:
                         QdPoint(
                             depth,
                             w,
-                            c.overhead_percent,
-                            # the overhead's interval: the ratio's, turned around
-                            None if c.ci_high is None else (1 - c.ci_high) * 100,
-                            None if c.ci_low is None else (1 - c.ci_low) * 100,
+                            c.change_percent,
+                            None if c.ci_low is None else (c.ci_low - 1) * 100,
+                            None if c.ci_high is None else (c.ci_high - 1) * 100,
                         )
                     )
             if len(points) >= 2:
@@ -290,19 +291,10 @@ def _baselines(t: TargetInfo, tmap: dict[str, TargetInfo]) -> list[tuple[str, Co
     return out
 
 
-def _whole(x: float) -> str:
-    return f"{x:.0f}"
-
-
 def _cost(c: Comparison) -> str:
-    """'62% [58, 66]' for a slowdown (or a speed-up, with the sign of a gain)."""
-    pct = c.overhead_percent
-    if c.ci_low is None or c.ci_high is None:
-        return f"{_whole(abs(pct))}% (no interval)"
-    lo, hi = (1 - c.ci_high) * 100, (1 - c.ci_low) * 100
-    if pct < 0:
-        lo, hi = -hi, -lo
-    return f"{_whole(abs(pct))}% [{_whole(lo)}, {_whole(hi)}]"
+    """'-62% [-66, -58]*': a comparison in the tool's one convention."""
+    pct, interval, _ = speed_change(c)
+    return change_words(pct, interval)
 
 
 def conclusions(doc: Document) -> list[str]:
@@ -335,16 +327,16 @@ def conclusions(doc: Document) -> list[str]:
             )
             continue
         if len(slower) == len(cs):
-            lo = min(c.overhead_percent for c in cs)
-            worst = max(cs, key=lambda c: c.overhead_percent)
+            least = max(c.change_percent for c in cs)
+            worst = min(cs, key=lambda c: c.change_percent)
             span = (
-                f"{_whole(lo)}% to {_whole(worst.overhead_percent)}%"
-                if round(lo) != round(worst.overhead_percent)
-                else f"{_whole(lo)}%"
+                f"{percent(least)}% to {percent(worst.change_percent)}%"
+                if round(least) != round(worst.change_percent)
+                else f"{percent(least)}%"
             )
             what = "throughput" if all(c.metric == PRIMARY for c in cs) else "speed"
             lines.append(
-                f"{target} costs {span} of {what} against {baseline} on every workload "
+                f"{target} is slower than {baseline} on every workload: {span} in {what} "
                 f"(most at {worst.workload}: {_cost(worst)})."
             )
             continue
@@ -352,11 +344,11 @@ def conclusions(doc: Document) -> list[str]:
         if same:
             parts.append(f"no measurable cost at {len(same)} (within {within})")
         if slower:
-            worst = max(slower, key=lambda c: c.overhead_percent)
-            parts.append(f"slower at {len(slower)} (most at {worst.workload}: {_cost(worst)} less)")
+            worst = min(slower, key=lambda c: c.change_percent)
+            parts.append(f"slower at {len(slower)} (most at {worst.workload}: {_cost(worst)})")
         if faster:
-            best = min(faster, key=lambda c: c.overhead_percent)
-            parts.append(f"faster at {len(faster)} (most at {best.workload}: {_cost(best)} more)")
+            best = max(faster, key=lambda c: c.change_percent)
+            parts.append(f"faster at {len(faster)} (most at {best.workload}: {_cost(best)})")
         if unclear:
             parts.append(f"no clear difference at {unclear}")
         lines.append(f"{target} against {baseline}, of {len(cs)} workloads: " + "; ".join(parts) + ".")

@@ -7,8 +7,8 @@ its 95 % bootstrap interval, and whether the difference is significant: a two-si
 Mann-Whitney U test at 5 % where the two sample sizes let its p-value get below
 5 % at all (3 against 3 trials cannot: the smallest exact p is 0.10), otherwise
 whether the two medians' 95 % intervals are disjoint (the cruder, stricter
-check). Each encrypted target's overhead against its baseline is set beside the
-same overhead in the other run.
+check). Each encrypted target's change in speed against its baseline is set beside
+the same in the other run.
 
 Differences between the runs are of two kinds. Some make the figures measure
 different things (bytes per trial, write buffer contents, a workload's fio
@@ -106,15 +106,15 @@ class Row:
 
 
 @dataclass(frozen=True)
-class OverheadRow:
-    """An encrypted target's overhead against its baseline in each run (percent of speed lost)."""
+class CostRow:
+    """An encrypted target's change in speed against its baseline in each run."""
 
     workload: str
     target: str
     baseline: str
-    a: float  # percent
+    a: float  # percent, negative when slower
     a_interval: tuple[float, float] | None  # percent, low to high
-    b: float
+    b: float  # percent, negative when slower
     b_interval: tuple[float, float] | None
     changed: bool  # the two intervals are disjoint
 
@@ -138,7 +138,7 @@ class Comparison:
     a: RunInfo
     b: RunInfo
     rows: list[Row]
-    overheads: list[OverheadRow]
+    costs: list[CostRow]
     differences: list[Difference]
     only_in_a: list[str] = field(default_factory=list)  # "workload W", "target T", "W on T: no figures"
     only_in_b: list[str] = field(default_factory=list)
@@ -188,7 +188,7 @@ class Comparison:
             "only_in_a": self.only_in_a,
             "only_in_b": self.only_in_b,
             "rows": [r.to_json() for r in self.rows],
-            "overheads": [o.to_json() for o in self.overheads],
+            "costs": [o.to_json() for o in self.costs],
         }
 
 
@@ -405,7 +405,7 @@ def compare(
         run_info(a, db_a),
         run_info(b, db_b),
         rows,
-        overheads(a, b),
+        costs(a, b),
         diffs,
         only_a,
         only_b,
@@ -413,8 +413,8 @@ def compare(
     )
 
 
-def overheads(a: Document, b: Document) -> list[OverheadRow]:
-    """Each encrypted target's overhead against its baseline in both runs, where both have it."""
+def costs(a: Document, b: Document) -> list[CostRow]:
+    """Each encrypted target's change in speed against its baseline in both runs, where both have it."""
     comps_b = {
         (c.workload, c.target, c.baseline): c for c in b.comparisons if c.kind == ComparisonKind.BASELINE
     }
@@ -426,8 +426,6 @@ def overheads(a: Document, b: Document) -> list[OverheadRow]:
             continue
         pa, ia, _ = speed_change(c)
         pb, ib, _ = speed_change(other)
-        ia = None if ia is None else (-ia[1], -ia[0])
-        ib = None if ib is None else (-ib[1], -ib[0])
         changed = ia is not None and ib is not None and (ia[1] < ib[0] or ib[1] < ia[0])
-        out.append(OverheadRow(c.workload, c.target, c.baseline, -pa, ia, -pb, ib, changed))
+        out.append(CostRow(c.workload, c.target, c.baseline, pa, ia, pb, ib, changed))
     return out

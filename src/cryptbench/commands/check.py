@@ -1,11 +1,13 @@
 """`cryptbench check --max-overhead 30% --require tamper`: a gate for CI or a fleet image.
 
 Each encrypted target of a stored run (on the device; RAM twins are there to
-explain, not to ship) against its baseline, on every workload: the overhead is
-the share of the baseline's speed it loses, (1 - speed ratio) x 100. A target
-fails when its estimated overhead on some workload exceeds the bound, or when a
-workload it should have run has no figure (a lost target cannot pass). Each
-finding says whether its whole 95 % interval lies beyond the bound ("clearly")
+explain, not to ship) against its baseline, on every workload. The bound is
+given as an overhead, the share of the baseline's speed a target may lose
+(--max-overhead 30%), and everything printed or stored is a change in speed, as
+every figure of the tool is: 30 % lost is a floor of -30 %. A target fails when
+its estimated change on some workload is below that floor, or when a workload it
+should have run has no figure (a lost target cannot pass). Each finding says
+whether its whole 95 % interval lies beyond the bound ("clearly")
 or only the estimate does, so a failure near the bound reads as what it is.
 On a fleet run every host's target is gated, and each target is also named by
 its worst host (a fleet ships when its worst host does). With --require, each
@@ -39,8 +41,8 @@ class Finding:
     target: str
     baseline: str
     workload: str
-    overhead: float | None  # percent of the baseline's speed lost; None: no figure (failed trials)
-    low: float | None  # percent: the overhead's 95 % interval
+    change: float | None  # percent: the change in speed, negative when slower; None: no figure
+    low: float | None  # percent: its 95 % interval
     high: float | None  # percent
     passed: bool
     host: str | None = None  # the fleet host the target is on; None on a one-machine run
@@ -48,24 +50,23 @@ class Finding:
     def to_json(self) -> JsonObject:
         return self.__dict__.copy()
 
-    def words(self, bound: float) -> str:
-        if self.overhead is None:
+    def words(self, floor: float) -> str:
+        if self.change is None:
             return (
                 f"{self.target} at {self.workload}: no comparison (its trials or {self.baseline}'s failed "
                 "or never ran), so it cannot pass"
             )
-        # printed as every figure is: a change in speed, negative when slower (overhead 95 is -95%)
         low, high = self.low, self.high
         interval = (
-            " (one trial: no interval)" if low is None or high is None else f" [{-high:+.0f}, {-low:+.0f}]"
+            " (one trial: no interval)" if low is None or high is None else f" [{low:+.0f}, {high:+.0f}]"
         )
-        text = f"{self.target} at {self.workload}: {-self.overhead:+.0f}%{interval} against {self.baseline}"
+        text = f"{self.target} at {self.workload}: {self.change:+.0f}%{interval} against {self.baseline}"
         if self.passed:
             return text
-        past = f" — past the {-bound:+g}% bound"
-        if low is None:
+        past = f" — past the {floor:+g}% bound"
+        if high is None:
             return text + past + ", with no interval to say how clearly"
-        if low > bound:
+        if high < floor:
             return text + past + ", clearly (its whole interval)"
         return text + past + ", though its interval reaches it"
 
@@ -88,7 +89,8 @@ class Required:
 @dataclass(frozen=True)
 class Result:
     run_id: int
-    bound: float | None  # percent; None: no --max-overhead
+    floor: float | None  # percent: the lowest change in speed that passes (-30 for --max-overhead
+    # 30%); None: no --max-overhead
     findings: list[Finding]
     required: tuple[str, ...] = ()  # --require's properties
     protection: list[Required] = field(default_factory=list)
@@ -98,7 +100,7 @@ class Result:
         return all(f.passed for f in self.findings) and all(r.passed for r in self.protection)
 
     def worst(self) -> dict[str, Finding]:
-        """Per target, the finding that decides it: a missing figure, else the largest overhead."""
+        """Per target, the finding that decides it: a missing figure, else the lowest change."""
         out: dict[str, Finding] = {}
         for f in self.findings:
             best = out.get(f.target)
@@ -122,7 +124,7 @@ class Result:
     def to_json(self) -> JsonObject:
         return {
             "run_id": self.run_id,
-            "max_overhead_percent": self.bound,
+            "floor_change_percent": self.floor,
             "passed": self.passed,
             "findings": [f.to_json() for f in self.findings],
             "required": list(self.required),
@@ -134,18 +136,20 @@ class Result:
 
 
 def _rank(f: Finding) -> float:
-    return float("inf") if f.overhead is None else f.overhead
+    # larger is worse: a missing figure, then the most speed lost
+    return float("inf") if f.change is None else -f.change
 
 
-def evaluate(doc: Document, bound: float | None, require: tuple[str, ...] = ()) -> Result:
-    """Pure: the findings of one result document against a bound in percent (None: no
-    bound) and the properties each encrypted target must be proven to protect."""
+def evaluate(doc: Document, floor: float | None, require: tuple[str, ...] = ()) -> Result:
+    """Pure: the findings of one result document against the lowest change in speed that
+    passes, in percent (None: no bound), and the properties each encrypted target must be
+    proven to protect."""
     comps = {(c.workload, c.target): c for c in doc.comparisons if c.kind == ComparisonKind.BASELINE}
     findings = []
     gated = [t for t in doc.targets if t.encrypted and t.medium != "ram"]
     protection = [Required(t.name, unmet_need(require, t)) for t in gated] if require else []
     for t in gated:
-        if bound is None or not t.baseline:
+        if floor is None or not t.baseline:
             continue
         for w in doc.plan.workloads:
             c = comps.get((w, t.name))
@@ -153,13 +157,12 @@ def evaluate(doc: Document, bound: float | None, require: tuple[str, ...] = ()) 
                 findings.append(Finding(t.name, t.baseline, w, None, None, None, False, t.host))
                 continue
             pct, interval, _ = speed_change(c)
-            overhead = -pct
-            low, high = (None, None) if interval is None else (-interval[1], -interval[0])
-            findings.append(Finding(t.name, t.baseline, w, overhead, low, high, overhead <= bound, t.host))
+            low, high = (None, None) if interval is None else interval
+            findings.append(Finding(t.name, t.baseline, w, pct, low, high, pct >= floor, t.host))
     if not findings and not protection:
-        what = "measured against a baseline " if bound is not None else ""
+        what = "measured against a baseline " if floor is not None else ""
         raise UsageError(f"run {doc.run_id} has no encrypted target {what}on the device: nothing to check")
-    return Result(doc.run_id, bound, findings, require, protection)
+    return Result(doc.run_id, floor, findings, require, protection)
 
 
 def run(
@@ -171,9 +174,9 @@ def run(
 ) -> Result:
     if max_overhead is None and require is None:
         raise UsageError("check needs --max-overhead, --require or both")
-    bound = None
+    floor = None
     if max_overhead is not None:
-        bound = parse_percent(max_overhead, what="--max-overhead", low=0, high=100) * 100
+        floor = -parse_percent(max_overhead, what="--max-overhead", low=0, high=100) * 100
     needs = parse_needs(require, "--require")
     store = Store.open(db or default_db_path(), create=False)
     try:
@@ -181,7 +184,7 @@ def run(
         doc = document.build(store, run_id)
     finally:
         store.close()
-    return evaluate(doc, bound, needs)
+    return evaluate(doc, floor, needs)
 
 
 # What exit status 1 means for this command (its --help lists every status).
@@ -215,25 +218,25 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         print_json(result.to_json())
         return 0 if result.passed else 1
-    bound = result.bound
-    if bound is not None:
+    floor = result.floor
+    if floor is not None:
         for target, f in result.worst().items():
             verdict = "[green]pass[/green]" if f.passed else "[red]FAIL[/red]"
-            out.print(f"{verdict} {f.words(bound)}", highlight=False)
+            out.print(f"{verdict} {f.words(floor)}", highlight=False)
             for other in result.findings:
                 if other.target == target and not other.passed and other is not f:
-                    out.print(f"     also {other.words(bound)}", highlight=False)
+                    out.print(f"     also {other.words(floor)}", highlight=False)
         for name, f in result.worst_hosts().items():
-            out.print(f"worst host for {name}: {f.host} ({f.words(bound)})", highlight=False)
+            out.print(f"worst host for {name}: {f.host} ({f.words(floor)})", highlight=False)
     for r in result.protection:
         verdict = "[green]pass[/green]" if r.passed else "[red]FAIL[/red]"
         out.print(f"{verdict} {r.words()}", highlight=False)
     gates = []
-    if bound is not None:
+    if floor is not None:
         within = all(f.passed for f in result.findings)
         gates.append(
             ("every target within" if within else "past")
-            + f" {-bound:+g}% change in speed against its baseline (worst workload shown)"
+            + f" {floor:+g}% change in speed against its baseline (worst workload shown)"
         )
     if result.required:
         proven = all(r.passed for r in result.protection)

@@ -8,6 +8,6 @@ host's scratch), `server.py` (starting `fio --server`, journaled as a process tr
 its unix socket made private), `client.py` (the job check: no command-running or
 trigger options, no file outside the host's scratch; one `fio --client` invocation
 over several hosts, each host's figures by address, a missing host lost with fio's
-words), `spread.py` (each overhead's spread across hosts). The run itself is
+words), `spread.py` (each target's cost, its change in speed, spread across hosts). The run itself is
 `pipeline/fleet_run.py`'s.
 """

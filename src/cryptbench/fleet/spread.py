@@ -1,11 +1,11 @@
-"""How an encrypted target's overhead spreads across a fleet's hosts.
+"""How an encrypted target's cost spreads across a fleet's hosts.
 
-Each host's overhead is its own comparison (the target against its baseline
+Each host's cost is its own comparison (the target against its baseline
 on that host, with its bootstrap interval), so a host is never compared with
 another host's baseline. Across hosts: the median, the 10th and 90th
 percentiles (linear interpolation between hosts, NumPy's default), the worst
 host, and the hosts that stand out: with three hosts or more, a host whose
-whole 95 % interval lies above (or below) the typical other host's interval
+whole 95 % interval lies below (slower) or above (faster) the typical other host's interval
 (the median of the other hosts' low ends, and of their high ends). A host
 with one noisy trial set does not stand out, nor one a little off the others'
 median while their intervals overlap (three identical namespace hosts flagged
@@ -23,10 +23,10 @@ from cryptbench.result_model import (
     Comparison,
     ComparisonKind,
     Document,
+    FleetCost,
     FleetHost,
-    FleetOverhead,
     FleetSection,
-    HostOverhead,
+    HostChange,
     StandOut,
     TargetInfo,
 )
@@ -40,15 +40,15 @@ def local_name(target: str) -> str:
     return target.split("/", 1)[1] if "/" in target else target
 
 
-def _overhead_interval(c: Comparison) -> tuple[float | None, float | None]:
-    # A speed ratio's low end is the overhead's high end.
-    low = None if c.ci_high is None else (1 - c.ci_high) * 100
-    high = None if c.ci_low is None else (1 - c.ci_low) * 100
-    return low, high
+def _change(host: str, c: Comparison) -> HostChange:
+    """One host's comparison as a change in speed, its interval the ratio's."""
+    low = None if c.ci_low is None else (c.ci_low - 1) * 100
+    high = None if c.ci_high is None else (c.ci_high - 1) * 100
+    return HostChange(host, c.change_percent, low, high)
 
 
-def overheads(targets: list[TargetInfo], comparisons: list[Comparison]) -> list[FleetOverhead]:
-    """Per workload and encrypted target, each host's overhead and their spread."""
+def costs(targets: list[TargetInfo], comparisons: list[Comparison]) -> list[FleetCost]:
+    """Per workload and encrypted target, each host's change in speed and their spread."""
     host_of = {t.name: t.host for t in targets}
     encrypted = {t.name for t in targets if t.encrypted}
     groups: dict[tuple[str, str, str], list[Comparison]] = defaultdict(list)
@@ -57,14 +57,12 @@ def overheads(targets: list[TargetInfo], comparisons: list[Comparison]) -> list[
             groups[(c.workload, local_name(c.target), local_name(c.baseline))].append(c)
     rows = []
     for (workload, target, baseline), cs in groups.items():
-        per_host = [
-            HostOverhead(str(host_of[c.target]), c.overhead_percent, *_overhead_interval(c)) for c in cs
-        ]
-        values = np.array([h.overhead for h in per_host])
+        per_host = [_change(str(host_of[c.target]), c) for c in cs]
+        values = np.array([h.change for h in per_host])
         p10, median, p90 = (float(v) for v in np.percentile(values, [10, 50, 90]))
-        worst = max(per_host, key=lambda h: h.overhead)
+        worst = min(per_host, key=lambda h: h.change)
         rows.append(
-            FleetOverhead(
+            FleetCost(
                 workload=workload,
                 target=target,
                 baseline=baseline,
@@ -73,7 +71,7 @@ def overheads(targets: list[TargetInfo], comparisons: list[Comparison]) -> list[
                 p10=p10,
                 p90=p90,
                 worst_host=worst.host,
-                worst=worst.overhead,
+                worst=worst.change,
                 worst_low=worst.low,
                 worst_high=worst.high,
                 per_host=per_host,
@@ -83,26 +81,26 @@ def overheads(targets: list[TargetInfo], comparisons: list[Comparison]) -> list[
     return rows
 
 
-def _stand_out(per_host: list[HostOverhead]) -> list[StandOut]:
+def _stand_out(per_host: list[HostChange]) -> list[StandOut]:
     if len(per_host) < STAND_OUT_MIN_HOSTS:
         return []
     found = []
     for h in per_host:
         others = [o for o in per_host if o is not h]
-        centre = float(np.median([o.overhead for o in others]))
+        centre = float(np.median([o.change for o in others]))
         # The typical other host's interval: the median of their low ends and of
         # their high ends (an estimate stands in for a host without an interval).
-        low = float(np.median([o.overhead if o.low is None else o.low for o in others]))
-        high = float(np.median([o.overhead if o.high is None else o.high for o in others]))
-        if h.low is not None and h.low > high:
-            found.append(StandOut(h.host, h.overhead, centre, low, high, "higher"))
-        elif h.high is not None and h.high < low:
-            found.append(StandOut(h.host, h.overhead, centre, low, high, "lower"))
+        low = float(np.median([o.change if o.low is None else o.low for o in others]))
+        high = float(np.median([o.change if o.high is None else o.high for o in others]))
+        if h.high is not None and h.high < low:
+            found.append(StandOut(h.host, h.change, centre, low, high, "slower"))
+        elif h.low is not None and h.low > high:
+            found.append(StandOut(h.host, h.change, centre, low, high, "faster"))
     return found
 
 
 def fleet_section(doc: Document, host_rows: list[FleetHostRow]) -> FleetSection:
-    """The document's `fleet`: each host (address, status, what it is) and the overheads' spread."""
+    """The document's `fleet`: each host (address, status, what it is) and each cost's spread."""
     hosts = []
     for r in host_rows:
         manifest = r.manifest
@@ -123,4 +121,4 @@ def fleet_section(doc: Document, host_rows: list[FleetHostRow]) -> FleetSection:
                 skipped=manifest.get("skipped", []),
             )
         )
-    return FleetSection(hosts, overheads(doc.targets, doc.comparisons))
+    return FleetSection(hosts, costs(doc.targets, doc.comparisons))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cryptbench.analysis.run_comparison import Comparison, Row
+from cryptbench.analysis.run_comparison import Comparison
 from cryptbench.analysis.speed_change import change_words
 from cryptbench.units import format_value
 
@@ -18,15 +18,6 @@ def _median(n: int, median: float, low: float | None, high: float | None, unit: 
     return f"{format_value(median, unit)}{interval} ({n})"
 
 
-def _ratio(r: Row) -> str:
-    return f"{r.ratio:.3f}" + ("" if r.ratio_low is None else f" [{r.ratio_low:.3f}, {r.ratio_high:.3f}]")
-
-
-def _overhead(value: float, interval: tuple[float, float] | None) -> str:
-    """An overhead (percent slower) written as every figure is: a change in speed, '-31% [-52, -2]*'."""
-    return change_words(-value, None if interval is None else (-interval[1], -interval[0]))
-
-
 @dataclass(frozen=True)
 class RowCells:
     """One row of the comparison table, formatted as the terminal prints it."""
@@ -36,7 +27,6 @@ class RowCells:
     metric: str
     a: str  # A's median [interval] (trials)
     b: str  # B's, the same way
-    ratio: str  # B/A [interval]
     words: str  # B against A as a change in speed: "-50% [-60, -38]"
     evidence: str  # why the change is or is not significant
     significant: bool | None  # None: too few trials to tell
@@ -44,8 +34,8 @@ class RowCells:
 
 
 @dataclass(frozen=True)
-class OverheadCells:
-    """One encrypted target's overhead against its baseline in each run, formatted."""
+class CostCells:
+    """One encrypted target's change in speed against its baseline in each run, formatted."""
 
     workload: str
     target: str
@@ -63,7 +53,6 @@ def row_cells(comp: Comparison) -> list[RowCells]:
             metric=r.metric,
             a=_median(r.a_n, r.a_median, r.a_low, r.a_high, r.unit),
             b=_median(r.b_n, r.b_median, r.b_low, r.b_high, r.unit),
-            ratio=_ratio(r),
             words=r.change(),
             evidence=r.evidence(),
             significant=r.significant,
@@ -73,15 +62,15 @@ def row_cells(comp: Comparison) -> list[RowCells]:
     ]
 
 
-def overhead_cells(comp: Comparison) -> list[OverheadCells]:
+def cost_cells(comp: Comparison) -> list[CostCells]:
     return [
-        OverheadCells(
+        CostCells(
             workload=o.workload,
             target=o.target,
             baseline=o.baseline,
-            a=_overhead(o.a, o.a_interval),
-            b=_overhead(o.b, o.b_interval),
+            a=change_words(o.a, o.a_interval),
+            b=change_words(o.b, o.b_interval),
             changed=o.changed,
         )
-        for o in comp.overheads
+        for o in comp.costs
     ]

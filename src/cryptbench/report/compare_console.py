@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.analysis.run_comparison import METHOD, Comparison
-from cryptbench.report.compare_cells import overhead_cells, row_cells
+from cryptbench.report.compare_cells import cost_cells, row_cells
 from cryptbench.report.narrow import table_width
 from cryptbench.units import format_value
 
@@ -34,20 +34,20 @@ def render(comp: Comparison, out: Console) -> None:
             out.print(f"[dim]{label}[/dim]: {', '.join(only)}", highlight=False)
     out.print(_rows_table(comp, out.width))
     out.print(f"[dim]{METHOD}[/dim]", highlight=False)
-    overheads = overhead_cells(comp)
-    if overheads:
+    costs = cost_cells(comp)
+    if costs:
         ot = Table(
-            title="Each encrypted target's overhead against its baseline, in each run",
+            title="Each encrypted target's change in speed against its baseline, in each run",
             title_justify="left",
             box=box.SIMPLE_HEAD,
         )
         for col in ("workload / target", "A", "B", "changed?"):
             ot.add_column(col, no_wrap=True, justify="left" if col[0] in "wc" else "right")
-        pairs = [f"  {o.target} vs {o.baseline}" for o in overheads]
-        columns = [pairs, [o.a for o in overheads], [o.b for o in overheads], ["no clear change"]]
+        pairs = [f"  {o.target} vs {o.baseline}" for o in costs]
+        columns = [pairs, [o.a for o in costs], [o.b for o in costs], ["no clear change"]]
         two_lines = table_width(columns) > out.width  # the baseline under the target
         workload = None
-        for o, pair in zip(overheads, pairs, strict=True):
+        for o, pair in zip(costs, pairs, strict=True):
             if o.workload != workload:
                 workload = o.workload
                 ot.add_row(Text(workload, style="bold"))
@@ -62,22 +62,21 @@ def render(comp: Comparison, out: Console) -> None:
 
 
 def _rows_table(comp: Comparison, width: int) -> Table:
-    """A row per target under a row per workload: with each side's median and trials, B/A with
-    its interval, B in words and whether it is significant; where that is wider than the
-    terminal, B/A is left to the words (x ± y times) and the medians share a column."""
+    """A row per target under a row per workload: with each side's median and trials, B's change
+    in speed against A with its interval, and whether it is significant; where that is wider
+    than the terminal, the medians share a column."""
     cells = row_cells(comp)
     wide = [
         [
             f"  {r.target}",
             f"{format_value(r.a_median, r.unit)} ({r.a_n})",
             f"{format_value(r.b_median, r.unit)} ({r.b_n})",
-            c.ratio,
             c.words,
             f"{c.mark}: {c.evidence}",
         ]
         for r, c in zip(comp.rows, cells, strict=True)
     ]
-    heads_wide = ("workload / target", "A (n)", "B (n)", "B/A [95 % CI]", "B is", "significant?")
+    heads_wide = ("workload / target", "A (n)", "B (n)", "B against A", "significant?")
     sections = [f"{r.workload}" for r in comp.rows]
     columns = [[*col, head] for col, head in zip(zip(*wide, strict=True), heads_wide, strict=True)]
     columns[0] += sections
@@ -85,15 +84,9 @@ def _rows_table(comp: Comparison, width: int) -> Table:
     table = Table(
         title="B's speed against A's, per workload and target", title_justify="left", box=box.SIMPLE_HEAD
     )
-    heads: tuple[str, ...]
-    if compact:
-        heads = ("workload / target", "A → B (trials)", "B is / significant?")
-    else:
-        heads = ("workload / target", "A (n)", "B (n)", "B/A [95 % CI]", "B is", "significant?")
+    heads = ("workload / target", "A → B (trials)", "B is / significant?") if compact else heads_wide
     for col in heads:
-        table.add_column(
-            col, no_wrap=True, justify="right" if col in ("A (n)", "B (n)", "B/A [95 % CI]") else "left"
-        )
+        table.add_column(col, no_wrap=True, justify="right" if col in ("A (n)", "B (n)") else "left")
     workload = None
     for r, c, row in zip(comp.rows, cells, wide, strict=True):
         if r.workload != workload:
@@ -105,5 +98,5 @@ def _rows_table(comp: Comparison, width: int) -> Table:
             b = f"{format_value(r.b_median, r.unit)} ({r.b_n})"
             table.add_row(row[0], f"{a}\n{b}", Text(f"{c.words}\n{c.mark}: {c.evidence}", style=style))
         else:
-            table.add_row(*row[:4], Text(row[4], style=style), Text(row[5], style=style))
+            table.add_row(*row[:3], Text(row[3], style=style), Text(row[4], style=style))
     return table

@@ -68,14 +68,13 @@ def efficiency_table(doc: Document) -> Table | None:
 
 
 def qd_cell(p: QdPoint | None, compact: bool) -> str:
-    """A depth's change in speed in percent (the tool's one convention, report/figures.py:
-    an overhead of 31 % is -31), with its interval: ± only where symmetric."""
+    """A depth's change in speed in percent (the tool's one convention), with its
+    interval: ± only where symmetric."""
     if p is None:
         return "-"
-    lo, hi = p.overhead_low, p.overhead_high
-    interval = None if lo is None or hi is None else (-hi, -lo)
-    pct = -p.overhead_percent
-    return change_cell(pct, interval) if compact else change_words(pct, interval)
+    lo, hi = p.change_low, p.change_high
+    interval = None if lo is None or hi is None else (lo, hi)
+    return change_cell(p.change_percent, interval) if compact else change_words(p.change_percent, interval)
 
 
 def qd_table(doc: Document, width: int = 200) -> Table | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cryptbench import __version__
 from cryptbench.analysis.run_comparison import METHOD, Comparison
-from cryptbench.report.compare_cells import overhead_cells, row_cells
+from cryptbench.report.compare_cells import cost_cells, row_cells
 from cryptbench.report.pages import ENV, PageChart
 from cryptbench.report.sentences import environment_rows
 from cryptbench.result_model import Document
@@ -31,6 +31,6 @@ def render(comp: Comparison, a: Document, b: Document, chart: PageChart) -> str:
         runs=run_rows(a, b),
         chart={"name": chart.name, "title": chart.title, "caption": chart.caption, "svg": chart.svg()},
         rows=row_cells(comp),
-        overheads=overhead_cells(comp),
+        costs=cost_cells(comp),
         method=METHOD,
     )

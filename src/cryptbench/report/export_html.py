@@ -15,7 +15,7 @@ from cryptbench import __version__
 from cryptbench.analysis import ranking
 from cryptbench.analysis.speed_change import LEGEND
 from cryptbench.report import protection_rows
-from cryptbench.report.fleet_rows import SPREAD_NOTE, host_rows, overhead_rows
+from cryptbench.report.fleet_rows import SPREAD_NOTE, cost_rows, host_rows
 from cryptbench.report.pages import ENV, PageChart
 from cryptbench.report.sentences import (
     SERIOUS,
@@ -146,6 +146,6 @@ def render(doc: Document, charts: Sequence[PageChart], space: PageChart | None =
         # Saying why a chart is missing: runs stored before schema 4 kept only each trial's totals.
         cpu_missing=not by_kind["cpu"],
         fleet_hosts=host_rows(fleet) if fleet else [],
-        fleet_overheads=overhead_rows(fleet) if fleet else [],
+        fleet_costs=cost_rows(fleet) if fleet else [],
         fleet_note=SPREAD_NOTE,
     )

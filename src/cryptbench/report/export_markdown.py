@@ -8,7 +8,7 @@ it stays readable with twenty targets, where a column per target would not.
 
 from __future__ import annotations
 
-from cryptbench.report.fleet_rows import SPREAD_NOTE, overhead_rows
+from cryptbench.report.fleet_rows import SPREAD_NOTE, cost_rows
 from cryptbench.report.sentences import summary_rows
 from cryptbench.result_model import Document
 
@@ -50,15 +50,16 @@ def render(doc: Document) -> str:
         "trials pair; \\* where the interval excludes no change, n=1 where a side ran one trial.",
     ]
     fleet = doc.fleet
-    if fleet and fleet.overheads:
+    if fleet and fleet.costs:
         lines += [
             "",
-            "Across the fleet's hosts (overhead: the share of each host's own baseline's speed lost):",
+            "Across the fleet's hosts (change in speed against each host's own baseline, "
+            "negative when slower):",
             "",
             "| workload | target | hosts | median | p10 | p90 | worst host | stands out |",
             "|---|---|---:|---:|---:|---:|---|---|",
         ]
-        for r in overhead_rows(fleet):
+        for r in cost_rows(fleet):
             cells = ("workload", "target", "hosts", "median", "p10", "p90", "worst", "stand_out")
             lines.append("| " + " | ".join(_escape(r[k]) for k in cells) + " |")
         lines += ["", SPREAD_NOTE]

@@ -1,4 +1,4 @@
-"""The fleet part of a fleet run's terminal report: the hosts, and each overhead across them."""
+"""The fleet part of a fleet run's terminal report: the hosts, and each cost across them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from cryptbench.report.fleet_rows import SPREAD_NOTE, host_rows, overhead_rows
+from cryptbench.report.fleet_rows import SPREAD_NOTE, cost_rows, host_rows
 from cryptbench.result_model import Document
 
 
@@ -25,14 +25,14 @@ def render(doc: Document, out: Console) -> None:
             f"kernel {escape(h['kernel'])}, xts(aes) {escape(h['xts_aes'])}; targets {escape(h['targets'])}",
             highlight=False,
         )
-    rows = overhead_rows(fleet)
+    rows = cost_rows(fleet)
     if not rows:
         out.print("No encrypted target has a comparison on any host.")
         return
     # a row per target under a row per workload, and what stands out listed under the table,
     # so the figures keep their width at 80 columns
     table = Table(
-        title="Fleet: overhead against each host's own baseline (share of its speed lost)",
+        title="Fleet: change in speed against each host's own baseline, % (negative: slower)",
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )

@@ -1,23 +1,26 @@
-"""A fleet run's hosts and overhead spread as rows of text, for the terminal and the HTML page alike."""
+"""A fleet run's hosts and each cost's spread as rows of text, for the terminal, the HTML page and
+Markdown alike."""
 
 from __future__ import annotations
 
+from cryptbench.analysis.speed_change import percent
 from cryptbench.result_model import FleetSection
 
 SPREAD_NOTE = (
-    "Each host's overhead is its target against its own baseline; a host stands out when its whole "
+    "Each host's figure is its target's change in speed against its own baseline (negative: slower); "
+    "a host stands out when its whole "
     "95 % interval lies beyond the typical other host's interval (the median of their low ends, "
     "and of their high ends; 3 hosts or more)."
 )
 
 
-def overhead_pct(v: float | None) -> str:
-    # Overheads as `check` words them: the share of the baseline's speed lost.
-    return "-" if v is None else f"{v:.0f} %"
+def change_pct(v: float | None) -> str:
+    """A change in speed as every figure is written: '-31%', '+4%'."""
+    return "-" if v is None else f"{percent(v)}%"
 
 
 def interval(low: float | None, high: float | None) -> str:
-    return "" if low is None or high is None else f" [{low:.0f}, {high:.0f}]"
+    return "" if low is None or high is None else f" [{percent(low)}, {percent(high)}]"
 
 
 def host_rows(fleet: FleetSection) -> list[dict[str, str]]:
@@ -36,22 +39,21 @@ def host_rows(fleet: FleetSection) -> list[dict[str, str]]:
     ]
 
 
-def overhead_rows(fleet: FleetSection) -> list[dict[str, str]]:
+def cost_rows(fleet: FleetSection) -> list[dict[str, str]]:
     return [
         {
             "workload": r.workload,
             "target": f"{r.target} vs {r.baseline}",
             "hosts": str(r.hosts),
-            "median": overhead_pct(r.median),
-            "p10": overhead_pct(r.p10),
-            "p90": overhead_pct(r.p90),
-            "worst": r.worst_host + " " + overhead_pct(r.worst) + interval(r.worst_low, r.worst_high),
+            "median": change_pct(r.median),
+            "p10": change_pct(r.p10),
+            "p90": change_pct(r.p90),
+            "worst": r.worst_host + " " + change_pct(r.worst) + interval(r.worst_low, r.worst_high),
             "stand_out": ", ".join(
-                f"{s.host} {overhead_pct(s.overhead)} "
-                f"({s.direction} than the others' {overhead_pct(s.others)})"
+                f"{s.host} {change_pct(s.change)} ({s.direction} than the others' {change_pct(s.others)})"
                 for s in r.stand_out
             )
             or "-",
         }
-        for r in fleet.overheads
+        for r in fleet.costs
     ]
