@@ -55,3 +55,31 @@ def test_the_protection_tables_keep_every_column_and_every_target(width: int) ->
         # every cell of its row (two tables' rows where split): the verdicts, the space
         cells = sum(len(r.split()) - 1 for r in rows)
         assert cells >= 5 + 4, (t["name"], rows)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", NAMES)
+def test_every_workload_and_target_name_prints_whole(name: str, width: int) -> None:
+    """A table squeezed to the terminal folds no name mid-word ('seq1m-q8-rea' over 'd'):
+    each workload's and target's name stands whole on the lines of the details, or breaks
+    after one of its '-'."""
+    text = _screen(name, width, details=True)
+    doc = json.loads((DOCS / f"{name}.json").read_text())
+    names = {*doc["plan"]["workloads"], *(t["name"] for t in doc["targets"])}
+    words = {w.strip("(),:;") for line in text.splitlines() for w in line.split()}
+    # a break after a '-' is a place a name may break, and a part may stand for the whole
+    # (a fleet host's fscrypt, a variant's -noqueue): its pieces between such places are
+    # whole; any other part of a name that reads as one (a digit, '-' or '@' in it) was cut
+    whole = {
+        n[i:j]
+        for n in names
+        for i in range(len(n))
+        for j in range(i + 1, len(n) + 1)
+        if (i == 0 or n[i - 1] in "-/" or n[i] == "-") and (j == len(n) or n[j - 1] == "-")
+    }
+    folded = {
+        w
+        for w in words - whole
+        if len(w) >= 6 and any(ch in w for ch in "-@0123456789") and any(w in n for n in names)
+    }
+    assert not folded

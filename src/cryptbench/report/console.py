@@ -137,30 +137,57 @@ def _rows(doc: Document, metric: str | None, compact: bool) -> list[tuple[Target
     return out
 
 
+def _label(t: TargetInfo) -> str:
+    return t.name + (f" (vs {t.baseline})" if t.baseline else "")
+
+
 def _long_table(doc: Document, metric: str | None, width: int) -> tuple[Table, bool]:
     """A row per workload under a row per target. Where the intervals would not fit `width`,
-    each figure carries its interval's larger reach instead (±)."""
+    each figure carries its interval's reach from the median as a share of it instead,
+    written tighter, then over two lines, as it must; a workload's name is never folded,
+    and a target's row breaks only after a '-' or a space (narrow.fold)."""
     compact = False
     rows = _rows(doc, metric, compact=False)
     cells = [r for _t, rs in rows for r in rs]
-    # a target's row wraps its "(vs baseline)" where it must: only its longest word counts
-    words = [w for t, _ in rows for w in f"{t.name} (vs {t.baseline})".split()]
-    columns = [[*(str(c[0]) for c in cells), *words], *([str(c[i]) for c in cells] for i in range(1, 5))]
-    if table_width(columns) > width:
+    # a target's row can break after each '-' and space: only its longest piece counts
+    pieces = [piece for t, _ in rows for piece in fold(_label(t), 1).splitlines()]
+
+    def columns() -> list[list[str]]:
+        interval = "±95%" if compact else "95% interval"
+        heads = ("target / workload", "median", interval, "vs baseline", "vs plain")
+        return [
+            [heads[0], *(str(c[0]) for c in cells), *pieces],
+            *([heads[i], *(str(c[i]) for c in cells)] for i in range(1, 5)),
+        ]
+
+    if table_width(columns()) > width:
         compact = True
         rows = _rows(doc, metric, compact=True)
+        cells = [r for _t, rs in rows for r in rs]
+        if table_width(columns()) > width:
+            # written as the change columns write theirs ("[-42,+72]", in % as the header says)
+            for c in cells:
+                c[2] = str(c[2]).replace(", ", ",").replace("%,", ",").replace("%]", "]")
+        if table_width(columns()) > width:
+            for c in cells:
+                c[2] = str(c[2]).replace(",", ",\n")
+    laid = columns()
+    names = max(map(len, laid[0]))
+    names = max(names, width - (table_width(laid) - names))  # the room the figures leave
     with_plain = any(str(c[4]) for _t, rs in rows for c in rs)
     table = Table(box=box.SIMPLE_HEAD, title_justify="left")
-    table.add_column("target / workload", overflow="fold")
+    table.add_column("target / workload", no_wrap=True)
     table.add_column("median", justify="right", no_wrap=True)
     table.add_column("±95%" if compact else "95% interval", justify="right", no_wrap=True)
     table.add_column("vs baseline", justify="right", no_wrap=True)
     if with_plain:
         table.add_column("vs plain", justify="right", no_wrap=True)
     for t, rs in rows:
-        name = Text(t.name, style="bold")
-        if t.baseline:
-            name.append(f" (vs {t.baseline})", style="dim")
+        name = Text(fold(_label(t), names))
+        vs = name.plain.find("(vs")
+        name.stylize("bold", 0, vs if vs >= 0 else len(name))
+        if vs >= 0:
+            name.stylize("dim", vs)
         table.add_row(name)
         for i, r in enumerate(rs):
             table.add_row(*(r if with_plain else r[:4]), end_section=i == len(rs) - 1)
@@ -259,15 +286,13 @@ def phase_tables(doc: Document, width: int) -> list[Table]:
             caption_justify="left",
             box=box.SIMPLE_HEAD,
         )
-        table.add_column("phase", no_wrap=True)
-        for t in doc.targets:
-            table.add_column(t.name, justify="right", overflow="fold")
         rows = [(f"{p}.seconds", p) for p in phases]
         rows += [
             (m, label)
             for m, label in PHASE_TOTALS
             if any(r.metric == m and r.workload == w for r in doc.results)
         ]
+        body = []
         for metric, label in rows:
             cells = []
             for t in doc.targets:
@@ -281,6 +306,17 @@ def phase_tables(doc: Document, width: int) -> list[Table]:
                     # a change in speed, as every figure: the baseline's time over the target's
                     cell += f" ({(base.median / r.median - 1) * 100:+.0f}%)"
                 cells.append(cell)
+            body.append((label, cells))
+        # a target's name heads its column, broken after a '-' where the column is narrower
+        # (narrow.fold), never mid-word; where the terminal is narrow, the phases' labels
+        # wrap at their spaces instead
+        table.add_column("phase")
+        for i, t in enumerate(doc.targets):
+            figures = max((len(cells[i]) for _label, cells in body), default=0)
+            head = fold(t.name, max(figures, 8))
+            widest = max(figures, *map(len, head.split()))
+            table.add_column(head, justify="right", no_wrap=True, min_width=widest)
+        for label, cells in body:
             table.add_row(label, *cells)
         tables.append(table)
     return tables
@@ -386,7 +422,7 @@ def _legend(doc: Document, console: Console, metric: str | None, compact: bool) 
     else:
         what = "Each workload's median; intervals in its unit (MB/s for throughput, ms or µs for times)"
     if compact:  # the form chosen where intervals would not fit the terminal
-        what = "Each workload's median; ±95%: its 95% interval's reach from it, as a share of it"
+        what = "Each workload's median; ±95%: its 95% interval's reach from it, in % of it"
     console.print(
         f"[dim]{what}, 95% bootstrap over the trials; vs baseline/plain: the change in speed against "
         "the target's baseline (named beside it) and against plain, with its 95% interval (for a time, "

@@ -20,7 +20,7 @@ def fold(text: str, width: int) -> str:
     '-' or a space (a piece longer than `width` stands whole on its own line)."""
     lines: list[str] = []
     for piece in text.replace("-", "-\0").replace(" ", " \0").split("\0"):
-        if lines and len(lines[-1].rstrip()) + len(piece.rstrip()) <= width:
+        if lines and len(lines[-1]) + len(piece.rstrip()) <= width:  # a space kept between
             lines[-1] += piece
         else:
             lines.append(piece)
