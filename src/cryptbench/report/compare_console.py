@@ -1,5 +1,6 @@
 """`cryptbench compare` in the terminal: what differs between the runs, every change
-with its interval and how its significance was decided, the overheads side by side."""
+with its interval and how its significance was decided, and each encrypted target's
+change against its baseline in both runs side by side."""
 
 from __future__ import annotations
 

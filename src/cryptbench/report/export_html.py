@@ -37,7 +37,7 @@ CHART_SECTIONS = (
         "Results by workload family",
         "Plain and each target side by side, in the unit each workload uses.",
     ),
-    ("overhead", "Overhead", ""),
+    ("overhead", "Cost against the baseline", ""),
     ("latency", "Latency percentiles", ""),
     ("cpu", "CPU over time", ""),
     ("file-size", "Throughput against file size", ""),
