@@ -242,15 +242,9 @@ def qd_curves(doc: Document) -> list[QdCurve]:
             for depth, w in members:
                 c = against_baseline.get((w, t.name))
                 if c is not None:
-                    points.append(
-                        QdPoint(
-                            depth,
-                            w,
-                            c.change_percent,
-                            None if c.ci_low is None else (c.ci_low - 1) * 100,
-                            None if c.ci_high is None else (c.ci_high - 1) * 100,
-                        )
-                    )
+                    pct, interval, _ = speed_change(c)
+                    low, high = interval or (None, None)
+                    points.append(QdPoint(depth, w, pct, low, high))
             if len(points) >= 2:
                 curves.append(QdCurve(rw, bs, t.name, t.baseline, points))
     return curves

@@ -59,15 +59,16 @@ def _interval(lo: float | None, hi: float | None, unit: str, median: float) -> s
     return f"[{format_value(lo, unit)}, {format_value(hi, unit)}]"
 
 
-def _relative(r: Result) -> str:
+def _relative(r: Result, tight: bool = False) -> str:
     """The interval's reach from the median, as a share of it: the compact form ('±4%' where
-    both halves print alike, else '[-12%, +30%]')."""
+    both halves print alike, else '[-12%, +30%]'; `tight`: '[-12,+30]', as the change
+    columns write theirs, in % as the header says)."""
     if r.ci_low is None or r.ci_high is None or not r.median:
         return NO_INTERVAL
     lo, hi = (r.ci_low - r.median) / abs(r.median) * 100, (r.ci_high - r.median) / abs(r.median) * 100
     if symmetric(0.0, lo, hi):
         return f"±{hi:.0f}%"
-    return f"[{lo:+.0f}%, {hi:+.0f}%]"
+    return f"[{lo:+.0f},{hi:+.0f}]" if tight else f"[{lo:+.0f}%, {hi:+.0f}%]"
 
 
 def _change(c: Comparison | None, compact: bool) -> Text:
@@ -106,9 +107,12 @@ def _plain_of(t: TargetInfo) -> str | None:
     return None if not t.baseline or t.baseline.endswith("plain") else t.baseline
 
 
-def _rows(doc: Document, metric: str | None, compact: bool) -> list[tuple[TargetInfo, list[list[Any]]]]:
-    """Per target, a row per workload: name, median, interval, change against the baseline
-    and (for a target whose baseline is not plain) against plain."""
+def _rows(
+    doc: Document, metric: str | None, compact: bool, tight: bool = False
+) -> list[tuple[TargetInfo, list[list[Any]]]]:
+    """Per target, a row per workload: name, median, interval (compact: its reach from the
+    median, `_relative`), change against the baseline and (for a target whose baseline is
+    not plain) against plain."""
     results = results_by_key(doc)
     comps = {(c.workload, c.target, c.kind): c for c in doc.comparisons}
     workloads = [w for w in doc.plan.workloads if any(r.workload == w for r in doc.results)]
@@ -128,7 +132,7 @@ def _rows(doc: Document, metric: str | None, compact: bool) -> list[tuple[Target
                 [
                     f"  {w}",
                     format_value(r.median, r.unit),
-                    _relative(r) if compact else _interval(r.ci_low, r.ci_high, r.unit, r.median),
+                    _relative(r, tight) if compact else _interval(r.ci_low, r.ci_high, r.unit, r.median),
                     _change(base, compact),
                     _change(plain, compact),
                 ]
@@ -165,9 +169,8 @@ def _long_table(doc: Document, metric: str | None, width: int) -> tuple[Table, b
         rows = _rows(doc, metric, compact=True)
         cells = [r for _t, rs in rows for r in rs]
         if table_width(columns()) > width:
-            # written as the change columns write theirs ("[-42,+72]", in % as the header says)
-            for c in cells:
-                c[2] = str(c[2]).replace(", ", ",").replace("%,", ",").replace("%]", "]")
+            rows = _rows(doc, metric, compact=True, tight=True)
+            cells = [r for _t, rs in rows for r in rs]
         if table_width(columns()) > width:
             for c in cells:
                 c[2] = str(c[2]).replace(",", ",\n")
