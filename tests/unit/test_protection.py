@@ -220,6 +220,39 @@ def test_an_ext4_image_is_read_with_debugfs_and_containers_are_not(tmp_path: Pat
     assert look((junk,)).how == "unreadable image"
 
 
+@pytest.mark.parametrize("magic", [LUKS_MAGIC, QCOW_MAGIC], ids=["luks", "qcow2"])
+def test_a_container_is_looked_at_once_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, magic: bytes
+) -> None:
+    """A container's sight is the same after every write: giving it FLUSH_WAIT to change
+    cost 5 s per probe on every encrypted image and LUKS target."""
+    image = tmp_path / "c.img"
+    image.write_bytes(magic + bytes(4096))
+    target = Target("c", "c", True, None, tmp_path, (image,))
+    slept: list[float] = []
+    monkeypatch.setattr(probes.time, "sleep", slept.append)
+    before = look((image,))
+    assert probes.settled_sight(target, before) == before
+    assert slept == []
+
+
+def test_a_directory_is_given_time_to_show_a_write(
+    dir_target: tuple[Session, Target], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon that caches in its own memory (CryFS) writes its blocks out later: an
+    unchanged directory is looked at again until it changes (or FLUSH_WAIT is up)."""
+    _session, target = dir_target
+    slept: list[float] = []
+
+    def flush(seconds: float) -> None:  # the daemon writes out while the probe waits
+        slept.append(seconds)
+        (target.path / "flushed").write_bytes(b"x")
+
+    monkeypatch.setattr(probes.time, "sleep", flush)
+    seen = probes.settled_sight(target, look(target.backing))
+    assert len(slept) == 1 and seen.entries is not None and "flushed" in seen.entries
+
+
 def test_raw_names_with_any_bytes_are_each_read_whole(tmp_path: Path) -> None:
     """fscrypt stores ciphertext names as raw bytes: a NUL, a newline, a '/' or a
     backslash in one must neither cut it short nor merge it with another."""

@@ -130,15 +130,15 @@ def checkpoint(mount: Path) -> None:
         os.close(fd)
 
 
-def until_changed(target: Target, look: Callable[[], T], before: T | None) -> T:
+def until_changed(target: Target, look: Callable[[], T], before: T | None, wait: bool = True) -> T:
     """`look` at the backing once it is settled and differs from `before`: a daemon that
-    keeps blocks in its own memory (CryFS) is given FLUSH_WAIT to write some out. With
-    `before` None, the backing once every write has reached it (Target.write_behind).
-    When nothing changes in time, the last look."""
+    keeps blocks in its own memory (CryFS) is given FLUSH_WAIT to write some out (none
+    when not `wait`). With `before` None, the backing once every write has reached it
+    (Target.write_behind). When nothing changes in time, the last look."""
     if before is None:
         _settled(target, complete=True)
         return look()
-    deadline = time.monotonic() + FLUSH_WAIT
+    deadline = time.monotonic() + (FLUSH_WAIT if wait else 0.0)
     _settled(target)
     now = look()
     while now == before and time.monotonic() < deadline:
@@ -148,6 +148,13 @@ def until_changed(target: Target, look: Callable[[], T], before: T | None) -> T:
     return now
 
 
+def settled_sight(target: Target, before: Sight | None) -> Sight:
+    """The backing's structure once a write has reached it. A backing whose structure
+    cannot be read (a LUKS or qcow2 container) looks the same after any write, so it is
+    looked at once, settled, instead of being given FLUSH_WAIT to change."""
+    return until_changed(target, lambda: look(target.backing), before, wait=before is None or before.readable)
+
+
 def probe(session: Session, target: Target, seen: Callable[[], Sight] | None = None) -> Protection:
     """Names, sizes, tree and tampering of one target, probed, and its space measured;
     `seen` looks at its backing (tests give their own)."""
@@ -155,7 +162,7 @@ def probe(session: Session, target: Target, seen: Callable[[], Sight] | None = N
     last: list[Sight] = []
 
     def look_settled() -> Sight:
-        sight = until_changed(target, lambda: look(target.backing), last[-1] if last else None)
+        sight = settled_sight(target, last[-1] if last else None)
         last.append(sight)
         return sight
 
