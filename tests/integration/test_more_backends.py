@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.backends import REGISTRY
+from cryptbench.backends import REGISTRY, images
+from cryptbench.backends.base import TargetSpec
 from cryptbench.measure.cache import drop_caches
+from cryptbench.session import Session
 from tests.support.cli import cli
 from tests.support.leaks import leftovers
 from tests.support.reliability import count
@@ -156,6 +158,41 @@ def test_state_is_what_it_says_and_data_survives_the_stack(target_dir: Path, bac
         os.sync()
         drop_caches([f, image, *target.cached])
         assert f.read_bytes() == data  # through filesystem, loop, FUSE export, qemu and back
+
+
+@requires_root
+@pytest.mark.parametrize("backend", ["image-raw-aes256", "image-sparse-aes128", "image-qcow2-aes256"])
+def test_an_encrypted_image_made_again_is_a_copy_of_the_first(target_dir: Path, backend: str) -> None:
+    """qemu-img spends seconds timing PBKDF2 per encrypted image, so a stateful target's
+    next image is the first one copied: the same header, allocated as qemu-img left it
+    (a raw image preallocated, the others sparse), opened with the same password."""
+    need_backend(backend)
+    size = 16 << 20
+    session = Session.create(target_dir)
+    spec = TargetSpec(backend, "fresh", "ext4")
+    try:
+        with REGISTRY[backend].provision(session, spec, size) as first:
+            made = first.backing[0]
+            pristine = next((session.path("pristine")).iterdir())
+            assert _allocated(pristine) <= images.PRISTINE_BYTES  # kept sparse
+            header = made.read_bytes()[:4096]
+            made_bytes = _allocated(made)
+        with REGISTRY[backend].provision(session, spec, size) as again:
+            copy = again.backing[0]
+            assert copy != made and copy.read_bytes()[:4096] == header
+            if backend.startswith("image-raw"):
+                assert _allocated(copy) >= REGISTRY[backend].image_spec("ext4", size).size
+            else:
+                assert _allocated(copy) < 2 * made_bytes + (1 << 20)
+            data = os.urandom(1 << 20)
+            f = again.path / "check.bin"
+            f.write_bytes(data)
+            os.sync()
+            drop_caches([f, copy, *again.cached])
+            assert f.read_bytes() == data
+    finally:
+        session.close()
+    assert leftovers(target_dir) == []
 
 
 @requires_root
