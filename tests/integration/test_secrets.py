@@ -1,13 +1,17 @@
 """Secrets never show in a command line or an environment, and are gone after the run.
 
-A real run (every available backend) is watched from outside: every process's
-/proc/PID/cmdline and /proc/PID/environ is read again and again while it runs,
-and searched for the passphrase and for every key file's contents.
+A real run (every available backend) is watched from outside: strace records every
+program the run and its children start (execve), with its whole command line and
+environment, and the record is searched for the passphrase and for every key file's
+contents, read from the run's secret directories while it runs. Unlike reading
+/proc/PID/cmdline over and over, the record misses no process however briefly it
+lives, and costs the machine almost nothing (a seccomp filter stops only execve).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import stat
 import subprocess
@@ -35,8 +39,29 @@ KEY_FILE_USERS = ("gocryptfs", "securefs", "image-qcow2-aes256", "luks-aes256")
 HELPERS = {"gocryptfs": "gocryptfs", "securefs": "securefs", "cryfs": "cryfs", "encfs": "encfs"}
 
 
+# strace: follow forks, stop only at execve (a seccomp filter), print every string whole
+# and as hex escapes (a key file's bytes need not be text), environments included.
+STRACE = ["strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=execve", "-e", "signal=none"]
+STRACE += ["-v", "-xx", "-s", str(1 << 20)]
+HEX = re.compile(rb"((?:\\x[0-9a-f]{2})+)")
+
+
+def execs(log: Path) -> list[tuple[str, bytes]]:
+    """Each program started, from strace's log: (its name, its command line and
+    environment as raw bytes)."""
+    out = []
+    for line in log.read_bytes().splitlines():
+        if b"execve(" not in line:
+            continue
+        raw = HEX.sub(lambda m: bytes.fromhex(m.group(1).replace(b"\\x", b"").decode()), line)
+        name = re.search(rb'execve\("([^"]*)"', line)
+        path = bytes.fromhex(name.group(1).replace(b"\\x", b"").decode()) if name else b""
+        out.append((os.path.basename(path).decode(errors="replace"), raw))
+    return out
+
+
 class Watcher:
-    """Reads every process's command line and environment until stopped."""
+    """Reads the watched run's key files while it runs; then searches its exec log."""
 
     def __init__(self, known: set[bytes], scratch: Path | None = None) -> None:
         self.known = known  # secrets to look for; key file contents are added as found
@@ -44,10 +69,10 @@ class Watcher:
         # directory under this scratch root. Another cryptbench on the machine (a unit
         # test's "secret" in its own session) must not become a "secret" searched for here.
         self.scratch = scratch
-        self.found: list[str] = []
+        self.found: list[tuple[str, bytes]] = []  # (a program started, a secret it was given)
         self.scans = 0
         self.key_files: dict[Path, tuple[int, int]] = {}  # path -> (file mode, directory mode)
-        self.programs: set[str] = set()  # the program names of the command lines read
+        self.programs: set[str] = set()  # the names of the programs started
         self.stop = threading.Event()
 
     def _prefixes(self) -> tuple[str, ...]:
@@ -72,24 +97,33 @@ class Watcher:
                 continue  # removed while we looked
 
     def run(self) -> None:
-        me = str(os.getpid())
         while not self.stop.is_set():
             self._read_key_files()
-            for pid in os.listdir("/proc"):
-                if not pid.isdigit() or pid == me:
-                    continue
-                for part in ("cmdline", "environ"):
-                    try:
-                        data = Path(f"/proc/{pid}/{part}").read_bytes()
-                    except OSError:
-                        continue
-                    if part == "cmdline" and data:
-                        self.programs.add(os.path.basename(data.split(b"\0")[0]).decode(errors="replace"))
-                    for s in self.known:
-                        if s in data:
-                            self.found.append(f"{pid} {part}: {data[:200]!r}")
             self.scans += 1
             time.sleep(0.005)
+
+    def search(self, log: Path) -> None:
+        """Every program the run started, searched for every secret known by now."""
+        for name, raw in execs(log):
+            self.programs.add(name)
+            for s in self.known:
+                if s in raw:
+                    self.found.append((name, s))
+
+
+def watched(watcher: Watcher, log: Path, argv: list[str], env: dict[bytes, bytes] | None = None) -> bytes:
+    """`argv` run under strace, its key files read while it runs, its exec log searched;
+    returns its stderr (asserting it succeeded)."""
+    thread = threading.Thread(target=watcher.run)
+    thread.start()
+    try:
+        proc = subprocess.run([*STRACE, "-o", str(log), *argv], capture_output=True, check=False, env=env)
+    finally:
+        watcher.stop.set()
+        thread.join()
+    assert proc.returncode == 0, proc.stderr.decode()
+    watcher.search(log)
+    return proc.stdout + proc.stderr
 
 
 @pytest.mark.skipif(not ENCRYPTED, reason="no encrypted backend is available here")
@@ -113,16 +147,9 @@ def test_no_secret_in_any_command_line_or_environment(
         args += ["--passphrase-file", str(pf)]
         known.add(passphrase)
     watcher = Watcher(known, scratch_root(target_dir))
-    thread = threading.Thread(target=watcher.run)
-    thread.start()
-    try:
-        proc = subprocess.run([sys.executable, "-m", "cryptbench", *args], capture_output=True, check=False)
-    finally:
-        watcher.stop.set()
-        thread.join()
-    assert proc.returncode == 0, proc.stderr.decode()
+    output = watched(watcher, tmp_path / "exec.log", [sys.executable, "-m", "cryptbench", *args])
     assert watcher.found == []
-    # the watcher read the helpers' command lines while they ran, so it would have seen a secret there
+    # the helpers' command lines and environments are in the log, so a secret there was searched for
     for backend, program in HELPERS.items():
         if backend in ENCRYPTED:
             assert program in watcher.programs, f"{program} ran unseen: {sorted(watcher.programs)}"
@@ -137,20 +164,22 @@ def test_no_secret_in_any_command_line_or_environment(
     assert leftovers(target_dir) == []
     stored = b"".join(p.read_bytes() for p in tmp_path.glob("r.sqlite*"))
     for s in watcher.known:
-        assert s not in stored and s not in proc.stdout and s not in proc.stderr
+        assert s not in stored and s not in output
     count("secrets found in command lines or environments", len(watcher.found))
-    count("process-table scans for secrets during runs", watcher.scans)
+    count("programs started by the runs, searched for secrets", len(execs(tmp_path / "exec.log")))
 
 
-def test_the_watcher_finds_a_secret_on_a_command_line() -> None:
-    """Positive control: the search above can find what it looks for."""
-    secret = f"cb-control-{secrets.token_hex(8)}".encode()
-    watcher = Watcher({secret})
-    thread = threading.Thread(target=watcher.run)
-    thread.start()
-    try:
-        subprocess.run([sys.executable, "-c", "import time; time.sleep(0.5)", secret.decode()], check=True)
-    finally:
-        watcher.stop.set()
-        thread.join()
-    assert any("cmdline" in f for f in watcher.found)
+def test_the_watcher_finds_a_secret_on_a_command_line_or_in_an_environment(tmp_path: Path) -> None:
+    """Positive control: the search above finds what it looks for, in a grandchild's
+    command line that lives a millisecond, in an environment, and as bytes that are not
+    text (a raw key)."""
+    on_line, in_env = (f"cb-control-{secrets.token_hex(8)}".encode() for _ in range(2))
+    raw = bytes(b % 255 + 1 for b in secrets.token_bytes(32))  # any byte but NUL
+    watcher = Watcher({on_line, in_env, raw})
+    child = "import subprocess, sys; subprocess.run(['true', sys.argv[1]], check=True)"
+    env = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
+    env |= {b"CB_CONTROL": in_env, b"CB_RAW": raw}
+    watched(watcher, tmp_path / "exec.log", [sys.executable, "-c", child, on_line.decode()], env)
+    assert ("true", on_line) in watcher.found, watcher.found
+    assert {n for n, s in watcher.found if s == in_env} == {"true", sys.executable.rsplit("/", 1)[-1]}
+    assert {n for n, s in watcher.found if s == raw} == {"true", sys.executable.rsplit("/", 1)[-1]}
