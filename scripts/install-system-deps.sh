@@ -18,6 +18,7 @@ packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra moun
 # git and sqlite3 are for the example suites of your own commands (docs/own-work.md),
 # which the tests run; each example names what it needs (`needs = […]`).
 # zsh and fish load the generated completions in their test (tests/integration/test_shell.py).
+# strace records every program a run starts for the secrets test (tests/integration/test_secrets.py).
 #   --list: print the packages (with --test, the tests' too) and install nothing; the
 #   tests read it to tell a backend the install missed from one this machine cannot run.
 test=0 list=0
@@ -30,7 +31,7 @@ for arg in "$@"; do
 done
 if [ $test = 1 ]; then
     packages+=(chromium fonts-dejavu-core qemu-system-x86 linux-image-amd64 busybox-static ecryptfs-utils git sqlite3
-               zsh fish)
+               zsh fish strace)
 fi
 
 if [ $list = 1 ]; then
