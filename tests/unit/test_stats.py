@@ -1,3 +1,7 @@
+import subprocess
+import sys
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -207,3 +211,51 @@ def test_standing_against_the_cheapest_reads_the_direct_interval_alone() -> None
     assert stats.standing(r(0.5, None, None), 0.03) == stats.TIED  # no interval: cannot tell
     assert stats.standing(r(1.2, 1.1, 1.3), 0.03) == stats.TIED  # faster than the cheapest: never costlier
     assert stats.standing(r(0.9, 0.8, 1.0), None) == stats.TIED  # touching 1 is reaching it
+
+
+@pytest.mark.parametrize("case", range(40))
+def test_the_percentile_bootstrap_is_scipys_to_the_last_digit(case: int) -> None:
+    """stats draws its bootstrap as scipy.stats.bootstrap does, so every interval (and
+    every golden output) is what SciPy gave before; only the import is spared."""
+    gen = np.random.default_rng(case)
+    data = tuple(
+        np.round(gen.lognormal(5, gen.uniform(0.01, 1), size=gen.integers(2, 12)), int(gen.integers(0, 4)))
+        for _ in range(int(gen.integers(1, 4)))
+    )
+
+    def statistic(*xs: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.exp(np.mean([np.log(np.median(x, axis=axis)) for x in xs], axis=0))
+
+    mine = stats.percentile_bootstrap(data, statistic, np.random.default_rng(case))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = sps.bootstrap(
+            data,
+            statistic,
+            confidence_level=stats.CONFIDENCE,
+            n_resamples=stats.RESAMPLES,
+            method="percentile",
+            vectorized=True,
+            paired=False,
+            rng=np.random.default_rng(case),
+        )
+    assert mine == (float(ref.confidence_interval.low), float(ref.confidence_interval.high))
+
+
+@pytest.mark.parametrize("dof", [1, 2, 3.5, 7, 30, 101.25])
+def test_the_t_quantile_is_scipys(dof: float) -> None:
+    assert stats.t_quantile(0.975, dof) == float(sps.t.ppf(0.975, dof))
+
+
+def test_intervals_do_not_import_scipy_stats() -> None:
+    """scipy.stats costs 0.7 s of every command's start here and half a minute in the
+    kernel lab's emulated guest: a run's intervals must not need it."""
+    code = (
+        "import sys; from cryptbench import stats; "
+        "stats.summarize([1.0, 2.0, 4.0]); stats.ratio([1.0, 2.0], [2.0, 3.0]); "
+        "stats.paired_ratio([(1.0, 2.0), (1.5, 2.0), (1.2, 2.5)]); "
+        "stats.geometric_mean_ratio([([1.0, 2.0], [2.0, 3.0])]); "
+        "print('scipy.stats' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
