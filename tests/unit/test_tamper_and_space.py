@@ -5,10 +5,13 @@ tests/integration/test_protection_real.py, the LUKS variants in tests/lab/test_p
 from __future__ import annotations
 
 import subprocess
+from array import array
 from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cryptbench.analysis import warning_rules
 from cryptbench.backends.base import Helper, Target
@@ -47,6 +50,44 @@ def test_changed_runs_are_found_per_file_holes_included(tmp_path: Path) -> None:
         Run(new, 0, 3),
     ]
     assert blocks.changed(after, blocks.digest((image, other, new))) == []
+
+
+@settings(max_examples=200)
+@given(
+    data=st.binary(min_size=1, max_size=3 * blocks.BLOCK),
+    at=st.integers(min_value=0),
+    delta=st.integers(min_value=1, max_value=255),
+)
+def test_any_changed_byte_changes_its_blocks_sum_and_no_other(data: bytes, at: int, delta: int) -> None:
+    at %= len(data)
+    changed = bytearray(data)
+    changed[at] = (changed[at] + delta) % 256
+    before, after = blocks.block_sums(data), blocks.block_sums(bytes(changed))
+    assert [i for i in range(len(before)) if before[i] != after[i]] == [at // blocks.BLOCK]
+    assert HOLE not in before.tolist()
+
+
+def test_a_short_last_block_grown_by_zeros_is_a_change() -> None:
+    short = b"x" * 100
+    assert blocks.block_sums(short)[0] != blocks.block_sums(short + b"\0")[0]
+    assert blocks.block_sums(b"\0" * blocks.BLOCK)[0] != blocks.block_sums(b"\0" * 100)[0]
+
+
+@given(
+    was=st.lists(st.integers(min_value=0, max_value=3), max_size=40),
+    now=st.lists(st.integers(min_value=0, max_value=3), max_size=40),
+)
+def test_changed_runs_are_the_maximal_runs_of_new_or_differing_blocks(was: list[int], now: list[int]) -> None:
+    path = Path("/f")
+    runs = blocks.changed(blocks.Blocks({path: array("Q", was)}), blocks.Blocks({path: array("Q", now)}))
+    differs = [i >= len(was) or was[i] != c for i, c in enumerate(now)]
+    covered = [False] * len(now)
+    for r in runs:
+        assert r.count > 0 and all(differs[r.first : r.first + r.count])
+        covered[r.first : r.first + r.count] = [True] * r.count
+        assert r.first == 0 or not differs[r.first - 1]  # maximal on both sides
+        assert r.first + r.count == len(now) or not differs[r.first + r.count]
+    assert covered == differs
 
 
 def test_a_flip_goes_in_the_longest_run_and_never_in_an_images_metadata(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ at rest would (docs/protection.md), run at provisioning.
   image's files through `debugfs -c`, nothing for a LUKS container or qcow2 file).
 - `probes.py`: names, sizes and tree (write through the view, look at the difference);
   `until_changed`, the one wait for a backing to show a write.
-- `blocks.py`: a CRC-32 per 4 KiB block of every backing file, and the runs that changed.
+- `blocks.py`: a checksum per 4 KiB block of every backing file, and the runs that changed.
 - `tamper.py`: rewrite a file, flip a byte in what changed, read back, put it back.
 - `space.py`: a small-file tree and a large file, as `du` or the inner filesystem counts
   them; one byte's change in blocks.
