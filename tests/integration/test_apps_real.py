@@ -1,5 +1,8 @@
 """Every application workload, for real, on plain and on encrypted targets, at tiny sizes."""
 
+# About 60 s of make test (60 s in the fresh-clone run of fee2b51, 2026-11-27): all eight
+# application workloads (photo-import, a source tree, a mail thread, db-fsync...) on plain
+# and on encrypted targets.
 from __future__ import annotations
 
 import json

@@ -6,6 +6,9 @@ progress object that strikes at a chosen phase, so each phase is hit exactly,
 not by luck of timing. test_signals.py does the same through real processes.
 """
 
+# Over 60 s of make test (122 s in the fresh-clone run of fee2b51, 2026-11-27): a signal
+# struck in every phase of a real run (in process, exactly), a helper killed, a disk
+# filled, two runs at once: each a run with its targets.
 from __future__ import annotations
 
 import os

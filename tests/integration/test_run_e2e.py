@@ -1,5 +1,8 @@
 """A tiny suite, end to end, on every default backend available here."""
 
+# Over 60 s of make test (122 s in the fresh-clone run of fee2b51, 2026-11-27): a suite
+# on every default backend available here, protection probes included, and the default
+# output's first screen from a real run.
 from __future__ import annotations
 
 import json

@@ -6,6 +6,9 @@ of the target; after a full suite on every available backend each entry must
 be byte-for-byte, mode-for-mode and mtime-for-mtime what it was.
 """
 
+# Over 60 s of make test (114 s in the fresh-clone run of fee2b51, 2026-11-27): one run
+# of every backend available here, every phase included, with a sentinel tree checked
+# byte for byte before and after.
 from __future__ import annotations
 
 import hashlib

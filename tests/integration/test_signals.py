@@ -1,5 +1,9 @@
 """Ctrl-C, SIGTERM and SIGKILL during a run leave nothing behind and lose no finished trial."""
 
+# Over 60 s of make test (209 s in the fresh-clone run of fee2b51, 2026-11-27): twenty
+# real runs SIGKILLed at random moments (each moment drawn across a whole run's length,
+# a run that finished first started again), and real processes interrupted in each
+# phase: every one a whole start-up, and a cleanup.
 from __future__ import annotations
 
 import os
