@@ -272,9 +272,11 @@ def test_background_processes_and_open_files_never_block_teardown(target_dir: Pa
 
 
 def _start_background_run(target: Path, db: Path, tag: str) -> subprocess.Popen[str]:
+    # Both sleeps carry the tag: _strays looks machine-wide, and any other `sleep 30` on
+    # the machine (a monitoring loop's, as one CI run here had) would count as left behind.
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "cryptbench", "run", "--command", f"sleep {tag} & sleep 30"),
+            *(sys.executable, "-m", "cryptbench", "run", "--command", f"sleep {tag} & sleep 30.{tag}"),
             *("--backends", "plain", "--repeats", "2", "--target", str(target), "--db", str(db)),
         ],
         stdout=subprocess.PIPE,
@@ -299,7 +301,7 @@ def test_a_signal_while_a_command_with_a_background_child_runs(
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + sig, err
     assert "Traceback" not in err
-    assert _strays("sleep 6124") == [] and _strays("sleep 30") == []
+    assert _strays("sleep 6124") == [] and _strays("sleep 30.6124") == []
     assert leftovers(target_dir) == []
 
 
