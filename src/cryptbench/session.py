@@ -146,6 +146,9 @@ class Session:
     # Size of the tmpfs the run's RAM twins live on (bytes; --ram); 0: none planned.
     ram_bytes: int = 0
     _ram_dir: Path | None = None
+    # Passwords a backend reuses within the run (an image copied from its first), by the
+    # file they open; in memory only, never written, gone with the session.
+    passwords: dict[Path, bytes] = field(default_factory=dict, repr=False)
 
     # -- creation -----------------------------------------------------------------
 

@@ -248,7 +248,7 @@ def test_the_t_quantile_is_scipys(dof: float) -> None:
 
 
 def test_intervals_do_not_import_scipy_stats() -> None:
-    """scipy.stats costs 0.7 s of every command's start here and half a minute in the
+    """scipy.stats is the largest part of a command's start, and many times that in the
     kernel lab's emulated guest: a run's intervals must not need it."""
     code = (
         "import sys; from cryptbench import stats; "

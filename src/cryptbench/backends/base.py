@@ -193,15 +193,18 @@ def cache_files(target: Target, *extra: Path) -> list[Path]:
     return list(dict.fromkeys([*extra, *target.cached, *iter_files(target.backing)]))
 
 
+def target_root(session: Session, spec: TargetSpec) -> Path:
+    """Where `spec`'s provisionings live: the run's directory, or its tmpfs for a RAM
+    twin (mounted on first use)."""
+    return session.ram_dir() if spec.medium == "ram" else session.run_dir
+
+
 def target_dir(session: Session, spec: TargetSpec) -> Path:
     """A new directory for one provisioning of `spec`: targets/<name>/<n>, or
     ram/targets/<name>/<n> on the run's tmpfs for a RAM twin."""
-    root = ("ram",) if spec.medium == "ram" else ()
-    if root:
-        session.ram_dir()
-    parent = session.path(*root, "targets", spec.slug)
+    parent = session.check_inside(target_root(session, spec) / "targets" / spec.slug)
     parent.mkdir(parents=True, exist_ok=True)
     n = sum(1 for _ in parent.iterdir()) + 1
-    d = session.path(*root, "targets", spec.slug, str(n))
+    d = parent / str(n)
     d.mkdir()
     return d

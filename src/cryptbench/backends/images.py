@@ -46,6 +46,7 @@ from cryptbench.backends.base import (
     Target,
     TargetSpec,
     target_dir,
+    target_root,
 )
 from cryptbench.backends.filesystem import (
     describe_mount,
@@ -134,8 +135,6 @@ class ImageBackend(Backend):
         return {**said, "tamper": ("silent", "qemu docs, LUKS: AES-XTS sectors, no authentication tag")}
 
     def __init__(self, kind: ImageKind, cipher: str | None) -> None:
-        # Each pristine image this process made, by path, with its password (in memory only).
-        self._pristine: dict[Path, bytes] = {}
         self.kind = kind
         self.cipher = cipher
         self.name = f"image-{kind}" + (f"-{cipher}" if cipher else "")
@@ -185,9 +184,8 @@ class ImageBackend(Backend):
         paths.export.touch(mode=0o600)
         direct = host_direct_io(base)
         try:
-            password = self._made(
-                session, image, paths, base.parent.parent.parent / "pristine" / f"{spec.slug}.{image.suffix}"
-            )
+            pristine = target_root(session, spec) / "pristine" / f"{spec.slug}.{image.suffix}"
+            password = self._made(session, image, paths, pristine)
             details = {
                 "image": f"{paths.image.name}, {image.size} bytes virtual, {KINDS[self.kind]}",
                 "cipher": CIPHERS[self.cipher][1] + " (qemu LUKS1, plain64 IVs)" if self.cipher else "none",
@@ -236,8 +234,8 @@ class ImageBackend(Backend):
             self._create(session, image, paths, None)
             return None
         session.check_inside(pristine)
-        password = self._pristine.get(pristine)
-        if password is not None and pristine.exists():
+        password = session.passwords.get(pristine)
+        if password is not None:
             copy_sparse(pristine, session.check_inside(paths.image))
             if image.kind == ImageKind.RAW:  # as qemu-img's preallocation=falloc left it
                 preallocate(paths.image, image.size)
@@ -246,7 +244,7 @@ class ImageBackend(Backend):
         self._create(session, image, paths, password)
         pristine.parent.mkdir(parents=True, exist_ok=True)
         copy_sparse(paths.image, pristine)
-        self._pristine[pristine] = password
+        session.passwords[pristine] = password
         return password
 
     def _create(self, session: Session, image: ImageSpec, paths: _Paths, password: bytes | None) -> None:

@@ -1,8 +1,8 @@
 """Which 4 KiB blocks of a target's backing changed between two moments: a checksum per
 block of every backing file (a change detector, not a security claim: the sum of the
 block's 64-bit words, each times a fixed odd weight, modulo 2**64, so any change to one
-word changes it; computed with NumPy a megabyte at a time, where a CRC-32 per block from
-Python cost 84 s of one run's probes under the kernel lab's emulated CPU), and the
+word changes it; computed with NumPy a megabyte at a time, not block by block from
+Python, which is slow under the kernel lab's emulated CPU), and the
 runs of consecutive blocks that differ. The tamper probe finds a file's ciphertext this
 way, whatever the layout below (a loop image, a LUKS header and dm-integrity's tags, a
 qcow2 file's clusters, a FUSE daemon's files): it rewrites the file and looks for what
@@ -103,7 +103,7 @@ def block_sums(chunk: bytes) -> np.ndarray:
         if len(chunk) % BLOCK:
             sums[-1] += np.uint64(len(chunk) % BLOCK) * _SHORT
     sums[sums == np.uint64(HOLE)] -= np.uint64(1)
-    return sums.astype(np.uint64)
+    return sums
 
 
 def changed(before: Blocks, after: Blocks) -> list[Run]:
@@ -112,8 +112,8 @@ def changed(before: Blocks, after: Blocks) -> list[Run]:
     runs = []
     for path, now in after.crcs.items():
         was = before.crcs.get(path, array("Q"))
-        new = np.frombuffer(now, dtype=np.uint64) if len(now) else np.zeros(0, dtype=np.uint64)
-        old = np.frombuffer(was, dtype=np.uint64)[: len(new)] if len(was) else np.zeros(0, dtype=np.uint64)
+        new = np.frombuffer(now, dtype=np.uint64)
+        old = np.frombuffer(was, dtype=np.uint64)[: len(new)]
         differs = np.ones(len(new), dtype=np.int8)
         differs[: len(old)] = new[: len(old)] != old
         # where a run of differing blocks starts (+1) and ends (-1)
