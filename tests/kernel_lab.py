@@ -235,16 +235,16 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def stop(config: pytest.Config) -> None:
-    """Stop the session's background guest if it still runs (the session is ending:
-    Ctrl-C, SIGTERM, or an error before the lab's results were read), and wait for the
-    boot to remove its directory."""
-    bg = config.stash.get(BACKGROUND, None)
-    if bg is None:
-        return
-    for proc in list(_RUNNING.get(bg.thread.ident or 0, ())):
-        _STOPPED.add(proc)
-        _stop(proc)
-    bg.done.wait(timeout=30)
+    """Stop the session's background guests that still run (the lab's, and each boot a
+    host test owns: the session is ending on Ctrl-C, SIGTERM, or an error before their
+    results were read), and wait for each boot to remove its directory."""
+    begun = [config.stash.get(BACKGROUND, None), *config.stash.get(OWN_GUESTS, {}).values()]
+    for bg in (b for b in begun if b is not None):
+        for proc in list(_RUNNING.get(bg.thread.ident or 0, ())):
+            _STOPPED.add(proc)
+            _stop(proc)
+    for bg in (b for b in begun if b is not None):
+        bg.done.wait(timeout=30)
 
 
 _ACCEL: dict[str, tuple[str, str]] = {}  # kernel -> its choice: one probe per pytest, for every boot
@@ -467,16 +467,40 @@ class Background:
 
 
 BACKGROUND = pytest.StashKey[Background]()
+# The boots host tests own (a test marked `guest`, such as the harness's guest that dies
+# mid-test), by the node ids each runs: begun beside the lab's when the tests begin, so
+# that their test waits for a finished boot instead of a whole emulated one.
+OWN_GUESTS = pytest.StashKey[dict[tuple[str, ...], Background]]()
+OWN_GUEST_IDS = pytest.StashKey[list[tuple[str, ...]]]()  # set at collection, begun by start
 
 
 def start(config: pytest.Config) -> None:
-    """Begin the lab's boot in the background, when this session has lab tests."""
+    """Begin the lab's boot in the background, when this session has lab tests, and
+    each boot a selected host test owns (its `guest` marker)."""
     ids = config.stash.get(LAB_IDS, [])
-    if not ids or BACKGROUND in config.stash:
-        return
-    bg = Background(ids)
-    config.stash[BACKGROUND] = bg
-    bg.thread.start()
+    if ids and BACKGROUND not in config.stash:
+        bg = Background(ids)
+        config.stash[BACKGROUND] = bg
+        bg.thread.start()
+    own = config.stash.setdefault(OWN_GUESTS, {})
+    for guest in config.stash.get(OWN_GUEST_IDS, []):
+        if guest not in own:
+            own[guest] = Background(list(guest))
+            own[guest].thread.start()
+
+
+def own_guests(items: list[pytest.Item]) -> None:
+    """Note the boots the selected host tests own, for start() to begin."""
+    wanted = {tuple(m.args) for i in items for m in i.iter_markers("guest")}
+    if items and wanted:
+        items[0].config.stash[OWN_GUEST_IDS] = sorted(wanted)
+
+
+def own_guest(config: pytest.Config, ids: list[str]) -> LabRun:
+    """A host test's own boot of `ids`: the one begun in the background when the tests
+    began (its `guest` marker), else booted now."""
+    bg = config.stash.get(OWN_GUESTS, {}).get(tuple(ids))
+    return bg.result() if bg is not None else boot(ids)
 
 
 def booted(config: pytest.Config, ids: list[str]) -> LabRun:

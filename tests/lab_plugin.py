@@ -17,6 +17,11 @@ from tests import kernel_lab
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "lab: runs inside the kernel lab (tests/kernel_lab.py)")
+    config.addinivalue_line(
+        "markers",
+        "guest(*nodeids): the host test boots a guest of its own on these tests, begun in the "
+        "background when the session's tests begin (kernel_lab.own_guest)",
+    )
 
 
 @pytest.hookimpl(trylast=True)
@@ -24,6 +29,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # On the host, each lab test is a stand-in whose outcome the guest decides.
     if not kernel_lab.IN_GUEST:
         items[:] = kernel_lab.stand_in(items)
+        kernel_lab.own_guests(items)
 
 
 @pytest.hookimpl(tryfirst=True)

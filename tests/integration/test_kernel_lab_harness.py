@@ -13,14 +13,15 @@ import pytest
 from tests import kernel_lab
 from tests.support.reliability import count
 
-pytestmark = pytest.mark.integration
-
 VICTIM = "tests/harness/guest_dies.py::test_the_guest_powers_off_mid_test"
 
+pytestmark = pytest.mark.integration
 
-def test_a_guest_powered_off_mid_test_fails_the_test_and_the_lab() -> None:
+
+@pytest.mark.guest(VICTIM)
+def test_a_guest_powered_off_mid_test_fails_the_test_and_the_lab(request: pytest.FixtureRequest) -> None:
     kernel_lab.need_lab()
-    lab = kernel_lab.boot([VICTIM])
+    lab = kernel_lab.own_guest(request.config, [VICTIM])
     print(lab.summary())
     got = lab.outcomes.get(VICTIM)
     assert got is not None, f"the setup phase never arrived; console:\n{lab.console[-3000:]}"

@@ -139,3 +139,37 @@ def test_collecting_boots_nothing(inner: pytest.Pytester, monkeypatch: pytest.Mo
     calls = _boots(monkeypatch, _guest())
     inner.runpytest("--collect-only")
     assert calls == []
+
+
+OWNER = """
+import pytest
+from tests import kernel_lab
+
+VICTIM = "tests/harness/x.py::test_victim"
+
+def test_first(request):
+    # Before the owner runs, its boot is under way: begun when the tests began.
+    assert (VICTIM,) in request.config.stash.get(kernel_lab.OWN_GUESTS, {})
+
+@pytest.mark.guest(VICTIM)
+def test_owner(request):
+    assert kernel_lab.own_guest(request.config, [VICTIM]).kernel == "/boot/vmlinuz-test"
+"""
+
+
+def test_a_host_tests_own_guest_is_booted_once_from_the_start(
+    inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _boots(monkeypatch, _guest())
+    result = inner.runpytest(str(inner.makepyfile(test_owner=OWNER)))
+    result.assert_outcomes(passed=2)
+    assert calls == [["tests/harness/x.py::test_victim"]]  # the owner's one boot, and no lab's
+
+
+def test_the_own_guest_of_a_deselected_test_is_not_booted(
+    inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _boots(monkeypatch, _guest())
+    result = inner.runpytest(str(inner.makepyfile(test_owner=OWNER)), "-k", "test_first")
+    result.assert_outcomes(failed=1, deselected=1)  # test_first finds no boot begun
+    assert calls == []
