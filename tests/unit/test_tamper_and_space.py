@@ -4,6 +4,8 @@ tests/integration/test_protection_real.py, the LUKS variants in tests/lab/test_p
 
 from __future__ import annotations
 
+import errno
+import os
 import subprocess
 from array import array
 from pathlib import Path
@@ -216,3 +218,161 @@ def test_what_no_ranked_target_protects_is_one_line() -> None:
     assert protection_rows.cheapest_lines(doc) == [
         "None of the ranked targets hides sizes or the tree or detects tampering."
     ]
+
+
+XOR = bytes(b ^ 0x55 for b in range(256))  # the stand-in layer's "cipher", for translate
+
+
+class _Layer:
+    """A stand-in for an encrypting layer: a view directory the probe writes in, and a
+    backing directory that holds each view file's "ciphertext" (its bytes XORed) as
+    `copies` files, brought up to date whenever the probe asks for a settled backing, and
+    a neighbour's file there that changes every time (a log the layer keeps)."""
+
+    def __init__(self, session: Session, copies: int = 1) -> None:
+        self.view = session.path("targets", "layer", "view")
+        self.backing = session.path("targets", "layer", "backing")
+        self.view.mkdir(parents=True)
+        self.backing.mkdir()
+        self.copies = copies
+        self.settles = 0
+        self.mirror = True  # False: the layer stops writing what the view changed
+        self.target = Target("layer", "layer", True, "plain", self.view, (self.backing,))
+
+    def settled(self, _before: blocks.Blocks | None) -> blocks.Blocks:
+        self.settles += 1
+        # named to sort after the probe's own files, where a longest-first order would try it first
+        (self.backing / "zz-neighbour.log").write_bytes(bytes([self.settles]) * tamper.TAMPER_BYTES)
+        if self.mirror:
+            for f in self.view.rglob("*"):
+                with open(f, "rb") as plain:  # not read_bytes, which a test makes the layer's read
+                    data = plain.read()
+                for n in range(self.copies):
+                    (self.backing / f"{f.name}.{n}").write_bytes(data.translate(XOR))
+        return blocks.digest(self.target.backing)
+
+
+def _fills(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's first write all 0x01, its rewrite all 0x02."""
+    fills = iter((b"\x01", b"\x02"))
+    monkeypatch.setattr(tamper.secrets, "token_bytes", lambda n: next(fills) * n)
+
+
+def _write(p: Path, data: bytes) -> None:
+    p.write_bytes(data)
+
+
+def test_a_flip_that_a_plain_file_shows_is_silent_corruption(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the view is its own backing, the flipped byte comes back as it is: one byte
+    changed, no error; and the byte is put back."""
+    _fills(monkeypatch)
+    session = Session.create(tmp_path)
+    try:
+        path = session.path("targets", "plain")
+        path.mkdir(parents=True)
+        target = Target("plain", "plain", False, None, path, (path,))
+        folder = path / "probe"
+        folder.mkdir()
+        found = tamper.probe_tamper(session, folder, target, _write, lambda _b: blocks.digest(target.backing))
+        at = Run(folder / "tamper", 0, 16).middle
+        assert found.verdict is Verdict.SILENT
+        assert found.evidence == (
+            f"byte {at} of tamper (in a run of 16 changed 4 KiB block(s)) flipped: "
+            "the file read back without an error, 1 of its bytes changed"
+        )
+        assert found.detail == {"bytes_changed": 1, "offset": at, "file": "tamper"}
+        assert (folder / "tamper").read_bytes() == b"\x02" * tamper.TAMPER_BYTES  # put back
+    finally:
+        session.close()
+
+
+def test_a_layer_that_refuses_a_flipped_file_detected_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read that fails (EIO, as an authenticating layer answers) is a detection, named
+    by its errno; the byte flipped is the middle of the probe's own changed run, never the
+    neighbour's, and it is back in the backing afterwards."""
+    _fills(monkeypatch)
+    session = Session.create(tmp_path)
+    try:
+        layer = _Layer(session)
+        flipped: list[tuple[Path, int]] = []
+        flip = blocks.flip_byte
+
+        def flip_byte(path: Path, offset: int) -> int:
+            flipped.append((path, offset))
+            return flip(path, offset)
+
+        monkeypatch.setattr(blocks, "flip_byte", flip_byte)
+        read = Path.read_bytes
+        ciphertext = b"\x02" * tamper.TAMPER_BYTES
+
+        def authenticated(p: Path) -> bytes:
+            if p.name == "tamper" and read(layer.backing / "tamper.0") != ciphertext.translate(XOR):
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            return read(p)
+
+        monkeypatch.setattr(Path, "read_bytes", authenticated)
+        found = tamper.probe_tamper(session, layer.view, layer.target, _write, layer.settled)
+        at = Run(layer.backing / "tamper.0", 0, 16).middle
+        assert flipped == [(layer.backing / "tamper.0", at)]
+        assert found.verdict is Verdict.DETECTED
+        assert found.evidence == (
+            f"byte {at} of tamper.0 (in a run of 16 changed 4 KiB block(s)) flipped: "
+            "reading the file back failed with EIO (Input/output error)"
+        )
+        assert found.detail == {"error": "EIO", "offset": at, "file": "tamper.0"}
+        assert read(layer.backing / "tamper.0") == ciphertext.translate(XOR)  # put back
+    finally:
+        session.close()
+
+
+def test_flips_that_miss_are_put_back_and_the_probe_gives_up_after_max_tries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view that never sees its backing (the flips miss): each flip is undone, the
+    longest runs of the probe's own files are tried, MAX_TRIES of them, and the probe
+    reports its own failure, never a verdict on the target."""
+    _fills(monkeypatch)
+    session = Session.create(tmp_path)
+    try:
+        layer = _Layer(session, copies=tamper.MAX_TRIES + 2)
+        flipped: list[Path] = []
+        flip = blocks.flip_byte
+        monkeypatch.setattr(blocks, "flip_byte", lambda p, o: flipped.append(p) or flip(p, o))
+        found = tamper.probe_tamper(session, layer.view, layer.target, _write, layer.settled)
+        assert found.verdict is Verdict.UNKNOWN
+        assert found.evidence == (
+            f"probe error: a byte flipped in each of {tamper.MAX_TRIES} changed run(s) of the backing, "
+            "and the file read back unchanged each time (the flips missed its ciphertext)"
+        )
+        own = [layer.backing / f"tamper.{n}" for n in range(layer.copies)]
+        assert flipped == sorted(own, key=str, reverse=True)[: tamper.MAX_TRIES]  # never the neighbour
+        for f in own:
+            assert f.read_bytes() == (b"\x02" * tamper.TAMPER_BYTES).translate(XOR)  # put back
+    finally:
+        session.close()
+
+
+def test_a_rewrite_that_changes_no_backing_block_is_a_probe_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fills(monkeypatch)
+    session = Session.create(tmp_path)
+    try:
+        layer = _Layer(session)
+        settled = layer.settled
+
+        def stops_after_the_first_write(before: blocks.Blocks | None) -> blocks.Blocks:
+            layer.mirror = layer.settles < 2  # the first look and the first write's
+            return settled(before)
+
+        found = tamper.probe_tamper(session, layer.view, layer.target, _write, stops_after_the_first_write)
+        assert (found.verdict, found.evidence) == (
+            Verdict.UNKNOWN,
+            "probe error: no run of backing blocks about the file's length changed when it was rewritten",
+        )
+    finally:
+        session.close()
