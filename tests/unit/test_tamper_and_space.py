@@ -376,3 +376,72 @@ def test_a_rewrite_that_changes_no_backing_block_is_a_probe_error(
         )
     finally:
         session.close()
+
+
+class _ImageLayer(_Layer):
+    """The stand-in layer on one image file: a filesystem's metadata (four blocks at the
+    start, rewritten every time) and the probe file's "ciphertext" at block DATA."""
+
+    DATA = 100  # the block where the file's data lies in the image
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self.image = self.backing / "disk.img"
+        self.image.write_bytes(bytes(200 * blocks.BLOCK))
+        self.target = Target("image", "image", True, "plain", self.view, (self.image,))
+
+    def settled(self, _before: blocks.Blocks | None) -> blocks.Blocks:
+        self.settles += 1
+        with open(self.image, "r+b") as img:
+            img.write(bytes([self.settles]) * 4 * blocks.BLOCK)
+            if (self.view / "tamper").exists():
+                img.seek(self.DATA * blocks.BLOCK)
+                with open(self.view / "tamper", "rb") as plain:
+                    img.write(plain.read().translate(XOR))
+        return blocks.digest(self.target.backing)
+
+
+def test_on_an_image_the_flip_goes_in_the_files_run_not_its_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fills(monkeypatch)
+    session = Session.create(tmp_path)
+    try:
+        layer = _ImageLayer(session)
+        flipped: list[tuple[Path, int]] = []
+        flip = blocks.flip_byte
+        monkeypatch.setattr(blocks, "flip_byte", lambda p, o: flipped.append((p, o)) or flip(p, o))
+        found = tamper.probe_tamper(session, layer.view, layer.target, _write, layer.settled)
+        assert flipped == [(layer.image, Run(layer.image, _ImageLayer.DATA, 16).middle)]
+        assert found.verdict is Verdict.UNKNOWN  # the view never reads the image: the flip missed
+        assert "a byte flipped in each of 1 changed run(s) of the backing" in found.evidence
+    finally:
+        session.close()
+
+
+def test_on_an_image_only_runs_half_to_twice_the_files_length_are_candidates(tmp_path: Path) -> None:
+    img = tmp_path / "disk.img"
+    want = tamper.TAMPER_BYTES // blocks.BLOCK  # 16
+    edges = [Run(img, 1000 * n, count) for n, count in enumerate((7, 8, 32, 33, 48), start=1)]
+    assert [r.count for r in tamper.candidates(edges, image=True)] == [8, 32]
+    # the closest to the file's length first, not the shortest
+    near, far = Run(img, 10, want + 4), Run(img, 500, want - 6)
+    assert tamper.candidates([far, near], image=True) == [near, far]
+
+
+def test_a_read_back_cut_short_counts_the_missing_bytes_as_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fills(monkeypatch)
+    session = Session.create(tmp_path)
+    try:
+        path = session.path("targets", "plain")
+        path.mkdir(parents=True)
+        target = Target("plain", "plain", False, None, path, (path,))
+        read = Path.read_bytes
+        monkeypatch.setattr(Path, "read_bytes", lambda p: read(p)[:-100] if p.name == "tamper" else read(p))
+        found = tamper.probe_tamper(session, path, target, _write, lambda _b: blocks.digest(target.backing))
+        assert found.verdict is Verdict.SILENT
+        assert found.detail["bytes_changed"] == 1 + 100  # the flipped byte, and the 100 it lacks
+    finally:
+        session.close()
