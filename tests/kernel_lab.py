@@ -238,12 +238,13 @@ def stop(config: pytest.Config) -> None:
     """Stop the session's background guests that still run (the lab's, and each boot a
     host test owns: the session is ending on Ctrl-C, SIGTERM, or an error before their
     results were read), and wait for each boot to remove its directory."""
-    begun = [config.stash.get(BACKGROUND, None), *config.stash.get(OWN_GUESTS, {}).values()]
-    for bg in (b for b in begun if b is not None):
+    lab = config.stash.get(BACKGROUND, None)
+    begun = [*([lab] if lab is not None else []), *config.stash.get(OWN_GUESTS, {}).values()]
+    for bg in begun:
         for proc in list(_RUNNING.get(bg.thread.ident or 0, ())):
             _STOPPED.add(proc)
             _stop(proc)
-    for bg in (b for b in begun if b is not None):
+    for bg in begun:
         bg.done.wait(timeout=30)
 
 

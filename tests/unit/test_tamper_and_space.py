@@ -8,6 +8,7 @@ import errno
 import os
 import subprocess
 from array import array
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -252,130 +253,115 @@ class _Layer:
         return blocks.digest(self.target.backing)
 
 
-def _fills(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The probe's first write all 0x01, its rewrite all 0x02."""
+@pytest.fixture
+def probing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session]:
+    """A session for the tamper probe, closed after the test; the probe's first write all
+    0x01, its rewrite all 0x02."""
     fills = iter((b"\x01", b"\x02"))
     monkeypatch.setattr(tamper.secrets, "token_bytes", lambda n: next(fills) * n)
+    session = Session.create(tmp_path)
+    yield session
+    session.close()
+
+
+def _flips(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, int]]:
+    """Every byte the probe flips, (file, offset), in order; the flips still happen."""
+    flipped: list[tuple[Path, int]] = []
+    flip = blocks.flip_byte
+    monkeypatch.setattr(blocks, "flip_byte", lambda p, o: flipped.append((p, o)) or flip(p, o))
+    return flipped
+
+
+def _plain(session: Session) -> Target:
+    """A plain directory: its own backing, so a flip shows through as it is."""
+    path = session.path("targets", "plain")
+    path.mkdir(parents=True)
+    return Target("plain", "plain", False, None, path, (path,))
 
 
 def _write(p: Path, data: bytes) -> None:
     p.write_bytes(data)
 
 
-def test_a_flip_that_a_plain_file_shows_is_silent_corruption(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_flip_that_a_plain_file_shows_is_silent_corruption(probing: Session) -> None:
     """Where the view is its own backing, the flipped byte comes back as it is: one byte
     changed, no error; and the byte is put back."""
-    _fills(monkeypatch)
-    session = Session.create(tmp_path)
-    try:
-        path = session.path("targets", "plain")
-        path.mkdir(parents=True)
-        target = Target("plain", "plain", False, None, path, (path,))
-        folder = path / "probe"
-        folder.mkdir()
-        found = tamper.probe_tamper(session, folder, target, _write, lambda _b: blocks.digest(target.backing))
-        at = Run(folder / "tamper", 0, 16).middle
-        assert found.verdict is Verdict.SILENT
-        assert found.evidence == (
-            f"byte {at} of tamper (in a run of 16 changed 4 KiB block(s)) flipped: "
-            "the file read back without an error, 1 of its bytes changed"
-        )
-        assert found.detail == {"bytes_changed": 1, "offset": at, "file": "tamper"}
-        assert (folder / "tamper").read_bytes() == b"\x02" * tamper.TAMPER_BYTES  # put back
-    finally:
-        session.close()
+    target = _plain(probing)
+    folder = target.path / "probe"
+    folder.mkdir()
+    found = tamper.probe_tamper(probing, folder, target, _write, lambda _b: blocks.digest(target.backing))
+    at = Run(folder / "tamper", 0, 16).middle
+    assert found.verdict is Verdict.SILENT
+    assert found.evidence == (
+        f"byte {at} of tamper (in a run of 16 changed 4 KiB block(s)) flipped: "
+        "the file read back without an error, 1 of its bytes changed"
+    )
+    assert found.detail == {"bytes_changed": 1, "offset": at, "file": "tamper"}
+    assert (folder / "tamper").read_bytes() == b"\x02" * tamper.TAMPER_BYTES  # put back
 
 
 def test_a_layer_that_refuses_a_flipped_file_detected_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    probing: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A read that fails (EIO, as an authenticating layer answers) is a detection, named
     by its errno; the byte flipped is the middle of the probe's own changed run, never the
     neighbour's, and it is back in the backing afterwards."""
-    _fills(monkeypatch)
-    session = Session.create(tmp_path)
-    try:
-        layer = _Layer(session)
-        flipped: list[tuple[Path, int]] = []
-        flip = blocks.flip_byte
+    layer = _Layer(probing)
+    flipped = _flips(monkeypatch)
+    read = Path.read_bytes
+    ciphertext = (b"\x02" * tamper.TAMPER_BYTES).translate(XOR)
 
-        def flip_byte(path: Path, offset: int) -> int:
-            flipped.append((path, offset))
-            return flip(path, offset)
+    def authenticated(p: Path) -> bytes:
+        if p.name == "tamper" and read(layer.backing / "tamper.0") != ciphertext:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return read(p)
 
-        monkeypatch.setattr(blocks, "flip_byte", flip_byte)
-        read = Path.read_bytes
-        ciphertext = b"\x02" * tamper.TAMPER_BYTES
-
-        def authenticated(p: Path) -> bytes:
-            if p.name == "tamper" and read(layer.backing / "tamper.0") != ciphertext.translate(XOR):
-                raise OSError(errno.EIO, os.strerror(errno.EIO))
-            return read(p)
-
-        monkeypatch.setattr(Path, "read_bytes", authenticated)
-        found = tamper.probe_tamper(session, layer.view, layer.target, _write, layer.settled)
-        at = Run(layer.backing / "tamper.0", 0, 16).middle
-        assert flipped == [(layer.backing / "tamper.0", at)]
-        assert found.verdict is Verdict.DETECTED
-        assert found.evidence == (
-            f"byte {at} of tamper.0 (in a run of 16 changed 4 KiB block(s)) flipped: "
-            "reading the file back failed with EIO (Input/output error)"
-        )
-        assert found.detail == {"error": "EIO", "offset": at, "file": "tamper.0"}
-        assert read(layer.backing / "tamper.0") == ciphertext.translate(XOR)  # put back
-    finally:
-        session.close()
+    monkeypatch.setattr(Path, "read_bytes", authenticated)
+    found = tamper.probe_tamper(probing, layer.view, layer.target, _write, layer.settled)
+    at = Run(layer.backing / "tamper.0", 0, 16).middle
+    assert flipped == [(layer.backing / "tamper.0", at)]
+    assert found.verdict is Verdict.DETECTED
+    assert found.evidence == (
+        f"byte {at} of tamper.0 (in a run of 16 changed 4 KiB block(s)) flipped: "
+        "reading the file back failed with EIO (Input/output error)"
+    )
+    assert found.detail == {"error": "EIO", "offset": at, "file": "tamper.0"}
+    assert read(layer.backing / "tamper.0") == ciphertext  # put back
 
 
 def test_flips_that_miss_are_put_back_and_the_probe_gives_up_after_max_tries(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    probing: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A view that never sees its backing (the flips miss): each flip is undone, the
     longest runs of the probe's own files are tried, MAX_TRIES of them, and the probe
     reports its own failure, never a verdict on the target."""
-    _fills(monkeypatch)
-    session = Session.create(tmp_path)
-    try:
-        layer = _Layer(session, copies=tamper.MAX_TRIES + 2)
-        flipped: list[Path] = []
-        flip = blocks.flip_byte
-        monkeypatch.setattr(blocks, "flip_byte", lambda p, o: flipped.append(p) or flip(p, o))
-        found = tamper.probe_tamper(session, layer.view, layer.target, _write, layer.settled)
-        assert found.verdict is Verdict.UNKNOWN
-        assert found.evidence == (
-            f"probe error: a byte flipped in each of {tamper.MAX_TRIES} changed run(s) of the backing, "
-            "and the file read back unchanged each time (the flips missed its ciphertext)"
-        )
-        own = [layer.backing / f"tamper.{n}" for n in range(layer.copies)]
-        assert flipped == sorted(own, key=str, reverse=True)[: tamper.MAX_TRIES]  # never the neighbour
-        for f in own:
-            assert f.read_bytes() == (b"\x02" * tamper.TAMPER_BYTES).translate(XOR)  # put back
-    finally:
-        session.close()
+    layer = _Layer(probing, copies=tamper.MAX_TRIES + 2)
+    flipped = _flips(monkeypatch)
+    found = tamper.probe_tamper(probing, layer.view, layer.target, _write, layer.settled)
+    assert found.verdict is Verdict.UNKNOWN
+    assert found.evidence == (
+        f"probe error: a byte flipped in each of {tamper.MAX_TRIES} changed run(s) of the backing, "
+        "and the file read back unchanged each time (the flips missed its ciphertext)"
+    )
+    own = [layer.backing / f"tamper.{n}" for n in range(layer.copies)]
+    assert [f for f, _ in flipped] == sorted(own, key=str, reverse=True)[: tamper.MAX_TRIES]  # no neighbour
+    for f in own:
+        assert f.read_bytes() == (b"\x02" * tamper.TAMPER_BYTES).translate(XOR)  # put back
 
 
-def test_a_rewrite_that_changes_no_backing_block_is_a_probe_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _fills(monkeypatch)
-    session = Session.create(tmp_path)
-    try:
-        layer = _Layer(session)
-        settled = layer.settled
+def test_a_rewrite_that_changes_no_backing_block_is_a_probe_error(probing: Session) -> None:
+    layer = _Layer(probing)
+    settled = layer.settled
 
-        def stops_after_the_first_write(before: blocks.Blocks | None) -> blocks.Blocks:
-            layer.mirror = layer.settles < 2  # the first look and the first write's
-            return settled(before)
+    def stops_after_the_first_write(before: blocks.Blocks | None) -> blocks.Blocks:
+        layer.mirror = layer.settles < 2  # the first look and the first write's
+        return settled(before)
 
-        found = tamper.probe_tamper(session, layer.view, layer.target, _write, stops_after_the_first_write)
-        assert (found.verdict, found.evidence) == (
-            Verdict.UNKNOWN,
-            "probe error: no run of backing blocks about the file's length changed when it was rewritten",
-        )
-    finally:
-        session.close()
+    found = tamper.probe_tamper(probing, layer.view, layer.target, _write, stops_after_the_first_write)
+    assert (found.verdict, found.evidence) == (
+        Verdict.UNKNOWN,
+        "probe error: no run of backing blocks about the file's length changed when it was rewritten",
+    )
 
 
 class _ImageLayer(_Layer):
@@ -402,21 +388,14 @@ class _ImageLayer(_Layer):
 
 
 def test_on_an_image_the_flip_goes_in_the_files_run_not_its_metadata(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    probing: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _fills(monkeypatch)
-    session = Session.create(tmp_path)
-    try:
-        layer = _ImageLayer(session)
-        flipped: list[tuple[Path, int]] = []
-        flip = blocks.flip_byte
-        monkeypatch.setattr(blocks, "flip_byte", lambda p, o: flipped.append((p, o)) or flip(p, o))
-        found = tamper.probe_tamper(session, layer.view, layer.target, _write, layer.settled)
-        assert flipped == [(layer.image, Run(layer.image, _ImageLayer.DATA, 16).middle)]
-        assert found.verdict is Verdict.UNKNOWN  # the view never reads the image: the flip missed
-        assert "a byte flipped in each of 1 changed run(s) of the backing" in found.evidence
-    finally:
-        session.close()
+    layer = _ImageLayer(probing)
+    flipped = _flips(monkeypatch)
+    found = tamper.probe_tamper(probing, layer.view, layer.target, _write, layer.settled)
+    assert flipped == [(layer.image, Run(layer.image, _ImageLayer.DATA, 16).middle)]
+    assert found.verdict is Verdict.UNKNOWN  # the view never reads the image: the flip missed
+    assert "a byte flipped in each of 1 changed run(s) of the backing" in found.evidence
 
 
 def test_on_an_image_only_runs_half_to_twice_the_files_length_are_candidates(tmp_path: Path) -> None:
@@ -430,18 +409,13 @@ def test_on_an_image_only_runs_half_to_twice_the_files_length_are_candidates(tmp
 
 
 def test_a_read_back_cut_short_counts_the_missing_bytes_as_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    probing: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _fills(monkeypatch)
-    session = Session.create(tmp_path)
-    try:
-        path = session.path("targets", "plain")
-        path.mkdir(parents=True)
-        target = Target("plain", "plain", False, None, path, (path,))
-        read = Path.read_bytes
-        monkeypatch.setattr(Path, "read_bytes", lambda p: read(p)[:-100] if p.name == "tamper" else read(p))
-        found = tamper.probe_tamper(session, path, target, _write, lambda _b: blocks.digest(target.backing))
-        assert found.verdict is Verdict.SILENT
-        assert found.detail["bytes_changed"] == 1 + 100  # the flipped byte, and the 100 it lacks
-    finally:
-        session.close()
+    target = _plain(probing)
+    read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: read(p)[:-100] if p.name == "tamper" else read(p))
+    found = tamper.probe_tamper(
+        probing, target.path, target, _write, lambda _b: blocks.digest(target.backing)
+    )
+    assert found.verdict is Verdict.SILENT
+    assert found.detail["bytes_changed"] == 1 + 100  # the flipped byte, and the 100 it lacks
