@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -220,6 +222,13 @@ def test_an_ext4_image_is_read_with_debugfs_and_containers_are_not(tmp_path: Pat
     assert look((junk,)).how == "unreadable image"
 
 
+def _probes_sleep(monkeypatch: pytest.MonkeyPatch, sleep: Callable[[float], object]) -> None:
+    """The probes' time.sleep alone: patching the time module itself reached the kernel
+    lab's thread beside these tests (subprocess waits with a timeout by time.sleep), which
+    once wrote 'flushed' into a directory this test's teardown was removing."""
+    monkeypatch.setattr(probes, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+
+
 @pytest.mark.parametrize("magic", [LUKS_MAGIC, QCOW_MAGIC], ids=["luks", "qcow2"])
 def test_a_container_is_looked_at_once_not_waited_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, magic: bytes
@@ -230,7 +239,7 @@ def test_a_container_is_looked_at_once_not_waited_on(
     image.write_bytes(magic + bytes(4096))
     target = Target("c", "c", True, None, tmp_path, (image,))
     slept: list[float] = []
-    monkeypatch.setattr(probes.time, "sleep", slept.append)
+    _probes_sleep(monkeypatch, slept.append)
     before = look((image,))
     assert probes.settled_sight(target, before) == before
     assert slept == []
@@ -248,7 +257,7 @@ def test_a_directory_is_given_time_to_show_a_write(
         slept.append(seconds)
         (target.path / "flushed").write_bytes(b"x")
 
-    monkeypatch.setattr(probes.time, "sleep", flush)
+    _probes_sleep(monkeypatch, flush)
     seen = probes.settled_sight(target, look(target.backing))
     assert len(slept) == 1 and seen.entries is not None and "flushed" in seen.entries
 
