@@ -18,6 +18,7 @@ from hypothesis import settings
 
 from cryptbench.pipeline.provision import recover_stale
 from tests import kernel_lab, time_budget
+from tests.support import fleet_hosts
 from tests.support.leaks import (
     FOUND_AT_START,
     TEST_DIR_PREFIX,
@@ -80,6 +81,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     with tempfile.TemporaryDirectory() as no_registry:  # never the user's own runs
         for d in sorted(TEST_TARGET_BASE.glob(f"{TEST_DIR_PREFIX}*")):
             RECOVERED.extend(f"{d.name}: {m}" for m in recover_stale([d], Path(no_registry)))
+    if fleet_hosts.unavailable() is None:
+        swept = fleet_hosts.sweep_dead()
+        RECOVERED.extend(f"{n}: a fleet test's host, its session no longer alive" for n in swept)
     FOUND_AT_START.extend(machine_wide())
 
 

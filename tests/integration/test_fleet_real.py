@@ -357,3 +357,40 @@ def test_a_server_stopped_between_jobs_is_found_by_a_probe(tmp_path: Path) -> No
             if any(f"127.0.0.{n},{port}" in " ".join(p.info["cmdline"] or []) for n in (3, 4)):
                 p.kill()  # the servers' forked job workers
     count("fleet hosts stopped between jobs, found by a probe", 1)
+
+
+def _host_of(pid: int, net: int) -> str:
+    """A fleet test's host as a session of that pid would have made it, with 198.18.net.1 here."""
+    ns = f"cbt{pid}h1"
+    for step in (
+        ("netns", "add", ns),
+        ("link", "add", f"{ns}a", "type", "veth", "peer", "name", f"{ns}b"),
+        ("link", "set", f"{ns}b", "netns", ns),
+        ("addr", "add", f"198.18.{net}.1/30", "dev", f"{ns}a"),
+    ):
+        subprocess.run(["ip", *step], check=True, capture_output=True)
+    return ns
+
+
+def test_a_killed_sessions_hosts_are_swept_and_a_live_ones_left_alone() -> None:
+    """A suite SIGKILLed inside a fleet test leaves its namespaces and veth links; the
+    next session deletes them (their pid is gone), never a live session's, and picks
+    subnets that no link here holds. Before, the subnet came from the pid alone, and a
+    session whose pid fell on a leftover's failed both fleet tests with 'File exists'."""
+    if fleet_hosts.unavailable():
+        pytest.skip(fleet_hosts.unavailable())
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    live = os.getppid()  # make's, or the shell's: alive for the whole test
+    dead_ns, live_ns = _host_of(gone.pid, 250), _host_of(live, 251)
+    try:
+        with fleet_hosts.namespaces(1) as spaces:
+            netns = {p.name for p in Path("/run/netns").iterdir()}
+            assert dead_ns not in netns and fleet_hosts._ip("link", "show", "dev", f"{dead_ns}a").returncode
+            assert live_ns in netns
+            assert spaces[0][1] != "198.18.251.2"
+            free = fleet_hosts.free_subnets()
+            assert 250 in free and 251 not in free
+    finally:
+        fleet_hosts._ip("netns", "del", live_ns)
+    assert not list(Path("/run/netns").glob(f"cbt{os.getpid()}h*"))

@@ -5,12 +5,16 @@ Each host is a network namespace joined to this one by a veth pair, with a
 networks) on both ends: 198.18.N.1 here, 198.18.N.2 inside. Only the
 namespace's network is entered (`nsenter --net`), so a serve's mounts, loop
 devices and processes stay visible to the leak checks. Whoever creates the
-namespaces deletes them, links included, even when a test fails.
+namespaces deletes them, links included, even when a test fails; their names
+carry the session's pid, so those of a session that was SIGKILLed are deleted by
+the next one (sweep_dead) and no session touches another's.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -73,35 +77,73 @@ class Host:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
+NETNS_LOCK = Path("/run/cryptbench-tests-netns.lock")  # held while a session picks its subnets
+
+
+def _ours(name: str) -> str:
+    """The pid of the test session a namespace or link name belongs to ('' if none).
+    Names carry it (cbt<pid>h<i>, link cbt<pid>h<i>a), so a session SIGKILLed before
+    its own cleanup is recognised by the next one, and no session touches another's."""
+    m = re.fullmatch(r"cbt(\d+)h\d+a?", name)
+    return m.group(1) if m else ""
+
+
+def sweep_dead() -> list[str]:
+    """Delete the namespaces and links of test sessions no longer alive; what it deleted.
+    A namespace's veth pair goes with it; a link never moved into one is deleted here."""
+    swept = []
+    netns = Path("/run/netns")
+    names = [p.name for p in netns.iterdir()] if netns.is_dir() else []
+    links = re.findall(r"^\d+: ([^:@\s]+)", _ip("-o", "link", "show").stdout, re.MULTILINE)
+    for name in names + links:
+        pid = _ours(name)
+        if pid and not psutil.pid_exists(int(pid)):
+            _ip(*(("netns", "del", name) if name in names else ("link", "del", name)))
+            swept.append(name)
+    return swept
+
+
+def free_subnets() -> list[int]:
+    """Each N of 198.18.N.0/24 with no address on any link here, lowest first: a live
+    session's subnets are never reused (picked by pid, two sessions could share one)."""
+    used = {int(n) for n in re.findall(r"inet 198\.18\.(\d+)\.", _ip("-o", "addr", "show").stdout)}
+    return [n for n in range(1, 255) if n not in used]
+
+
 @contextmanager
 def namespaces(count: int) -> Iterator[list[tuple[str, str]]]:
     """`count` namespaces with a veth link each: (namespace, address inside) pairs."""
-    base = 1 + (os.getpid() % 60) * 4  # two sessions' tests never share a subnet
     made: list[tuple[str, str]] = []
     try:
-        for i in range(count):
-            ns, net = f"cbt{os.getpid()}h{i + 1}", base + i
-            here, there = f"cbt{net}a", f"cbt{net}b"
-            steps = [
-                ("netns", "add", ns),
-                ("link", "add", here, "type", "veth", "peer", "name", there),
-                ("link", "set", there, "netns", ns),
-                ("addr", "add", f"198.18.{net}.1/30", "dev", here),
-                ("link", "set", here, "up"),
-                ("-n", ns, "addr", "add", f"198.18.{net}.2/30", "dev", there),
-                ("-n", ns, "link", "set", there, "up"),
-                ("-n", ns, "link", "set", "lo", "up"),
-            ]
-            made.append((ns, f"198.18.{net}.2"))
-            for step in steps:
-                done = _ip(*step)
-                if done.returncode != 0:
-                    raise RuntimeError(f"ip {' '.join(step)}: {done.stderr.strip()}")
+        with open(NETNS_LOCK, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # two sessions picking at once would pick alike
+            sweep_dead()
+            free = free_subnets()
+            if len(free) < count:
+                raise RuntimeError(f"only {len(free)} free subnets in 198.18.0.0/16 for {count} hosts")
+            for i, net in enumerate(free[:count], start=1):
+                ns = f"cbt{os.getpid()}h{i}"
+                here, there = f"{ns}a", f"{ns}b"
+                steps = [
+                    ("netns", "add", ns),
+                    ("link", "add", here, "type", "veth", "peer", "name", there),
+                    ("link", "set", there, "netns", ns),
+                    ("addr", "add", f"198.18.{net}.1/30", "dev", here),
+                    ("link", "set", here, "up"),
+                    ("-n", ns, "addr", "add", f"198.18.{net}.2/30", "dev", there),
+                    ("-n", ns, "link", "set", there, "up"),
+                    ("-n", ns, "link", "set", "lo", "up"),
+                ]
+                made.append((ns, f"198.18.{net}.2"))
+                for step in steps:
+                    done = _ip(*step)
+                    if done.returncode != 0:
+                        raise RuntimeError(f"ip {' '.join(step)}: {done.stderr.strip()}")
         yield made
     finally:
-        for i, (ns, _address) in enumerate(made):
+        for ns, _address in made:  # every name is this session's own
             _ip("netns", "del", ns)
-            _ip("link", "del", f"cbt{base + i}a")  # gone with the namespace, unless a process held it
+            _ip("link", "del", f"{ns}a")  # gone with the namespace, unless a process held it
 
 
 def start(host: Host, backends: str, size: str) -> None:

@@ -88,6 +88,8 @@ def machine_wide() -> list[str]:
     found = [f"dm-crypt mapping {m.name}" for m in Path("/dev/mapper").glob("cryptbench-*")]
     found.extend(f"block I/O throttle {rule}" for rule in loop_throttles())
     found.extend(f"cgroup {d}" for d in (CGROUP / "unified").glob("cryptbench-*"))
+    # the fleet tests' hosts: this session's own, by the pid in their names
+    found.extend(f"network namespace {n.name}" for n in Path("/run/netns").glob(f"cbt{os.getpid()}h*"))
     return found
 
 
