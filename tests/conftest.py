@@ -18,7 +18,7 @@ from hypothesis import settings
 
 from cryptbench.pipeline.provision import recover_stale
 from tests import kernel_lab, time_budget
-from tests.support import fleet_hosts
+from tests.support import fleet_hosts, self_signals
 from tests.support.leaks import (
     FOUND_AT_START,
     TEST_DIR_PREFIX,
@@ -53,6 +53,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def _unwind(signum: int, _frame: object) -> None:
+    self_signals.note(signum)
     raise KeyboardInterrupt(f"signal {signum}")
 
 
@@ -63,7 +64,22 @@ def pytest_configure(config: pytest.Config) -> None:
     to die on the spot, which left a killed suite's targets mounted, looped and throttled
     (tests/integration/test_suite_signals.py)."""
     signal.signal(signal.SIGTERM, _unwind)
+    signal.signal(signal.SIGINT, _unwind)  # Python's own, but noted
+    self_signals.install()
     time_budget.configure(config)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A SIGINT or SIGTERM that cryptbench's handler took while the test ran it in this
+    process stopped only that run (tests/support/self_signals.py): the suite stops
+    after the test, its teardown done, as it would have on any other test."""
+    result = yield
+    signum = self_signals.foreign()
+    if signum is not None:
+        name = signal.Signals(signum).name
+        item.session.shouldstop = f"{name} arrived while a test ran cryptbench in this process"
+    return result
 
 
 RECOVERED: list[str] = []  # what a killed earlier suite had left, recovered at start

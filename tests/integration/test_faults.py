@@ -31,6 +31,7 @@ from cryptbench.runner import NullProgress, TrialSpec
 from tests.support.cli import cli
 from tests.support.leaks import leftovers
 from tests.support.reliability import count
+from tests.support.self_signals import send_self
 from tests.support.targets import available, includes, need_backend, requires_root
 
 pytestmark = pytest.mark.integration
@@ -52,7 +53,7 @@ class Strike(NullProgress):
     def _strike(self, where: str) -> None:
         if self.struck_at is None:
             self.struck_at = where
-            os.kill(os.getpid(), self.sig)
+            send_self(self.sig)
 
     def phase(self, text: str) -> None:
         if text.startswith(self.phase_prefix):

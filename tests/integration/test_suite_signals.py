@@ -28,9 +28,9 @@ LAB_DIRS = Path("/var/tmp")  # where tests/kernel_lab.py makes its working direc
 INTERRUPTED = 2  # pytest's exit status when stopped (KeyboardInterrupt)
 
 
-def _pytest(nodeid: str, env: dict[str, str]) -> subprocess.Popen[str]:
+def _pytest(*nodeids: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-q", nodeid],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-q", *nodeids],
         cwd=REPO,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
@@ -43,7 +43,7 @@ def _pytest(nodeid: str, env: dict[str, str]) -> subprocess.Popen[str]:
 def test_sigterm_unwinds_a_test_holding_a_target(tmp_path: Path) -> None:
     need_backend("gocryptfs")
     says = tmp_path / "says"
-    proc = _pytest(f"{VICTIMS}::test_holds_a_fuse_target_up", {SAYS: str(says)})
+    proc = _pytest(f"{VICTIMS}::test_holds_a_fuse_target_up", env={SAYS: str(says)})
     wait_for(says.exists, proc, "the victim's target", timeout=120)
     held = Path(says.read_text())
     up = leftovers(held)
@@ -53,6 +53,31 @@ def test_sigterm_unwinds_a_test_holding_a_target(tmp_path: Path) -> None:
     assert proc.returncode == INTERRUPTED, out[-3000:]
     assert leftovers(held) == [], out[-3000:]
     assert not held.exists()  # the leak check found it clean and removed it
+
+
+@requires_root
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_a_run_in_the_suites_process_stops_the_suite(tmp_path: Path, sig: signal.Signals) -> None:
+    """Tests run cryptbench in pytest's own process, and its handler takes SIGINT and
+    SIGTERM there: the run tears down and returns 128+sig. The suite must stop after that
+    test too (its next test never runs), not go on as if only the run was meant."""
+    says = tmp_path / "says"
+    victims = (f"{VICTIMS}::test_runs_cryptbench_in_this_process", f"{VICTIMS}::test_comes_after_the_run")
+    proc = _pytest(*victims, env={SAYS: str(says)})
+    wait_for(says.exists, proc, "the victim's run", timeout=120)
+    held = Path(says.read_text())
+
+    def provisioned() -> bool:
+        return any((held / "cryptbench").glob("run-*/targets"))
+
+    wait_for(provisioned, proc, "the run's targets", timeout=120)
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == INTERRUPTED, out[-3000:]
+    assert says.with_suffix(".code").read_text() == str(128 + sig), out[-3000:]  # the run was stopped
+    assert not says.with_suffix(".after").exists(), out[-3000:]  # and the suite after it
+    assert f"{sig.name} arrived while a test ran cryptbench in this process" in out
+    assert leftovers(held) == [], out[-3000:]
 
 
 def _lab_qemus() -> dict[int, str]:
@@ -70,7 +95,7 @@ def test_sigterm_takes_the_kernel_lab_down() -> None:
     kernel_lab.need_lab()
     before, dirs = set(_lab_qemus()), set(LAB_DIRS.glob("cryptbench-lab-*"))
     # TCG at once: the KVM probe would only delay the boot this test stops
-    proc = _pytest(f"{VICTIMS}::test_holds_the_kernel_lab_up", {"CRYPTBENCH_LAB_ACCEL": "tcg"})
+    proc = _pytest(f"{VICTIMS}::test_holds_the_kernel_lab_up", env={"CRYPTBENCH_LAB_ACCEL": "tcg"})
     wait_for(lambda: set(_lab_qemus()) - before, proc, "the lab's qemu", timeout=120)
     mine = set(_lab_qemus()) - before
     scratch = set(LAB_DIRS.glob("cryptbench-lab-*")) - dirs

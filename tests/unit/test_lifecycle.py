@@ -4,7 +4,6 @@ reported, and the caller's `finish` run inside the held section with both known.
 
 from __future__ import annotations
 
-import os
 import signal
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 from cryptbench.errors import UsageError
 from cryptbench.interrupts import interruptible
 from cryptbench.pipeline.lifecycle import Lifecycle
+from tests.support.self_signals import send_self
 
 
 class Seen:
@@ -40,7 +40,7 @@ def test_a_signal_in_the_block_is_kept_not_raised_and_teardown_runs(tmp_path: Pa
     seen = Seen()
     with interruptible(), Lifecycle(finish=seen) as life:
         seen.run_dir = life.open(tmp_path, tmp_path / "reg").run_dir
-        os.kill(os.getpid(), signal.SIGTERM)
+        send_self(signal.SIGTERM)
         raise AssertionError("the signal should have ended the block")  # pragma: no cover
     assert life.interrupted is not None and life.interrupted.signum == signal.SIGTERM
     assert seen.calls == [(signal.SIGTERM, None, True)]
@@ -62,7 +62,7 @@ def test_a_signal_during_teardown_is_taken_and_reported_not_raised(tmp_path: Pat
         close = session.close
 
         def close_while_signalled() -> None:
-            os.kill(os.getpid(), signal.SIGINT)  # held: teardown goes on to its end
+            send_self(signal.SIGINT)  # held: teardown goes on to its end
             close()
 
         session.close = close_while_signalled  # type: ignore[method-assign]
@@ -73,7 +73,7 @@ def test_a_signal_during_teardown_is_taken_and_reported_not_raised(tmp_path: Pat
 def test_a_signal_before_the_session_exists_leaves_nothing_to_tear_down(tmp_path: Path) -> None:
     seen = Seen()
     with interruptible(), Lifecycle(finish=seen) as life:
-        os.kill(os.getpid(), signal.SIGINT)
+        send_self(signal.SIGINT)
         life.open(tmp_path, tmp_path / "reg")  # pragma: no cover
     assert life.session is None and seen.calls == [(signal.SIGINT, None, False)]
     assert not any(tmp_path.rglob("run-*"))
@@ -85,7 +85,7 @@ def test_status_and_exit_code_say_what_ended_the_block(tmp_path: Path) -> None:
     assert (done.status(True), done.status(False), done.exit_code(1)) == ("complete", "failed", 1)
     with interruptible(), Lifecycle() as stopped:
         stopped.open(tmp_path, tmp_path / "reg")
-        os.kill(os.getpid(), signal.SIGTERM)
+        send_self(signal.SIGTERM)
     assert stopped.status(True) == "interrupted"
     assert stopped.exit_code(0) == 128 + signal.SIGTERM
 
@@ -97,7 +97,7 @@ def test_a_signal_during_teardown_decides_the_exit_code_not_the_status(tmp_path:
         close = session.close
 
         def close_while_signalled() -> None:
-            os.kill(os.getpid(), signal.SIGINT)
+            send_self(signal.SIGINT)
             close()
 
         session.close = close_while_signalled  # type: ignore[method-assign]

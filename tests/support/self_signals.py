@@ -1,0 +1,63 @@
+"""A test's own SIGINT/SIGTERM told from one sent to the suite.
+
+While a test runs cryptbench in this process, cryptbench's handler (interrupts.py)
+takes SIGINT and SIGTERM: a run tears down and returns 130 or 143. A signal meant for
+the suite (Ctrl-C, a CI job's time limit, a session's end) then stopped only that run,
+and the suite went on to its next test. So every signal cryptbench's handler takes is
+noted here, as is each the suite's own handler takes (conftest._unwind: cryptbench's
+main turns the KeyboardInterrupt it raises into exit status 130), bar those a test
+sent itself through send_self(); conftest.py stops the suite after the test in which
+one was noted (tests/integration/test_suite_signals.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from types import FrameType
+
+from cryptbench import interrupts
+from cryptbench.pipeline import lifecycle
+
+_expected: Counter[int] = Counter()  # signals a test sent itself, not yet taken
+_foreign: list[int] = []  # signals from outside, taken by cryptbench's handler
+
+
+def send_self(sig: int) -> None:
+    """Send `sig` to this process as a test of cryptbench's handling, not to stop the suite."""
+    _expected[sig] += 1
+    os.kill(os.getpid(), sig)
+
+
+def note(signum: int) -> None:
+    """A SIGINT/SIGTERM taken: the test's own, or one to stop the suite."""
+    if _expected[signum] > 0:
+        _expected[signum] -= 1
+    else:
+        _foreign.append(signum)
+
+
+def install() -> None:
+    """Note each signal cryptbench takes: by its handler, or (held until teardown's
+    end, with no other thread to run the handler) by take_pending's sigtimedwait."""
+    handler, take = interrupts._handler, interrupts.take_pending
+
+    def noting_handler(signum: int, frame: FrameType | None) -> None:
+        note(signum)
+        handler(signum, frame)
+
+    def noting_take() -> int | None:
+        held = interrupts._pending  # already noted by the handler, if set
+        signum = take()
+        if held is None and signum is not None:
+            note(signum)
+        return signum
+
+    interrupts._handler = noting_handler
+    interrupts.take_pending = noting_take
+    lifecycle.take_pending = noting_take
+
+
+def foreign() -> int | None:
+    """The first signal from outside that cryptbench took, or None."""
+    return _foreign[0] if _foreign else None
