@@ -21,6 +21,7 @@ from cryptbench.pipeline import lifecycle
 
 _expected: Counter[int] = Counter()  # signals a test sent itself, not yet taken
 _foreign: list[int] = []  # signals from outside, taken by cryptbench's handler
+_installed: list[bool] = []  # whether install() has wrapped cryptbench's handler
 
 
 def send_self(sig: int) -> None:
@@ -39,7 +40,14 @@ def note(signum: int) -> None:
 
 def install() -> None:
     """Note each signal cryptbench takes: by its handler, or (held until teardown's
-    end, with no other thread to run the handler) by take_pending's sigtimedwait."""
+    end, with no other thread to run the handler) by take_pending's sigtimedwait.
+    Once per process: a second pytest session in it (mutmut runs one for its statistics,
+    then another) would otherwise note every signal twice, a test's own then foreign."""
+    _expected.clear()
+    _foreign.clear()
+    if _installed:
+        return
+    _installed.append(True)
     handler, take = interrupts._handler, interrupts.take_pending
 
     def noting_handler(signum: int, frame: FrameType | None) -> None:
