@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from cryptbench import stats
 from cryptbench.adaptive import BUDGETS, StopReason
+from cryptbench.cipher.ceilings import cipher_use
 from cryptbench.metric_catalog import info
 from cryptbench.protection.findings import Protection, Verdict
 from cryptbench.result_model import Document, Result, RunWarning, WarningKind
@@ -41,9 +42,16 @@ def cache_drop_limited(doc: Document) -> Found:
         )
 
 
+def _kernel_aes(backend: str) -> bool:
+    """Whether the backend's layer runs AES in the kernel's crypto API (fscrypt, dm-crypt,
+    eCryptfs), not Adiantum's XChaCha or a FUSE layer's own code."""
+    use = cipher_use(backend)
+    return use is not None and use.where == "kernel" and use.algorithm.endswith("(aes)")
+
+
 def generic_kernel_aes(doc: Document) -> Found:
     env = doc.environment
-    if env.kernel_crypto.get("generic_software_aes") and any(t.backend == "fscrypt" for t in doc.targets):
+    if env.kernel_crypto.get("generic_software_aes") and any(_kernel_aes(t.backend) for t in doc.targets):
         has = " although the CPU has AES instructions" if "aes" in env.cpu_flags else ""
         driver = env.driver("xts(aes)") or env.driver("aes")
         yield RunWarning(
