@@ -453,3 +453,94 @@ def test_contenders_take_the_trials_first_and_ranked_targets_run_with_their_plai
     # rounds of 3: 21) does not fit, nor b
     c.contenders = set()
     assert c.needed(3, capacity=21) == {"w": {"c", "base", "plain"}}
+
+
+def test_the_rule_and_each_answer_are_stored_under_their_names() -> None:
+    """The document's `stopping` block, which `show` and the report read back."""
+    rule = Stopping(0.05, 3, 10, 1 << 30, 300.0, 0.03, "extend")
+    assert rule.to_json() == {
+        "precision": 0.05,
+        "min_repeats": 3,
+        "max_repeats": 10,
+        "max_bytes": 1 << 30,
+        "max_time": 300.0,
+        "equivalence": 0.03,
+        "overrun": "extend",
+    }
+    assert Stopping.from_json(rule.to_json()) == rule
+    a = Controller(rule, [Question("w", "t", "plain", "throughput", True)], 1).answers[0]
+    assert a.to_json() == {
+        "workload": "w",
+        "target": "t",
+        "baseline": "plain",
+        "metric": "throughput",
+        "stopped_by": None,
+        "rounds": 0,
+        "samples": 0,
+        "halfwidth": None,
+    }
+    a.stopped_by, a.rounds, a.samples, a.halfwidth = StopReason.PRECISION, 4, 4, 0.04
+    assert a.to_json() == {
+        "workload": "w",
+        "target": "t",
+        "baseline": "plain",
+        "metric": "throughput",
+        "stopped_by": "precision",
+        "rounds": 4,
+        "samples": 4,
+        "halfwidth": 0.04,
+    }
+
+
+LATENCY = RankingGroups({"a": "plain", "b": "plain", "c": "plain"}, {"w": "random"}, {"w": False})
+
+
+def test_where_lower_is_better_the_cheapest_is_the_quickest() -> None:
+    """Seconds, not bytes/s: a and b take about 1.25 times plain's time, c twice it. a and
+    b contend; read as speeds, c would be the cheapest, alone."""
+    times = {
+        ("w", "plain"): [100.0, 200.0, 50.0],
+        ("w", "a"): [125.0, 250.0, 62.5],
+        ("w", "b"): [1e4 / 70, 2e4 / 90, 5e3 / 38],  # b wanders about a
+        ("w", "c"): [200.0, 400.0, 100.0],
+    }
+    assert contenders(LATENCY, times, {key: R3 for key in times}) == {"a", "b"}  # paired
+    steady = {  # unpaired (no rounds): plain steady, so the intervals stay narrow
+        ("w", "plain"): [100.0, 100.0, 101.0],
+        ("w", "a"): [125.0, 126.0, 124.0],
+        ("w", "b"): [120.0, 130.0, 128.0],
+        ("w", "c"): [200.0, 201.0, 199.0],
+    }
+    assert contenders(LATENCY, steady, {}) == {"a", "b"}
+
+
+def test_a_tie_within_one_kind_of_work_keeps_both_contending() -> None:
+    """Over both kinds a is clearly cheaper; on random work alone b is level with it, and
+    the report ranks each kind too: both still contend."""
+    groups = RankingGroups(
+        {"a": "plain", "b": "plain"}, {"s": "sequential", "r": "random"}, {"s": True, "r": True}
+    )
+    samples = {
+        ("s", "plain"): [100.0, 200.0, 50.0],
+        ("s", "a"): [90.0, 180.0, 45.0],
+        ("s", "b"): [50.0, 100.0, 25.0],
+        ("r", "plain"): [100.0, 200.0, 50.0],
+        ("r", "a"): [80.0, 160.0, 40.0],
+        ("r", "b"): [70.0, 180.0, 38.0],
+    }
+    rounds = {key: R3 for key in samples}
+    assert contenders(groups, samples, rounds) == {"a", "b"}
+    one_kind = RankingGroups(groups.plain_of, {"s": "sequential", "r": "sequential"}, groups.higher_is_better)
+    assert contenders(one_kind, samples, rounds) == set()
+
+
+def test_each_review_notes_the_contenders_paired_by_round_less_the_lost() -> None:
+    qs = [Question("w", t, "plain", "throughput", True) for t in ("a", "b", "c")]
+    samples, rounds = _ranked_samples([70.0, 180.0, 38.0])
+    c = Controller(Stopping(0.05, 3, 10, None, None), qs, 1, GROUPS)
+    c.review(3, samples, set(), rounds)
+    assert c.contenders == {"a", "b"}  # unpaired, plain's swings would tie all three
+    c.review(3, samples, {"b"}, rounds)
+    assert c.contenders == {"a"}
+    c.exhaust(StopReason.MAX_TIME, 3, samples, set(), rounds)  # a budget's last review pairs too
+    assert c.contenders == {"a", "b"}
