@@ -259,3 +259,50 @@ def test_intervals_do_not_import_scipy_stats() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+# -- the boundaries the mutation check found unguarded -------------------------------
+
+
+def test_two_samples_have_an_interval_and_a_spread() -> None:
+    s = stats.summarize([100.0, 200.0])
+    assert (s.ci_low, s.ci_high) == (100.0, 200.0)
+    assert s.sd == pytest.approx(70.7107, abs=1e-4) and s.cv == pytest.approx(0.4714, abs=1e-4)
+
+
+def test_a_paired_figure_says_it_is_paired_even_without_an_interval() -> None:
+    """One round gives no interval, rounds of one same ratio a point: both are still paired."""
+    one = [(80.0, 100.0)]
+    same = [(80.0, 100.0), (80.0, 100.0)]
+    assert stats.paired_ratio(one) == stats.Ratio(pytest.approx(0.8), None, None, stats.PAIRED)
+    assert stats.paired_ratio(same) == stats.Ratio(*[pytest.approx(0.8)] * 3, stats.PAIRED)
+    assert stats.paired_geometric_mean([one]) == stats.Ratio(pytest.approx(0.8), None, None, stats.PAIRED)
+    assert stats.paired_geometric_mean([same, same]) == stats.Ratio(*[pytest.approx(0.8)] * 3, stats.PAIRED)
+
+
+def test_an_outlier_is_beyond_a_modified_z_of_3_5_and_at_least_10_percent_off() -> None:
+    # median 100, MAD 10: 144.5 is at a modified z of 0.6745 * 44.5 / 10 = 3.0, kept in
+    assert stats.outliers([80, 120, 100, 90, 110, 144.5, 100]) == []
+    assert stats.outliers([80, 120, 100, 90, 110, 200, 100]) == [5]  # z 6.7
+    # 11 is exactly 10 % off a median of 10 (and far beyond z 3.5): an outlier
+    assert stats.outliers([10, 10, 10.01, 9.99, 10, 11]) == [5]
+
+
+def test_drift_needs_six_trials_and_no_more() -> None:
+    assert stats.drift([100.0, 110.0, 120.0, 130.0, 140.0, 150.0]) is not None
+    assert stats.drift([100.0, 110.0, 120.0, 130.0, 140.0]) is None
+
+
+def test_two_groups_each_hold_three_values_and_a_fifth() -> None:
+    low = [100.0 + i for i in range(13)]
+    assert stats.modes([*low[:7], 300, 301, 302]) is not None  # 7 and 3 of 10
+    assert stats.modes([100, 101, *[300.0 + i for i in range(8)]]) is None  # 2 and 8
+    assert stats.modes([*low[:8], 300, 301]) is None  # 8 and 2
+    assert stats.modes([*low, 300, 301, 302]) is None  # 3 of 16 is less than a fifth
+    assert stats.modes([*low[:12], 300, 301, 302, 303]) is not None  # 4 of 16
+
+
+def test_a_gap_no_wider_than_a_groups_own_range_makes_no_two_groups() -> None:
+    # the widest gap, 150, is the range of the side below it, then of the side above it
+    assert stats.modes([100, 101, 102, 103, 250, 400, 401, 402, 403, 404]) is None
+    assert stats.modes([100, 101, 102, 103, 104, 254, 255, 256, 257, 404]) is None
