@@ -90,8 +90,10 @@ def dir_target(tmp_path: Path) -> Iterator[tuple[Session, Target]]:
 
 def test_a_plain_directory_shows_names_exact_sizes_and_the_tree(dir_target: tuple[Session, Target]) -> None:
     session, target = dir_target
+    before = space.allocated(target.backing)  # bytes: the empty directory's own
     found = probes.probe(session, target)
     assert found.sight == "directory"
+    assert found.space["fixed"] == before  # taken before the probe wrote anything
     assert {p: f.verdict for p, f in found.findings.items()} == {
         Property.NAMES: Verdict.SHOWN,
         Property.SIZES: Verdict.SHOWN,
