@@ -532,3 +532,54 @@ def test_a_kind_ranked_on_its_writes_alone_says_so_and_one_that_cannot_be_ranked
     by_kind = ranking.sentences(small)[1]
     assert by_kind.startswith("Cheapest by kind of work: sequential none: its 2 cannot be told apart;")
     assert "; random a -60% [-60, -60];" in by_kind  # a clear winner is named
+
+
+def _entry(
+    target: str, verdict: str, vs: tuple[float, float, float] | None = None, reason: str = ""
+) -> RankEntry:
+    """A ranked target as the sentences read it: held to the cheapest at `vs` (ratio, low, high)."""
+    low_high = (None, None, None) if vs is None else vs
+    return RankEntry(target, 0.8, 0.7, 0.9, 6, verdict, *low_high, reason)
+
+
+CHEAPEST = _entry("a", "cheapest")
+
+
+def test_the_cheapests_peers_are_named_each_with_its_reason() -> None:
+    """Two equal cost the same (plural); a tie without a direct comparison is named alone,
+    one stored before ties had reasons says none."""
+    entries = [
+        CHEAPEST,
+        _entry("e", "equal", (0.99, 0.97, 1.01)),
+        _entry("f", "equal", (0.99, 0.98, 1.0)),
+        _entry("t", "tied"),
+        _entry("u", "tied", (0.75, 0.5, 1.1), "u varies ±40% trial to trial"),
+    ]
+    assert ranking._others(entries, "±3%") == (
+        "; e and f cost the same within ±3%; t cannot be told apart from it; u (-25% [-50, +10]) cannot"
+        " be told apart from it: u varies ±40% trial to trial"
+    )
+
+
+def test_a_costlier_target_with_a_better_figure_is_explained_in_the_singular() -> None:
+    entries = [CHEAPEST, _entry("c", "costlier", (0.9, 0.85, 0.95)), _entry("u", "tied", (0.75, 0.5, 1.1))]
+    assert ranking._inversions(entries) == (
+        " c ranks costlier despite a better figure than u: held to a directly, it is -10% [-15, -5], while"
+        " u cannot be set apart from it."
+    )
+
+
+def test_the_targets_below_an_inversion_are_those_after_its_first_costlier_one() -> None:
+    """e, beside the cheapest before c, is no target c's figure beats; g and u after it are."""
+    entries = [
+        CHEAPEST,
+        _entry("e", "equal", (0.99, 0.97, 1.01)),
+        _entry("c", "costlier", (0.9, 0.85, 0.95)),
+        _entry("g", "equal", (0.99, 0.98, 1.0)),
+        _entry("d", "costlier", (0.88, 0.84, 0.93)),
+        _entry("u", "tied", (0.75, 0.5, 1.1)),
+    ]
+    assert ranking._inversions(entries) == (
+        " c and d rank costlier despite better figures than g and u: held to a directly, they are"
+        " -10% [-15, -5] and -12% [-16, -7], while g and u cannot be set apart from it."
+    )
