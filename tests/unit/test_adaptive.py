@@ -544,3 +544,27 @@ def test_each_review_notes_the_contenders_paired_by_round_less_the_lost() -> Non
     assert c.contenders == {"a"}
     c.exhaust(StopReason.MAX_TIME, 3, samples, set(), rounds)  # a budget's last review pairs too
     assert c.contenders == {"a", "b"}
+
+
+def test_the_time_budgets_boundaries_hold_exactly() -> None:
+    """Rounds that fill the time left exactly fit; two minimum rounds still leave one to fit;
+    dropping stops once the rest fill it exactly; an extension says what it needed."""
+    assert fit_minimum_rounds(Stopping(0.05, 3, 10, None, 450.0), PACE, KIND, 150.0) is None  # 300 of 300
+    two = fit_minimum_rounds(Stopping(0.05, 2, 10, None, 200.0), PACE, KIND, 150.0)
+    assert two is not None and (two.needed, two.left) == (150.0, 50.0)  # one round of 150 s, 50 s left
+    exact = fit_minimum_rounds(Stopping(0.05, 3, 10, None, 400.0), PACE, KIND, 150.0)
+    assert exact is not None and exact.dropped == ("r4",) and exact.kept_needed == 250.0 == exact.left
+    extend = fit_minimum_rounds(Stopping(0.05, 3, 10, None, 200.0, 0.03, "extend"), PACE, KIND, 150.0)
+    assert extend is not None and (extend.needed, extend.left) == (300.0, 50.0)
+
+
+def test_a_rule_stored_before_equivalence_and_overrun_reads_back_with_their_defaults() -> None:
+    old = {"precision": 0.05, "min_repeats": 3, "max_repeats": 10, "max_bytes": None, "max_time": None}
+    assert Stopping.from_json(old) == Stopping(0.05, 3, 10, None, None, None, "drop")
+
+
+def test_a_targets_own_median_is_judged_from_two_trials_relative_to_itself() -> None:
+    q = Question("w", "t", None, "throughput", True)
+    assert interval(q, {("w", "t"): [100.0]}, 1) == (None, 1)
+    r, n = interval(q, {("w", "t"): [100.0, 200.0]}, 1)
+    assert n == 2 and r is not None and (r.ratio, r.ci_low, r.ci_high) == (1.0, 100.0 / 150.0, 200.0 / 150.0)
