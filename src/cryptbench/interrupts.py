@@ -45,8 +45,11 @@ def signals_blocked() -> Iterator[None]:
     try:
         yield
     finally:
-        _depth -= 1
+        # Unmasked while still held: a handler CPython delayed (another thread took the
+        # signal, and the main thread runs it only at its next check, which this call
+        # makes) records the signal instead of raising past the section's end.
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        _depth -= 1
         _raise_pending()
 
 
@@ -74,6 +77,9 @@ def take_pending() -> int | None:
     caller decides what it means (e.g. "arrived during teardown").
     """
     global _pending
+    # Runs a handler CPython delayed (see signals_blocked), so that it records here: a
+    # signal that came during teardown is taken by teardown, not raised after it.
+    signal.pthread_sigmask(signal.SIG_BLOCK, ())
     signum, _pending = _pending, None
     masked = signal.sigpending() & SIGNALS
     if masked:

@@ -21,17 +21,24 @@ from cryptbench.pipeline import lifecycle
 
 _expected: Counter[int] = Counter()  # signals a test sent itself, not yet taken
 _foreign: list[int] = []  # signals from outside, taken by cryptbench's handler
+_noted: list[int] = []  # every signal noted, in order
 _installed: list[bool] = []  # whether install() has wrapped cryptbench's handler
+
+
+def expect(sig: int) -> None:
+    """A test is about to hand `sig` to cryptbench's handler itself: not the suite's."""
+    _expected[sig] += 1
 
 
 def send_self(sig: int) -> None:
     """Send `sig` to this process as a test of cryptbench's handling, not to stop the suite."""
-    _expected[sig] += 1
+    expect(sig)
     os.kill(os.getpid(), sig)
 
 
 def note(signum: int) -> None:
     """A SIGINT/SIGTERM taken: the test's own, or one to stop the suite."""
+    _noted.append(signum)
     if _expected[signum] > 0:
         _expected[signum] -= 1
     else:
@@ -55,10 +62,11 @@ def install() -> None:
         handler(signum, frame)
 
     def noting_take() -> int | None:
-        held = interrupts._pending  # already noted by the handler, if set
+        # noted already if the handler recorded it, before or during take_pending
+        held, noted = interrupts._pending, len(_noted)
         signum = take()
-        if held is None and signum is not None:
-            note(signum)
+        if held is None and len(_noted) == noted and signum is not None:
+            note(signum)  # taken by sigtimedwait, no handler ran
         return signum
 
     interrupts._handler = noting_handler

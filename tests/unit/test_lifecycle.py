@@ -5,14 +5,17 @@ reported, and the caller's `finish` run inside the held section with both known.
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from cryptbench import interrupts
 from cryptbench.errors import UsageError
 from cryptbench.interrupts import interruptible
 from cryptbench.pipeline.lifecycle import Lifecycle
-from tests.support.self_signals import send_self
+from tests.support.self_signals import expect, send_self
 
 
 class Seen:
@@ -103,3 +106,34 @@ def test_a_signal_during_teardown_decides_the_exit_code_not_the_status(tmp_path:
         session.close = close_while_signalled  # type: ignore[method-assign]
     assert life.status(True) == "complete" and life.last_signal() == signal.SIGINT
     assert life.exit_code(0) == 128 + signal.SIGINT
+
+
+def test_a_handler_cpython_ran_late_is_still_taken_by_teardown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal another thread took has its Python handler run by the main thread at its
+    next check, which may be the unmask at the end of teardown's held section: it was
+    then raised past teardown (an Interrupted out of a finished run) instead of taken.
+    The late handler is simulated at each mask call, where CPython runs it."""
+    late: list[int] = []
+
+    def sigmask(how: int, mask: Iterable[int]) -> set[int]:
+        old = signal.pthread_sigmask(how, mask)
+        if late:
+            interrupts._handler(late.pop(), None)
+        return old
+
+    fake = SimpleNamespace(**{n: getattr(signal, n) for n in dir(signal) if not n.startswith("_")})
+    fake.pthread_sigmask = sigmask
+    monkeypatch.setattr(interrupts, "signal", fake)  # interrupts' own, not every thread's
+    with interruptible(), Lifecycle() as life:
+        session = life.open(tmp_path, tmp_path / "reg")
+        close = session.close
+
+        def close_while_signalled() -> None:
+            close()
+            expect(signal.SIGINT)
+            late.append(signal.SIGINT)  # tripped during teardown, its handler not yet run
+
+        session.close = close_while_signalled  # type: ignore[method-assign]
+    assert life.late == signal.SIGINT and life.status(True) == "complete"
