@@ -377,8 +377,9 @@ def test_a_killed_sessions_hosts_are_swept_and_a_live_ones_left_alone() -> None:
     next session deletes them (their pid is gone), never a live session's, and picks
     subnets that no link here holds. Before, the subnet came from the pid alone, and a
     session whose pid fell on a leftover's failed both fleet tests with 'File exists'."""
-    if fleet_hosts.unavailable():
-        pytest.skip(fleet_hosts.unavailable())
+    why = fleet_hosts.unavailable()
+    if why:
+        pytest.skip(why)
     gone = subprocess.Popen(["true"])
     gone.wait()
     live = os.getppid()  # make's, or the shell's: alive for the whole test

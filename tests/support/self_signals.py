@@ -21,8 +21,8 @@ from cryptbench.pipeline import lifecycle
 
 _expected: Counter[int] = Counter()  # signals a test sent itself, not yet taken
 _foreign: list[int] = []  # signals from outside, taken by cryptbench's handler
-_noted: list[int] = []  # every signal noted, in order
-_installed: list[bool] = []  # whether install() has wrapped cryptbench's handler
+_noted = 0  # signals noted so far: take_pending's wrapper tells whether a handler ran within it
+_installed = False  # whether install() has wrapped cryptbench's handler
 
 
 def expect(sig: int) -> None:
@@ -38,7 +38,8 @@ def send_self(sig: int) -> None:
 
 def note(signum: int) -> None:
     """A SIGINT/SIGTERM taken: the test's own, or one to stop the suite."""
-    _noted.append(signum)
+    global _noted
+    _noted += 1
     if _expected[signum] > 0:
         _expected[signum] -= 1
     else:
@@ -50,11 +51,12 @@ def install() -> None:
     end, with no other thread to run the handler) by take_pending's sigtimedwait.
     Once per process: a second pytest session in it (mutmut runs one for its statistics,
     then another) would otherwise note every signal twice, a test's own then foreign."""
+    global _installed
     _expected.clear()
     _foreign.clear()
     if _installed:
         return
-    _installed.append(True)
+    _installed = True
     handler, take = interrupts._handler, interrupts.take_pending
 
     def noting_handler(signum: int, frame: FrameType | None) -> None:
@@ -63,9 +65,9 @@ def install() -> None:
 
     def noting_take() -> int | None:
         # noted already if the handler recorded it, before or during take_pending
-        held, noted = interrupts._pending, len(_noted)
+        held, noted = interrupts._pending, _noted
         signum = take()
-        if held is None and len(_noted) == noted and signum is not None:
+        if held is None and _noted == noted and signum is not None:
             note(signum)  # taken by sigtimedwait, no handler ran
         return signum
 

@@ -259,7 +259,8 @@ def _stopped_short(baseline: list[float] | None) -> Callable[[Raw], None]:
 
 def test_a_comparison_short_of_its_precision_says_whether_more_trials_would_help() -> None:
     """Its early interval is computed with the figure's own seed (the run's, its workload,
-    target and baseline): the one `show` prints. Another seed gives ±21.2 % or ±19.4 %."""
+    target and baseline): the one `show` prints. At 8 trials a side another seed moves
+    the early interval in its first decimal."""
     assert _said(rules.imprecise(_doc(_stopped_short(BASE)))) == [
         _warning(
             "imprecise",
