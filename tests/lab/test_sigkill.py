@@ -54,13 +54,23 @@ def test_sigkill_with_every_kernel_only_kind_up_then_cleanup(target_dir: Path, t
     count("SIGKILLs with dm-crypt (Adiantum; on dm-integrity), fscrypt-adiantum and eCryptfs up, cleaned up")
 
 
+def _sysfs(path: Path) -> str | None:
+    """A sysfs attribute's text, or None when its device went away after it was listed
+    (a mapping being removed answers EINVAL, a detached loop device ENOENT)."""
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
 def _stacked_on_loops_under(root: Path) -> list[str]:
     """The device-mapper devices stacked on loop devices whose image lies under `root`."""
     found = []
     for loop in Path("/sys/block").glob("loop*"):
-        backing = loop / "loop" / "backing_file"
-        if backing.exists() and backing.read_text().strip().startswith(str(root)):
-            found += [(h / "dm" / "name").read_text().strip() for h in (loop / "holders").glob("dm-*")]
+        backing = _sysfs(loop / "loop" / "backing_file")
+        if backing is not None and backing.startswith(str(root)):
+            names = (_sysfs(h / "dm" / "name") for h in (loop / "holders").glob("dm-*"))
+            found += [n for n in names if n is not None]
     return found
 
 
