@@ -32,7 +32,13 @@ def test_selftest_finds_the_known_answer(target_dir: Path, tmp_path: Path) -> No
     ratios = [c for c in result.checks if c.unit == "ratio"]
     rates = [c for c in result.checks if c.unit == "bytes/s"]
     assert len(ratios) == 2 and len(rates) == 4
-    assert result.passed, [(c.what, c.measured, c.ci_low, c.ci_high) for c in result.checks]
+    failed = [
+        f"{c.what}: {c.measured:.4g} [{c.ci_low}, {c.ci_high}], known {c.expected:.4g}"
+        for c in result.checks
+        if not c.passed
+    ]
+    # every failed check whole (pytest shortens a long list to its ends), and the run's status
+    assert result.passed, "\n".join([f"run exit {result.run.exit_code}", *failed])
     for c in ratios:
         assert c.measured == pytest.approx(0.50, rel=selftest.RATIO_BAND)
     assert not loop_throttles()
