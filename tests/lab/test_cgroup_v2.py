@@ -25,7 +25,7 @@ def _cgroup_v2_only() -> None:
     assert how.version == 2, f"the lab should offer cgroup v2 only: {how.label} {how.reason}"
 
 
-HEADROOM = 1.25  # times the 40 MB/s throttle the stack must move without it to reach it
+HEADROOM = 1.25  # times a throttle's rate the stack must move without it to reach that rate
 
 
 def _unthrottled(target_dir: Path, tmp_path: Path) -> dict[str, float]:
@@ -44,32 +44,32 @@ def _unthrottled(target_dir: Path, tmp_path: Path) -> dict[str, float]:
 
 
 def test_selftest_finds_the_known_answer_through_io_max(target_dir: Path, tmp_path: Path) -> None:
-    """The known answer through io.max, where the guest can show it.
+    """The known answer through io.max, as far as the guest can reach it.
 
-    It needs the stack (ext4 on a loop device) faster than the 40 MB/s throttle without
-    it, which under TCG on a slow host it is not: in the fresh-clone run of 90f84f7
-    throttle-40 read 37.6 MB/s [36.3, 38.0] and wrote 37.8 [37.5, 38.3], while throttle-20
-    gave its 20 MB/s exactly. Where the stack is not HEADROOM times the faster throttle
-    without it (measured then, and printed to the lab's log), a workload's 40 MB/s answer
-    and its ratio cannot show; the 20 MB/s answer must still, and throttle-40 must never
-    let more through than its band."""
+    A throttle's rate shows only where the stack (ext4 on a loop device) moves more than
+    that rate without it, which under TCG on a slow host it may not: in the fresh-clone
+    run of 90f84f7 throttle-40 read 37.6 MB/s [36.3, 38.0] and wrote 37.8 [37.5, 38.3],
+    while throttle-20 gave its 20 MB/s exactly. When selftest fails, the stack is measured
+    unthrottled (printed to the lab's log): each check whose throttle it beats HEADROOM
+    times must pass (a ratio needs the faster throttle's), every other rate must stay under
+    its throttle's band, and at least one check must be of the first kind."""
     result = selftest.run(selftest.SelftestRequest(target=str(target_dir), db=tmp_path / "r.sqlite", seed=3))
     assert not loop_throttles()
     assert result.run.exit_code == 0 and len(result.checks) == 6
-    if result.passed:  # every check, as on this host (tests/integration/test_selftest.py)
-        ratios = [c.measured for c in result.checks if c.unit == "ratio"]
-        assert ratios == pytest.approx([0.50, 0.50], rel=selftest.RATIO_BAND)
+    if result.passed:  # every interval reaches its known answer
         return
-    fast = selftest.RATES[selftest.FAST]
     unthrottled = _unthrottled(target_dir, tmp_path)
     print(f"selftest's stack unthrottled in the lab (bytes/s): {unthrottled}")
+    held = 0
     for c in result.checks:
-        workload = c.what.rsplit(", ", 1)[1]
-        shown = unthrottled[workload] >= HEADROOM * fast
-        if shown or c.what.startswith(f"{selftest.SLOW},"):
+        throttled, workload = c.what.split(", ")
+        rate = selftest.RATES[selftest.FAST if c.unit == "ratio" else throttled]
+        if unthrottled[workload] >= HEADROOM * rate:
             assert c.passed, (c, unthrottled)
-        elif c.unit == "bytes/s":  # throttle-40, on a stack too slow to reach it
-            assert c.ci_high is not None and c.ci_high <= fast * (1 + c.band), c
+            held += 1
+        elif c.unit == "bytes/s":  # a throttle the stack cannot reach here: never more than it
+            assert c.ci_high is not None and c.ci_high <= rate * (1 + c.band), c
+    assert held, f"the stack is too slow here to reach either throttle: {unthrottled}"
 
 
 def test_the_io_max_cgroup_is_there_while_provisioned_and_gone_after(target_dir: Path) -> None:
