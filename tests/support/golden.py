@@ -5,10 +5,10 @@ output that is meant, write them again with this module, which prints the diff:
     .venv/bin/python -m tests.support.golden
 
 The JSON kinds are held to their figures to 12 significant digits, not to their last
-bits: NumPy's vectorised log and exp take a different code path on each CPU (AVX-512 or
-AVX2), which moves a geometric mean's 16th digit. On an AMD EPYC without AVX-512
-(2026-11-27), seven ranking.json files written elsewhere differed only there, as in
-0.22426134558292235 against 0.22426134558292238.
+bits, which depend on the CPU: on an AMD EPYC without AVX-512 (2026-11-27), seven
+ranking.json files written on the CPU before differed only in a figure's 16th digit, as
+in 0.22426134558292235 against 0.22426134558292238 (likely NumPy's log and exp over
+arrays, whose loops NumPy picks by CPU feature; not shown on both CPUs).
 """
 
 from __future__ import annotations

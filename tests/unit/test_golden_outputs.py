@@ -26,7 +26,7 @@ def test_output_is_its_golden_file(name: str, kind: str) -> None:
     path = GOLDEN / f"{name}.{kind}"
     assert path.exists(), f"no golden file {path}: write them (this module's docstring says how)"
     golden = path.read_text()
-    if not same(kind, text, golden):
+    if not same(kind, text, golden):  # then the texts differ: pytest prints their diff
         assert text == golden, f"{path} differs: diff it against this output"
 
 
