@@ -13,6 +13,12 @@ part of `make test` (minutes to an hour, by the modules asked):
     .venv/bin/python benchmarks/mutation.py                       # every deciding module
     .venv/bin/python benchmarks/mutation.py --modules stats,analysis/ranking.py
     .venv/bin/python benchmarks/mutation.py --survivors           # and list what survived
+    .venv/bin/python benchmarks/mutation.py --modules analysis/ranking.py \
+        --tests tests/unit/test_ranking.py,tests/unit/test_answer_console.py   # faster, fewer tests
+
+A narrower --tests runs faster (a module that many golden tests reach runs all of them
+per mutant), but its score is a floor: a mutant that survives it may still be killed by
+a test left out, so its survivors are run again against tests/unit (`--recheck`).
 
 The smoke mode (--smoke) mutates one small module against its own test file, so that
 `make test` can hold the script to working (tests/integration/test_benchmarks_smoke.py).
@@ -77,17 +83,47 @@ def run(sources: list[str], tests: list[str], jobs: int) -> Path:
     # the C loops are built by pip install, not committed: take them from the work tree
     for built in (REPO / "src" / "cryptbench" / "cipher").glob("*.so"):
         (work / "src" / "cryptbench" / "cipher" / built.name).write_bytes(built.read_bytes())
-    tree = sorted(p.name for p in work.iterdir() if p.name != "src")
-    with open(work / "pyproject.toml", "a") as f:
-        f.write(_config(sources, tests, tree))
+    _configure(work, sources, tests)
+    _mutmut(work, jobs)
+    return work
+
+
+def _configure(work: Path, sources: list[str], tests: list[str]) -> None:
+    """The copy's pyproject.toml with mutmut's section for `sources` and `tests` (anew
+    where one is there already: mutmut reads only the last)."""
+    path = work / "pyproject.toml"
+    tree = sorted(p.name for p in work.iterdir() if p.name not in ("src", "mutants"))
+    project = path.read_text().partition("\n[tool.mutmut]\n")[0]
+    path.write_text(project + _config(sources, tests, tree))
+
+
+def _mutmut(work: Path, jobs: int, names: list[str] | None = None) -> None:
+    """`mutmut run` in `work`, over every mutant or only those `names`."""
     mutmut = Path(sys.executable).parent / "mutmut"
-    done = subprocess.run(
-        [str(mutmut), "run", "--max-children", str(jobs)], cwd=work, capture_output=True, text=True
-    )
+    argv = [str(mutmut), "run", "--max-children", str(jobs), *(names or [])]
+    done = subprocess.run(argv, cwd=work, capture_output=True, text=True)
     if done.returncode != 0:  # its last lines say why (a test that fails unmutated, say)
         tail = "\n".join(done.stdout.replace("\r", "\n").splitlines()[-15:])
         raise SystemExit(f"mutation.py: mutmut exited {done.returncode} in {work}:\n{tail}")
-    return work
+
+
+def recheck(
+    work: Path, sources: list[str], first: dict[str, dict[str, str]], jobs: int
+) -> dict[str, dict[str, str]]:
+    """The survivors of a narrower --tests run again against the whole unit suite.
+
+    Changing mutmut's test selection makes it forget every verdict and map the tests
+    anew, so the other mutants keep the verdicts of the first pass."""
+    names = [n for mutants in first.values() for n, s in mutants.items() if s == "survived"]
+    if not names:
+        return first
+    _configure(work, sources, ["tests/unit"])
+    _mutmut(work, jobs, names)
+    second = statuses(work)
+    return {
+        module: {n: second[module][n] if s == "survived" else s for n, s in mutants.items()}
+        for module, mutants in first.items()
+    }
 
 
 def statuses(work: Path) -> dict[str, dict[str, str]]:
@@ -110,18 +146,40 @@ def score(c: Counter[str]) -> float | None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--modules", help="comma-separated modules under src/cryptbench (default: DECIDING)")
-    ap.add_argument("--tests", default="tests/unit", help="tests run on each mutant (default tests/unit)")
+    ap.add_argument(
+        "--tests", default="tests/unit", help="comma-separated tests run on each mutant (default tests/unit)"
+    )
     ap.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default 2)")
     ap.add_argument("--survivors", action="store_true", help="list every surviving mutant by name")
     ap.add_argument("--smoke", action="store_true", help="one small module against its own test file")
+    ap.add_argument(
+        "--recheck", action="store_true", help="run a narrower --tests' survivors again against tests/unit"
+    )
     args = ap.parse_args()
     if args.smoke:
         sources, tests = [_source(SMOKE[0])], [SMOKE[1]]
     else:
         modules = args.modules.split(",") if args.modules else list(DECIDING)
-        sources, tests = [_source(m.strip()) for m in modules], [args.tests]
+        sources, tests = [_source(m.strip()) for m in modules], [t.strip() for t in args.tests.split(",")]
     work = run(sources, tests, args.jobs)
     every = statuses(work)
+    if args.recheck:  # the first pass's table first: a recheck cut short loses nothing
+        print(f"against {', '.join(tests)} alone:")
+        report(every)
+        every = recheck(work, sources, every, args.jobs)
+        print("its survivors rechecked against tests/unit:")
+    report(every)
+    if args.survivors:
+        print("\n".join(n for mutants in every.values() for n, s in mutants.items() if s == "survived"))
+    if args.smoke:
+        shutil.rmtree(work)
+    else:
+        print(f"mutmut's records (mutmut browse there): {work}", file=sys.stderr)
+    return 0
+
+
+def report(every: dict[str, dict[str, str]]) -> None:
+    """Each module's mutants by status, and the score over them all."""
     found = {module: Counter(mutants.values()) for module, mutants in every.items()}
     total: Counter[str] = Counter()
     heads = ("mutants", "killed", "survived", "no tests", "other", "score")
@@ -136,14 +194,7 @@ def main() -> int:
         )
     s = score(total)
     shown = "-" if s is None else f"{s:.1%}"
-    print(f"score over {len(found)} module(s): {shown} of the mutants a test reached killed")
-    if args.survivors:
-        print("\n".join(n for mutants in every.values() for n, s in mutants.items() if s == "survived"))
-    if args.smoke:
-        shutil.rmtree(work)
-    else:
-        print(f"mutmut's records (mutmut browse there): {work}", file=sys.stderr)
-    return 0
+    print(f"score over {len(found)} module(s): {shown} of the mutants a test reached killed", flush=True)
 
 
 if __name__ == "__main__":
