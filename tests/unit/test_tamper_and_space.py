@@ -419,3 +419,19 @@ def test_a_read_back_cut_short_counts_the_missing_bytes_as_changed(
     )
     assert found.verdict is Verdict.SILENT
     assert found.detail["bytes_changed"] == 1 + 100  # the flipped byte, and the 100 it lacks
+
+
+@pytest.mark.parametrize(
+    ("got", "expected", "count"),
+    [
+        (b"abcd", b"abcd", 0),
+        (b"abXd", b"abcd", 1),
+        (b"ab", b"abcd", 2),
+        (b"XbcdEF", b"abcd", 3),
+        (b"", b"ab", 2),
+    ],
+)
+def test_a_read_back_counts_the_bytes_that_differ_and_those_only_one_side_has(
+    got: bytes, expected: bytes, count: int
+) -> None:
+    assert tamper._differing(got, expected) == count

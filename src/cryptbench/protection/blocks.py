@@ -2,8 +2,8 @@
 block of every backing file (a change detector, not a security claim: the sum of the
 block's 64-bit words, each times a fixed odd weight, modulo 2**64, so any change to one
 word changes it; computed with NumPy a megabyte at a time, not block by block from
-Python, which is slow under the kernel lab's emulated CPU), and the
-runs of consecutive blocks that differ. The tamper probe finds a file's ciphertext this
+Python, which is slow under the kernel lab's emulated CPU; holes skipped, extents.py),
+and the runs of consecutive blocks that differ. The tamper probe finds a file's ciphertext this
 way, whatever the layout below (a loop image, a LUKS header and dm-integrity's tags, a
 qcow2 file's clusters, a FUSE daemon's files): it rewrites the file and looks for what
 changed. The change-granularity probe counts what one byte's change rewrote.
@@ -19,10 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from cryptbench.backends.base import iter_files
+from cryptbench.protection import extents
+from cryptbench.protection.extents import BLOCK
 
-BLOCK = 4096  # bytes per checksummed block
 READ = 1 << 20  # bytes read at a time (a whole number of blocks)
 HOLE = (1 << 64) - 1  # the mark of a block in a hole: no block's sum is given it
+_HOLES = array("Q", [HOLE])
 # One fixed odd weight per 64-bit word of a block (odd: a word's change never vanishes).
 _WEIGHTS = np.random.default_rng(20261127).integers(0, 1 << 62, BLOCK // 8, dtype=np.uint64) * 2 + 1
 _SHORT = np.uint64(0x9E3779B97F4A7C15)  # weighs a short last block's length into its sum
@@ -30,7 +32,7 @@ _SHORT = np.uint64(0x9E3779B97F4A7C15)  # weighs a short last block's length int
 
 @dataclass(frozen=True)
 class Blocks:
-    """A CRC-32 per BLOCK of each backing file, the last block possibly short."""
+    """A sum per BLOCK of each backing file (HOLE for a block in a hole), the last block possibly short."""
 
     crcs: dict[Path, array]
 
@@ -63,45 +65,30 @@ def _file(path: Path) -> array:
     """A sparse image's holes are skipped (SEEK_DATA), not read: a large image that holds
     little costs little."""
     sums = array("Q")
-    with open(path, "rb") as f:
-        fd = f.fileno()
-        size = os.fstat(fd).st_size
-        pos = 0
-        while pos < size:
-            try:
-                data = os.lseek(fd, pos, os.SEEK_DATA)
-            except OSError:  # ENXIO: nothing but a hole up to the end
-                data = size
-            data -= data % BLOCK
-            sums.extend([HOLE] * ((data - pos) // BLOCK))
-            if data >= size:
-                break
-            try:
-                end = os.lseek(fd, data, os.SEEK_HOLE)
-            except OSError:
-                end = size
-            f.seek(data)
-            pos = data
-            # to the end of the data, rounded up to a whole block
-            while pos < end and (chunk := f.read(min(READ, -(-(end - pos) // BLOCK) * BLOCK))):
-                sums.frombytes(block_sums(chunk).tobytes())
-                pos += len(chunk)
-        tail = -(-size // BLOCK)
-        del sums[tail:]
-        sums.extend([HOLE] * (tail - len(sums)))
+    buf = memoryview(bytearray(READ))
+    with open(path, "rb", buffering=0) as f:
+        size = os.fstat(f.fileno()).st_size
+        for offset, got in extents.chunks(f, buf):
+            sums.extend(_HOLES * (offset // BLOCK - len(sums)))
+            sums.frombytes(block_sums(buf[:got]).tobytes())
+    tail = -(-size // BLOCK)
+    del sums[tail:]
+    sums.extend(_HOLES * (tail - len(sums)))
     return sums
 
 
-def block_sums(chunk: bytes) -> np.ndarray:
+def block_sums(chunk: bytes | memoryview) -> np.ndarray:
     """Each BLOCK of `chunk`'s sum (its last block may be short: zero-padded, its length
-    weighed in), none of them HOLE."""
-    n = -(-len(chunk) // BLOCK)
-    padded = np.zeros(n * BLOCK, dtype=np.uint8)
-    padded[: len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+    weighed in), none of them HOLE. The whole blocks are summed where they lie, not copied."""
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    whole = len(data) - len(data) % BLOCK
     with np.errstate(over="ignore"):  # modulo 2**64 is the point
-        sums = padded.view("<u8").reshape(n, BLOCK // 8) @ _WEIGHTS
-        if len(chunk) % BLOCK:
-            sums[-1] += np.uint64(len(chunk) % BLOCK) * _SHORT
+        sums = data[:whole].view("<u8").reshape(-1, BLOCK // 8) @ _WEIGHTS
+        if whole < len(data):
+            last = np.zeros(BLOCK, dtype=np.uint8)
+            last[: len(data) - whole] = data[whole:]
+            short = last.view("<u8") @ _WEIGHTS + np.uint64(len(data) - whole) * _SHORT
+            sums = np.append(sums, short)
     sums[sums == np.uint64(HOLE)] -= np.uint64(1)
     return sums
 

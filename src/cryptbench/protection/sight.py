@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptbench.backends.base import Target
+from cryptbench.protection import extents
 from cryptbench.system import which
 
 LUKS_MAGIC = b"LUKS\xba\xbe"  # a LUKS1 or LUKS2 header's first bytes
@@ -166,12 +167,20 @@ def _debugfs_ls(image: Path, inodes: list[str]) -> dict[str, list[tuple[str, boo
 
 
 def contains(path: Path, token: bytes) -> bool:
-    """Whether the file holds `token` anywhere (across read boundaries too)."""
+    """Whether the file holds `token` anywhere (across read boundaries too; never in a hole,
+    which reads as zeros, so `token` must hold a byte other than zero)."""
+    assert token.strip(b"\0")
     overlap = len(token) - 1
-    tail = b""
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            if token in tail + chunk:
+    # The previous chunk's last `overlap` bytes go just before the next chunk's.
+    buf = bytearray(overlap + CHUNK)
+    end = -1  # where the previous chunk ended in the file
+    with open(path, "rb", buffering=0) as f:
+        for offset, got in extents.chunks(f, memoryview(buf)[overlap:]):
+            if buf.find(token, 0 if offset == end else overlap, overlap + got) >= 0:
                 return True
-            tail = chunk[-overlap:]
+            if got >= overlap:
+                buf[:overlap] = buf[got : got + overlap]
+                end = offset + got
+            else:  # a chunk shorter than the token (the file's end): no boundary to carry
+                end = -1
     return False

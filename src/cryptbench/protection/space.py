@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 from cryptbench.backends.base import Target
@@ -78,17 +79,31 @@ def _write(path: Path, data: bytes, fsync: bool) -> None:
             os.fsync(f.fileno())
 
 
+# The data sets are made once a run, not once a target: the same bytes every time, and
+# under the kernel lab's emulated CPU making them took seconds a target.
+@cache
+def tree_contents() -> tuple[bytes, ...]:
+    """The small-file tree's files' contents, in order."""
+    sizes = lognormal_sizes(SEED, TREE_BYTES, MEDIAN_FILE, SIGMA, SMALLEST, LARGEST)
+    return tuple(text(SEED, size, "space", i) for i, size in enumerate(sizes))
+
+
+@cache
+def large_contents() -> bytes:
+    return incompressible(SEED, LARGE_BYTES, "space-large")
+
+
 def write_tree(root: Path, fsync: bool) -> tuple[int, int]:
     """The small-file tree; returns (files, bytes of contents)."""
-    sizes = lognormal_sizes(SEED, TREE_BYTES, MEDIAN_FILE, SIGMA, SMALLEST, LARGEST)
+    contents = tree_contents()
     folder = root
     root.mkdir()
-    for i, size in enumerate(sizes):
+    for i, data in enumerate(contents):
         if i % FILES_PER_DIR == 0:
             folder = root / f"d{i // FILES_PER_DIR}"
             folder.mkdir()
-        _write(folder / f"f{i}.c", text(SEED, size, "space", i), fsync)
-    return len(sizes), sum(sizes)
+        _write(folder / f"f{i}.c", data, fsync)
+    return len(contents), sum(map(len, contents))
 
 
 def measure(
@@ -125,7 +140,7 @@ def measure(
         return out
     before = count()
     large = folder / "large"
-    _write(large, incompressible(SEED, LARGE_BYTES, "space-large"), fsync)
+    _write(large, large_contents(), fsync)
     out["large"] = {"files": 1, "data": LARGE_BYTES, "used": count() - before}
     out["granularity"] = granularity(target.backing, large, settled, complete)  # after a count(): complete
     return out

@@ -27,6 +27,8 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from cryptbench.backends.base import Target, cache_files
 from cryptbench.errors import ProvisionError
 from cryptbench.measure.cache import drop_caches
@@ -143,5 +145,12 @@ def _read_back(target: Target, probe: Path, expected: bytes) -> OSError | int | 
         except OSError as e:
             return e
         if got != expected:
-            return sum(a != b for a, b in zip(got, expected, strict=False)) + abs(len(got) - len(expected))
+            return _differing(got, expected)
     return None
+
+
+def _differing(got: bytes, expected: bytes) -> int:
+    """Bytes that differ where both have one, and those only one has."""
+    n = min(len(got), len(expected))
+    a, b = np.frombuffer(got, np.uint8, n), np.frombuffer(expected, np.uint8, n)
+    return int(np.count_nonzero(a != b)) + abs(len(got) - len(expected))
