@@ -9,9 +9,16 @@ PYTEST_ARGS ?=
 LOG    := build/setup.log
 QUIETLY := scripts/quietly.sh $(LOG)
 
-.PHONY: run test test-steps setup system-deps test-deps lint lint-steps clean shell
+.PHONY: run test test-steps setup system-deps test-deps lint lint-steps clean shell bytecode
 
-setup: system-deps $(STAMP) shell
+setup: system-deps $(STAMP) shell bytecode
+
+# Python writes no bytecode where PYTHONDONTWRITEBYTECODE is set (this VM, CI) or where it
+# cannot write (the kernel lab's read-only view of the tree), and then compiles every module
+# anew in every process: every `cryptbench` and every test run. benchmarks/startup.py
+# measures what that costs.
+bytecode: $(STAMP)
+	@$(QUIETLY) "compiling the Python bytecode" $(VENV)/bin/python -m compileall -q src tests benchmarks
 
 # Completion for bash, zsh and fish, and the man page, from the parser; installed where
 # the shells and man look when run as root (scripts/shell_integration.py).

@@ -293,6 +293,7 @@ mkdir -p /tmp/lab/targets /tmp/lab/pytest
 echo "lab: $(uname -r), ext4 loaded: $(grep -cw ext4 /proc/filesystems || true)"
 cd {shlex.quote(str(REPO))}
 export CRYPTBENCH_LAB=guest CRYPTBENCH_LAB_RESULTS={results} CRYPTBENCH_TEST_TARGET=/tmp/lab/targets
+# The tree is read-only here: the bytecode `make setup` compiled on the host is read, none written.
 export PYTHONDONTWRITEBYTECODE=1
 set +e
 {python} -m pytest -p no:cacheprovider -o addopts= -q -rA --basetemp=/tmp/lab/pytest {ids}
