@@ -360,9 +360,8 @@ def test_without_an_interval_the_run_cannot_tell_targets_apart() -> None:
     assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("d", 0.25, "tied")]
 
 
-def test_sections_by_host_and_by_ram_twin_each_against_their_own_plain() -> None:
-    # Each target is held to the plain of its host and medium, never to another's:
-    # on the device fscrypt is 0.8 of plain, on RAM 0.5 of ram:plain, on h1 0.25 of h1/plain.
+def _three_places() -> tuple[list[TargetInfo], list[Result]]:
+    """fscrypt and plain on the device, on RAM and on host h1: 0.8, 0.5 and 0.25 of its plain."""
     targets = [
         _target("plain"),
         _target("fscrypt"),
@@ -379,6 +378,13 @@ def test_sections_by_host_and_by_ram_twin_each_against_their_own_plain() -> None
         *_speeds("h1/plain", 400, 400, 0.001),
         *_speeds("h1/fscrypt", 100, 100, 0.004),
     ]
+    return targets, results
+
+
+def test_sections_by_host_and_by_ram_twin_each_against_their_own_plain() -> None:
+    # Each target is held to the plain of its host and medium, never to another's:
+    # on the device fscrypt is 0.8 of plain, on RAM 0.5 of ram:plain, on h1 0.25 of h1/plain.
+    targets, results = _three_places()
     sections = _section(targets, results)
     assert [(s.host, s.medium, s.plain) for s in sections] == [
         (None, "device", "plain"),
@@ -583,3 +589,89 @@ def test_the_targets_below_an_inversion_are_those_after_its_first_costlier_one()
         " c and d rank costlier despite better figures than g and u: held to a directly, they are"
         " -10% [-15, -5] and -12% [-16, -7], while g and u cannot be set apart from it."
     )
+
+
+def _said(targets: list[TargetInfo], results: list[Result], margin: float | None = None) -> list[str]:
+    """The ranking's sentences, as the answer prints them, of a document ranked here."""
+    doc = _document(targets, results, margin)
+    return ranking.sentences(dataclasses.replace(doc, ranking=ranking.build(doc)))
+
+
+def test_each_section_opens_with_where_it_was_measured_when_there_are_several() -> None:
+    targets, results = _three_places()
+    assert _said(targets, results) == [
+        "On the device: only fscrypt was measured encrypted: -20% [-20, -20] against plain over 3 workloads.",
+        "On RAM: only ram:fscrypt was measured encrypted: -50% [-50, -50] "
+        "against ram:plain over 3 workloads.",
+        "On h1: only h1/fscrypt was measured encrypted: -75% [-75, -75] against h1/plain over 3 workloads.",
+    ]
+    # two sections are several too; one names no place
+    assert _said(targets[:4], results[:12])[1].startswith("On RAM: only ram:fscrypt")
+    assert _said(targets[:2], results[:6])[0].startswith("Only fscrypt was measured encrypted")
+
+
+def test_each_reason_not_to_rank_is_said_after_the_ranking() -> None:
+    unchecked = dataclasses.replace(_target("b"), encryption_verified=None)
+    unverified = dataclasses.replace(_target("c"), encryption_verified=False)
+    targets = [_target("plain"), _target("a"), unchecked, unverified, _target("d")]
+    results = [
+        *_speeds("plain", 100, 100, 0.010),
+        *_speeds("a", 80, 80, 0.0125),
+        *_speeds("b", 50, 50, 0.02),
+        *_speeds("c", 50, 50, 0.02),
+        *_speeds("d", 50, 50, 0.02)[:1],  # two of its three workloads missing
+    ]
+    assert _said(targets, results)[0] == (
+        "Only a was measured encrypted: -20% [-20, -20] against plain over 3 workloads. "
+        "Not ranked: b (encryption not checked); c (encryption not verified); "
+        "d (trials failed at rnd-read and 1 more)."
+    )
+
+
+def test_only_a_target_faster_than_plain_over_its_whole_interval_is_said_to_be_faster() -> None:
+    # a: plain's very figures, an interval of one point at 1.0: not faster. b, c, e: faster.
+    targets = [_target("plain"), _target("a"), _target("b"), _target("c"), _target("e")]
+    results = [
+        *_speeds("plain", 100, 100, 0.010),
+        *_speeds("a", 100, 100, 0.010),
+        *_speeds("b", 200, 200, 0.005),
+        *_speeds("c", 150, 150, 0.010 / 1.5),
+        *_speeds("e", 120, 120, 0.010 / 1.2),
+    ]
+    first = _said(targets, results)[0]
+    assert first.endswith(" b, c and e ran faster than plain here; the diagnosis says why."), first
+    assert first.startswith("Cheapest here: b, +100% [+100, +100] against plain over 3 workloads.")
+
+
+def test_one_workload_is_said_in_the_singular() -> None:
+    targets = [_target("plain"), _target("a"), _target("b")]
+    results = [
+        *_speeds("plain", 100, 100, 0.010)[:1],
+        *_speeds("a", 80, 80, 0.0125)[:1],
+        *_speeds("b", 50, 50, 0.02)[:1],
+    ]
+    assert _said(targets, results)[0] == (
+        "Cheapest here: a, -20% [-20, -20] against plain over 1 workload. b costs most: -50% [-50, -50]."
+    )
+
+
+@pytest.mark.parametrize(
+    ("needs", "protection", "said"),
+    [
+        (["tamper"], {"names": {"verdict": "hidden"}}, "needs tamper detected: not probed here"),
+        (["names"], {"names": {"verdict": "shown"}}, "needs names hidden: shown here"),
+        (["tamper"], {"tamper": {"verdict": "hidden"}}, "needs tamper detected: hidden here"),
+        (
+            ["names"],
+            {"broken": "a control failed", "names": {"verdict": "hidden"}},
+            "needs names hidden: not proven here",
+        ),
+        (["names"], None, "needs names hidden: not proven here"),
+        (["names", "tamper"], {"names": {"verdict": "hidden"}, "tamper": {"verdict": "detected"}}, None),
+        ([], None, None),
+    ],
+)
+def test_a_need_is_met_only_by_its_own_verdict_proven(
+    needs: list[str], protection: dict | None, said: str | None
+) -> None:
+    assert ranking.unmet_need(needs, dataclasses.replace(_target("a"), protection=protection)) == said
