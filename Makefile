@@ -13,7 +13,7 @@ QUIETLY := scripts/quietly.sh $(LOG)
 
 setup: system-deps $(STAMP) shell bytecode
 
-# Python writes no bytecode where PYTHONDONTWRITEBYTECODE is set (this VM, CI) or where it
+# Python writes no bytecode where PYTHONDONTWRITEBYTECODE is set (as on this VM) or where it
 # cannot write (the kernel lab's read-only view of the tree), and then compiles every module
 # anew in every process: every `cryptbench` and every test run. benchmarks/startup.py
 # measures what that costs.

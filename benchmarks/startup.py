@@ -9,9 +9,9 @@ were most of every command's start-up before they were imported lazily).
 
 Then each command as it starts with the project's bytecode compiled (`make setup`
 compiles it) against the same command from a copy of the package without it: where
-PYTHONDONTWRITEBYTECODE is set (this VM, CI) or the tree is read-only (the kernel
+PYTHONDONTWRITEBYTECODE is set (as on this VM) or the tree is read-only (the kernel
 lab's view of it), Python writes no bytecode and compiles every module anew in every
-process, as each of the test suite's hundreds of `cryptbench` processes did.
+process, as each of the test suite's `cryptbench` processes did.
 
     .venv/bin/python benchmarks/startup.py [--rounds 10]
 """

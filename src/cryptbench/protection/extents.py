@@ -1,10 +1,9 @@
 """Reading a backing file's data and not its holes, through one buffer the caller owns.
 
-The probes read whole images (a 90 MB LUKS image, several times a target): a sparse or
-preallocated image is skipped where SEEK_DATA finds nothing written, and each read goes
-straight into the same buffer (readinto on an unbuffered file), because a fresh megabyte
-per read costs page faults and a copy; under the kernel lab's emulated CPU those took more
-time than the sums (46 s of the shared lab run's 170 s of digests, profiled with cProfile).
+The probes read whole images, several times a target: a sparse or preallocated image is
+skipped where SEEK_DATA finds nothing written, and each read goes straight into the same
+buffer (readinto on an unbuffered file), because a fresh megabyte per read costs page
+faults and a copy, which under the kernel lab's emulated CPU are dear.
 """
 
 from __future__ import annotations

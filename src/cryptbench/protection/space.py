@@ -79,8 +79,7 @@ def _write(path: Path, data: bytes, fsync: bool) -> None:
             os.fsync(f.fileno())
 
 
-# The data sets are made once a run, not once a target: the same bytes every time, and
-# under the kernel lab's emulated CPU making them took seconds a target.
+# The data sets are made once a run, not once a target: they are the same bytes every time.
 @cache
 def tree_contents() -> tuple[bytes, ...]:
     """The small-file tree's files' contents, in order."""
