@@ -5,7 +5,9 @@ kernel limits to 40 and 20 MB/s (throttle.py: cgroup v1's blkio on the root
 group, or cgroup v2's io.max on a cgroup of cryptbench's that fio runs in). Whatever else is true
 of the machine, the second is half as fast as the first on sequential work:
 a run must report 0.50 with an interval that contains it
-(`cryptbench selftest`). `plain-twin` is a second plain directory beside
+(`cryptbench selftest`). `throttle-none` is the same stack with no throttle:
+what the device itself adds to a throttled job (a write's final flush) is
+measured on it, beside the throttles, in the same rounds. `plain-twin` is a second plain directory beside
 `plain`: two identical targets, whose ratio's interval should contain 1.00
 about 95 % of the time (`benchmarks/calibration.py`).
 """
@@ -98,6 +100,21 @@ def throttled(session: Session, device: str, rate: int, name: str) -> Iterator[P
         session.release(rule)
 
 
+class UnthrottledBackend(Ext4LoopBackend):
+    """The throttles' stack with no throttle: what the device adds to a throttled job."""
+
+    name = "throttle-none"
+    baseline = None
+    ram = False  # the throttles' control, on the same device as they are
+    summary = (
+        "known answer's control: ext4 on a loop device, not throttled; what the device itself "
+        "adds to a throttled job (cryptbench selftest)"
+    )
+
+    def probe(self) -> Availability:
+        return probe_throttling()
+
+
 class PlainTwinBackend(PlainBackend):
     name = "plain-twin"
     baseline = "plain"
@@ -111,4 +128,9 @@ class PlainTwinBackend(PlainBackend):
 
 
 def known_answer_backends() -> list[Backend]:
-    return [ThrottledBackend(40, None), ThrottledBackend(20, "throttle-40"), PlainTwinBackend()]
+    return [
+        ThrottledBackend(40, None),
+        ThrottledBackend(20, "throttle-40"),
+        UnthrottledBackend(),
+        PlainTwinBackend(),
+    ]
