@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from cryptbench.backends.luks import VARIANTS
+from cryptbench.backends.luks import PLAIN_LUKS, VARIANTS, OptionKind
 from tests.lab import FinishedRun
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
@@ -39,6 +39,10 @@ def test_what_each_kernel_only_backend_hides(
     assert seen["ecryptfs"] == ("hidden", "hidden", "block", "shown", "silent")
     assert seen["plain"] == seen["ext4-loop"] == ("shown",) * 4 + ("silent",)  # the positive controls
     targets = {t["name"]: t for t in kernel_only_run.doc["targets"]}
+    # an option given only to `cryptsetup open` leaves luks-aes256's container: read once
+    for name, variant in VARIANTS.items():
+        flags_only = variant.option in (OptionKind.WORKQUEUES, OptionKind.SUBMIT)
+        assert targets[name]["protection"].get("probed_on") == (PLAIN_LUKS if flags_only else None), name
     assert targets["luks-aes256"]["protection"]["sight"] == "LUKS container"
     assert targets["ecryptfs"]["protection"]["sizes"]["detail"]["block"] == 4096
     for name in ("luks-aes256", "luks-aes256-hmac", "luks-aes256-hmac-nojournal", "ecryptfs"):

@@ -493,3 +493,47 @@ def test_needs_are_parsed_in_order(text: str | None, needs: tuple[str, ...]) -> 
 def test_bad_needs_are_refused(text: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         parse_needs(text)
+
+
+def test_a_flag_only_luks_variant_takes_its_formats_findings_probed_once(
+    monkeypatch: pytest.MonkeyPatch, dir_target: tuple[Session, Target]
+) -> None:
+    """luks-aes256-noqueue's container is luks-aes256's (its flags are given to `cryptsetup
+    open`): probed once where the run holds both on one medium; its own where it does not,
+    and a sector size, which changes the format, is always probed."""
+    session, plain = dir_target
+    plain.marker_in_backing = True
+
+    def luks(name: str, medium: str = "device", verified: bool = True) -> Target:
+        return Target(
+            name, name, True, "plain", plain.path, (plain.path,), encryption_verified=verified, medium=medium
+        )
+
+    targets = {
+        "plain": plain,
+        "luks-aes256": luks("luks-aes256"),
+        "luks-aes256-noqueue": luks("luks-aes256-noqueue", verified=False),
+        "luks-aes256-sector512": luks("luks-aes256-sector512"),
+        "ram:luks-aes256-submitcpus": luks("luks-aes256-submitcpus", medium="ram"),
+    }
+    probed: list[str] = []
+
+    def fake(_session: Session, t: Target) -> Protection:
+        probed.append(t.name)
+        verdict = Verdict.SHOWN if t.name == "plain" else Verdict.HIDDEN
+        return Protection({Property.NAMES: Finding(verdict, f"read on {t.name}")}, f"sight of {t.name}")
+
+    monkeypatch.setattr(probes, "probe", fake)
+    verify.probe_protection(session, targets)
+    assert sorted(probed) == ["luks-aes256", "luks-aes256-sector512", "luks-aes256-submitcpus", "plain"]
+    shared = targets["luks-aes256-noqueue"].protection
+    assert shared is not None and shared["probed_on"] == "luks-aes256"
+    assert shared["names"]["evidence"] == "read on luks-aes256"
+    assert shared["sight"] == "sight of luks-aes256 (read on luks-aes256: the same format)"
+    assert shared["contents"]["verdict"] == "unknown"  # its own proof of encryption, not luks-aes256's
+    own = targets["luks-aes256"].protection
+    assert own is not None and "probed_on" not in own and own["contents"]["verdict"] == "hidden"
+    for name in ("luks-aes256-sector512", "ram:luks-aes256-submitcpus"):
+        p = targets[name].protection
+        assert p is not None and "probed_on" not in p, name
+    assert Protection.from_json(shared).probed_on == "luks-aes256"

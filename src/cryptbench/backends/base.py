@@ -144,6 +144,13 @@ class Backend(ABC):
     # stops them before it unmounts (backends.helper_programs()).
     programs: ClassVar[tuple[str, ...]] = ()
 
+    def same_format_as(self) -> str | None:
+        """The backend whose backing this one's is, byte for byte but for its keys and
+        salts (an option that changes only how the work is scheduled), or None. Where a
+        run holds both on one medium, the protection probes read that one's backing once
+        and its findings are this one's too (pipeline/verify.py)."""
+        return None
+
     def declared(self) -> dict[str, tuple[str, str]]:
         """What its documentation promises it hides from someone who reads its backing at
         rest, per property (contents, names, sizes, tree: "hidden" | "shown" | "block";

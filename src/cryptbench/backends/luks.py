@@ -423,6 +423,12 @@ class LuksBackend(Backend):
     encrypted = True
     baseline = "ext4-loop"
 
+    def same_format_as(self) -> str | None:
+        # dm-crypt's performance flags are given to `cryptsetup open` (open_command), not
+        # written to the header: the container is the one its variant_of makes.
+        v = self.variant
+        return v.variant_of if v.option in (OptionKind.WORKQUEUES, OptionKind.SUBMIT) else None
+
     def declared(self) -> dict[str, tuple[str, str]]:
         src = "cryptsetup(8), dm-crypt: the whole block device is encrypted"
         said = {p: ("hidden", src) for p in ("contents", "names", "sizes", "tree")}

@@ -106,10 +106,18 @@ def probe_protection(session: Session, targets: dict[str, Target]) -> None:
     (protection/probes.py), with the proof of encryption as its contents' finding, and its
     space against its baseline's; stored on each target. Where a positive
     control (plain, ext4-loop) protects what it cannot, the probe is broken: every
-    target's findings say so, and are no evidence."""
+    target's findings say so, and are no evidence. A target whose backing is another's
+    format (a LUKS option given only at activation) takes that one's findings, probed
+    once; its proof of encryption is still its own."""
+    owners = {name: _format_owner(t, targets) for name, t in targets.items()}
+    probed = {name: probes.probe(session, t) for name, t in targets.items() if owners[name] is None}
+    for name, owner in owners.items():
+        if owner is not None:
+            p = probed[owner]
+            probed[name] = replace(p, sight=f"{p.sight} (read on {owner}: the same format)", probed_on=owner)
     found: dict[str, Protection] = {}
     for name, t in targets.items():
-        p = probes.probe(session, t)
+        p = probed[name]
         said = REGISTRY[t.backend].declared() if t.backend in REGISTRY else {}
         findings = {Property.CONTENTS: _contents(t), **p.findings}
         found[name] = replace(
@@ -133,6 +141,15 @@ def probe_protection(session: Session, targets: dict[str, Target]) -> None:
         base = found.get(t.baseline) if t.baseline else None
         measured = with_ratios(found[name].space, base.space if base else {})
         t.protection = replace(found[name], broken=broken, space=measured).to_json()
+
+
+def _format_owner(t: Target, targets: dict[str, Target]) -> str | None:
+    """The name of the run's target on t's medium whose backing has t's format, or None."""
+    backend = REGISTRY.get(t.backend)
+    same = backend.same_format_as() if backend else None
+    if same is None:
+        return None
+    return next((n for n, o in targets.items() if o.backend == same and o.medium == t.medium), None)
 
 
 def with_ratios(space: JsonObject, baseline: JsonObject) -> JsonObject:

@@ -88,11 +88,16 @@ class Protection:
     # from the pipeline "baseline_fixed" (bytes);
     # {} where not measured
     space: JsonObject = field(default_factory=dict)
+    # the target whose backing was read for these findings, where it was another of the
+    # same format (Backend.same_format_as); None: its own
+    probed_on: str | None = None
 
     def to_json(self) -> JsonObject:
         d: JsonObject = {"sight": self.sight, **{str(p): f.to_json() for p, f in self.findings.items()}}
         if self.broken:
             d["broken"] = self.broken
+        if self.probed_on:
+            d["probed_on"] = self.probed_on
         if self.space:
             d["space"] = self.space
         return d
@@ -100,4 +105,4 @@ class Protection:
     @classmethod
     def from_json(cls, d: JsonObject) -> Protection:
         findings = {p: Finding.from_json(d[str(p)]) for p in Property if str(p) in d}
-        return cls(findings, d.get("sight", ""), d.get("broken"), d.get("space", {}))
+        return cls(findings, d.get("sight", ""), d.get("broken"), d.get("space", {}), d.get("probed_on"))
