@@ -173,3 +173,62 @@ def test_the_own_guest_of_a_deselected_test_is_not_booted(
     result = inner.runpytest(str(inner.makepyfile(test_owner=OWNER)), "-k", "test_first")
     result.assert_outcomes(failed=1, deselected=1)  # test_first finds no boot begun
     assert calls == []
+
+
+SHARING = """
+import pytest
+
+pytestmark = pytest.mark.lab
+
+@pytest.fixture(scope="session")
+def kernel_only_run(): raise AssertionError("a stand-in never sets up a guest's fixture")
+
+def test_reads_it(kernel_only_run): raise AssertionError("a stand-in never runs its test on the host")
+def test_alone(): raise AssertionError("a stand-in never runs its test on the host")
+def test_also_reads_it(kernel_only_run): raise AssertionError("a stand-in never runs its test on the host")
+"""
+
+
+@pytest.mark.parametrize("second_exit", [0, 1, None])
+def test_the_shared_runs_readers_boot_in_a_guest_of_their_own_and_the_lab_is_both(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, second_exit: int | None
+) -> None:
+    pytester.makeconftest('pytest_plugins = ["tests.lab_plugin"]')
+    pytester.makepyfile(test_sharing=SHARING)
+    monkeypatch.setattr(kernel_lab, "REQUIRE", False)
+    calls: list[list[str]] = []
+
+    def boot(ids: list[str]) -> kernel_lab.LabRun:
+        calls.append(list(ids))
+        last = len(calls) == 2
+        lab = kernel_lab.LabRun(
+            kernel="/boot/vmlinuz-test", accel="tcg", returncode=0, seconds=10.0 * len(ids)
+        )
+        lab.pytest_exit = second_exit if last else 0
+        lab.outcomes = {i: _outcome(PASSED) for i in ids}
+        return lab
+
+    monkeypatch.setattr(kernel_lab, "boot", boot)
+    result = pytester.runpytest("-rA")
+    readers = ["test_sharing.py::test_reads_it", "test_sharing.py::test_also_reads_it"]
+    assert sorted(calls) == sorted([readers, ["test_sharing.py::test_alone"]])  # two boots, at once
+    if second_exit == 0:
+        result.assert_outcomes(passed=4)
+    else:
+        result.assert_outcomes(passed=3, failed=1)
+        why = "pytest in the guest exited 1" if second_exit else "the guest never reported pytest's exit"
+        result.stdout.fnmatch_lines([f"*the kernel lab failed as a whole: {why}*"])
+
+
+def test_merged_guests_keep_every_outcome_and_the_longer_wall_clock() -> None:
+    one = _guest()
+    two = kernel_lab.LabRun(kernel=one.kernel, accel="tcg", returncode=0, pytest_exit=0, seconds=50.0)
+    two.outcomes = {"test_other.py::test_x": _outcome(PASSED)}
+    two.figures = {"x": 2}
+    one.seconds, one.figures = 80.0, {"x": 1}
+    lab = kernel_lab.merged([one, two])
+    assert set(lab.outcomes) == set(one.outcomes) | {"test_other.py::test_x"}
+    assert lab.seconds == 80.0 and lab.figures == {"x": 3} and lab.failure() is None
+    assert [g["boot"] for g in lab.guests] == [77.0, 49.0]  # each less its tests' seconds
+    assert "===== guest 2 of 2 =====" in lab.console
+    assert kernel_lab.merged([one]) is one
