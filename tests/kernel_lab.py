@@ -8,7 +8,7 @@ qemu over this machine's own userland (read-only; /tmp writable), with a
 virtual disk for the targets, and runs pytest on the marked tests inside.
 
 The host's pytest stands a proxy item in for each marked test (no fixture runs
-on the host), boots two guests at once that share them (SHARED_FIXTURE), and reports each proxy
+on the host), boots the guest once for all of them, and reports each proxy
 with its guest's outcome: passed, failed with the guest's report and output,
 or skipped with the guest's reason. `CRYPTBENCH_REQUIRE_LAB=1` (set by
 .ci/run) turns a lab that could not run, and a skip inside it, into a failure.
@@ -53,12 +53,6 @@ LAB_SECONDS = 80 * 60.0
 # throttle or a cipher is not disturbed by the guest beside it (docs/kernel-lab.md,
 # "Beside the host's tests").
 NICE = 15
-# The lab's tests are shared between two guests booted at once: those that read the
-# shared run of the kernel-only backends (the lab's longest part, tests/lab/conftest.py)
-# in one, the rest in the other. Each guest's pytest runs its tests one after another on
-# about one vCPU's work; two keep both cores busy once the host's tests end, and the
-# lab's wall clock is the longer guest's, not the sum.
-SHARED_FIXTURE = "kernel_only_run"
 RESULTS = "results.jsonl"
 CONSOLE = "console.log"
 PYTEST_EXIT = "lab: pytest exit "  # the guest script's last line, then the status
@@ -116,9 +110,6 @@ class LabRun:
     pytest_exit: int | None = (
         None  # the guest's pytest exit status, from its last line; None if it never came
     )
-    # each guest's tests, wall clock and boot (seconds, KVM probe, boot and set-up: its
-    # wall clock less its tests'), where the lab's tests were shared among guests
-    guests: list[dict[str, float]] = field(default_factory=list)
 
     def failure(self) -> str | None:
         """Why the lab as a whole failed, beyond any one test's outcome; None if it did not."""
@@ -247,7 +238,8 @@ def stop(config: pytest.Config) -> None:
     """Stop the session's background guests that still run (the lab's, and each boot a
     host test owns: the session is ending on Ctrl-C, SIGTERM, or an error before their
     results were read), and wait for each boot to remove its directory."""
-    begun = [*config.stash.get(BACKGROUNDS, []), *config.stash.get(OWN_GUESTS, {}).values()]
+    lab = config.stash.get(BACKGROUND, None)
+    begun = [*([lab] if lab is not None else []), *config.stash.get(OWN_GUESTS, {}).values()]
     for bg in begun:
         for proc in list(_RUNNING.get(bg.thread.ident or 0, ())):
             _STOPPED.add(proc)
@@ -339,39 +331,6 @@ def boot(nodeids: list[str]) -> LabRun:
             lab.console += f"\n[stopped after {LAB_SECONDS:.0f} s]"
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return lab
-
-
-def groups_of(items: list[pytest.Item]) -> list[list[str]]:
-    """The lab tests' node ids, one list per guest (SHARED_FIXTURE's readers, the rest)."""
-    shared = [i.nodeid for i in items if SHARED_FIXTURE in getattr(i, "fixturenames", ())]
-    rest = [i.nodeid for i in items if i.nodeid not in set(shared)]
-    return [g for g in (shared, rest) if g]
-
-
-def merged(runs: list[LabRun]) -> LabRun:
-    """One LabRun for several guests' boots: every test's outcome, the figures summed,
-    the longest wall clock, and failed as a whole where any guest failed as a whole."""
-    if len(runs) == 1:
-        return runs[0]
-    first = runs[0]
-    lab = LabRun(kernel=first.kernel, accel=first.accel, accel_reason=first.accel_reason)
-    lab.unavailable = next((r.unavailable for r in runs if r.unavailable), "")
-    lab.seconds = max(r.seconds for r in runs)
-    codes = [r.returncode for r in runs]
-    lab.returncode = None if None in codes else next((c for c in codes if c), 0)
-    exits = [r.pytest_exit for r in runs]
-    lab.pytest_exit = None if None in exits else next((e for e in exits if e), 0)
-    lab.console = "\n".join(
-        f"===== guest {k} of {len(runs)} =====\n{r.console}" for k, r in enumerate(runs, 1)
-    )
-    for r in runs:
-        lab.outcomes.update(r.outcomes)
-        lab.shared.update(r.shared)
-        for name, n in r.figures.items():
-            lab.figures[name] = lab.figures.get(name, 0) + n
-        tests = sum(o.seconds for o in r.outcomes.values())
-        lab.guests.append({"tests": len(r.outcomes), "seconds": r.seconds, "boot": r.seconds - tests})
     return lab
 
 
@@ -476,11 +435,10 @@ class WholeLabItem(LabItem):
 
 LAB_RUN = pytest.StashKey["LabRun | None"]()
 LAB_IDS = pytest.StashKey["list[str]"]()  # the lab tests this session runs, set by stand_in
-LAB_GROUPS = pytest.StashKey["list[list[str]]"]()  # the same, one list per guest (groups_of)
 
 
 class Background:
-    """One of the lab's boots, begun when the session's tests begin and run beside them
+    """The lab's one boot, begun when the session's tests begin and run beside them
     (the guest shares nothing with the host's tests but the CPU, and yields that:
     NICE); the stand-ins, which run last, wait for it.
 
@@ -510,7 +468,7 @@ class Background:
         return self.lab
 
 
-BACKGROUNDS = pytest.StashKey[list[Background]]()  # the lab's boots, one per guest
+BACKGROUND = pytest.StashKey[Background]()
 # The boots host tests own (a test marked `guest`, such as the harness's guest that dies
 # mid-test), by the node ids each runs: begun beside the lab's when the tests begin, so
 # that their test waits for a finished boot instead of a whole emulated one.
@@ -521,11 +479,11 @@ OWN_GUEST_IDS = pytest.StashKey[list[tuple[str, ...]]]()  # set at collection, b
 def start(config: pytest.Config) -> None:
     """Begin the lab's boot in the background, when this session has lab tests, and
     each boot a selected host test owns (its `guest` marker)."""
-    groups = config.stash.get(LAB_GROUPS, [])
-    if groups and BACKGROUNDS not in config.stash:
-        config.stash[BACKGROUNDS] = [Background(ids) for ids in groups]
-        for bg in config.stash[BACKGROUNDS]:
-            bg.thread.start()
+    ids = config.stash.get(LAB_IDS, [])
+    if ids and BACKGROUND not in config.stash:
+        bg = Background(ids)
+        config.stash[BACKGROUND] = bg
+        bg.thread.start()
     own = config.stash.setdefault(OWN_GUESTS, {})
     for guest in config.stash.get(OWN_GUEST_IDS, []):
         if guest not in own:
@@ -548,15 +506,14 @@ def own_guest(config: pytest.Config, ids: list[str]) -> LabRun:
 
 
 def booted(config: pytest.Config, ids: list[str]) -> LabRun:
-    """The lab's boots for all of `ids`, merged: those begun in the background at the
+    """The lab's one boot for all of `ids`: the one begun in the background at the
     session's start, else made by the first stand-in that asks; a lab that could not
     boot skips (or, where it must run, fails) the asker."""
     lab = config.stash.setdefault(LAB_RUN, None)
     if lab is None:
-        begun = config.stash.get(BACKGROUNDS, [])
+        bg = config.stash.get(BACKGROUND, None)
         asked = time.monotonic()
-        groups = config.stash.get(LAB_GROUPS, [ids])
-        lab = merged([bg.result() for bg in begun] if begun else [boot(g) for g in groups])
+        lab = bg.result() if bg is not None else boot(ids)
         lab.waited = time.monotonic() - asked
         config.stash[LAB_RUN] = lab
         for name, n in lab.figures.items():
@@ -569,14 +526,13 @@ def booted(config: pytest.Config, ids: list[str]) -> LabRun:
 
 
 def stand_in(items: list[pytest.Item]) -> list[pytest.Item]:
-    """Replace each lab test by a LabItem, the lab tests last (their guests' boots
-    begun when the tests begin), and the lab as a whole after them."""
+    """Replace each lab test by a LabItem, the lab tests last (one boot for all),
+    and the lab as a whole after them."""
     lab = [i for i in items if i.get_closest_marker("lab")]
     if not lab:
         return items
     ids = [i.nodeid for i in lab]
     lab[0].config.stash[LAB_IDS] = ids
-    lab[0].config.stash[LAB_GROUPS] = groups_of(lab)
     proxies: list[pytest.Item] = []
     for item in lab:
         proxy = LabItem.from_parent(item.parent, name=item.name, lab_ids=ids)  # type: ignore[arg-type]

@@ -56,7 +56,6 @@ def write(config: pytest.Config) -> None:
             "waited": lab.waited,
             "shared": lab.shared,
             "tests": {n: o.seconds for n, o in lab.outcomes.items()},
-            "guests": lab.guests,
         },
     }
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,14 +116,9 @@ def _lab_rows(lab: dict[str, object] | None) -> list[str]:
     shared: dict[str, float] = lab["shared"]  # type: ignore[assignment]
     seconds = float(lab["seconds"])  # type: ignore[arg-type]
     rows = [
-        _row(4, f"kernel lab, beside the host's tests ({len(tests)} tests)", seconds, "its own wall clock")
+        _row(4, f"kernel lab, beside the host's tests ({len(tests)} tests)", seconds, "its own wall clock"),
+        _row(6, "KVM probe, boot and the guest's set-up", seconds - sum(tests.values())),
     ]
-    guests: list[dict[str, float]] = lab.get("guests") or []  # type: ignore[assignment]
-    if not guests:
-        rows.append(_row(6, "KVM probe, boot and the guest's set-up", seconds - sum(tests.values())))
-    for k, g in enumerate(guests, 1):
-        rows.append(_row(6, f"guest {k} of {len(guests)} ({g['tests']:.0f} tests)", g["seconds"], "at once"))
-        rows.append(_row(8, "KVM probe, boot and the guest's set-up", g["boot"]))
     rows += [
         _row(6, f"shared run {name}", s, "inside the first setup that reads it") for name, s in shared.items()
     ]

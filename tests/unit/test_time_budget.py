@@ -72,14 +72,3 @@ def test_the_command_joins_make_tests_phases_and_pytests_record(tmp_path: Path) 
     )  # fmt: skip
     assert proc.stdout == out.read_text()
     assert "lint and types" in proc.stdout and "shared run kernel_only_run" in proc.stdout
-
-
-def test_a_lab_of_two_guests_gives_each_its_wall_clock_and_boot() -> None:
-    guests = [{"tests": 1, "seconds": 1700.0, "boot": 1090.0}, {"tests": 1, "seconds": 900.0, "boot": 810.0}]
-    lab = {**RECORD["lab"], "guests": guests}  # type: ignore[dict-item]
-    text = time_budget.table([("tests", 10.0, 0)], {**RECORD, "lab": lab}, 11.0)
-    assert (
-        _seconds(text, "guest 1 of 2 (1 tests)") == 1700 and _seconds(text, "guest 2 of 2 (1 tests)") == 900
-    )
-    boots = [float(line[72:80]) for line in text.splitlines() if line.strip().startswith("KVM probe, boot")]
-    assert boots == [1090, 810]
