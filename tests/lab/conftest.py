@@ -28,9 +28,9 @@ from tests.support.leaks import leak_checked_dir
 KERNEL_ONLY = ["fscrypt-adiantum", "ecryptfs", *VARIANTS]
 
 # Two of luks-tuning's workloads, tiny: a latency-bound write and the
-# responsiveness probe under a bulk write (one second of it). Under TCG a 4 KiB
-# direct write takes about 3 ms (fio in the guest: 2048 of them in 5.7 to 6.3 s),
-# so the data file is 4 MiB and the probe's 2 MiB: behaviour, not speed, is tested.
+# responsiveness probe under a bulk write (one second of it). Under TCG each 4 KiB
+# direct write is emulated, so the data file is small (4 MiB, the probe's 2 MiB):
+# behaviour, not speed, is tested.
 TWO_WORKLOADS = """
 name = "kernel-only-tiny"
 description = "Two of luks-tuning's workloads, tiny, for the kernel lab"

@@ -112,6 +112,7 @@ class UnthrottledBackend(Ext4LoopBackend):
     )
 
     def probe(self) -> Availability:
+        # needs no throttle itself, but is only of use beside the throttles
         return probe_throttling()
 
 

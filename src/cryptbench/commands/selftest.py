@@ -117,18 +117,18 @@ def _unreachable(rate: float, unthrottled: float | None, workload: str) -> str:
     )
 
 
+def unthrottled(doc: Document) -> dict[str, float]:
+    """bytes/s: each workload's median on TWIN, the throttles' stack unthrottled."""
+    return {r.workload: r.median for r in doc.results if r.target == TWIN and r.metric == "throughput"}
+
+
 def checks(doc: Document) -> list[Check]:
     """Each workload's ratio of the two throttled targets, and each target's own rate."""
     writes = {w.name: direction(w) == "writes" for w in load_suite("selftest").workloads}
-    twin = {r.workload: r.median for r in doc.results if r.target == TWIN and r.metric == "throughput"}
-    ranges = {
-        (name, w): known_range(rate, twin.get(w), writes.get(w, False))
-        for name, rate in RATES.items()
-        for w in twin
-    }
+    twin = unthrottled(doc)
 
     def span(name: str, w: str) -> tuple[float, float]:
-        return ranges.get((name, w), (RATES[name], RATES[name]))
+        return known_range(RATES[name], twin.get(w), writes.get(w, False))
 
     found = []
     for c in doc.comparisons:
@@ -248,11 +248,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"{_check_value(c.low, c.unit)} to {_check_value(c.high, c.unit)}"
             + (f"; cannot be checked here: {c.unreachable}" if c.unreachable else "")
         )
-    twin = {
-        r.workload: r.median
-        for r in result.run.document.results
-        if r.target == TWIN and r.metric == "throughput"
-    }
+    twin = unthrottled(result.run.document)
     if twin:
         moved = ", ".join(f"{w} {format_value(v, 'bytes/s')}" for w, v in twin.items())
         err.print(
