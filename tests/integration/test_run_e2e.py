@@ -15,6 +15,7 @@ from cryptbench.analysis import ranking
 from cryptbench.backends import DEFAULT, REGISTRY
 from cryptbench.commands import run as run_cmd
 from cryptbench.commands import show
+from cryptbench.measure import resident
 from cryptbench.plan import DEFAULT_MAX_TIME, RunRequest
 from cryptbench.store import Store
 from tests.support.cli import cli
@@ -52,6 +53,8 @@ def test_quick_suite_on_every_available_backend(target_dir: Path, tmp_path: Path
             assert (t["name"], t["baseline"]) in pairs
     # each backend's own program's version (Backend.version); the kernel's backends have none
     assert set(doc["environment"].get("versions", {})) == {n for n in here if REGISTRY[n].version()}
+    # fio's code was kept resident across the cache drops (measure/resident.py): at least its executable
+    assert doc["environment"]["fio_code_held_bytes"] >= resident.PAGE
     # io mode recorded per target, the same for all in auto mode
     assert len({t["io_mode"] for t in doc["targets"]}) == 1
     # raw fio output kept for every trial

@@ -33,6 +33,7 @@ from cryptbench.cipher.document import (
 from cryptbench.engines.fio import parse_fio_json, probe_ioengine, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.errors import Interrupted
+from cryptbench.measure import resident
 from cryptbench.measure.cache import drop_caches
 from cryptbench.pipeline.lifecycle import Lifecycle
 from cryptbench.plan import RAM_SLACK
@@ -89,6 +90,7 @@ def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progr
                 spec = TargetSpec(name, medium="ram")
                 targets[name] = stack.enter_context(REGISTRY[name].provision(session, spec, size))
             engine = probe_ioengine(session.path("ioengine-probe"), session)
+            stack.enter_context(resident.hold(resident.program_files("fio")))  # measure/resident.py
             for i in range(repeats):
                 order = RAM_BACKENDS if i % 2 == 0 else tuple(reversed(RAM_BACKENDS))
                 for name in order:

@@ -22,7 +22,7 @@ from cryptbench.engines.fio import probe_ioengine
 from cryptbench.errors import Interrupted
 from cryptbench.interrupts import interruptible
 from cryptbench.json_types import JsonObject
-from cryptbench.measure import environment
+from cryptbench.measure import environment, resident
 from cryptbench.measure.device import device_of
 from cryptbench.metric_catalog import info
 from cryptbench.pipeline import cipher_speed, sizing
@@ -105,8 +105,11 @@ def _measure(
         if note:
             store.add_note(run_id, note)
         engine = probe_ioengine(session.path("ioengine-probe"), session)
+        # fio's code, resident since the probe, survives every drop of the cache (measure/resident.py).
+        held = stack.enter_context(resident.hold(resident.program_files("fio")))
         env = environment.collect(plan.target_dir, plan_versions)  # now with xts(aes) instantiated
         env["ioengine"] = engine
+        env["fio_code_held_bytes"] = held.bytes
         store.update_environment(run_id, env)
         for t in targets.values():
             store.insert_target(run_id, target_row(t, direct[t.name]))
