@@ -54,6 +54,10 @@ LAB_SECONDS = 80 * 60.0
 # "Beside the host's tests").
 NICE = 15
 RESULTS = "results.jsonl"
+# The host's tree a second time, read-only, under this 9p tag: the guest mounts it with
+# its page cache on (vng mounts the root without), see guest_script.
+HOST_TAG = "cryptbench-host"
+RESIDENT = "resident.txt"  # what tests/lab_resident.py holds, in the shared directory
 CONSOLE = "console.log"
 PYTEST_EXIT = "lab: pytest exit "  # the guest script's last line, then the status
 
@@ -178,7 +182,9 @@ def _env() -> dict[str, str]:
 
 
 def vng_command(kernel: str, accel: str, shared: Path, disk: Path | None, command: str) -> list[str]:
-    opts = f"-drive file={disk},format=raw,if=virtio,cache=unsafe" if disk else ""
+    host = "-fsdev local,id=host,path=/,security_model=none,readonly=on,multidevs=remap"
+    host += f" -device virtio-9p-pci,fsdev=host,mount_tag={HOST_TAG}"
+    opts = f"-drive file={disk},format=raw,if=virtio,cache=unsafe {host}" if disk else ""
     return [
         str(Path(sys.executable).parent / "vng"),
         *(["--disable-kvm"] if accel == "tcg" else []),
@@ -275,11 +281,20 @@ def _probe_kvm(kernel: str, scratch: Path) -> tuple[str, str]:
     return "tcg", f"KVM could not boot it ({why})"
 
 
+def cached_dirs() -> list[str]:
+    """The host directories a guest's tests read code from (the programs and libraries,
+    the interpreter, this tree with its .venv), none inside another."""
+    dirs = sorted({os.path.realpath(d) for d in ("/usr", REPO, sys.prefix, sys.base_prefix)})
+    return [d for d in dirs if not any(d.startswith(o + "/") for o in dirs)]
+
+
 def guest_script(shared: Path, nodeids: list[str]) -> str:
     """What the guest runs: set the disk up as a distribution would have it, then pytest."""
     python = shlex.quote(sys.executable)
     ids = " ".join(shlex.quote(n) for n in nodeids)
     results = shlex.quote(str(shared / RESULTS))
+    resident = shlex.quote(str(shared / RESIDENT))
+    binds = "\n".join(f"  mount --bind /tmp/host{shlex.quote(d)} {shlex.quote(d)}" for d in cached_dirs())
     return f"""set -e
 # What systemd's static device nodes give a distribution at boot: /dev/loop-control
 # and /dev/mapper/control. Everything else (ext4, dm-crypt, AF_ALG, the AES-NI
@@ -291,13 +306,30 @@ mkdir -p /tmp/lab
 mount -t xfs /dev/vda /tmp/lab
 mkdir -p /tmp/lab/targets /tmp/lab/pytest
 echo "lab: $(uname -r), ext4 loaded: $(grep -cw ext4 /proc/filesystems || true)"
+# vng's 9p root has no page cache (cache=none): under emulation every start of Python
+# read its interpreter, NumPy and each module through 9p again, 30 s a `cryptbench`.
+# The same tree mounted with the cache on (read-only: nothing here changes while the lab
+# runs) is bound over the directories code comes from, and tests/lab_resident.py keeps
+# what Python starts read in memory across the trials' cache drops.
+cached=no
+mkdir -p /tmp/host
+if mount -t 9p -o ro,trans=virtio,version=9p2000.L,access=any,msize=524288,cache=loose {HOST_TAG} /tmp/host
+then
+{binds}
+  cached=yes
+else
+  echo "lab: the host's tree without a page cache (9p tag {HOST_TAG} did not mount)"
+fi
 cd {shlex.quote(str(REPO))}
 export CRYPTBENCH_LAB=guest CRYPTBENCH_LAB_RESULTS={results} CRYPTBENCH_TEST_TARGET=/tmp/lab/targets
 # The tree is read-only here: the bytecode `make setup` compiled on the host is read, none written.
 export PYTHONDONTWRITEBYTECODE=1
+[ $cached = yes ] && {python} -m tests.lab_resident {resident} > /dev/null 2>&1 &
 set +e
 {python} -m pytest -p no:cacheprovider -o addopts= -q -rA --basetemp=/tmp/lab/pytest {ids}
-echo "{PYTEST_EXIT}$?"
+status=$?
+echo "lab: kept in memory across the drops: $(cat {resident} 2>/dev/null || echo nothing)"
+echo "{PYTEST_EXIT}$status"
 """
 
 

@@ -4,6 +4,7 @@ that died mid-line, and what the guest is told to run."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from tests import kernel_lab
@@ -96,7 +97,9 @@ def test_the_lab_fails_as_a_whole_when_stopped_died_or_pytest_failed() -> None:
 
 def test_the_guest_script_ends_with_pytest_exit(tmp_path: Path) -> None:
     script = kernel_lab.guest_script(tmp_path, ["tests/lab/test_luks.py::test_x"])
-    assert script.rstrip().splitlines()[-1] == f'echo "{kernel_lab.PYTEST_EXIT}$?"'
+    assert script.rstrip().splitlines()[-1] == f'echo "{kernel_lab.PYTEST_EXIT}$status"'
+    pytest_line = next(i for i, line in enumerate(script.splitlines()) if " -m pytest " in line)
+    assert script.splitlines()[pytest_line + 1] == "status=$?"
 
 
 def test_no_results_file_means_no_outcomes(tmp_path: Path) -> None:
@@ -118,3 +121,26 @@ def test_the_vng_command_names_the_accelerator_and_the_disk(tmp_path: Path) -> N
     assert any(a.startswith("--qemu-opts=-drive file=") and "if=virtio" in a for a in tcg)
     kvm = kernel_lab.vng_command("/boot/vmlinuz-6.1.0-56-amd64", "kvm", tmp_path, None, "true")
     assert "--disable-kvm" not in kvm and not any(a.startswith("--qemu-opts") for a in kvm)
+
+
+def test_the_guest_reads_code_through_a_cached_mount_of_the_host(tmp_path: Path) -> None:
+    """vng's 9p root has no page cache: the guest mounts the host's tree again, read-only,
+    with one, binds it over where code comes from before it starts Python, and keeps what
+    Python reads resident (tests/lab_resident.py)."""
+    argv = kernel_lab.vng_command("/boot/vmlinuz-6.1.0-56-amd64", "tcg", tmp_path, tmp_path / "d.img", "true")
+    opts = next(a for a in argv if a.startswith("--qemu-opts="))
+    assert "path=/,security_model=none,readonly=on" in opts
+    assert f"mount_tag={kernel_lab.HOST_TAG}" in opts
+    dirs = kernel_lab.cached_dirs()
+    assert not [d for d in dirs if any(d.startswith(o + "/") for o in dirs)]  # none inside another
+    for needed in (kernel_lab.REPO, Path(sys.base_prefix), Path(sys.executable).parent):
+        assert any(str(needed.resolve()).startswith(d) for d in dirs), needed
+    lines = kernel_lab.guest_script(tmp_path, ["tests/lab/test_x.py::test_y"]).splitlines()
+    mount = next(i for i, line in enumerate(lines) if line.startswith("if mount -t 9p"))
+    assert "cache=loose" in lines[mount] and "ro," in lines[mount]
+    assert lines[mount].endswith(f"{kernel_lab.HOST_TAG} /tmp/host")
+    binds = [line.strip() for line in lines if "mount --bind" in line]
+    assert binds == [f"mount --bind /tmp/host{d} {d}" for d in dirs]
+    first_python = next(i for i, line in enumerate(lines) if sys.executable in line)
+    assert mount < max(lines.index(f"  {b}") for b in binds) < first_python
+    assert "-m tests.lab_resident" in lines[first_python] and lines[first_python].endswith("&")
