@@ -6,6 +6,7 @@
 # phase: every one a whole start-up, and a cleanup.
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -13,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -167,6 +169,76 @@ def _has_scratch(target: Path, pid: int) -> bool:
     return any(p.name.endswith(f"-{pid}") for p in (target / "cryptbench").glob("run-*"))
 
 
+def _stopped(p: psutil.Process) -> bool:
+    try:
+        return p.status() in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _serves_fuse(p: psutil.Process) -> bool:
+    """Whether `p` holds /dev/fuse open: it answers a mount's requests."""
+    try:
+        fds = os.listdir(f"/proc/{p.pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{p.pid}/fd/{fd}") == "/dev/fuse":
+                return True
+    return False
+
+
+def _all_stopped(procs: list[psutil.Process]) -> bool:
+    return all(_stopped(p) for p in procs)
+
+
+def _wait_until(cond: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    """`timeout` in seconds: a process in an uninterruptible wait (a sync) stops late."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
+        time.sleep(0.01)
+
+
+def _freeze(pid: int) -> list[psutil.Process]:
+    """SIGSTOP the run and every process under it, and wait until each has stopped.
+    The commands a run starts (umount, cryptsetup, fio) are in sessions of their own,
+    so a stop of the run alone leaves a command it started running; a process stops
+    only once it leaves the system call it was in, hence the wait. A FUSE server
+    (gocryptfs -fg) is left running: the killed run closes its files on the mount as
+    it exits, and would wait for ever on a frozen server. Returns the processes it
+    stopped under the run, for _thaw."""
+    try:
+        run = psutil.Process(pid)
+        run.suspend()
+    except psutil.Error:  # it has just ended on its own
+        return []
+    _wait_until(lambda: _stopped(run), "the run to stop")
+    seen: set[int] = set()
+    frozen: list[psutil.Process] = []
+    while True:  # a child may have started a child of its own before it stopped
+        try:
+            fresh = [c for c in run.children(recursive=True) if c.pid not in seen]
+        except psutil.NoSuchProcess:
+            return frozen
+        if not fresh:
+            return frozen
+        seen.update(c.pid for c in fresh)
+        stopping = [c for c in fresh if not _serves_fuse(c)]
+        for child in stopping:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.suspend()
+        frozen += stopping
+        _wait_until(partial(_all_stopped, stopping), "the run's commands to stop")
+
+
+def _thaw(frozen: list[psutil.Process]) -> None:
+    for child in frozen:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.resume()
+
+
 def test_twenty_sigkills_at_random_moments_then_cleanup(target_dir: Path, tmp_path: Path) -> None:
     """Each run is frozen (SIGSTOP) at a random moment after it made its scratch, what
     it has up is read while it cannot change, and it is SIGKILLed: all of that must
@@ -191,20 +263,22 @@ def test_twenty_sigkills_at_random_moments_then_cleanup(target_dir: Path, tmp_pa
         proc = _start(target_dir, db, size="2M", repeats="1", extra=("--suite", "selftest"))
         wait_for(partial(_has_scratch, target_dir, proc.pid), proc, "the scratch space", timeout=120)
         time.sleep(rng.uniform(0, duration))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGSTOP)
-        up = _mess(target_dir)
-        proc.kill()
-        _out, err = proc.communicate()
+        frozen = _freeze(proc.pid) if proc.poll() is None else []
+        try:
+            up = _mess(target_dir)
+            proc.kill()
+            _out, err = proc.communicate()
+            # Read while its children are still frozen: a umount the run had started would
+            # otherwise finish after the kill, and its mount would seem undone by a dead run.
+            left = _mess(target_dir)
+        finally:
+            _thaw(frozen)  # as after a real SIGKILL of the run alone, its children go on
         if proc.returncode == 0:  # finished before its moment: nothing was killed
             continue
         assert proc.returncode == -signal.SIGKILL, err
         if not up:  # frozen after its teardown (it removed the scratch it made): nothing to leave
             continue
-        # A child of its own session (fio) was not frozen and may finish on its own;
-        # mounts, loop devices, key and run directories stay until someone removes them.
         lasting = {m for m in up if not m.startswith("process ")}
-        left = _mess(target_dir)
         assert lasting <= set(left), f"a SIGKILLed run undid {lasting - set(left)}"
         messy += 1
     clean = cli("cleanup", "--target", str(target_dir))
