@@ -22,6 +22,7 @@ from cryptbench.backends import REGISTRY
 from tests.support.cli import cli
 from tests.support.leaks import leftovers
 from tests.support.reliability import count
+from tests.support.suites import READ_AND_WRITE
 from tests.support.targets import available, includes
 
 pytestmark = pytest.mark.integration
@@ -66,29 +67,11 @@ def _snapshot(root: Path, skip: Path) -> dict[str, tuple[object, ...]]:
     return out
 
 
-# One read and one write: every phase of a run (provisioning, the encryption proof, the
-# protection probes, the read workload's laid-out file, trials, teardown) on every
-# backend. The quick suite's other four workloads write nowhere else, and cost make
-# test over a minute here.
-TWO_WORKLOADS = """
-name = "sentinel"
-description = "A read and a write, for the sentinel"
-[[workloads]]
-name = "seq1m-q8-read"
-rw = "read"
-bs = "1M"
-iodepth = 8
-[[workloads]]
-name = "rnd4k-q1-write"
-rw = "randwrite"
-bs = "4K"
-iodepth = 1
-"""
-
-
+# READ_AND_WRITE: the quick suite's other four workloads write nowhere else, and cost
+# make test over a minute here.
 def test_a_whole_run_changes_nothing_outside_scratch(target_dir: Path, tmp_path: Path) -> None:
     suite = tmp_path / "sentinel.toml"
-    suite.write_text(TWO_WORKLOADS)
+    suite.write_text(READ_AND_WRITE)
     _lay_sentinels(target_dir)
     scratch = target_dir / "cryptbench"
     before = _snapshot(target_dir, scratch)
