@@ -82,19 +82,23 @@ def command(jobs: dict[str, tuple[Address, Path]]) -> list[str]:
 def run_clients(
     jobs: dict[str, tuple[Address, Path]],
     timeout: float,
-    patience: float = PATIENCE,
-    probe_timeout: float = PROBE_TIMEOUT,
+    patience: float | None = None,
+    probe_timeout: float | None = None,
 ) -> dict[str, HostResult]:
-    """Run each host's job file on its server at once; each host's result or failure."""
+    """Run each host's job file on its server at once; each host's result or failure.
+    `patience` and `probe_timeout` (seconds) default to PATIENCE and PROBE_TIMEOUT as
+    they are at the call, so that a test of a whole fleet run can shorten the wait."""
     hosts = {h: a for h, (a, _j) in jobs.items()}
     silent: dict[str, str] = {}
+    wait = PATIENCE if patience is None else patience
+    probe = PROBE_TIMEOUT if probe_timeout is None else probe_timeout
 
     def still_answering() -> str | None:
-        silent.update(silent_hosts(hosts, probe_timeout))
+        silent.update(silent_hosts(hosts, probe))
         return None if not silent else "no answer from " + ", ".join(sorted(silent))
 
     try:
-        done = run_child(command(jobs), None, timeout, patience=(patience, still_answering))
+        done = run_child(command(jobs), None, timeout, patience=(wait, still_answering))
     except Stalled:
         return {
             h: HostResult(None, None, f"{h} ({hosts[h]}) stopped answering: {silent[h]}", lost=True)
