@@ -360,3 +360,85 @@ def test_facts_read_the_document(recorded: dict[str, Any]) -> None:
     )
     assert userspace.driver is None and userspace.acceleration == ""
     assert diagnosis.facts(doc, _first_row(doc, "fscrypt")).helper == ""
+
+
+def test_edges_where_a_figure_is_missing_name_no_limit_and_raise_nothing() -> None:
+    # a busy daemon without an efficiency: nothing to set it against
+    assert _rule(replace(_daemon(), e=replace(_daemon().e, efficiency=None))) is not Rule.DAEMON_BOUND
+    # a twin without plain's twin on RAM: the layer cannot be weighed
+    no_twin_plain = replace(_with_twin(50 * MB), twin_plain=None)
+    assert _rule(no_twin_plain) is not Rule.LAYER_BOUND
+    # on RAM, from exactly half of plain on RAM, with no ceiling to weigh
+    assert _rule(_on_ram(achieved=LAYER_SHARE * 1000 * MB, ceiling=None)) is not Rule.LAYER_BOUND
+    assert _rule(_on_ram(achieved=LAYER_SHARE * 999 * MB, ceiling=None)) is Rule.LAYER_BOUND
+
+
+def test_cpu_saturated_without_cpu_figures_in_words() -> None:
+    assert _said(_busy(cpu_seconds_per_gb=None)) == (
+        "t: 100.0 MB/s at w: the CPU was 90% busy across all 2 cores. The stack is CPU-bound "
+        "(cipher, layer and fio together): a faster medium would not help."
+    )
+
+
+def test_an_unknown_cause_with_a_known_ceiling_says_nothing_of_it() -> None:
+    row = _row(achieved=600 * MB, ceiling=3000 * MB, bound=1000 * MB, limit="plain", efficiency=0.6)
+    assert _said(_facts(row)) == (
+        "t: 600.0 MB/s at w, 60% of its bound (1.00 GB/s, plain); no rule applies (docs/methodology.md, "
+        "Diagnosis): the cause is unknown."
+    )
+
+
+def test_queue_depth_moves_the_same_way_are_told_in_one_sentence() -> None:
+    reads = _curve(_point(1, -30.0), _point(32, -10.0))
+    writes = QdCurve("randwrite", 4096, "t", "ext4-loop", [_point(1, -40.0), _point(32, -20.0)])
+    assert diagnosis._qd_sentences("t", [reads, writes]) == [
+        "t's cost against ext4-loop shrinks with queue depth (randread 4 KiB: -30% at QD1, -10% at QD32; "
+        "randwrite 4 KiB: -40% at QD1, -20% at QD32): deeper queues hide a cost per request."
+    ]
+
+
+def test_facts_edges(recorded: dict[str, Any]) -> None:
+    raw = copy.deepcopy(recorded)
+    fscrypt = next(t for t in raw["targets"] if t["name"] == "fscrypt")
+    fscrypt["details"].pop("helpers", None)
+    raw["environment"]["kernel_crypto"] = {}
+    for r in raw["results"]:
+        if r["target"] == "gocryptfs" and r["metric"] == "wall_seconds":
+            r["median"] = 0.0
+    doc = Document.from_json(raw)
+    f = diagnosis.facts(doc, _first_row(doc, "fscrypt"))
+    # no helper named, and a kernel cipher whose driver was not collected
+    assert f.helper == "" and f.driver is None and f.acceleration == ""
+    assert diagnosis.facts(doc, _first_row(doc, "gocryptfs")).helper_cores is None  # no wall time
+    # a row without a cipher reads no driver
+    bare = diagnosis.facts(doc, replace(_first_row(doc, "fscrypt"), cipher=None))
+    assert bare.driver is None and bare.acceleration == ""
+
+
+def _finding(workload: str, rule: Rule, loss: float) -> diagnosis.Finding:
+    return diagnosis.Finding(workload, "t", rule, f"{rule} at {workload}.", None, loss)
+
+
+def test_a_diagnosis_orders_limits_by_count_then_loss_and_sums_up_the_rest(
+    recorded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = Document.from_json(copy.deepcopy(recorded))
+    rows = [e for e in doc.efficiency if e.target == "fscrypt"][:4]
+    assert len(rows) == 4
+    verdicts = {
+        rows[0].workload: _finding(rows[0].workload, Rule.DEVICE_BOUND, 0.05),
+        rows[1].workload: _finding(rows[1].workload, Rule.LAYER_BOUND, 0.60),
+        rows[2].workload: _finding(rows[2].workload, Rule.CPU_SATURATED, 0.30),
+        rows[3].workload: _finding(rows[3].workload, Rule.UNKNOWN, 0.90),
+    }
+    monkeypatch.setattr(diagnosis, "judge", lambda f: verdicts.get(f.e.workload, verdicts[rows[0].workload]))
+    doc = replace(doc, efficiency=rows, qd_curves=[])
+    (told,) = diagnosis.diagnose(doc)
+    # one workload each: the known limits by the loss, unknown last
+    assert told.sentences == [
+        f"layer-bound at {rows[1].workload}.",
+        f"cpu-saturated at {rows[2].workload}.",
+        f"Other limits hold at {', '.join(sorted([rows[0].workload, rows[3].workload]))} "
+        "(the --json document's findings).",
+    ]
+    assert [f.rule for f in told.findings] == ["device-bound", "layer-bound", "cpu-saturated", "unknown"]
