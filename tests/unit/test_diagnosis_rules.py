@@ -366,8 +366,10 @@ def test_edges_where_a_figure_is_missing_name_no_limit_and_raise_nothing() -> No
     # a busy daemon without an efficiency: nothing to set it against
     assert _rule(replace(_daemon(), e=replace(_daemon().e, efficiency=None))) is not Rule.DAEMON_BOUND
     # a twin without plain's twin on RAM: the layer cannot be weighed
-    no_twin_plain = replace(_with_twin(50 * MB), twin_plain=None)
-    assert _rule(no_twin_plain) is not Rule.LAYER_BOUND
+    below = _with_twin(50 * MB)
+    below = replace(below, e=replace(below.e, achieved=50 * MB, efficiency=0.5))
+    assert _rule(below) is Rule.LAYER_BOUND
+    assert _rule(replace(below, twin_plain=None)) is not Rule.LAYER_BOUND
     # on RAM, from exactly half of plain on RAM, with no ceiling to weigh
     assert _rule(_on_ram(achieved=LAYER_SHARE * 1000 * MB, ceiling=None)) is not Rule.LAYER_BOUND
     assert _rule(_on_ram(achieved=LAYER_SHARE * 999 * MB, ceiling=None)) is Rule.LAYER_BOUND
@@ -442,3 +444,19 @@ def test_a_diagnosis_orders_limits_by_count_then_loss_and_sums_up_the_rest(
         "(the --json document's findings).",
     ]
     assert [f.rule for f in told.findings] == ["device-bound", "layer-bound", "cpu-saturated", "unknown"]
+
+
+def test_a_variant_without_an_efficiency_row_is_still_told_what_its_option_changes() -> None:
+    doc = Document.from_json(json.loads((DOCS / "luks-tuning-lab.json").read_text()))
+    before = {d.target: d for d in diagnosis.diagnose(doc)}
+    variant = "luks-aes256-sector512"
+    without = replace(doc, efficiency=[e for e in doc.efficiency if e.target != variant])
+    after = {d.target: d for d in diagnosis.diagnose(without)}
+    # no limit is named without the row, but the option's effect is said as before
+    told = before[variant].sentences
+    option = [x for x in told if x.startswith("512-byte sectors (luks-aes256-sector512)")]
+    assert option and after[variant].sentences == told[told.index(option[0]) :]
+    assert after[variant].findings == [] and after[variant].target == variant
+    assert {d.target for d in diagnosis.diagnose(without)} == set(before)
+    # the target varied has no option, and no row taken away: nothing changes for it
+    assert after["luks-aes256"] == before["luks-aes256"]
