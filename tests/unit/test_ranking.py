@@ -305,6 +305,9 @@ def test_verdicts_worked_out_by_hand() -> None:
     assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("c", 0.8, "tied"), ("b", 0.5, "costlier")]
     best, tied = s.overall[0], s.overall[1]
     assert best.ci_low == best.ci_high == pytest.approx(0.8) and tied.ci_high == best.ci_low
+    # held to a directly, c's interval is the one point 1.0: not faster than it, just too close
+    assert tied.vs_ci_low == 1.0 and tied.reason == "too close to tell apart at this run's precision"
+    assert ranking.interval_of(best) == ""  # the cheapest is held to nothing
     assert [e.workloads for e in s.overall] == [3, 3, 3]
     assert [(f.family, f.workloads) for f in s.families] == [
         ("sequential", [SEQ]),
@@ -348,6 +351,8 @@ def test_without_an_interval_the_run_cannot_tell_targets_apart() -> None:
     )
     assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("d", 0.25, "tied")]
     assert s.overall[1].ci_low is None and s.overall[1].ci_high is None
+    assert s.overall[1].reason == "d ran 1 trial: no interval"
+    assert ranking.interval(None, 1.2) == ranking.interval(0.8, None) == "(no interval)"
     # and when the cheapest itself has no interval, every other target is tied with it
     (s,) = _section(
         one_trial,
@@ -358,6 +363,7 @@ def test_without_an_interval_the_run_cannot_tell_targets_apart() -> None:
         ],
     )
     assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("d", 0.25, "tied")]
+    assert s.overall[1].reason == "a ran 1 trial: no interval"
 
 
 def _three_places() -> tuple[list[TargetInfo], list[Result]]:
@@ -675,3 +681,14 @@ def test_a_need_is_met_only_by_its_own_verdict_proven(
     needs: list[str], protection: dict | None, said: str | None
 ) -> None:
     assert ranking.unmet_need(needs, dataclasses.replace(_target("a"), protection=protection)) == said
+
+
+def test_without_plains_results_nothing_is_ranked_and_each_target_says_why() -> None:
+    targets = [_target("plain"), _target("a")]
+    results = _speeds("a", 80, 80, 0.0125)
+    (s,) = _section(targets, results)
+    assert s.workloads == [] and s.overall == [] and s.families == []
+    assert [(x.target, x.reason) for x in s.not_ranked] == [("a", "plain has no result to compare with")]
+    assert _said(targets, results) == [
+        "No encrypted target to rank. Not ranked: a (plain has no result to compare with)."
+    ]
