@@ -709,3 +709,36 @@ def test_without_plains_results_nothing_is_ranked_and_each_target_says_why() -> 
     assert _said(targets, results) == [
         "No encrypted target to rank. Not ranked: a (plain has no result to compare with)."
     ]
+
+
+def test_a_target_not_proven_to_meet_the_runs_need_is_not_ranked() -> None:
+    proven = {"names": {"verdict": "hidden"}}
+    targets = [
+        _target("plain"),
+        dataclasses.replace(_target("a"), protection=proven),
+        dataclasses.replace(_target("b"), protection={"names": {"verdict": "visible"}}),
+    ]
+    results = [
+        *_speeds("plain", 100, 100, 0.010),
+        *_speeds("a", 80, 80, 0.0125),
+        *_speeds("b", 90, 90, 0.011),
+    ]
+    doc = dataclasses.replace(_document(targets, results), plan=RunPlan({**PLAN, "needs": ["names"]}))
+    (s,) = ranking.build(doc)
+    assert [e.target for e in s.overall] == ["a"]
+    assert [(x.target, x.reason) for x in s.not_ranked] == [("b", "needs names hidden: visible here")]
+
+
+def test_one_kind_of_work_gets_no_by_kind_sentence() -> None:
+    plan = {**PLAN, "workloads": [SEQ], "primary_metrics": {SEQ: "throughput"}}
+    targets = [_target("plain"), _target("a"), _target("b")]
+    results = [
+        _result(SEQ, "plain", [100.0] * 3),
+        _result(SEQ, "a", [80.0] * 3),
+        _result(SEQ, "b", [50.0] * 3),
+    ]
+    doc = dataclasses.replace(_document(targets, results), plan=RunPlan(plan))
+    doc = dataclasses.replace(doc, ranking=ranking.build(doc))
+    assert ranking.sentences(doc) == [
+        "Cheapest here: a, -20% [-20, -20] against plain over 1 workload. b costs most: -50% [-50, -50]."
+    ]
