@@ -29,6 +29,7 @@ from cryptbench.backends.luks import (
     parse_targets,
     table_cipher,
     table_options,
+    table_without_key,
 )
 from cryptbench.errors import ProvisionError, UnavailableError
 from cryptbench.plan import RunRequest, build_plan
@@ -164,6 +165,16 @@ def test_a_table_missing_an_asked_option_is_refused() -> None:
     assert table_options(_recorded(512, ())) == ()  # 512, the default, shows no option
     with pytest.raises(ProvisionError, match="not show a crypt mapping"):
         table_options("0 98304 linear 7:0 0")
+
+
+def test_the_kept_table_line_has_no_key_field_and_parses_as_the_real_one() -> None:
+    real = _recorded(4096, (NO_READ_QUEUE, NO_WRITE_QUEUE))
+    kept = table_without_key(real)
+    assert ":64:logon:" not in kept and kept.split()[4] == "-"
+    assert kept.split()[:4] == real.split()[:4] and kept.split()[5:] == real.split()[5:]
+    assert table_options(kept) == table_options(real) and table_cipher(kept) == table_cipher(real)
+    zeros = "0 16 crypt aes-xts-plain64 " + "0" * 128 + " 0 7:0 4096"  # dmsetup without keyring
+    assert table_without_key(zeros) == "0 16 crypt aes-xts-plain64 - 0 7:0 4096"
 
 
 def test_the_crypt_targets_version_is_read() -> None:

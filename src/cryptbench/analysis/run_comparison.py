@@ -43,7 +43,10 @@ METHOD = (
 # Target details that change every run (a loop device's number, a helper's pid, where the key
 # came from), name a version (the environment lists versions) or restate the backing image's
 # size (compared as data per trial): they do not make two targets different stacks.
+# dm_table and dm_integrity_table name the run's loop device; what they say of the stack
+# is compared through dm_table_options, dm_table_cipher and integrity.
 _VOLATILE_DETAILS = {"loop_device", "helpers", "key", "password", "gocryptfs", "qemu", "version", "image"}
+_VOLATILE_DETAILS |= {"dm_table", "dm_integrity_table"}
 
 
 @dataclass(frozen=True)

@@ -372,6 +372,14 @@ def table_options(line: str) -> tuple[str, ...]:
     return tuple(parts[9 : 9 + int(parts[8])])
 
 
+def table_without_key(line: str) -> str:
+    """A crypt mapping's table line as evidence a reader (or a test) parses on its own:
+    as dm-crypt holds it, but its key field (zeros from dmsetup, or the keyring's
+    reference) replaced by "-", so that nothing of a key's is ever stored."""
+    parts = line.split()
+    return " ".join([*parts[:4], "-", *parts[5:]]) if len(parts) > 4 else " ".join(parts)
+
+
 def table_cipher(line: str) -> str:
     """The cipher field of a crypt mapping's table line, as dm-crypt holds it."""
     parts = line.split()
@@ -530,6 +538,7 @@ class LuksBackend(Backend):
                                 **({"variant_of": v.variant_of, "option": v.label} if v.variant_of else {}),
                                 "dm_table_options": " ".join(options) or "none",
                                 "dm_table_cipher": table_cipher(table),
+                                "dm_table": table_without_key(table),
                                 **integrity,
                                 "image": f"{size} bytes, {allocation}",
                                 "loop_device": loop.dev,
@@ -561,7 +570,7 @@ def _integrity_details(mapping: str, variant: Variant) -> dict[str, str]:
     line = run_cmd(["dmsetup", "table", f"{mapping}_dif"], timeout=30).stdout.decode()
     mode = integrity_table_mode(line)
     check_integrity_mode(mode, variant)
-    return {"integrity": integrity_detail(variant.integrity, mode)}
+    return {"integrity": integrity_detail(variant.integrity, mode), "dm_integrity_table": line.strip()}
 
 
 def integrity_detail(integrity: str, mode: str) -> str:
