@@ -141,8 +141,9 @@ def test_no_secret_in_any_command_line_or_environment(
     # and CryFS's wait out its block cache on every look (test_protection_real.py probes it).
     # The selftest suite's two workloads (a read and a write): a key is handled when a target
     # is provisioned and mounted, not per workload, and the quick suite's six cost 3 minutes more.
+    # One trial each: a trial handles no key (a second round cost each run 15 s here).
     args = ["run", "--skip-protection", "--backends", ",".join(ENCRYPTED), "--suite", "selftest"]
-    args += ["--size", "4M", "--repeats", "2"]
+    args += ["--size", "4M", "--repeats", "1"]
     args += ["--target", str(target_dir), "--db", str(tmp_path / "r.sqlite")]
     known: set[bytes] = set()
     if own_passphrase:
