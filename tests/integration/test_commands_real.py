@@ -122,14 +122,22 @@ command = "cat $CRYPTBENCH_INPUTS/big.raw > /dev/null"
 """
     )
     db = tmp_path / "r.sqlite"
-    args = ("--suite", str(suite), "--backends", FUSE, "--repeats", "3", "--target", str(target_dir))
+    # Two trials each: the second shows the inputs were copied once (the count goes on, not
+    # back to 1); a third showed nothing more. With --skip-protection below, the test took
+    # 44 s instead of 87 on the idle 2-core VM (2026-11-29).
+    args = ("--suite", str(suite), "--backends", FUSE, "--repeats", "2", "--target", str(target_dir))
     wide = {**os.environ, "COLUMNS": "300"}  # the answer's sentences unfolded, to be searched
-    done = cli("run", *args, "--db", str(db), "--passphrase-file", str(pass_file), "--seed", "5", env=wide)
+    # --skip-protection as _run: the probes are no part of what this test checks.
+    done = cli(
+        *("run", "--skip-protection", *args, "--db", str(db), "--passphrase-file", str(pass_file)),
+        *("--seed", "5"),
+        env=wide,
+    )
     assert done.returncode == 0, done.stderr
     targets = FUSE.split(",")
     trials = _trials(db)
     metrics = _metrics(db)
-    assert len(trials) == 4 * 3 * len(targets) and all(t["status"] == "ok" for t in trials)
+    assert len(trials) == 4 * 2 * len(targets) and all(t["status"] == "ok" for t in trials)
 
     for t in trials:
         seconds = metrics[(t["seq"], "seconds")]
@@ -157,7 +165,7 @@ command = "cat $CRYPTBENCH_INPUTS/big.raw > /dev/null"
         assert (workload, app) == ("phased", "darktable")
         counts.setdefault(where, []).append((int(trial), int(count)))
     assert len(counts) == len(targets)
-    assert all(seen == [(1, 1), (2, 2), (3, 3)] for seen in counts.values()), counts
+    assert all(seen == [(1, 1), (2, 2)] for seen in counts.values()), counts
 
     # A cold read of the 8 MiB input on plain reads it from the device; a warm one does not
     # have to (the copy's pages stay cached between trials).
@@ -167,7 +175,7 @@ command = "cat $CRYPTBENCH_INPUTS/big.raw > /dev/null"
         for t in trials
         if t["workload"] == "cold-read" and t["target"] == "plain"
     ]
-    assert min(plain_cold) >= 8 << 20 and len(cold) == 3 * len(targets)
+    assert min(plain_cold) >= 8 << 20 and len(cold) == 2 * len(targets)
 
     # The commands saw no passphrase.
     env = (tmp_path / "env.txt").read_text()
