@@ -97,7 +97,8 @@ def _outputs(db: Path, run_id: int) -> dict[tuple[str, str], list[dict]]:
 
 
 def _run(suite_text: str, target_dir: Path, tmp_path: Path, **kw: str) -> run_cmd.RunOutcome:
-    """A tiny run (4M, 2 repeats) of a suite given as TOML text."""
+    """A tiny run (4M, 2 repeats) of a suite given as TOML text, without the protection
+    probes: no test here reads them (test_protection_real.py does)."""
     suite = tmp_path / "apps.toml"
     suite.write_text(suite_text)
     return run_cmd.run(
@@ -108,6 +109,7 @@ def _run(suite_text: str, target_dir: Path, tmp_path: Path, **kw: str) -> run_cm
             seed=5,
             target=str(target_dir),
             db=tmp_path / "r.sqlite",
+            skip_protection=True,
             **kw,
         )
     )
