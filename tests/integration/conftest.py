@@ -10,14 +10,14 @@ still checks its own part of the run and fails on its own.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 
 import pytest
 
 from cryptbench.backends import REGISTRY
+from cryptbench.session import scratch_root
 from tests.support import sentinels
-from tests.support.cli import cli
+from tests.support.cli import cli, own_state
 from tests.support.leaks import leak_checked_dir, leftovers
 from tests.support.suites import READ_AND_WRITE
 from tests.support.targets import available
@@ -31,12 +31,11 @@ def whole_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WholeRun]:
     home = tmp_path_factory.mktemp("whole-run")
     suite = home / "read-and-write.toml"
     suite.write_text(READ_AND_WRITE)
-    # A session fixture starts before the first test's isolated_state: its own dirs.
-    env = {**os.environ, "XDG_STATE_HOME": str(home / "state"), "XDG_DATA_HOME": str(home / "data")}
+    env = own_state(home)
     db = home / "r.sqlite"
     with leak_checked_dir() as target:
         sentinels.lay(target)
-        scratch = target / "cryptbench"
+        scratch = scratch_root(target)
         before = sentinels.snapshot(target, scratch)
         proc = cli(
             *("run", "--backends", ",".join(EVERY), "--suite", str(suite), "--size", "4M"),

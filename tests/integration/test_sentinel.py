@@ -7,9 +7,6 @@ tests/integration/conftest.py) each entry must be byte-for-byte, mode-for-mode
 and mtime-for-mtime what it was.
 """
 
-# Over 60 s of make test (114 s in the fresh-clone run of fee2b51, 2026-11-27): it sets up
-# the shared whole run when it is the first to read it, one run of every backend available
-# here, every phase included; test_protection_real.py reads the same run.
 from __future__ import annotations
 
 import stat

@@ -10,10 +10,8 @@ still checks its own part of the run and fails on its own.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -21,7 +19,7 @@ from cryptbench.backends.filesystem import kernel_filesystems
 from cryptbench.backends.luks import VARIANTS
 from cryptbench.commands import backends
 from tests.lab import FinishedRun, RamRun, run_args
-from tests.support.cli import cli
+from tests.support.cli import cli, own_state
 from tests.support.leaks import leak_checked_dir
 
 # Every backend this host's kernel lacks: Adiantum, eCryptfs, device-mapper.
@@ -47,17 +45,12 @@ probe_size = "2M"
 """
 
 
-def _own_state(home: Path) -> dict[str, str]:
-    # A session fixture starts before the first test's isolated_state: its own dirs.
-    return {**os.environ, "XDG_STATE_HOME": str(home / "state"), "XDG_DATA_HOME": str(home / "data")}
-
-
 @pytest.fixture(scope="session")
 def kernel_only_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FinishedRun]:
     home = tmp_path_factory.mktemp("kernel-only")
     suite = home / "suite.toml"
     suite.write_text(TWO_WORKLOADS)
-    env = _own_state(home)
+    env = own_state(home)
     with leak_checked_dir() as target:
         proc = cli(
             *("run", "--backends", ",".join(KERNEL_ONLY), "--suite", str(suite), "--size", "4M"),
@@ -71,7 +64,7 @@ def kernel_only_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finish
 @pytest.fixture(scope="session")
 def ram_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RamRun]:
     home = tmp_path_factory.mktemp("ram")
-    env = _own_state(home)
+    env = own_state(home)
     if "ext4" in kernel_filesystems():  # an earlier lab test mounted ext4; nothing holds it now
         subprocess.run(["rmmod", "ext4"], check=True)
     loaded = "ext4" in kernel_filesystems()

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,12 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
         check=False,
         env=env if env is not None else os.environ.copy(),
     )
+
+
+def own_state(home: Path) -> dict[str, str]:
+    """This process's environment with state and data dirs of its own under `home`: a
+    session fixture's run starts before the first test's isolated_state sets them."""
+    return {**os.environ, "XDG_STATE_HOME": str(home / "state"), "XDG_DATA_HOME": str(home / "data")}
 
 
 def wait_for(
