@@ -86,14 +86,18 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 RECOVERED: list[str] = []  # what a killed earlier suite had left, recovered at start
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
+def pytest_collection_finish(session: pytest.Session) -> None:
     """A suite killed outright (SIGKILL, a job's time limit) leaves its targets mounted,
     looped and throttled in its cryptbench-test-* directories, and each test of the next
     suite would then find them and fail. Recover them first, as `cryptbench cleanup`
     does: only runs whose lock no live process holds, so a suite running beside this
     one keeps its own. The directories stay (a live suite's may hold no run yet);
-    what was recovered is printed at the end."""
+    what was recovered is printed at the end. Only a session with integration tests
+    recovers: the unit tests beside them (make test's lane 2, scripts/test_lanes.sh)
+    provision nothing, and leave the other lane's runs to it."""
     if kernel_lab.IN_GUEST or os.geteuid() != 0:
+        return
+    if not any(item.get_closest_marker("integration") for item in session.items):
         return
     with tempfile.TemporaryDirectory() as no_registry:  # never the user's own runs
         for d in sorted(TEST_TARGET_BASE.glob(f"{TEST_DIR_PREFIX}*")):

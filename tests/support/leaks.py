@@ -62,7 +62,9 @@ def user_keys() -> set[str]:
     return {f[8].rstrip(":") for f in map(str.split, lines) if len(f) > 8 and f[7] == "user"}
 
 
-def leftovers(root: Path) -> list[str]:
+def leftovers(root: Path, machine: bool = True) -> list[str]:
+    """What is still up of a test's in `root`, and with `machine`, what is up
+    machine-wide (machine_wide()) that was not there when the suite started."""
     root = root.resolve()
     found = [f"mount {m.mountpoint}" for m in mounts() if m.mountpoint.is_relative_to(root)]
     found += [f"loop {dev} -> {path}" for dev, path in loop_backings().items() if path.startswith(str(root))]
@@ -78,7 +80,7 @@ def leftovers(root: Path) -> list[str]:
             found.append(f"process {p.pid} {cmd}")
     found.extend(_command_leftovers(root))
     found.extend(f"key directory {d}" for d in secret_dirs_of() if not _another_live_run(d, root))
-    return found + [g for g in machine_wide() if g not in FOUND_AT_START]
+    return found + ([g for g in machine_wide() if g not in FOUND_AT_START] if machine else [])
 
 
 def machine_wide() -> list[str]:
@@ -127,19 +129,20 @@ def unplaced_loops() -> set[str]:
 
 
 @contextmanager
-def leak_checked_dir() -> Iterator[Path]:
-    """A target directory on a real disk (/var/tmp, not a tmpfs), checked for leaks afterwards."""
+def leak_checked_dir(machine: bool = True) -> Iterator[Path]:
+    """A target directory on a real disk (/var/tmp, not a tmpfs), checked for leaks
+    afterwards; with `machine`, machine-wide too (leftovers, and loop devices whose
+    backing mount went during the body)."""
     d = Path(tempfile.mkdtemp(prefix=TEST_DIR_PREFIX, dir=TEST_TARGET_BASE))
-    before = unplaced_loops()
+    before = unplaced_loops() if machine else set()
     # However the body ends: a shared run whose assertion failed inside it left its
     # directory behind, empty, because nothing after a bare yield runs on an exception.
     # What a failed body leaves up stays for the next suite's recover_stale.
     try:
         yield d
     finally:
-        left = leftovers(d) + [
-            f"loop {dev} -> / (its backing mount is gone)" for dev in unplaced_loops() - before
-        ]
+        gone = unplaced_loops() - before if machine else set()
+        left = leftovers(d, machine) + [f"loop {dev} -> / (its backing mount is gone)" for dev in gone]
         if not left:
             shutil.rmtree(d, ignore_errors=True)
     assert not left, f"left behind: {left}"

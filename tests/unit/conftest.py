@@ -2,8 +2,9 @@
 device, no secret directory. Each is checked against the machine before and after it; a
 test that needs the machine is an integration test (tests/integration, marked so).
 
-What a suite running beside this one makes (its targets under /var/tmp/cryptbench-test-*,
-its runs' secret directories) is not counted: only what this process could have made."""
+What a suite running beside this one makes (make test's lane 1, scripts/test_lanes.sh: its
+targets under /var/tmp/cryptbench-test-*, its runs' secret directories, its fleet hosts'
+network namespaces) is not counted: only what this process could have made."""
 
 from __future__ import annotations
 
@@ -15,14 +16,20 @@ import pytest
 
 from cryptbench.keys import secret_dirs_of
 from cryptbench.system import mounts
-from tests.support.leaks import TEST_DIR_PREFIX, TEST_TARGET_BASE, loop_backings, user_keys
+from tests.support.leaks import TEST_DIR_PREFIX, TEST_TARGET_BASE, leak_checked_dir, loop_backings, user_keys
 
 BESIDE = str(TEST_TARGET_BASE / TEST_DIR_PREFIX)  # integration suites' target directories
 PYTEST_TMP = "/tmp/pytest-of-"  # every pytest's tmp_path base: another session's is not ours
+NETNS = "/run/netns"  # `ip netns add` mounts each namespace here, and the directory on itself
 
 
 def _another_suite_s(path: str, ours: Path) -> bool:
-    return path.startswith(BESIDE) or (path.startswith(PYTEST_TMP) and not path.startswith(str(ours)))
+    return (
+        path.startswith(BESIDE)
+        or (path.startswith(PYTEST_TMP) and not path.startswith(str(ours)))
+        or path == NETNS
+        or path.startswith(f"{NETNS}/")
+    )
 
 
 def machine(ours: Path) -> set[str]:
@@ -44,3 +51,12 @@ def touches_nothing_outside_tmp_path(tmp_path_factory: pytest.TempPathFactory) -
     assert not made and not gone, (
         f"a unit test changed the machine: made {sorted(made)}, removed {sorted(gone)}"
     )
+
+
+@pytest.fixture
+def target_dir() -> Iterator[Path]:
+    """A target directory on a real disk, checked for what is left in it. Not for what is
+    up machine-wide: a unit test puts nothing there, and the integration tests beside
+    these (make test's lane 1) may."""
+    with leak_checked_dir(machine=False) as d:
+        yield d

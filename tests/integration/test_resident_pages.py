@@ -1,14 +1,20 @@
 """Holding a program's resident pages across cache drops, on real files and the real
 page cache: posix_fadvise(DONTNEED) drops a file's unmapped pages as drop_caches does
-every file's, and leaves mapped ones alone."""
+every file's, and leaves mapped ones alone. With the host's tests, not the unit tests: the
+page cache is the machine's, and the trials of integration tests running beside the unit
+tests (make test's lanes, scripts/test_lanes.sh) drop it whole at any moment."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import pytest
+
 from cryptbench.measure import resident
 from cryptbench.measure.cache import resident_bytes
+
+pytestmark = pytest.mark.integration
 
 PAGES = 64
 
