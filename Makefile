@@ -55,17 +55,23 @@ lint-steps:
 PHASES := build/test-phases.tsv
 TIMES  := build/pytest-times.json
 test:
-	@start=$$(date +%s); mkdir -p build; rm -f $(PHASES) $(TIMES); \
+	@start=$$(date +%s); mkdir -p build; rm -f $(PHASES) build/pytest-times*.json; \
 	$(MAKE) --no-print-directory test-steps; rc=$$?; total=$$(( $$(date +%s) - start )); \
 	if [ -x $(VENV)/bin/python ]; then \
 		$(VENV)/bin/python -m tests.time_budget $(PHASES) $(TIMES) $$total build/test-times.txt; fi; \
 	echo "make test: exit $$rc after $$total s in all (set-up, lint and types, tests, kernel lab)"; \
 	exit $$rc
 
+# The whole suite runs in two lanes side by side (scripts/test_lanes.sh); tests picked
+# by PYTEST_ARGS run in one pytest, after lint and types.
 test-steps:
 	@scripts/timed.sh $(PHASES) "set-up" $(MAKE) --no-print-directory setup test-deps
+ifeq ($(strip $(PYTEST_ARGS)),)
+	@scripts/timed.sh $(PHASES) "tests" scripts/test_lanes.sh $(PHASES) $(TIMES) $(VENV)/bin/pytest
+else
 	@scripts/timed.sh $(PHASES) "lint and types" $(MAKE) --no-print-directory lint-steps
 	@scripts/timed.sh $(PHASES) "tests" env CRYPTBENCH_TEST_TIMES=$(TIMES) $(VENV)/bin/pytest $(PYTEST_ARGS)
+endif
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache

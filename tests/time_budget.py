@@ -1,12 +1,14 @@
 """Where `make test`'s time went: one table at its end, kept in build/test-times.txt.
 
-make test times its phases (set-up, lint and types, tests) with scripts/timed.sh into
-a tab-separated file. The host's pytest writes each test's seconds, and the kernel
-lab's own accounting (its boot, each shared run, each test, and how long the host
-waited for it), as JSON to the file CRYPTBENCH_TEST_TIMES names. Only the outermost
-pytest writes: configure() takes the name out of the environment, so a pytest that a
-test starts does not overwrite it. `python -m tests.time_budget` joins both into the
-table (docs/kernel-lab.md, "Beside the host's tests").
+make test times its phases (set-up, then the two lanes of scripts/test_lanes.sh: the
+integration tests with the kernel lab, and beside them lint and types, then the unit
+tests) with scripts/timed.sh into a tab-separated file. Each lane's pytest writes each
+test's seconds, and lane 1's the kernel lab's own accounting (its boot, each shared
+run, each test, and how long the host waited for it), as JSON to the file
+CRYPTBENCH_TEST_TIMES names. Only the outermost pytest writes: configure() takes the
+name out of the environment, so a pytest that a test starts does not overwrite it.
+`python -m tests.time_budget` joins them into the table (docs/kernel-lab.md, "Two
+lanes").
 """
 
 from __future__ import annotations
@@ -78,63 +80,108 @@ def _row(indent: int, what: str, seconds: float, note: str = "") -> str:
     return f"{label:<72} {seconds:7.0f}" + (f"  {note}" if note else "")
 
 
-def table(phases: list[tuple[str, float, int]], record: dict[str, object] | None, total: float) -> str:
+# make test's phases when its tests run in two lanes (scripts/test_lanes.sh), as the
+# table names them; "tests" is the two lanes' wall clock.
+LANE1 = "integration and kernel lab"
+LANE2 = ("lint and types", "unit tests")
+LABELS = {
+    "tests": "tests, in two lanes side by side",
+    LANE1: "lane 1: integration and the kernel lab",
+    "lint and types": "lane 2 (nice 19): lint and types",
+    "unit tests": "lane 2 (nice 19): unit tests",
+}
+
+
+def table(
+    phases: list[tuple[str, float, int]], records: dict[str, dict[str, object] | None], total: float
+) -> str:
     """The table: each phase, the tests split into unit, integration (its slowest
-    modules) and the kernel lab (boot, shared runs, each test), and the whole."""
+    modules) and the kernel lab (boot, shared runs, each test), and the whole.
+    `records`: each pytest's record by the phase that ran it ("tests" when one pytest
+    ran them all)."""
     lines = ["Where make test's time went, in seconds (kept in build/test-times.txt)"]
-    for what, seconds, rc in phases:
-        lines.append(_row(2, what, seconds, "" if rc == 0 else f"exit {rc}"))
-        if what != "tests" or record is None:
-            continue
-        tests: dict[str, float] = record["tests"]  # type: ignore[assignment]
-        lines.append(_row(4, "pytest's own wall clock", float(record["wall"])))  # type: ignore[arg-type]
-        modules: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-        for nodeid, s in tests.items():
-            module = nodeid.split("::", 1)[0]
-            kind = module.split("/")[1] if module.count("/") >= 2 else "kernel lab"
-            modules[kind][module] += s
-        for kind in ("unit", "integration"):
-            got = modules.get(kind, {})
-            count = sum(1 for n in tests if n.startswith(f"tests/{kind}/"))
-            lines.append(_row(4, f"{kind} ({count} tests, {len(got)} modules)", sum(got.values())))
-            if kind == "integration":
-                slowest = sorted(got.items(), key=lambda m: -m[1])
-                for module, s in slowest[:SLOWEST_MODULES]:
-                    lines.append(_row(6, module, s))
-                if len(slowest) > SLOWEST_MODULES:
-                    rest = slowest[SLOWEST_MODULES:]
-                    lines.append(_row(6, f"the other {len(rest)} modules", sum(s for _m, s in rest)))
-        lines.extend(_lab_rows(record.get("lab")))  # type: ignore[arg-type]
+    by_name = {what: (seconds, rc) for what, seconds, rc in phases}
+    if LANE1 in by_name:  # two lanes: the whole, then each lane's phases under it
+        order = [w for w in ("set-up", "tests", LANE1, *LANE2) if w in by_name]
+        order += [w for w, _s, _rc in phases if w not in order]
+    else:
+        order = [w for w, _s, _rc in phases]
+    for what in order:
+        seconds, rc = by_name[what]
+        indent = 4 if what in (LANE1, *LANE2) else 2
+        label = LABELS.get(what, what) if LANE1 in by_name else what
+        lines.append(_row(indent, label, seconds, "" if rc == 0 else f"exit {rc}"))
+        record = records.get(what)
+        if record is not None:
+            lines.extend(_test_rows(indent + 2, record, lab=what != "unit tests"))
     lines.append(_row(2, "in all", total))
     return "\n".join(lines) + "\n"
 
 
-def _lab_rows(lab: dict[str, object] | None) -> list[str]:
+def _test_rows(indent: int, record: dict[str, object], lab: bool) -> list[str]:
+    """One pytest's record: its wall clock, its tests by kind (the slowest integration
+    modules by name), and the kernel lab it ran beside them."""
+    tests: dict[str, float] = record["tests"]  # type: ignore[assignment]
+    lines = [_row(indent, "pytest's own wall clock", float(record["wall"]))]  # type: ignore[arg-type]
+    modules: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for nodeid, s in tests.items():
+        module = nodeid.split("::", 1)[0]
+        kind = module.split("/")[1] if module.count("/") >= 2 else "kernel lab"
+        modules[kind][module] += s
+    for kind in ("unit", "integration"):
+        got = modules.get(kind, {})
+        count = sum(1 for n in tests if n.startswith(f"tests/{kind}/"))
+        if not count:
+            continue
+        lines.append(_row(indent, f"{kind} ({count} tests, {len(got)} modules)", sum(got.values())))
+        if kind == "integration":
+            slowest = sorted(got.items(), key=lambda m: -m[1])
+            for module, s in slowest[:SLOWEST_MODULES]:
+                lines.append(_row(indent + 2, module, s))
+            if len(slowest) > SLOWEST_MODULES:
+                rest = slowest[SLOWEST_MODULES:]
+                lines.append(_row(indent + 2, f"the other {len(rest)} modules", sum(s for _m, s in rest)))
+    if lab:
+        lines.extend(_lab_rows(indent, record.get("lab")))  # type: ignore[arg-type]
+    return lines
+
+
+def _lab_rows(indent: int, lab: dict[str, object] | None) -> list[str]:
     if lab is None:
-        return [_row(4, "kernel lab: did not run", 0)]
+        return [_row(indent, "kernel lab: did not run", 0)]
     tests: dict[str, float] = lab["tests"]  # type: ignore[assignment]
     shared: dict[str, float] = lab["shared"]  # type: ignore[assignment]
     seconds = float(lab["seconds"])  # type: ignore[arg-type]
     rows = [
-        _row(4, f"kernel lab, beside the host's tests ({len(tests)} tests)", seconds, "its own wall clock"),
-        _row(6, "KVM probe, boot and the guest's set-up", seconds - sum(tests.values())),
+        _row(indent, f"kernel lab, beside the host's tests ({len(tests)} tests)", seconds, "its wall clock"),
+        _row(indent + 2, "KVM probe, boot and the guest's set-up", seconds - sum(tests.values())),
     ]
-    rows += [
-        _row(6, f"shared run {name}", s, "inside the first setup that reads it") for name, s in shared.items()
-    ]
-    rows += [_row(6, nodeid, s) for nodeid, s in tests.items()]
-    rows.append(_row(4, "the host waiting for the lab after its own tests", float(lab["waited"])))  # type: ignore[arg-type]
+    first = "inside the first setup that reads it"
+    rows += [_row(indent + 2, f"shared run {name}", s, first) for name, s in shared.items()]
+    rows += [_row(indent + 2, nodeid, s) for nodeid, s in tests.items()]
+    rows.append(_row(indent, "the host waiting for the lab after its own tests", float(lab["waited"])))  # type: ignore[arg-type]
     return rows
 
 
 def main(argv: list[str]) -> int:
+    """PHASES TIMES TOTAL OUT: TIMES is the record of the pytest that ran the "tests"
+    phase, or lane 1's; lane 2's is beside it, "-unit" before its ".json"."""
     phases_path, record_path, total, out = Path(argv[0]), Path(argv[1]), float(argv[2]), Path(argv[3])
-    record = json.loads(record_path.read_text()) if record_path.exists() else None
-    text = table(read_phases(phases_path), record, total)
+    phases = read_phases(phases_path)
+    unit_path = record_path.with_name(f"{record_path.stem}-unit{record_path.suffix}")
+    records = {
+        LANE1 if any(w == LANE1 for w, _s, _rc in phases) else "tests": _read(record_path),
+        "unit tests": _read(unit_path),
+    }
+    text = table(phases, records, total)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     sys.stdout.write(text)
     return 0
+
+
+def _read(path: Path) -> dict[str, object] | None:
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ def _seconds(text: str, label: str) -> float:
 
 def test_the_table_splits_the_tests_and_names_the_slowest_modules(tmp_path: Path) -> None:
     phases = [("set-up", 30.4, 0), ("lint and types", 61.0, 0), ("tests", 2460.0, 1)]
-    text = time_budget.table(phases, RECORD, 2552.0)
+    text = time_budget.table(phases, {"tests": RECORD}, 2552.0)
     assert _seconds(text, "set-up") == 30
     assert "exit 1" in next(line for line in text.splitlines() if line.strip().startswith("tests "))
     assert _seconds(text, "unit (2 tests, 1 modules)") == 3
@@ -57,7 +57,7 @@ def test_the_table_splits_the_tests_and_names_the_slowest_modules(tmp_path: Path
 
 
 def test_a_lab_that_did_not_run_says_so() -> None:
-    text = time_budget.table([("tests", 10.0, 0)], {**RECORD, "lab": None}, 11.0)
+    text = time_budget.table([("tests", 10.0, 0)], {"tests": {**RECORD, "lab": None}}, 11.0)
     assert "kernel lab: did not run" in text
 
 
@@ -72,3 +72,50 @@ def test_the_command_joins_make_tests_phases_and_pytests_record(tmp_path: Path) 
     )  # fmt: skip
     assert proc.stdout == out.read_text()
     assert "lint and types" in proc.stdout and "shared run kernel_only_run" in proc.stdout
+
+
+LANE1 = {**RECORD, "tests": {n: s for n, s in RECORD["tests"].items() if not n.startswith("tests/unit/")}}  # type: ignore[union-attr]
+LANE2 = {
+    "wall": 400.0,
+    "tests": {"tests/unit/test_a.py::t1": 1.0, "tests/unit/test_b.py::t2": 2.0},
+    "lab": None,
+}
+LANE_PHASES = (
+    "set-up\t30.4\t0\nlint and types\t21.0\t0\nunit tests\t401.0\t1\n"
+    "integration and kernel lab\t1990.0\t0\ntests\t1991.0\t1\n"
+)
+
+
+def test_two_lanes_are_shown_under_their_whole_each_with_its_own_tests(tmp_path: Path) -> None:
+    # What scripts/test_lanes.sh leaves: phases in the order they ended, and a record per lane.
+    (tmp_path / "phases.tsv").write_text(LANE_PHASES)
+    (tmp_path / "t.json").write_text(json.dumps(LANE1))
+    (tmp_path / "t-unit.json").write_text(json.dumps(LANE2))
+    out = tmp_path / "table.txt"
+    files = [str(tmp_path / n) for n in ("phases.tsv", "t.json")]
+    assert time_budget.main([*files, "2022", str(out)]) == 0
+    lines = out.read_text().splitlines()
+
+    def at(indent: int) -> list[str]:
+        return [line[:72].strip() for line in lines if len(line) - len(line.lstrip()) == indent]
+
+    assert at(2) == ["set-up", "tests, in two lanes side by side", "in all"]
+    assert at(4) == [
+        "lane 1: integration and the kernel lab",
+        "lane 2 (nice 19): lint and types",
+        "lane 2 (nice 19): unit tests",
+    ]
+    text = "\n".join(lines)
+    assert _seconds(text, "tests, in two lanes") == 1991 and "exit 1" in lines[2]
+    assert "exit 1" in next(line for line in lines if "unit tests" in line)
+    # each lane's record under its own phase: lane 1 its integration and lab, lane 2 its unit tests
+    start = next(i for i, line in enumerate(lines) if "lane 1:" in line)
+    unit_at = next(i for i, line in enumerate(lines) if "lane 2 (nice 19): unit tests" in line)
+    lane1 = "\n".join(lines[start:unit_at])
+    assert _seconds(lane1, "pytest's own wall clock") == 2450
+    assert _seconds(lane1, "integration (12 tests, 12 modules)") == sum(100 + i for i in range(12))
+    assert "unit (" not in lane1 and "shared run kernel_only_run" in lane1
+    lane2 = "\n".join(lines[unit_at:])
+    assert _seconds(lane2, "pytest's own wall clock") == 400
+    assert _seconds(lane2, "unit (2 tests, 2 modules)") == 3
+    assert "kernel lab" not in lane2 and "integration" not in lane2
