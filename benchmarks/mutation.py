@@ -21,7 +21,7 @@ per mutant), but its score is a floor: a mutant that survives it may still be ki
 a test left out, so its survivors are run again against tests/unit (`--recheck`).
 
 The smoke mode (--smoke) mutates one small module against its own test file, so that
-`make test` can hold the script to working (tests/integration/test_benchmarks_smoke.py).
+`make test` can hold the script to working (tests/unit/test_benchmarks_compute.py).
 """
 
 from __future__ import annotations

@@ -1,90 +1,21 @@
-"""Every script in benchmarks/ runs, in a tiny smoke mode of seconds each, so that
-none can break unseen (fidelity.py once stopped with a TypeError for weeks: nothing
-ran it). Their figures at these sizes mean nothing; only that each runs to the end
-and prints its table."""
+"""Every script in benchmarks/ that runs the tool on targets runs, in its tiny smoke mode
+(tests/support/benchmark_smoke.py); those that compute only run with the unit tests
+(tests/unit/test_benchmarks_compute.py)."""
 
-# Over 60 s of make test (140 s in the fresh-clone run of fee2b51, 2026-11-27): every
-# script in benchmarks/ end to end in its smoke mode, each with real runs (fidelity.py
-# three ways).
+# Over 60 s of make test (224 s in the fresh-clone run of 6754047, 2026-11-29): every
+# script in benchmarks/ that runs the tool, end to end in its smoke mode, each with real
+# runs (fidelity.py three ways).
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support import benchmark_smoke
+
 pytestmark = pytest.mark.integration
 
-BENCHMARKS = Path(__file__).resolve().parent.parent.parent / "benchmarks"
 
-# script -> (its tiny arguments, what its output must hold, exit statuses that mean
-# "ran to the end": fidelity.py exits 1 when a ratio misses its target, which at these
-# sizes it may). The scripts that run a suite run selftest's two workloads (a read and
-# a write) rather than the quick suite's six: each path of the script is taken all the same.
-SMOKE: dict[str, tuple[list[str], str, set[int]]] = {
-    "allocation.py": (["--replays", "1"], "answered per minute", {0}),
-    "between-runs.py": (
-        [
-            *("--runs", "2", "--", "--backends", "plain", "--suite", "selftest"),
-            *("--size", "1M", "--repeats", "2", "--trial-time", "0"),
-        ],
-        "cells differing significantly",
-        {0, 1},
-    ),
-    "calibration.py": (
-        ["--runs", "1", "--size", "1M", "--repeats", "2", "--suite", "selftest"],
-        "contain 1.00",
-        {0},
-    ),
-    "cipher-vs-openssl.py": (["--rounds", "1", "--seconds", "1"], "ratio", {0}),
-    "coverage.py": (["--comparisons", "8"], "A/A coverage", {0}),
-    "cost-to-answer.py": (["--size", "1M"], "adaptive / fixed", {0}),
-    "fidelity.py": (["--size", "4M", "--rounds", "1", "--suite", "selftest"], "largest deviation", {0, 1}),
-    "fidelity.py --whole-run": (
-        ["--whole-run", "--size", "4M", "--rounds", "1", "--trial-time", "0.1s", "--suite", "selftest"],
-        "by hand MB/s",
-        {0, 1},
-    ),
-    "fidelity.py --whole-run --ram": (
-        [
-            *("--whole-run", "--ram", "--size", "4M", "--rounds", "1"),
-            *("--trial-time", "0.1s", "--suite", "selftest"),
-        ],
-        "by hand MB/s",
-        {0, 1},
-    ),
-    "fleet-scaling.py": (
-        ["--hosts", "1", "--size", "1M", "--repeats", "1", "--backends", "plain", "--suite", "selftest"],
-        "ratio to 1 host",
-        {0},
-    ),
-    "mutation.py": (["--smoke"], "score over 1 module(s)", {0}),
-    "startup.py": (["--rounds", "2"], "neither SciPy nor Matplotlib", {0}),
-    "trial-length.py": (
-        ["--pairs", "1", "--repeats", "1", "--size", "4M", "--trial-time", "0.1s"],
-        "one pass / sized",
-        {0},
-    ),
-}
-
-
-def test_every_benchmark_has_a_smoke_mode() -> None:
-    assert sorted(p.name for p in BENCHMARKS.glob("*.py")) == sorted({s.split()[0] for s in SMOKE})
-
-
-@pytest.mark.parametrize("script", sorted(SMOKE))
+@pytest.mark.parametrize("script", sorted(set(benchmark_smoke.SMOKE) - benchmark_smoke.COMPUTE_ONLY))
 def test_the_benchmark_runs(script: str, target_dir: Path) -> None:
-    args, expect, statuses = SMOKE[script]
-    path = BENCHMARKS / script.split()[0]
-    if "--target" in path.read_text():
-        args = [*args, "--target", str(target_dir)]
-    done = subprocess.run(
-        [sys.executable, str(path), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    assert done.returncode in statuses, (done.returncode, done.stdout, done.stderr)
-    assert expect in done.stdout, done.stdout
+    benchmark_smoke.run(script, target_dir)

@@ -1,0 +1,87 @@
+"""Every script in benchmarks/ in a tiny smoke mode of seconds each, so that none can
+break unseen (fidelity.py once stopped with a TypeError for weeks: nothing ran it).
+Their figures at these sizes mean nothing; only that each runs to the end and prints
+its table. The scripts that compute only (COMPUTE_ONLY) run with the unit tests
+(tests/unit/test_benchmarks_compute.py), the ones that run the tool on targets with
+the integration tests (tests/integration/test_benchmarks_smoke.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parent.parent.parent / "benchmarks"
+
+# script -> (its tiny arguments, what its output must hold, exit statuses that mean
+# "ran to the end": fidelity.py exits 1 when a ratio misses its target, which at these
+# sizes it may). The scripts that run a suite run selftest's two workloads (a read and
+# a write) rather than the quick suite's six: each path of the script is taken all the same.
+SMOKE: dict[str, tuple[list[str], str, set[int]]] = {
+    "allocation.py": (["--replays", "1"], "answered per minute", {0}),
+    "between-runs.py": (
+        [
+            *("--runs", "2", "--", "--backends", "plain", "--suite", "selftest"),
+            *("--size", "1M", "--repeats", "2", "--trial-time", "0"),
+        ],
+        "cells differing significantly",
+        {0, 1},
+    ),
+    "calibration.py": (
+        ["--runs", "1", "--size", "1M", "--repeats", "2", "--suite", "selftest"],
+        "contain 1.00",
+        {0},
+    ),
+    "cipher-vs-openssl.py": (["--rounds", "1", "--seconds", "1"], "ratio", {0}),
+    "coverage.py": (["--comparisons", "8"], "A/A coverage", {0}),
+    "cost-to-answer.py": (["--size", "1M"], "adaptive / fixed", {0}),
+    "fidelity.py": (["--size", "4M", "--rounds", "1", "--suite", "selftest"], "largest deviation", {0, 1}),
+    "fidelity.py --whole-run": (
+        ["--whole-run", "--size", "4M", "--rounds", "1", "--trial-time", "0.1s", "--suite", "selftest"],
+        "by hand MB/s",
+        {0, 1},
+    ),
+    "fidelity.py --whole-run --ram": (
+        [
+            *("--whole-run", "--ram", "--size", "4M", "--rounds", "1"),
+            *("--trial-time", "0.1s", "--suite", "selftest"),
+        ],
+        "by hand MB/s",
+        {0, 1},
+    ),
+    "fleet-scaling.py": (
+        ["--hosts", "1", "--size", "1M", "--repeats", "1", "--backends", "plain", "--suite", "selftest"],
+        "ratio to 1 host",
+        {0},
+    ),
+    "mutation.py": (["--smoke"], "score over 1 module(s)", {0}),
+    "startup.py": (["--rounds", "2"], "neither SciPy nor Matplotlib", {0}),
+    "trial-length.py": (
+        ["--pairs", "1", "--repeats", "1", "--size", "4M", "--trial-time", "0.1s"],
+        "one pass / sized",
+        {0},
+    ),
+}
+
+# Scripts that provision nothing, need no root and touch nothing outside their own
+# temporary files: they can run in make test's lane 2 (scripts/test_lanes.sh).
+COMPUTE_ONLY = frozenset({"allocation.py", "coverage.py", "cipher-vs-openssl.py", "mutation.py"})
+
+
+def run(script: str, target: Path | None) -> None:
+    """Run `script` in its smoke mode (with --target `target` where it takes one) and
+    check it ran to the end and printed its table."""
+    args, expect, statuses = SMOKE[script]
+    path = BENCHMARKS / script.split()[0]
+    if "--target" in path.read_text():
+        assert target is not None, f"{script} takes --target: it runs with the integration tests"
+        args = [*args, "--target", str(target)]
+    done = subprocess.run(
+        [sys.executable, str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode in statuses, (done.returncode, done.stdout, done.stderr)
+    assert expect in done.stdout, done.stdout
