@@ -87,8 +87,8 @@ LANE2 = ("lint and types", "unit tests")
 LABELS = {
     "tests": "tests, in two lanes side by side",
     LANE1: "lane 1: integration and the kernel lab",
-    "lint and types": "lane 2 (nice 19): lint and types",
-    "unit tests": "lane 2 (nice 19): unit tests",
+    "lint and types": "lane 2 (idle priority): lint and types",
+    "unit tests": "lane 2 (idle priority): unit tests",
 }
 
 

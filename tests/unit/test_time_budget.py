@@ -102,15 +102,15 @@ def test_two_lanes_are_shown_under_their_whole_each_with_its_own_tests(tmp_path:
     assert at(2) == ["set-up", "tests, in two lanes side by side", "in all"]
     assert at(4) == [
         "lane 1: integration and the kernel lab",
-        "lane 2 (nice 19): lint and types",
-        "lane 2 (nice 19): unit tests",
+        "lane 2 (idle priority): lint and types",
+        "lane 2 (idle priority): unit tests",
     ]
     text = "\n".join(lines)
     assert _seconds(text, "tests, in two lanes") == 1991 and "exit 1" in lines[2]
     assert "exit 1" in next(line for line in lines if "unit tests" in line)
     # each lane's record under its own phase: lane 1 its integration and lab, lane 2 its unit tests
     start = next(i for i, line in enumerate(lines) if "lane 1:" in line)
-    unit_at = next(i for i, line in enumerate(lines) if "lane 2 (nice 19): unit tests" in line)
+    unit_at = next(i for i, line in enumerate(lines) if "lane 2 (idle priority): unit tests" in line)
     lane1 = "\n".join(lines[start:unit_at])
     assert _seconds(lane1, "pytest's own wall clock") == 2450
     assert _seconds(lane1, "integration (12 tests, 12 modules)") == sum(100 + i for i in range(12))
