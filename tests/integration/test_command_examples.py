@@ -1,6 +1,9 @@
 """The example suites of your own commands (docs/own-work.md) run as shipped: their
 inputs built locally, every phase timed, on plain and on gocryptfs."""
 
+# Over 60 s of make test (124 s in the fresh-clone run of 6754047, 2026-11-29, with the
+# unit tests beside it at nice 19): each of the four shipped example suites (compileall,
+# git, gocryptfs's own benchmark, sqlite) builds its inputs and runs on two targets.
 from __future__ import annotations
 
 import json

@@ -17,7 +17,7 @@ RECORD = {
     "tests": {
         "tests/unit/test_a.py::t1": 1.0,
         "tests/unit/test_a.py::t2": 2.0,
-        **{f"tests/integration/test_m{i:02d}.py::t": float(100 + i) for i in range(12)},
+        **{f"tests/integration/test_m{i:02d}.py::t": float(40 + i) for i in range(12)},  # none over a minute
         "tests/lab/test_luks.py::test_every_luks_variant_end_to_end": 300.0,
     },
     "lab": {
@@ -44,10 +44,10 @@ def test_the_table_splits_the_tests_and_names_the_slowest_modules(tmp_path: Path
     assert _seconds(text, "set-up") == 30
     assert "exit 1" in next(line for line in text.splitlines() if line.strip().startswith("tests "))
     assert _seconds(text, "unit (2 tests, 1 modules)") == 3
-    assert _seconds(text, "integration (12 tests, 12 modules)") == sum(100 + i for i in range(12))
+    assert _seconds(text, "integration (12 tests, 12 modules)") == sum(40 + i for i in range(12))
     named = [line.split()[0] for line in text.splitlines() if line.strip().startswith("tests/integration/")]
     assert named == [f"tests/integration/test_m{i:02d}.py" for i in range(11, 1, -1)]  # ten, slowest first
-    assert _seconds(text, "the other 2 modules") == 201
+    assert _seconds(text, "the other 2 modules") == 81
     assert _seconds(text, "KVM probe, boot") == 1000  # 1700 less the tests' 700
     assert _seconds(text, "shared run kernel_only_run") == 600
     assert _seconds(text, "tests/lab/t.py::x") == 90
@@ -113,9 +113,34 @@ def test_two_lanes_are_shown_under_their_whole_each_with_its_own_tests(tmp_path:
     unit_at = next(i for i, line in enumerate(lines) if "lane 2 (idle priority): unit tests" in line)
     lane1 = "\n".join(lines[start:unit_at])
     assert _seconds(lane1, "pytest's own wall clock") == 2450
-    assert _seconds(lane1, "integration (12 tests, 12 modules)") == sum(100 + i for i in range(12))
+    assert _seconds(lane1, "integration (12 tests, 12 modules)") == sum(40 + i for i in range(12))
     assert "unit (" not in lane1 and "shared run kernel_only_run" in lane1
     lane2 = "\n".join(lines[unit_at:])
     assert _seconds(lane2, "pytest's own wall clock") == 400
     assert _seconds(lane2, "unit (2 tests, 2 modules)") == 3
     assert "kernel lab" not in lane2 and "integration" not in lane2
+
+
+def test_a_module_over_a_minute_without_its_reason_is_marked() -> None:
+    # Real modules of this tree: test_signals says why it takes long, test_selftest does not.
+    said, silent = "tests/integration/test_signals.py", "tests/integration/test_selftest.py"
+    few = {"tests/integration/test_m.py::t": 30.0, f"{said}::t": 61.0, f"{silent}::t": 61.0}
+    text = time_budget.table(
+        [("tests", 200.0, 0)], {"tests": {"wall": 200.0, "tests": few, "lab": None}}, 201.0
+    )
+    marked = [line.split()[0] for line in text.splitlines() if "no reason at its top" in line]
+    assert marked == [silent]
+    brief = {**few, f"{silent}::t": 60.0}  # exactly a minute is not over it
+    text = time_budget.table(
+        [("tests", 200.0, 0)], {"tests": {"wall": 200.0, "tests": brief, "lab": None}}, 201.0
+    )
+    assert "no reason at its top" not in text
+    # past the ten slowest, a module over a minute is still named, and marked
+    many = {f"{said}::t{i}": 100.0 for i in range(10)} | {
+        f"tests/integration/test_x{i}.py::t": 70.0 + i for i in range(10)
+    }
+    many[f"{silent}::t"] = 61.0
+    text = time_budget.table(
+        [("tests", 2000.0, 0)], {"tests": {"wall": 2000.0, "tests": many, "lab": None}}, 2001.0
+    )
+    assert any(line.split()[0] == silent and "no reason" in line for line in text.splitlines())
