@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests import time_budget
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -121,9 +123,15 @@ def test_two_lanes_are_shown_under_their_whole_each_with_its_own_tests(tmp_path:
     assert "kernel lab" not in lane2 and "integration" not in lane2
 
 
-def test_a_module_over_a_minute_without_its_reason_is_marked() -> None:
-    # Real modules of this tree: test_signals says why it takes long, test_selftest does not.
-    said, silent = "tests/integration/test_signals.py", "tests/integration/test_selftest.py"
+def test_a_module_over_a_minute_without_its_reason_is_marked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two modules in a tree of their own: one says why it takes long, one does not.
+    said, silent = "tests/integration/test_said.py", "tests/integration/test_silent.py"
+    (tmp_path / "tests" / "integration").mkdir(parents=True)
+    (tmp_path / said).write_text('"""A module."""\n\n# Over 60 s of make test (61 s): why.\n')
+    (tmp_path / silent).write_text('"""A module."""\n\n# It takes 61 s.\n')
+    monkeypatch.setattr(time_budget, "REPO", tmp_path)
     few = {"tests/integration/test_m.py::t": 30.0, f"{said}::t": 61.0, f"{silent}::t": 61.0}
     text = time_budget.table(
         [("tests", 200.0, 0)], {"tests": {"wall": 200.0, "tests": few, "lab": None}}, 201.0
