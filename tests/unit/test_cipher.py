@@ -93,6 +93,7 @@ def test_every_case_runs_in_this_openssl(engine: str) -> None:
         assert userspace.unavailable(c, engine) is None, c
 
 
+@pytest.mark.timed
 @pytest.mark.parametrize("engine", userspace.ENGINES)
 def test_openssl_measured_for_real(engine: str) -> None:
     c = userspace.case("aes-256-xts", 4096)
@@ -103,6 +104,7 @@ def test_openssl_measured_for_real(engine: str) -> None:
     assert row.min <= row.throughput <= row.max and row.samples == list(one.samples)
 
 
+@pytest.mark.timed
 @pytest.mark.parametrize("engine", userspace.ENGINES)
 def test_all_cores_run_at_once(engine: str) -> None:
     c = userspace.case("aes-256-gcm", 4096)

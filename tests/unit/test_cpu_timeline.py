@@ -48,6 +48,7 @@ def test_long_trials_are_merged_weighted_by_span(monkeypatch) -> None:
     assert CpuTimeline.from_json(t.to_json()).ends == t.ends
 
 
+@pytest.mark.timed
 def test_sampler_sees_a_busy_helper_for_real(tmp_path: Path) -> None:
     # A real process spinning on one core stands in for a FUSE daemon. It spins until it
     # has had 0.8 s of CPU, however loaded the machine (the lab's guest runs beside), and
