@@ -6,9 +6,10 @@
 #      and the lab's guest (nice 15) leave idle, about a quarter of the machine while
 #      both run, and both cores once they end. Its output is kept in build/test-lane2.log
 #      and printed after lane 1's; its exit status counts as much as lane 1's.
-# SCHED_IDLE, not nice 19: a waking lane-1 process preempts an idle-policy one at once,
-# while at nice 19 lane 2 still slowed lane 1's first ten minutes (the fresh-clone run of
-# 6754047: the app workloads 65 s against 58 s, example-compileall 57 s against 34 s).
+# SCHED_IDLE, not a nice level: a waking lane-1 process preempts an idle-policy one at
+# once, so a host test that times something keeps the CPU it had. It did not make lane 1
+# measurably faster than nice 19 did: the lanes share two cores either way
+# (docs/kernel-lab.md, "Two lanes", has both fresh-clone runs).
 #   scripts/test_lanes.sh PHASES TIMES PYTEST
 # Each lane's pytest writes its own times file: TIMES, and TIMES with "-unit" before ".json".
 set -uo pipefail

@@ -88,12 +88,13 @@ def _row(indent: int, what: str, seconds: float, note: str = "") -> str:
 # make test's phases when its tests run in two lanes (scripts/test_lanes.sh), as the
 # table names them; "tests" is the two lanes' wall clock.
 LANE1 = "integration and kernel lab"
-LANE2 = ("lint and types", "unit tests")
+LINT, UNIT = "lint and types", "unit tests"  # lane 2's phases, in their order
+LANE2 = (LINT, UNIT)
 LABELS = {
     "tests": "tests, in two lanes side by side",
     LANE1: "lane 1: integration and the kernel lab",
-    "lint and types": "lane 2 (idle priority): lint and types",
-    "unit tests": "lane 2 (idle priority): unit tests",
+    LINT: f"lane 2 (idle priority): {LINT}",
+    UNIT: f"lane 2 (idle priority): {UNIT}",
 }
 
 
@@ -118,7 +119,7 @@ def table(
         lines.append(_row(indent, label, seconds, "" if rc == 0 else f"exit {rc}"))
         record = records.get(what)
         if record is not None:
-            lines.extend(_test_rows(indent + 2, record, lab=what != "unit tests"))
+            lines.extend(_test_rows(indent + 2, record, lab=what != UNIT))
     lines.append(_row(2, "in all", total))
     return "\n".join(lines) + "\n"
 
@@ -143,14 +144,9 @@ def _test_rows(indent: int, record: dict[str, object], lab: bool) -> list[str]:
             slowest = sorted(got.items(), key=lambda m: -m[1])
             named = max(SLOWEST_MODULES, sum(1 for _m, s in slowest if s > LONG))
             for module, s in slowest[:named]:
-                lines.append(
-                    _row(
-                        indent + 2,
-                        module,
-                        s,
-                        "over 60 s, and no reason at its top" if s > LONG and _unexplained(module) else "",
-                    )
-                )
+                unsaid = s > LONG and _unexplained(module)
+                note = f"over {LONG:.0f} s, and no reason at its top" if unsaid else ""
+                lines.append(_row(indent + 2, module, s, note))
             if len(slowest) > named:
                 rest = slowest[named:]
                 lines.append(_row(indent + 2, f"the other {len(rest)} modules", sum(s for _m, s in rest)))
@@ -192,7 +188,7 @@ def main(argv: list[str]) -> int:
     unit_path = record_path.with_name(f"{record_path.stem}-unit{record_path.suffix}")
     records = {
         LANE1 if any(w == LANE1 for w, _s, _rc in phases) else "tests": _read(record_path),
-        "unit tests": _read(unit_path),
+        UNIT: _read(unit_path),
     }
     text = table(phases, records, total)
     out.parent.mkdir(parents=True, exist_ok=True)
