@@ -49,7 +49,9 @@ DECIDING = (
     "protection/probes.py",
     "protection/tamper.py",
 )
-SMOKE = ("units.py", "tests/unit/test_units.py")
+# 54 mutants, with every status a real pass reports (killed, survived, no tests): `--smoke`
+# took 28 s here, against 72 s for units.py's 191 mutants, one after the other beside a lab guest
+SMOKE = ("measure/device.py", "tests/unit/test_device.py")
 SCHEMA_TEXT = "tests/unit/test_json_schema.py::test_the_shipped_schema_is_the_generated_one"
 
 
