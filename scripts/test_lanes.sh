@@ -2,7 +2,8 @@
 # make test's checks in two lanes side by side (docs/kernel-lab.md, "Two lanes"):
 #   1. the host's integration tests with the kernel lab beside them, at normal priority:
 #      the longest path, printed as it goes;
-#   2. lint and types, then the unit tests, under SCHED_IDLE: they take only what lane 1
+#   2. lint and types, then the unit tests and the integration tests marked `beside` (they
+#      need nothing of the machine to themselves), under SCHED_IDLE: they take only what lane 1
 #      and the lab's guest (nice 15) leave idle, about a quarter of the machine while
 #      both run, and both cores once they end. Its output is kept in build/test-lane2.log
 #      and printed after lane 1's; its exit status counts as much as lane 1's.
@@ -20,14 +21,15 @@ mkdir -p build
 	chrt --idle 0 scripts/timed.sh "$phases" "lint and types" make --no-print-directory lint-steps
 	lint=$?
 	chrt --idle 0 scripts/timed.sh "$phases" "unit tests" \
-		env CRYPTBENCH_TEST_TIMES="${times%.json}-unit.json" "$pytest" tests/unit
+		env CRYPTBENCH_TEST_TIMES="${times%.json}-unit.json" "$pytest" tests/unit tests/integration \
+		-m "not integration or beside"
 	unit=$?
 	[ "$lint" -ne 0 ] && exit "$lint"
 	exit "$unit"
 ) >"$log" 2>&1 &
 lane2=$!
 scripts/timed.sh "$phases" "integration and kernel lab" \
-	env CRYPTBENCH_TEST_TIMES="$times" "$pytest" --ignore=tests/unit
+	env CRYPTBENCH_TEST_TIMES="$times" "$pytest" --ignore=tests/unit -m "not beside"
 rc1=$?
 wait "$lane2"
 rc2=$?

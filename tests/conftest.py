@@ -94,10 +94,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     one keeps its own. The directories stay (a live suite's may hold no run yet);
     what was recovered is printed at the end. Only a session with integration tests
     recovers: the unit tests beside them (make test's lane 2, scripts/test_lanes.sh)
-    provision nothing, and leave the other lane's runs to it."""
+    and the integration tests marked `beside` provision nothing, and leave the other
+    lane's runs to it."""
     if kernel_lab.IN_GUEST or os.geteuid() != 0:
         return
-    if not any(item.get_closest_marker("integration") for item in session.items):
+    if not any(
+        item.get_closest_marker("integration") and not item.get_closest_marker("beside")
+        for item in session.items
+    ):
         return
     with tempfile.TemporaryDirectory() as no_registry:  # never the user's own runs
         for d in sorted(TEST_TARGET_BASE.glob(f"{TEST_DIR_PREFIX}*")):
@@ -155,6 +159,8 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def target_dir() -> Iterator[Path]:
+def target_dir(request: pytest.FixtureRequest) -> Iterator[Path]:
+    if request.node.get_closest_marker("beside"):  # it runs beside lane 1's targets
+        pytest.fail("a test marked beside needs nothing of the machine to itself: no target_dir")
     with leak_checked_dir() as d:
         yield d

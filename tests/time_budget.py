@@ -94,7 +94,7 @@ LABELS = {
     "tests": "tests, in two lanes side by side",
     LANE1: "lane 1: integration and the kernel lab",
     LINT: f"lane 2 (idle priority): {LINT}",
-    UNIT: f"lane 2 (idle priority): {UNIT}",
+    UNIT: f"lane 2 (idle priority): {UNIT} and those marked beside",
 }
 
 

@@ -15,7 +15,8 @@ from cryptbench.session import Session
 from tests.support.cli import cli
 from tests.support.targets import requires_root
 
-pytestmark = pytest.mark.integration
+# Refused before anything is made: it runs in make test's lane 2, beside lane 1.
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
 
 @pytest.mark.parametrize(

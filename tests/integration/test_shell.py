@@ -14,7 +14,8 @@ import pytest
 
 from cryptbench.cli import COMMANDS
 
-pytestmark = pytest.mark.integration
+# Nothing of the machine but its shells and man: it runs in make test's lane 2, beside lane 1.
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
 SCRIPT = Path(__file__).parent.parent.parent / "scripts" / "shell_integration.py"
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 INNER = Path(__file__).resolve().parent / "lanes_inner.py"
 
 
@@ -22,3 +24,22 @@ def test_a_timed_test_leaves_sched_idle_for_its_length(tmp_path: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_test_marked_beside_gets_no_target(pytester: pytest.Pytester) -> None:
+    """Lane 2 runs the integration tests marked `beside` next to lane 1's targets: one that
+    asks for a target directory (and its machine-wide leak check) fails at once. (No test
+    here asks for one unmarked: its leak check would see lane 1's.)"""
+    pytester.makeconftest("from tests.conftest import target_dir  # noqa: F401")
+    pytester.makepyfile(
+        test_inner="""
+        import pytest
+
+        @pytest.mark.beside
+        def test_beside(target_dir):
+            pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore::pytest.PytestUnknownMarkWarning")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*a test marked beside needs nothing of the machine to itself*"])

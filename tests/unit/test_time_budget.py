@@ -105,7 +105,7 @@ def test_two_lanes_are_shown_under_their_whole_each_with_its_own_tests(tmp_path:
     assert at(4) == [
         "lane 1: integration and the kernel lab",
         "lane 2 (idle priority): lint and types",
-        "lane 2 (idle priority): unit tests",
+        "lane 2 (idle priority): unit tests and those marked beside",
     ]
     text = "\n".join(lines)
     assert _seconds(text, "tests, in two lanes") == 1991 and "exit 1" in lines[2]
