@@ -70,6 +70,7 @@ def test_gocryptfs(target_dir: Path) -> None:
     assert not psutil.pid_exists(pid), psutil.Process(pid).as_dict(["status", "ppid", "name", "cmdline"])
 
 
+@pytest.mark.beside  # refused or read before anything is made: lane 2
 def test_backends_reads_at_80_columns() -> None:
     """`cryptbench backends` as a user sees it in an 80-column terminal: nothing wider,
     every backend's paragraph (what it is, or why it is not here) over at most two lines

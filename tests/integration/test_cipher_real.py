@@ -69,6 +69,7 @@ def test_cipher_cli_without_the_kernel_stack(tmp_path: Path) -> None:
     assert "system libcrypto, timed in C" in table.stdout
 
 
+@pytest.mark.beside  # refused or read before anything is made: lane 2
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.integration
 EXAMPLES = [n for n in builtin_suites() if n.startswith("example-")]
 
 
+@pytest.mark.beside  # refused or read before anything is made: lane 2
 def test_there_are_the_four_examples_and_the_docs_list_each() -> None:
     assert EXAMPLES == ["example-compileall", "example-git", "example-gocryptfs-bench", "example-sqlite"]
     docs = (Path(__file__).parents[2] / "docs" / "own-work.md").read_text()

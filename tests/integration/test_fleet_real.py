@@ -290,6 +290,7 @@ def test_serve_on_a_unix_socket_keeps_it_private(target_dir: Path, tmp_path: Pat
     assert not os.path.lexists(sock), "the socket outlived its server"
 
 
+@pytest.mark.beside  # refused or read before anything is made: lane 2
 def test_bad_fleet_input_is_one_line_and_status_2(tmp_path: Path) -> None:
     wide = cli("serve", "--listen", "0.0.0.0:8765", "--backends", "plain", "--target", str(tmp_path))
     assert wide.returncode == 2 and "--allow-remote" in wide.stderr and len(wide.stderr.splitlines()) == 1

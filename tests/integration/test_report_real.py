@@ -258,6 +258,7 @@ def _the_html_page_in_a_browser(db: Path, doc: dict, exports: Path) -> None:
             assert len(im.convert("L").crop((0, 0, width, 3000)).getcolors(1 << 16) or []) > 16
 
 
+@pytest.mark.beside  # refused or read before anything is made: lane 2
 @pytest.mark.parametrize(
     ("args", "message"),
     [
