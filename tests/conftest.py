@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
 
 from cryptbench.pipeline.provision import recover_stale
 from tests import kernel_lab, time_budget
@@ -34,9 +33,14 @@ from tests.support.reliability import FIGURES
 pytest_plugins = ["pytester", "tests.lab_plugin"]
 
 # Property tests run the same examples every time (CI must not turn red by
-# luck) and keep no example database in the work tree.
-settings.register_profile("cryptbench", derandomize=True, deadline=None, max_examples=300, database=None)
-settings.load_profile("cryptbench")
+# luck) and keep no example database in the work tree. The kernel lab's guest runs none,
+# and its pytest leaves Hypothesis unloaded (kernel_lab.guest_script): an import of seconds
+# under an emulated CPU.
+if not kernel_lab.IN_GUEST:
+    from hypothesis import settings
+
+    settings.register_profile("cryptbench", derandomize=True, deadline=None, max_examples=300, database=None)
+    settings.load_profile("cryptbench")
 
 # The suite's runs use tiny data files to test behaviour, not speed: sizing their trials
 # to a second each would multiply make test's time for nothing. Trial sizing has its own

@@ -57,6 +57,9 @@ RESULTS = "results.jsonl"
 # The host's tree a second time, read-only, under this 9p tag: the guest mounts it with
 # its page cache on (vng mounts the root without), see guest_script.
 HOST_TAG = "cryptbench-host"
+# The guest's pytest: no cache in the read-only tree, and no Hypothesis (no property test
+# runs there; tests/conftest.py leaves it unimported too)
+GUEST_PYTEST = "-p no:cacheprovider -p no:hypothesispytest"
 RESIDENT = "resident.txt"  # what tests/lab_resident.py holds, in the shared directory
 CONSOLE = "console.log"
 PYTEST_EXIT = "lab: pytest exit "  # the guest script's last line, then the status
@@ -288,13 +291,20 @@ def cached_dirs() -> list[str]:
     return [d for d in dirs if not any(d.startswith(o + "/") for o in dirs)]
 
 
-def guest_script(shared: Path, nodeids: list[str]) -> str:
-    """What the guest runs: set the disk up as a distribution would have it, then pytest."""
+def guest_script(shared: Path, nodeids: list[str], resident: bool = True) -> str:
+    """What the guest runs: set the disk up as a distribution would have it, then pytest;
+    with `resident`, tests/lab_resident.py beside it (for tests whose trials drop the
+    caches: a host test's own guest, which runs none, is spared its imports)."""
     python = shlex.quote(sys.executable)
     ids = " ".join(shlex.quote(n) for n in nodeids)
     results = shlex.quote(str(shared / RESULTS))
-    resident = shlex.quote(str(shared / RESIDENT))
+    resident_file = shlex.quote(str(shared / RESIDENT))
     binds = "\n".join(f"  mount --bind /tmp/host{shlex.quote(d)} {shlex.quote(d)}" for d in cached_dirs())
+    keep = (
+        f"[ $cached = yes ] && {python} -m tests.lab_resident {resident_file} > /dev/null 2>&1 &"
+        if resident
+        else ""
+    )
     return f"""set -e
 # What systemd's static device nodes give a distribution at boot: /dev/loop-control
 # and /dev/mapper/control. Everything else (ext4, dm-crypt, AF_ALG, the AES-NI
@@ -324,17 +334,17 @@ cd {shlex.quote(str(REPO))}
 export CRYPTBENCH_LAB=guest CRYPTBENCH_LAB_RESULTS={results} CRYPTBENCH_TEST_TARGET=/tmp/lab/targets
 # The tree is read-only here: the bytecode `make setup` compiled on the host is read, none written.
 export PYTHONDONTWRITEBYTECODE=1
-[ $cached = yes ] && {python} -m tests.lab_resident {resident} > /dev/null 2>&1 &
+{keep}
 set +e
-{python} -m pytest -p no:cacheprovider -o addopts= -q -rA --basetemp=/tmp/lab/pytest {ids}
+{python} -m pytest {GUEST_PYTEST} -o addopts= -q -rA --basetemp=/tmp/lab/pytest {ids}
 status=$?
-echo "lab: kept in memory across the drops: $(cat {resident} 2>/dev/null || echo nothing)"
+echo "lab: kept in memory across the drops: $(cat {resident_file} 2>/dev/null || echo nothing)"
 echo "{PYTEST_EXIT}$status"
 """
 
 
-def boot(nodeids: list[str]) -> LabRun:
-    """Boot the lab once and run `nodeids` inside it."""
+def boot(nodeids: list[str], resident: bool = True) -> LabRun:
+    """Boot the lab once and run `nodeids` inside it (`resident`: see guest_script)."""
     lab = LabRun()
     why = why_no_lab()
     if why:
@@ -351,7 +361,7 @@ def boot(nodeids: list[str]) -> LabRun:
         with open(disk, "wb") as f:
             f.truncate(DISK_BYTES)
         script = scratch / "lab.sh"
-        script.write_text(guest_script(scratch, nodeids))
+        script.write_text(guest_script(scratch, nodeids, resident))
         log = scratch / CONSOLE
         argv = vng_command(kernel, lab.accel, scratch, disk, f"sh {shlex.quote(str(script))}")
         lab.returncode = _run_vng(argv, log, LAB_SECONDS)
@@ -478,7 +488,8 @@ class Background:
     the thread stopped while it runs on (CPython before 3.13), and the session would
     end before the boot had removed its directory."""
 
-    def __init__(self, ids: list[str]) -> None:
+    def __init__(self, ids: list[str], resident: bool = True) -> None:
+        self.resident = resident
         self.lab: LabRun | None = None
         self.error: BaseException | None = None
         self.done = threading.Event()
@@ -486,7 +497,7 @@ class Background:
 
     def _boot(self, ids: list[str]) -> None:
         try:
-            self.lab = boot(ids)
+            self.lab = boot(ids, self.resident)
         except BaseException as e:  # handed to the stand-in that waits, as if it had booted
             self.error = e
         finally:
@@ -519,7 +530,7 @@ def start(config: pytest.Config) -> None:
     own = config.stash.setdefault(OWN_GUESTS, {})
     for guest in config.stash.get(OWN_GUEST_IDS, []):
         if guest not in own:
-            own[guest] = Background(list(guest))
+            own[guest] = Background(list(guest), resident=False)
             own[guest].thread.start()
 
 
@@ -534,7 +545,7 @@ def own_guest(config: pytest.Config, ids: list[str]) -> LabRun:
     """A host test's own boot of `ids`: the one begun in the background when the tests
     began (its `guest` marker), else booted now."""
     bg = config.stash.get(OWN_GUESTS, {}).get(tuple(ids))
-    return bg.result() if bg is not None else boot(ids)
+    return bg.result() if bg is not None else boot(ids, resident=False)
 
 
 def booted(config: pytest.Config, ids: list[str]) -> LabRun:

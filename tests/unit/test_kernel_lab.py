@@ -100,6 +100,7 @@ def test_the_guest_script_ends_with_pytest_exit(tmp_path: Path) -> None:
     assert script.rstrip().splitlines()[-1] == f'echo "{kernel_lab.PYTEST_EXIT}$status"'
     pytest_line = next(i for i, line in enumerate(script.splitlines()) if " -m pytest " in line)
     assert script.splitlines()[pytest_line + 1] == "status=$?"
+    assert "-p no:hypothesispytest" in script.splitlines()[pytest_line]  # no property test runs there
 
 
 def test_no_results_file_means_no_outcomes(tmp_path: Path) -> None:
@@ -144,3 +145,12 @@ def test_the_guest_reads_code_through_a_cached_mount_of_the_host(tmp_path: Path)
     first_python = next(i for i, line in enumerate(lines) if sys.executable in line)
     assert mount < max(lines.index(f"  {b}") for b in binds) < first_python
     assert "-m tests.lab_resident" in lines[first_python] and lines[first_python].endswith("&")
+
+
+def test_only_the_labs_own_guest_keeps_code_resident(tmp_path: Path) -> None:
+    """tests/lab_resident.py imports what a cryptbench start imports: the lab's guest, whose
+    trials drop the caches, needs it; a host test's own guest (the harness's) is spared it."""
+    ids = ["tests/lab/test_x.py::test_y"]
+    assert "-m tests.lab_resident " in kernel_lab.guest_script(tmp_path, ids)
+    assert "-m tests.lab_resident" not in kernel_lab.guest_script(tmp_path, ids, resident=False)
+    assert kernel_lab.Background(ids).resident and not kernel_lab.Background(ids, resident=False).resident

@@ -63,7 +63,7 @@ def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
 def _boots(monkeypatch: pytest.MonkeyPatch, lab: kernel_lab.LabRun) -> list[list[str]]:
     calls: list[list[str]] = []
 
-    def boot(ids: list[str]) -> kernel_lab.LabRun:
+    def boot(ids: list[str], resident: bool = True) -> kernel_lab.LabRun:
         calls.append(list(ids))
         return lab
 
