@@ -237,11 +237,14 @@ class _Layer:
         self.backing.mkdir()
         self.copies = copies
         self.settles = 0
+        self.asked: list[blocks.Blocks | None] = []  # what each settled() was to differ from
+        self.given: list[blocks.Blocks] = []  # what each returned
         self.mirror = True  # False: the layer stops writing what the view changed
         self.target = Target("layer", "layer", True, "plain", self.view, (self.backing,))
 
-    def settled(self, _before: blocks.Blocks | None) -> blocks.Blocks:
+    def settled(self, before: blocks.Blocks | None) -> blocks.Blocks:
         self.settles += 1
+        self.asked.append(before)
         # named to sort after the probe's own files, where a longest-first order would try it first
         (self.backing / "zz-neighbour.log").write_bytes(bytes([self.settles]) * tamper.TAMPER_BYTES)
         if self.mirror:
@@ -250,7 +253,8 @@ class _Layer:
                     data = plain.read()
                 for n in range(self.copies):
                     (self.backing / f"{f.name}.{n}").write_bytes(data.translate(XOR))
-        return blocks.digest(self.target.backing)
+        self.given.append(blocks.digest(self.target.backing))
+        return self.given[-1]
 
 
 @pytest.fixture
@@ -300,11 +304,18 @@ def test_a_flip_that_a_plain_file_shows_is_silent_corruption(probing: Session) -
     assert (folder / "tamper").read_bytes() == b"\x02" * tamper.TAMPER_BYTES  # put back
 
 
+@pytest.mark.parametrize(
+    ("number", "named"),
+    [
+        (errno.EIO, "EIO (Input/output error)"),  # as an authenticating layer answers
+        (4321, "4321 (Unknown error 4321)"),  # an errno Python has no name for: its number
+    ],
+)
 def test_a_layer_that_refuses_a_flipped_file_detected_it(
-    probing: Session, monkeypatch: pytest.MonkeyPatch
+    probing: Session, monkeypatch: pytest.MonkeyPatch, number: int, named: str
 ) -> None:
-    """A read that fails (EIO, as an authenticating layer answers) is a detection, named
-    by its errno; the byte flipped is the middle of the probe's own changed run, never the
+    """A read that fails is a detection, named by its errno (by its number when it has no
+    name); the byte flipped is the middle of the probe's own changed run, never the
     neighbour's, and it is back in the backing afterwards."""
     layer = _Layer(probing)
     flipped = _flips(monkeypatch)
@@ -313,7 +324,7 @@ def test_a_layer_that_refuses_a_flipped_file_detected_it(
 
     def authenticated(p: Path) -> bytes:
         if p.name == "tamper" and read(layer.backing / "tamper.0") != ciphertext:
-            raise OSError(errno.EIO, os.strerror(errno.EIO))
+            raise OSError(number, os.strerror(number))
         return read(p)
 
     monkeypatch.setattr(Path, "read_bytes", authenticated)
@@ -323,9 +334,13 @@ def test_a_layer_that_refuses_a_flipped_file_detected_it(
     assert found.verdict is Verdict.DETECTED
     assert found.evidence == (
         f"byte {at} of tamper.0 (in a run of 16 changed 4 KiB block(s)) flipped: "
-        "reading the file back failed with EIO (Input/output error)"
+        f"reading the file back failed with {named}"
     )
-    assert found.detail == {"error": "EIO", "offset": at, "file": "tamper.0"}
+    assert found.detail == {"error": named.split()[0], "offset": at, "file": "tamper.0"}
+    # each digest after the first waits for the backing to differ from the one before it
+    # (a daemon that writes late, CryFS, is given time to), not merely to settle
+    assert layer.asked[0] is None and len(layer.asked) == 3
+    assert all(a is g for a, g in zip(layer.asked[1:], layer.given, strict=False))
     assert read(layer.backing / "tamper.0") == ciphertext  # put back
 
 
