@@ -102,6 +102,9 @@ def test_a_plain_directory_shows_names_exact_sizes_and_the_tree(dir_target: tupl
     }
     # the backing file of each is the file itself
     assert found.findings[Property.SIZES].detail["mapping"] == {str(s): [s] for s in probes.SIZES}
+    assert found.findings[Property.TREE].evidence == (
+        f"a new directory inside a new directory holds the {probes.TREE_FILES} new files, as written"
+    )
     tamper = found.findings[Property.TAMPER]
     assert tamper.detail["bytes_changed"] == 1 and tamper.detail["file"] == "tamper", tamper.evidence
     # the data sets take at least their bytes here (du); one changed byte rewrote one block
@@ -537,3 +540,17 @@ def test_a_flag_only_luks_variant_takes_its_formats_findings_probed_once(
         p = targets[name].protection
         assert p is not None and "probed_on" not in p, name
     assert Protection.from_json(shared).probed_on == "luks-aes256"
+
+
+def test_only_an_image_a_reader_here_sees_into_is_checkpointed(tmp_path: Path) -> None:
+    """_settled freezes and thaws the mount over an image whose inside debugfs reads (so
+    ext4 writes its journal back in place first), and not over a LUKS or qcow2 container."""
+    heads = {
+        "ext4.img": b"\0" * 1024,
+        "luks.img": LUKS_MAGIC + b"\0\x02",
+        "disk.qcow2": QCOW_MAGIC + b"\0\0\0\3",
+    }
+    for name, head in heads.items():
+        (tmp_path / name).write_bytes(head + b"\0" * 4096)
+    seen = {name: probes._readable_image(tmp_path / name) for name in heads}
+    assert seen == {"ext4.img": True, "luks.img": False, "disk.qcow2": False}
