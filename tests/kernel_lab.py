@@ -35,7 +35,15 @@ import pytest
 from tests.support.reliability import count
 
 REPO = Path(__file__).resolve().parent.parent
-IN_GUEST = os.environ.get("CRYPTBENCH_LAB") == "guest"
+
+
+def in_guest() -> bool:
+    """Whether this process runs inside the lab's guest (its boot script exports
+    CRYPTBENCH_LAB=guest), read each time: a unit test sets and clears it."""
+    return os.environ.get("CRYPTBENCH_LAB") == "guest"
+
+
+IN_GUEST = in_guest()
 REQUIRE = os.environ.get("CRYPTBENCH_REQUIRE_LAB") == "1"
 KERNELS = "/boot/vmlinuz-6.1.0-*-amd64"  # Debian 12's linux-image-amd64
 DISK_BYTES = 6 << 30  # sparse; the lab's targets live on it (xfs, so ext4 stays unloaded)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import kernel_lab
+
 # In the kernel lab's guest, starting a Python that imports cryptbench takes tens of seconds
 # of emulated CPU: test_backends_says_io_max_is_used, one `cryptbench backends`, took 30 s
 # in make test's time table at c2486be. The commands that only read, list or tear down (no
@@ -21,12 +23,17 @@ import pytest
 IN_PROCESS_IN_GUEST = frozenset({"backends", "cleanup", "show"})
 
 
+def argv(*args: str) -> list[str]:
+    """The command line that runs cryptbench with `args`, as this interpreter."""
+    return [sys.executable, "-m", "cryptbench", *args]
+
+
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the cryptbench command line as a user would, capturing both streams."""
-    if os.environ.get("CRYPTBENCH_LAB") == "guest" and args and args[0] in IN_PROCESS_IN_GUEST:
+    if kernel_lab.in_guest() and args and args[0] in IN_PROCESS_IN_GUEST:
         return in_process(*args, env=env)
     return subprocess.run(
-        [sys.executable, "-m", "cryptbench", *args],
+        argv(*args),
         capture_output=True,
         text=True,
         check=False,
@@ -54,9 +61,7 @@ def in_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    return subprocess.CompletedProcess(
-        [sys.executable, "-m", "cryptbench", *args], status, out.getvalue(), err.getvalue()
-    )
+    return subprocess.CompletedProcess(argv(*args), status, out.getvalue(), err.getvalue())
 
 
 def own_state(home: Path) -> dict[str, str]:
