@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
+import pytest
 
 from cryptbench.backends import helper_programs
 from cryptbench.keys import SECRET_DIR_PREFIX, secret_dirs_of
@@ -22,6 +23,10 @@ from cryptbench.throttle import BLKIO, CGROUP, THROTTLE_FILES
 FOUND_AT_START: list[str] = []  # machine-wide leftovers that recovery did not end
 TEST_TARGET_BASE = Path(os.environ.get("CRYPTBENCH_TEST_TARGET", "/var/tmp"))  # on a real disk
 TEST_DIR_PREFIX = "cryptbench-test-"  # each integration test's target directory, in TEST_TARGET_BASE
+# The running test's id while it is marked `beside` (tests/conftest.py keeps it): make
+# test's lane 2 runs such a test next to lane 1's targets, so it may ask for no target
+# directory, neither its own nor a shared run's, and no machine-wide leak check
+BESIDE: list[str] = []
 
 
 # Every program a run may leave running if its teardown fails: fio and each backend's own.
@@ -133,6 +138,10 @@ def leak_checked_dir(machine: bool = True) -> Iterator[Path]:
     """A target directory on a real disk (/var/tmp, not a tmpfs), checked for leaks
     afterwards; with `machine`, machine-wide too (leftovers, and loop devices whose
     backing mount went during the body)."""
+    if BESIDE:
+        pytest.fail(
+            f"{BESIDE[0]} is marked beside: it needs nothing of the machine to itself, no target directory"
+        )
     d = Path(tempfile.mkdtemp(prefix=TEST_DIR_PREFIX, dir=TEST_TARGET_BASE))
     before = unplaced_loops() if machine else set()
     # However the body ends: a shared run whose assertion failed inside it left its

@@ -28,18 +28,41 @@ def test_a_timed_test_leaves_sched_idle_for_its_length(tmp_path: Path) -> None:
 
 def test_a_test_marked_beside_gets_no_target(pytester: pytest.Pytester) -> None:
     """Lane 2 runs the integration tests marked `beside` next to lane 1's targets: one that
-    asks for a target directory (and its machine-wide leak check) fails at once. (No test
-    here asks for one unmarked: its leak check would see lane 1's.)"""
-    pytester.makeconftest("from tests.conftest import target_dir  # noqa: F401")
+    asks for a target directory (and its machine-wide leak check) fails at once, whether
+    by target_dir, a shared run's session fixture, or leak_checked_dir in its body. (No
+    test here asks for one unmarked: its leak check would see lane 1's.)"""
+    pytester.makeconftest(
+        """
+        import pytest
+        from tests.conftest import pytest_runtest_protocol, target_dir  # noqa: F401
+        from tests.support.leaks import leak_checked_dir
+
+        @pytest.fixture(scope="session")
+        def shared_run():
+            with leak_checked_dir() as d:
+                yield d
+        """
+    )
     pytester.makepyfile(
         test_inner="""
         import pytest
+        from tests.support.leaks import leak_checked_dir
 
         @pytest.mark.beside
-        def test_beside(target_dir):
+        def test_own(target_dir):
             pass
+
+        @pytest.mark.beside
+        def test_shared(shared_run):
+            pass
+
+        @pytest.mark.beside
+        def test_body():
+            with leak_checked_dir():
+                pass
         """
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore::pytest.PytestUnknownMarkWarning")
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*a test marked beside needs nothing of the machine to itself*"])
+    result.assert_outcomes(errors=2, failed=1)
+    for name in ("test_own", "test_shared", "test_body"):
+        result.stdout.fnmatch_lines([f"*{name} is marked beside: it needs nothing of the machine to itself*"])
