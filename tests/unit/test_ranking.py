@@ -742,3 +742,35 @@ def test_one_kind_of_work_gets_no_by_kind_sentence() -> None:
     assert ranking.sentences(doc) == [
         "Cheapest here: a, -20% [-20, -20] against plain over 1 workload. b costs most: -50% [-50, -50]."
     ]
+
+
+def _varying(target: str, samples: list[float]) -> list[Result]:
+    """A target's results whose every workload varies as `samples` (MB/s) do, trial to trial."""
+    return [
+        _result(SEQ, target, samples),
+        _result(RND, target, samples),
+        _result(APP, target, [1.0 / x for x in reversed(samples)]),  # seconds: the slowest last
+    ]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "reason"),
+    [
+        # b's trials vary by exactly the threshold (8 MB/s about 80: 0.10): put down to noise
+        ([82.0] * 3, [72.0, 80.0, 88.0], "b varies ±10% trial to trial"),
+        # a hair under it (7.2 about 80): the run's precision, not a noisy target
+        ([82.0] * 3, [72.8, 80.0, 87.2], "too close to tell apart at this run's precision"),
+        # both vary past it: the one that varies more is named, the cheapest as much as another
+        ([63.0, 90.0, 117.0], [70.4, 80.0, 89.6], "a varies ±30% trial to trial"),
+        ([79.2, 90.0, 100.8], [56.0, 80.0, 104.0], "b varies ±30% trial to trial"),
+    ],
+)
+def test_a_tie_is_put_down_to_the_noisier_side_from_a_tenth_of_variation(
+    a: list[float], b: list[float], reason: str
+) -> None:
+    (s,) = _section(
+        [_target("plain"), _target("a"), _target("b")],
+        [*_varying("plain", [100.0] * 3), *_varying("a", a), *_varying("b", b)],
+    )
+    assert [(e.target, e.verdict) for e in s.overall] == [("a", "cheapest"), ("b", "tied")]
+    assert s.overall[1].reason == reason
