@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests import kernel_lab
 
 
@@ -56,6 +58,9 @@ def test_a_test_whose_phases_stop_short_failed(tmp_path: Path) -> None:
                 _line("t.py::no_teardown", "setup", "passed"),
                 _line("t.py::no_teardown", "call", "passed"),
                 _line("t.py::skip_no_teardown", "setup", "skipped", "Skipped: no adiantum"),
+                # its call's line never came (torn, or never written), though its teardown's did
+                _line("t.py::call_lost", "setup", "passed"),
+                _line("t.py::call_lost", "teardown", "passed"),
             ]
         )
     )
@@ -64,9 +69,33 @@ def test_a_test_whose_phases_stop_short_failed(tmp_path: Path) -> None:
         ("t.py::setup_only", "setup"),
         ("t.py::no_teardown", "setup, call"),
         ("t.py::skip_no_teardown", "setup"),
+        ("t.py::call_lost", "setup, teardown"),
     ):
         assert outcomes[nodeid].outcome == "failed", nodeid
         assert f"phases reported: {arrived})" in outcomes[nodeid].report
+
+
+def _need_lab() -> tuple[str, str] | None:
+    """What need_lab() did: ("skipped" or "failed", its message), or None: nothing."""
+    try:
+        kernel_lab.need_lab()
+    except pytest.skip.Exception as e:  # caught, or this test would be skipped with it
+        return "skipped", str(e)
+    except pytest.fail.Exception as e:
+        return "failed", str(e)
+    return None
+
+
+def test_a_host_test_needing_the_lab_skips_where_it_cannot_boot_and_fails_where_it_must(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(kernel_lab, "why_no_lab", lambda: "qemu-system-x86_64 is not installed")
+    monkeypatch.setattr(kernel_lab, "REQUIRE", False)
+    assert _need_lab() == ("skipped", "kernel lab unavailable: qemu-system-x86_64 is not installed")
+    monkeypatch.setattr(kernel_lab, "REQUIRE", True)  # CRYPTBENCH_REQUIRE_LAB=1, as on CI
+    assert _need_lab() == ("failed", "the kernel lab could not run: qemu-system-x86_64 is not installed")
+    monkeypatch.setattr(kernel_lab, "why_no_lab", lambda: None)
+    assert _need_lab() is None  # it can boot: nothing to say
 
 
 def test_the_guest_pytest_exit_is_read_from_its_last_line() -> None:
