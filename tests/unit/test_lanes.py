@@ -3,6 +3,8 @@ marked `timed` runs at the normal policy for its length (tests/unit/conftest.py)
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,8 @@ from pathlib import Path
 import pytest
 
 INNER = Path(__file__).resolve().parent / "lanes_inner.py"
+REPO = INNER.parent.parent.parent
+LANES = REPO / "scripts" / "test_lanes.sh"
 
 
 def test_a_timed_test_leaves_sched_idle_for_its_length(tmp_path: Path) -> None:
@@ -66,3 +70,33 @@ def test_a_test_marked_beside_gets_no_target(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(errors=2, failed=1)
     for name in ("test_own", "test_shared", "test_body"):
         result.stdout.fnmatch_lines([f"*{name} is marked beside: it needs nothing of the machine to itself*"])
+
+
+def _lanes() -> list[list[str]]:
+    """Each lane's pytest arguments, read from scripts/test_lanes.sh as it passes them."""
+    text = LANES.read_text().replace("\\\n", " ")
+    return [shlex.split(args) for args in re.findall(r'"\$pytest" ([^\n]*)', text)]
+
+
+def _collected(*args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return {line for line in done.stdout.splitlines() if "::" in line}
+
+
+def test_the_two_lanes_run_every_test_once() -> None:
+    """make test runs the suite as two pytests side by side, each with its own paths and
+    marker expression: together they must collect exactly the tests a plain `pytest` does,
+    none twice (a test in neither would pass unseen, one in both would run beside itself)."""
+    lanes = _lanes()
+    assert len(lanes) == 2, lanes
+    one, two = (_collected(*args) for args in lanes)
+    assert one and two
+    assert one & two == set()
+    assert one | two == _collected()
