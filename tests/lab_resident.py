@@ -10,8 +10,9 @@ that starts dozens. This process imports what those starts import, then maps tho
 files whole, every page read in at once (MAP_POPULATE), and keeps them mapped, so no
 drop frees them (the kernel drops no mapped page: the run's own `measure/resident.py`
 keeps fio's code the same way, but only the pages already resident, since a run must
-read nothing for it; here the imports race the first trials' drops, which left 51 MiB
-of what a start reads resident to hold). No figure measured in the lab is a speed figure.
+read nothing for it; here the imports race the first trials' drops, which would leave
+only part of what a start reads resident to hold). No figure measured in the lab is a
+speed figure.
 
 It runs until the guest powers off; `ready`, a file in the shared directory, says
 what it holds.
