@@ -287,7 +287,7 @@ def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds) -> set[s
     interval yet). A target shown costlier in every scope is decided: more trials cannot
     change where it stands."""
     found: set[str] = set()
-    for plain in set(groups.plain_of.values()):
+    for plain in sorted(set(groups.plain_of.values())):  # in one order, run after run
         ranked = [t for t, p in groups.plain_of.items() if p == plain]
         if len(ranked) < 2:
             continue

@@ -3,6 +3,7 @@ real store with a fake executor (the trials are synthetic, the logic is not)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -568,3 +569,93 @@ def test_a_targets_own_median_is_judged_from_two_trials_relative_to_itself() -> 
     assert interval(q, {("w", "t"): [100.0]}, 1) == (None, 1)
     r, n = interval(q, {("w", "t"): [100.0, 200.0]}, 1)
     assert n == 2 and r is not None and (r.ratio, r.ci_low, r.ci_high) == (1.0, 100.0 / 150.0, 200.0 / 150.0)
+
+
+def _budgeted() -> Controller:
+    """Four questions whose next trials cost, in trials of a target and its baseline:
+    w1 2 (one more each), w2 and w3 18 (9 more each), w4 34 (105 more, but 17 rounds left)."""
+    qs = [
+        Question(w, t, "plain", "throughput", True)
+        for w, t in zip(("w1", "w2", "w3", "w4"), "abec", strict=True)
+    ]
+    c = Controller(Stopping(0.05, 3, 20, None, None), qs, 1)
+    for a, hw in zip(c.answers, (0.05, 0.1, 0.1, 0.3), strict=True):
+        a.halfwidth, a.samples = hw, 3
+    assert [c.remaining(a) for a in c.answers] == pytest.approx([1.0, 9.0, 9.0, 105.0])
+    return c
+
+
+def test_a_time_budget_holds_every_question_that_fits_in_its_room_and_no_more() -> None:
+    c = _budgeted()
+    # w1 and w2 fill the room exactly (2 + 18); w3 would make it 38
+    assert c.needed(3, capacity=20) == {"w1": {"a", "plain"}, "w2": {"b", "plain"}}
+    assert c.needed(3, capacity=37) == {"w1": {"a", "plain"}, "w2": {"b", "plain"}}
+    assert c.needed(3, capacity=38) == {"w1": {"a", "plain"}, "w2": {"b", "plain"}, "w3": {"e", "plain"}}
+    # a question that does not fit waits, and the next that does still gets its trials:
+    # contenders first (w1, then w4 at 34, which does not fit), then w2
+    c.contenders = {"a", "c"}
+    assert c.needed(3, capacity=20) == {"w1": {"a", "plain"}, "w2": {"b", "plain"}}
+    # w4 costs the 17 rounds left, not its 105 trials: first, it leaves room for w1
+    c.contenders = {"c"}
+    assert c.needed(3, capacity=36) == {"w4": {"c", "plain"}, "w1": {"a", "plain"}}
+
+
+def test_remaining_trials_are_unknown_without_a_precision_an_interval_or_a_trial() -> None:
+    c = _budgeted()
+    a = c.answers[1]
+    assert c.remaining(a) == 9.0
+    a.samples = 1  # one trial of the target, the interval paired with a baseline's many
+    assert c.remaining(a) == 3.0
+    for halfwidth, samples in ((None, 3), (0.1, 0)):
+        a.halfwidth, a.samples = halfwidth, samples
+        assert c.remaining(a) == math.inf
+    fixed = Controller(Stopping(None, 3, 3, None, None), [a.question], 1)
+    fixed.answers[0].halfwidth, fixed.answers[0].samples = 0.1, 3
+    assert fixed.remaining(fixed.answers[0]) == math.inf
+
+
+def test_a_question_after_a_lost_one_is_judged_on_its_new_trials() -> None:
+    c = Controller(RULE, [Question("w", "gone", "plain", "throughput", True), _q()], 1)
+    noisy = {**_samples([30.0, 70.0, 45.0]), ("w", "gone"): [50.0]}
+    c.review(3, noisy, {"gone"})
+    assert [a.stopped_by for a in c.answers] == [StopReason.TARGET_LOST, None]
+    c.review(4, {**_samples([50.0, 50.5, 49.5, 50.0]), ("w", "gone"): [50.0]}, {"gone"})
+    assert c.answers[1].stopped_by is StopReason.PRECISION
+
+
+def test_a_time_is_compared_as_a_speed() -> None:
+    # enc takes twice plain's time: half its speed, -50 %, not +100 %
+    (q,) = questions([("w", ("seconds", False))], {"plain": None, "enc": "plain"})
+    assert (q.target, q.higher_is_better) == ("enc", False)
+    r, _ = interval(q, {("w", "enc"): [2.0] * 3, ("w", "plain"): [1.0] * 3}, 1)
+    assert r is not None and r.ratio == 0.5
+    (own,) = questions([("w", ("seconds", False))], {"plain": None})
+    assert own.higher_is_better is False
+
+
+def test_unpaired_trials_contend_by_the_speeds_the_report_ranks() -> None:
+    # no rounds known: every comparison is unpaired. a and b wander about 0.8 of plain and
+    # cannot be told apart; c, steady at half plain's speed, is costlier, not cheapest
+    samples = {
+        ("w", "plain"): [100.0, 101.0, 99.0],
+        ("w", "a"): [80.0, 90.0, 70.0],
+        ("w", "b"): [78.0, 88.0, 72.0],
+        ("w", "c"): [50.0, 51.0, 49.0],
+    }
+    assert contenders(GROUPS, samples, {}) == {"a", "b"}
+
+
+def test_each_plain_is_ranked_against_whatever_the_others_hold() -> None:
+    # host1's plain ranks one target (nothing to contend for), the local plain two that
+    # cannot be told apart: they contend, whichever plain comes first
+    groups = RankingGroups(
+        {"host1/x": "host1/plain", "a": "plain", "b": "plain"}, {"w": "sequential"}, {"w": True}
+    )
+    samples = {
+        ("w", "host1/plain"): [100.0, 100.0, 100.0],
+        ("w", "host1/x"): [50.0, 50.0, 50.0],
+        ("w", "plain"): [100.0, 101.0, 99.0],
+        ("w", "a"): [80.0, 90.0, 70.0],
+        ("w", "b"): [78.0, 88.0, 72.0],
+    }
+    assert contenders(groups, samples, {}) == {"a", "b"}

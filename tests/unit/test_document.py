@@ -3,9 +3,12 @@
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cryptbench import stats
+from cryptbench.adaptive import Question, interval
 from cryptbench.analysis import document
 from cryptbench.errors import UsageError
 from cryptbench.result_model import Comparison, Document, TargetInfo
@@ -312,3 +315,41 @@ def test_a_misspelt_metric_is_answered_with_the_closest_one() -> None:
         document.require_metric(doc, "lat_p9")
     with pytest.raises(UsageError, match=r"has no metric 'nothing' \(it has: .*throughput"):
         document.require_metric(doc, "nothing")
+
+
+def test_the_stopping_rule_judges_the_very_interval_the_document_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """adaptive.interval decides when a question is answered; the document prints the same
+    figure. Both are bootstrapped (unpaired here: gocryptfs ran a round plain did not), so
+    both must resample the same sides, in the same direction, with the same seed."""
+    drawn: list[tuple[int, tuple[tuple[float, ...], ...]]] = []  # (seed, the samples resampled)
+    bootstrap = stats._bootstrap
+
+    def spy(data: tuple[Any, ...], statistic: Any, seed: int) -> tuple[float, float]:
+        drawn.append((seed, tuple(tuple(d.tolist()) for d in data)))
+        return bootstrap(data, statistic, seed)
+
+    monkeypatch.setattr(stats, "_bootstrap", spy)
+    plain = [100e6, 130e6, 80e6, 110e6, 95e6]
+    enc = [52e6, 61e6, 38e6, 57e6, 44e6, 49e6]
+    store, run_id = _store(tmp_path, {("w1", "plain"): plain, ("w1", "gocryptfs"): enc})
+    doc = document.build(store, run_id)
+    printed = set(drawn)
+    samples = {("w1", "plain"): plain, ("w1", "gocryptfs"): enc}
+    rounds = {key: list(range(len(v))) for key, v in samples.items()}
+    (c,) = doc.comparisons
+    assert c.method != "paired"
+    drawn.clear()
+    q = Question("w1", "gocryptfs", "plain", "throughput", True)
+    r, n = interval(q, samples, 3, rounds)  # 3: the run's seed, as _store plans it
+    assert n == 6 and r is not None
+    assert (r.ratio, r.ci_low, r.ci_high) == (c.ratio, c.ci_low, c.ci_high)
+    # a target's own median, where it answers for itself: its result's interval
+    (own,) = [x for x in doc.results if (x.target, x.metric) == ("plain", "throughput")]
+    r, _ = interval(Question("w1", "plain", None, "throughput", True), samples, 3, rounds)
+    assert r is not None and own.ci_low is not None and own.ci_high is not None
+    assert (r.ci_low, r.ci_high) == (own.ci_low / own.median, own.ci_high / own.median)
+    # with a handful of trials most seeds reach the same interval: each draw of the
+    # stopping rule's must be one the document made, seed and samples alike
+    assert len(drawn) == 2 and set(drawn) <= printed
