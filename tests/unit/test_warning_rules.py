@@ -3,6 +3,7 @@ on recorded documents what the document lists."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -99,3 +100,108 @@ def test_one_sample_of_a_dropped_workload_is_not_told_to_repeat_more() -> None:
     assert "dropped to fit the time budget" in dropped and "--repeats" not in dropped
     # a workload that was not dropped ran one trial for want of repeats: more would help
     assert few[("rnd4k-q1-write", "gocryptfs")].endswith("use --repeats 3 or more")
+
+
+def _recorded() -> dict[str, Any]:
+    return json.loads((DOCS / "default-run.json").read_text())
+
+
+def _result(raw: dict[str, Any], workload: str, target: str, metric: str) -> dict[str, Any]:
+    (r,) = [
+        r for r in raw["results"] if (r["workload"], r["target"], r["metric"]) == (workload, target, metric)
+    ]
+    return r
+
+
+def test_variation_of_exactly_a_tenth_is_not_flagged() -> None:
+    raw = _recorded()
+    r = _result(raw, "seq1m-q8-read", "plain", "throughput")
+    doc = Document.from_json(raw)
+    (result,) = [
+        x for x in doc.results if (x.workload, x.target, x.metric) == ("seq1m-q8-read", "plain", "throughput")
+    ]
+    assert r["samples"] == result.samples
+    for cv, flagged in ((0.10, False), (0.1001, True)):
+        found = list(warning_rules.high_variation(doc, dataclasses.replace(result, cv=cv)))
+        assert bool(found) is flagged, cv
+
+
+@pytest.mark.parametrize(
+    ("metric", "first", "flagged"),
+    [
+        ("throughput", 80.0, False),  # exactly 80 % of the others' median speed
+        ("throughput", 79.9, True),
+        ("lat_p99", 1.25, False),  # a time 1.25 times the others': 80 % of their speed
+        ("lat_p99", 1.2501, True),
+    ],
+)
+def test_a_first_trial_at_exactly_four_fifths_of_the_others_speed_is_not_flagged(
+    metric: str, first: float, flagged: bool
+) -> None:
+    doc = Document.from_json(_recorded())
+    (r,) = [x for x in doc.results if (x.workload, x.target, x.metric) == ("seq1m-q8-read", "plain", metric)]
+    others = [100.0, 100.0, 100.0] if metric == "throughput" else [1.0, 1.0, 1.0]
+    r = dataclasses.replace(r, samples=[first, *others], n=4)
+    assert bool(list(warning_rules.slow_first_trial(doc, r))) is flagged
+
+
+def _short_of_precision(raw: dict[str, Any], metric: str) -> Document:
+    """ext4-loop's sequential reads against plain, five trials each, stopped by the time
+    budget before the asked precision, on `metric`."""
+    (c,) = [
+        c
+        for c in raw["comparisons"]
+        if (c["workload"], c["target"], c["baseline"]) == ("seq1m-q8-read", "ext4-loop", "plain")
+    ]
+    c.update(metric=metric, stopped_by="max-time", precision=0.4)
+    for target, values in (
+        ("plain", [100.0, 150.0, 80.0, 120.0, 90.0]),
+        ("ext4-loop", [90.0, 60.0, 95.0, 70.0, 85.0]),
+    ):
+        r = _result(raw, "seq1m-q8-read", target, metric)
+        r.update(samples=values, n=5, rounds=[0, 1, 2, 3, 4])
+    return Document.from_json(raw)
+
+
+def _imprecise(doc: Document) -> str:
+    (w,) = [
+        w for w in warning_rules.imprecise(doc) if (w.workload, w.target) == ("seq1m-q8-read", "ext4-loop")
+    ]
+    return w.message
+
+
+def test_a_comparison_still_as_wide_as_four_fifths_of_its_early_interval_is_not_narrowing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    doc = _short_of_precision(_recorded(), "throughput")
+    # the early interval's half-width 0.5: the final 0.4 is exactly four fifths of it
+    monkeypatch.setattr(warning_rules.stats, "halfwidth", lambda _r: 0.5)
+    assert "it is not narrowing (±50.0% after 3 trials, ±40.0% after 5)" in _imprecise(doc)
+    monkeypatch.setattr(warning_rules.stats, "halfwidth", lambda _r: 0.50001)
+    assert "not narrowing" not in _imprecise(doc)
+
+
+def test_the_early_interval_of_a_time_is_taken_as_a_speed(monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = _short_of_precision(_recorded(), "lat_p99")
+    directions: list[tuple[list[float], bool | None]] = []
+    speed_ratio = warning_rules.stats.speed_ratio
+
+    def spy(a: list[float], b: list[float], higher: bool | None, *rest: Any) -> Any:
+        directions.append((list(a), higher))
+        return speed_ratio(a, b, higher, *rest)
+
+    monkeypatch.setattr(warning_rules.stats, "speed_ratio", spy)
+    _imprecise(doc)
+    # ext4-loop's first three times, the early interval's: a lower time is the faster
+    assert ([90.0, 60.0, 95.0], False) in directions
+    assert ([90.0, 60.0, 95.0], None) not in directions and ([90.0, 60.0, 95.0], True) not in directions
+
+
+def test_a_target_without_fios_byte_count_leaves_the_others_judged() -> None:
+    raw = _recorded()
+    before = {(w.workload, w.target) for w in warning_rules.short_trial(Document.from_json(raw))}
+    raw["results"].remove(_result(raw, "seq1m-q8-read", "plain", "io_bytes"))  # the first target's
+    after = {(w.workload, w.target) for w in warning_rules.short_trial(Document.from_json(raw))}
+    assert ("seq1m-q8-read", "plain") in before
+    assert after == before - {("seq1m-q8-read", "plain")}
+    assert len(after) > 1
