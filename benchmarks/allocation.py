@@ -128,7 +128,7 @@ def replay(rec: dict[str, Any], policy: str, seed: int, tmp: Path) -> tuple[int,
     answered = sum(a.stopped_by in ANSWERED for a in controller.answers)
     # the ranking's cheapest is separated when no target can still change it (both policies alike)
     samples, rounds = primary_samples(store, run_id, rec["metrics"])
-    separated = not contenders(groups, samples, rounds)
+    separated = not contenders(groups, samples, rounds, seed)
     store.close()
     return answered, len(controller.answers), ex.now / 60, separated
 

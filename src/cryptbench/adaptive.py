@@ -266,21 +266,38 @@ def _sides(
     return (b, a) if higher is False else (a, b)
 
 
+# a ranking's scope as the report names it ("overall", or a family), and its workloads
+Scope = tuple[str, list[str]]
+
+
 def _geometric_mean(
-    groups: RankingGroups, workloads: list[str], t: str, other: str, samples: Samples, rounds: Rounds
+    groups: RankingGroups, scope: Scope, t: str, other: str, samples: Samples, rounds: Rounds, seed: int
 ) -> stats.Ratio | None:
-    """t's speed over the other's over `workloads`, as the report ranks: paired where every
-    workload pairs, else unpaired; None while either lacks a trial at one of them."""
+    """t's speed over the other's over the scope's workloads, as the report ranks
+    (analysis/ranking.py), seeded as it seeds: at one workload, the comparison of the two;
+    over several, paired where every workload pairs, else unpaired; None while either
+    lacks a trial at one of them."""
+    name, workloads = scope
+    if not all(samples.get((w, t)) and samples.get((w, other)) for w in workloads):
+        return None
+    if len(workloads) == 1:
+        (w,) = workloads
+        return stats.speed_ratio(
+            samples[(w, t)],
+            samples[(w, other)],
+            groups.higher_is_better[w],
+            stats.figure_seed(seed, w, t, other),
+            rounds.get((w, t)),
+            rounds.get((w, other)),
+        )
     per = [_speed_pairs(w, t, other, samples, rounds, groups.higher_is_better[w]) for w in workloads]
     if all(p is not None for p in per):
         return stats.paired_geometric_mean([p for p in per if p is not None])
-    if all(samples.get((w, t)) and samples.get((w, other)) for w in workloads):
-        sides = [_sides(w, t, other, samples, groups.higher_is_better[w]) for w in workloads]
-        return stats.geometric_mean_ratio(sides)
-    return None
+    sides = [_sides(w, t, other, samples, groups.higher_is_better[w]) for w in workloads]
+    return stats.geometric_mean_ratio(sides, stats.figure_seed(seed, "ranking", name, t, other))
 
 
-def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds) -> set[str]:
+def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds, run_seed: int) -> set[str]:
     """The targets whose trials can still change the ranking: in the overall ranking or a
     family's, the cheapest and every target that its direct comparison with the cheapest
     does not yet show costlier (stats.standing, as the report ranks; or that has no
@@ -291,11 +308,11 @@ def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds) -> set[s
         ranked = [t for t, p in groups.plain_of.items() if p == plain]
         if len(ranked) < 2:
             continue
-        scopes = [list(groups.family_of), *_by_family(groups.family_of).values()]
-        for workloads in scopes:
+        scopes: list[Scope] = [("overall", list(groups.family_of)), *_by_family(groups.family_of).items()]
+        for scope in scopes:
             entries: dict[str, stats.Ratio] = {}
             for t in ranked:
-                r = _geometric_mean(groups, workloads, t, plain, samples, rounds)
+                r = _geometric_mean(groups, scope, t, plain, samples, rounds, run_seed)
                 if r is None:
                     found.add(t)  # not measured at every workload yet: its trials may change it all
                 else:
@@ -305,7 +322,9 @@ def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds) -> set[s
             best = max(entries, key=lambda t: entries[t].ratio)
             tied = []
             for t in entries:
-                direct = None if t == best else _geometric_mean(groups, workloads, t, best, samples, rounds)
+                direct = (
+                    None if t == best else _geometric_mean(groups, scope, t, best, samples, rounds, run_seed)
+                )
                 if direct is not None and stats.standing(direct, None) == stats.TIED:
                     tied.append(t)
             if tied:
@@ -348,7 +367,7 @@ class Controller:
         which targets can still change the ranking."""
         rule = self.rule
         if self.ranking is not None:
-            self.contenders = contenders(self.ranking, samples, sample_rounds or {}) - lost
+            self.contenders = contenders(self.ranking, samples, sample_rounds or {}, self.run_seed) - lost
         for a in self.answers:
             if a.stopped_by is not None and a.stopped_by not in ANSWERED:
                 continue

@@ -403,20 +403,20 @@ def _ranked_samples(b: list[float]) -> tuple[Samples, Rounds]:
 
 def test_the_cheapest_and_those_tied_with_it_contend_the_costlier_do_not() -> None:
     # b wanders around 0.8 of plain: its interval reaches a's; c's lies far below
-    assert contenders(GROUPS, *_ranked_samples([70.0, 180.0, 38.0])) == {"a", "b"}
+    assert contenders(GROUPS, *_ranked_samples([70.0, 180.0, 38.0]), 1) == {"a", "b"}
     # b measured at 0.6 in every round: a is cheapest and alone; nobody contends
-    assert contenders(GROUPS, *_ranked_samples([60.0, 120.0, 30.0])) == set()
+    assert contenders(GROUPS, *_ranked_samples([60.0, 120.0, 30.0]), 1) == set()
     # b ran two rounds, both with plain: they pair, and b is clearly costlier
     samples, rounds = _ranked_samples([60.0, 120.0])
     rounds[("w", "b")] = [0, 1]
-    assert contenders(GROUPS, samples, rounds) == set()
+    assert contenders(GROUPS, samples, rounds, 1) == set()
     # b's second trial ran in a round without plain: b is ranked unpaired, as the report
     # would rank it, and its interval, wide on two trials, reaches everyone's
     rounds[("w", "b")] = [0, 5]
-    assert contenders(GROUPS, samples, rounds) == {"a", "b", "c"}
+    assert contenders(GROUPS, samples, rounds, 1) == {"a", "b", "c"}
     # b not measured at all yet: it cannot be placed, so it contends
     del samples[("w", "b")], rounds[("w", "b")]
-    assert contenders(GROUPS, samples, rounds) == {"b"}
+    assert contenders(GROUPS, samples, rounds, 1) == {"b"}
 
 
 def test_a_target_contends_by_its_direct_comparison_with_the_cheapest() -> None:
@@ -433,10 +433,10 @@ def test_a_target_contends_by_its_direct_comparison_with_the_cheapest() -> None:
     a = stats.paired_ratio([(80.0, 100.0), (180.0, 200.0), (35.0, 50.0)])
     b = stats.paired_ratio([(76.0, 100.0), (171.0, 200.0), (33.25, 50.0)])
     assert a.ci_low is not None and b.ci_high is not None and b.ci_high >= a.ci_low
-    assert contenders(GROUPS, samples, rounds) == set()
+    assert contenders(GROUPS, samples, rounds, 1) == set()
     # b swinging about a round by round: the direct comparison cannot tell them apart
     samples[("w", "b")] = [88.0, 160.0, 38.5]
-    assert contenders(GROUPS, samples, rounds) == {"a", "b"}
+    assert contenders(GROUPS, samples, rounds, 1) == {"a", "b"}
 
 
 def test_contenders_take_the_trials_first_and_ranked_targets_run_with_their_plain() -> None:
@@ -505,14 +505,14 @@ def test_where_lower_is_better_the_cheapest_is_the_quickest() -> None:
         ("w", "b"): [1e4 / 70, 2e4 / 90, 5e3 / 38],  # b wanders about a
         ("w", "c"): [200.0, 400.0, 100.0],
     }
-    assert contenders(LATENCY, times, {key: R3 for key in times}) == {"a", "b"}  # paired
+    assert contenders(LATENCY, times, {key: R3 for key in times}, 1) == {"a", "b"}  # paired
     steady = {  # unpaired (no rounds): plain steady, so the intervals stay narrow
         ("w", "plain"): [100.0, 100.0, 101.0],
         ("w", "a"): [125.0, 126.0, 124.0],
         ("w", "b"): [120.0, 130.0, 128.0],
         ("w", "c"): [200.0, 201.0, 199.0],
     }
-    assert contenders(LATENCY, steady, {}) == {"a", "b"}
+    assert contenders(LATENCY, steady, {}, 1) == {"a", "b"}
 
 
 def test_a_tie_within_one_kind_of_work_keeps_both_contending() -> None:
@@ -530,9 +530,9 @@ def test_a_tie_within_one_kind_of_work_keeps_both_contending() -> None:
         ("r", "b"): [70.0, 180.0, 38.0],
     }
     rounds = {key: R3 for key in samples}
-    assert contenders(groups, samples, rounds) == {"a", "b"}
+    assert contenders(groups, samples, rounds, 1) == {"a", "b"}
     one_kind = RankingGroups(groups.plain_of, {"s": "sequential", "r": "sequential"}, groups.higher_is_better)
-    assert contenders(one_kind, samples, rounds) == set()
+    assert contenders(one_kind, samples, rounds, 1) == set()
 
 
 def test_each_review_notes_the_contenders_paired_by_round_less_the_lost() -> None:
@@ -642,7 +642,7 @@ def test_unpaired_trials_contend_by_the_speeds_the_report_ranks() -> None:
         ("w", "b"): [78.0, 88.0, 72.0],
         ("w", "c"): [50.0, 51.0, 49.0],
     }
-    assert contenders(GROUPS, samples, {}) == {"a", "b"}
+    assert contenders(GROUPS, samples, {}, 1) == {"a", "b"}
 
 
 def test_each_plain_is_ranked_against_whatever_the_others_hold() -> None:
@@ -658,4 +658,4 @@ def test_each_plain_is_ranked_against_whatever_the_others_hold() -> None:
         ("w", "a"): [80.0, 90.0, 70.0],
         ("w", "b"): [78.0, 88.0, 72.0],
     }
-    assert contenders(groups, samples, {}) == {"a", "b"}
+    assert contenders(groups, samples, {}, 1) == {"a", "b"}

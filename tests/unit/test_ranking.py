@@ -8,10 +8,12 @@ import dataclasses
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cryptbench import stats
+from cryptbench.adaptive import RankingGroups, contenders
 from cryptbench.analysis import ranking
 from cryptbench.result_model import Answer, Document, RankEntry, RankingSection, Result, RunPlan, TargetInfo
 from tests.support.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
@@ -774,3 +776,37 @@ def test_a_tie_is_put_down_to_the_noisier_side_from_a_tenth_of_variation(
     )
     assert [(e.target, e.verdict) for e in s.overall] == [("a", "cheapest"), ("b", "tied")]
     assert s.overall[1].reason == reason
+
+
+def test_the_stopping_rule_weighs_contenders_on_the_intervals_the_ranking_prints(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run gives its trials to the targets that can still change the ranking
+    (adaptive.contenders): it must judge them on the very intervals the report ranks by,
+    each resampled from the same samples with the same seed, overall and per kind of work."""
+    drawn: list[tuple[int, tuple[tuple[float, ...], ...]]] = []
+    bootstrap = stats._bootstrap
+
+    def spy(data: tuple[Any, ...], statistic: Any, seed: int) -> tuple[float, float]:
+        drawn.append((seed, tuple(tuple(d.tolist()) for d in data)))
+        return bootstrap(data, statistic, seed)
+
+    monkeypatch.setattr(stats, "_bootstrap", spy)
+    swing = [1.0, 1.3, 0.8, 1.1, 0.9]  # unpaired (no rounds): every interval is bootstrapped
+    results = [
+        *_varying("plain", [100.0 * s for s in swing]),
+        *_varying("a", [80.0 * s for s in reversed(swing)]),
+        *_varying("b", [76.0 * s for s in swing[1:] + swing[:1]]),
+    ]
+    doc = _document([_target("plain"), _target("a"), _target("b")], results)
+    ranking.build(doc)
+    printed = set(drawn)
+    drawn.clear()
+    groups = RankingGroups(
+        {"a": "plain", "b": "plain"},
+        {w: ranking.family(doc.plan, w) for w in PLAN["workloads"]},
+        {SEQ: True, RND: True, APP: False},
+    )
+    samples = {(r.workload, r.target): r.samples for r in results}
+    assert contenders(groups, samples, {}, doc.plan.seed) == {"a", "b"}
+    assert drawn and set(drawn) <= printed
