@@ -513,21 +513,27 @@ def test_where_lower_is_better_the_cheapest_is_the_quickest() -> None:
         ("w", "c"): [200.0, 201.0, 199.0],
     }
     assert contenders(LATENCY, steady, {}, 1) == {"a", "b"}
+    # over two such workloads, paired: the geometric mean of speeds, not of times
+    two = RankingGroups(LATENCY.plain_of, {"w": "random", "v": "random"}, {"w": False, "v": False})
+    both = {**times, **{("v", t): values for (_w, t), values in times.items()}}
+    assert contenders(two, both, {key: R3 for key in both}, 1) == {"a", "b"}
 
 
 def test_a_tie_within_one_kind_of_work_keeps_both_contending() -> None:
     """Over both kinds a is clearly cheaper; on random work alone b is level with it, and
     the report ranks each kind too: both still contend."""
     groups = RankingGroups(
-        {"a": "plain", "b": "plain"}, {"s": "sequential", "r": "random"}, {"s": True, "r": True}
+        {"a": "plain", "b": "plain", "c": "plain"}, {"s": "sequential", "r": "random"}, {"s": True, "r": True}
     )
     samples = {
         ("s", "plain"): [100.0, 200.0, 50.0],
         ("s", "a"): [90.0, 180.0, 45.0],
         ("s", "b"): [50.0, 100.0, 25.0],
+        ("s", "c"): [30.0, 60.0, 15.0],  # c is costlier in each kind: decided
         ("r", "plain"): [100.0, 200.0, 50.0],
         ("r", "a"): [80.0, 160.0, 40.0],
         ("r", "b"): [70.0, 180.0, 38.0],
+        ("r", "c"): [30.0, 60.0, 15.0],
     }
     rounds = {key: R3 for key in samples}
     assert contenders(groups, samples, rounds, 1) == {"a", "b"}
