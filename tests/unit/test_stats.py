@@ -351,3 +351,12 @@ def test_a_round_with_a_zero_on_either_side_leaves_the_comparison_unpaired() -> 
     assert stats.round_pairs([1.0, 2.0, 3.0], [0, 1, 2], [1.0, 0.0, 3.0], [0, 1, 2]) is None
     assert stats.round_pairs([1.0, 0.0, 3.0], [0, 1, 2], [1.0, 2.0, 3.0], [0, 1, 2]) is None
     assert stats.round_pairs([1.0, 2.0, 3.0], [0, 1, 2], [1.0, 2.0, 3.0], [0, 1, 2]) is not None
+
+
+def test_an_interval_reaching_exactly_the_margin_is_equivalent_to_no_change() -> None:
+    # margins a float holds exactly: the ends 0.75 and 1.25 are within ±0.25, not beyond it
+    assert stats.equivalent(stats.Ratio(1.0, 0.75, 1.25), 0.25)
+    assert stats.equivalent(stats.Ratio(0.8, 0.75, 0.9), 0.25)
+    assert stats.equivalent(stats.Ratio(1.2, 1.1, 1.25), 0.25)
+    assert not stats.equivalent(stats.Ratio(1.0, 0.7499, 1.25), 0.25)
+    assert not stats.equivalent(stats.Ratio(1.0, 0.75, 1.2501), 0.25)
