@@ -224,19 +224,25 @@ def interval(
         assert s.ci_low is not None and s.ci_high is not None
         # its own median as 1.00: the interval relative to it
         return stats.Ratio(1.0, s.ci_low / s.median, s.ci_high / s.median), len(a)
-    b = samples.get((q.workload, q.baseline), [])
-    if not a or not b:
+    if not a or not samples.get((q.workload, q.baseline)):
         return None, len(a)
-    of = rounds or {}
-    r = stats.speed_ratio(
-        a,
-        b,
-        q.higher_is_better,
-        stats.figure_seed(run_seed, q.workload, q.target, q.baseline),
-        of.get((q.workload, q.target)),
-        of.get((q.workload, q.baseline)),
-    )
+    r = _comparison(q.workload, q.target, q.baseline, samples, rounds or {}, q.higher_is_better, run_seed)
     return r, len(a)
+
+
+def _comparison(
+    w: str, t: str, other: str, samples: Samples, rounds: Rounds, higher: bool | None, run_seed: int
+) -> stats.Ratio:
+    """t's speed over the other's at one workload, as the document's comparison of the two
+    (analysis/document.py): its seed, paired by round where they pair."""
+    return stats.speed_ratio(
+        samples[(w, t)],
+        samples[(w, other)],
+        higher,
+        stats.figure_seed(run_seed, w, t, other),
+        rounds.get((w, t)),
+        rounds.get((w, other)),
+    )
 
 
 @dataclass(frozen=True)
@@ -282,14 +288,7 @@ def _geometric_mean(
         return None
     if len(workloads) == 1:
         (w,) = workloads
-        return stats.speed_ratio(
-            samples[(w, t)],
-            samples[(w, other)],
-            groups.higher_is_better[w],
-            stats.figure_seed(seed, w, t, other),
-            rounds.get((w, t)),
-            rounds.get((w, other)),
-        )
+        return _comparison(w, t, other, samples, rounds, groups.higher_is_better[w], seed)
     per = [_speed_pairs(w, t, other, samples, rounds, groups.higher_is_better[w]) for w in workloads]
     if all(p is not None for p in per):
         return stats.paired_geometric_mean([p for p in per if p is not None])

@@ -3,16 +3,15 @@
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from cryptbench import stats
 from cryptbench.adaptive import Question, interval
 from cryptbench.analysis import document
 from cryptbench.errors import UsageError
 from cryptbench.result_model import Comparison, Document, TargetInfo
 from cryptbench.store import MetricValue, Store, TrialRecord
+from tests.support.bootstrap_spy import spy_on_bootstrap
 
 CONTRACT_TARGET_KEYS = {"name", "backend", "baseline", "io_mode", "encryption_verified"}
 CONTRACT_RESULT_KEYS = {
@@ -323,14 +322,7 @@ def test_the_stopping_rule_judges_the_very_interval_the_document_prints(
     """adaptive.interval decides when a question is answered; the document prints the same
     figure. Both are bootstrapped (unpaired here: gocryptfs ran a round plain did not), so
     both must resample the same sides, in the same direction, with the same seed."""
-    drawn: list[tuple[int, tuple[tuple[float, ...], ...]]] = []  # (seed, the samples resampled)
-    bootstrap = stats._bootstrap
-
-    def spy(data: tuple[Any, ...], statistic: Any, seed: int) -> tuple[float, float]:
-        drawn.append((seed, tuple(tuple(d.tolist()) for d in data)))
-        return bootstrap(data, statistic, seed)
-
-    monkeypatch.setattr(stats, "_bootstrap", spy)
+    drawn = spy_on_bootstrap(monkeypatch)
     plain = [100e6, 130e6, 80e6, 110e6, 95e6]
     enc = [52e6, 61e6, 38e6, 57e6, 44e6, 49e6]
     store, run_id = _store(tmp_path, {("w1", "plain"): plain, ("w1", "gocryptfs"): enc})

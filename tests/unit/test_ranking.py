@@ -8,7 +8,6 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,6 +16,7 @@ from cryptbench.adaptive import RankingGroups, contenders
 from cryptbench.analysis import ranking
 from cryptbench.result_model import Answer, Document, RankEntry, RankingSection, Result, RunPlan, TargetInfo
 from tests.support.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
+from tests.support.bootstrap_spy import spy_on_bootstrap
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
@@ -784,14 +784,7 @@ def test_the_stopping_rule_weighs_contenders_on_the_intervals_the_ranking_prints
     """A run gives its trials to the targets that can still change the ranking
     (adaptive.contenders): it must judge them on the very intervals the report ranks by,
     each resampled from the same samples with the same seed, overall and per kind of work."""
-    drawn: list[tuple[int, tuple[tuple[float, ...], ...]]] = []
-    bootstrap = stats._bootstrap
-
-    def spy(data: tuple[Any, ...], statistic: Any, seed: int) -> tuple[float, float]:
-        drawn.append((seed, tuple(tuple(d.tolist()) for d in data)))
-        return bootstrap(data, statistic, seed)
-
-    monkeypatch.setattr(stats, "_bootstrap", spy)
+    drawn = spy_on_bootstrap(monkeypatch)
     swing = [1.0, 1.3, 0.8, 1.1, 0.9]  # unpaired (no rounds): every interval is bootstrapped
     results = [
         *_varying("plain", [100.0 * s for s in swing]),
