@@ -17,6 +17,7 @@ import pytest
 
 from cryptbench.backends.base import Target
 from cryptbench.protection import probes
+from cryptbench.protection.blocks import Blocks
 from cryptbench.protection.sight import LUKS_MAGIC, Sight
 from cryptbench.session import Session
 
@@ -50,6 +51,13 @@ def test_only_a_complete_settle_waits_out_a_daemons_write_behind(
 ) -> None:
     probes._settled(_target(tmp_path, tmp_path, write_behind), complete=complete)
     assert waits == expected
+
+
+def test_a_settle_is_a_look_unless_asked_to_be_complete(tmp_path: Path, waits: list[str]) -> None:
+    """Every look that waits for a change settles without the write-behind's wait: CryFS's
+    second and more, on each of the twenty looks FLUSH_WAIT allows."""
+    probes._settled(_target(tmp_path, tmp_path, 1.0))
+    assert waits == ["sync"]
 
 
 def test_an_image_a_reader_sees_into_has_its_mount_checkpointed(tmp_path: Path, waits: list[str]) -> None:
@@ -181,6 +189,25 @@ def test_each_look_of_a_probe_waits_for_a_change_from_the_look_before(
     probes.probe(session, target)
     assert len(seen) > 3 and befores[0] is None
     assert all(b is s for b, s in zip(befores[1:], seen, strict=False))
+
+
+def test_a_probe_digests_the_backing_again_once_it_changed_from_the_digest_before(
+    dir_target: tuple[Session, Target], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tamper probe and the space measure digest the backing after each write: a digest
+    is waited on until it differs from the one before (a daemon's write-behind), not taken
+    as it is, which would find a flip or a write missing from the backing."""
+    session, target = dir_target
+    befores: list[object] = []
+    real = probes.until_changed
+
+    def spy(t: Target, look: Callable[[], object], before: object, wait: bool = True) -> object:
+        befores.append(before)
+        return real(t, look, before, wait)
+
+    monkeypatch.setattr(probes, "until_changed", spy)
+    probes.probe(session, target)
+    assert any(isinstance(b, Blocks) for b in befores)
 
 
 def test_the_space_measure_counts_after_the_daemons_write_behind(
