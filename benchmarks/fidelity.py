@@ -19,9 +19,11 @@ included, interleaved in random order per round:
   by hand  a data file laid out by fio once per round, as the run lays out its
            target's once, then per workload fio with the same options on the
            command line, as a user comparing with fio would, making as many passes
-           (--loops) as the run's trials of that workload made (--trial-time); each
-           workload runs once unmeasured first, as the run's calibration runs each
-           before its trials; the first round runs the run first, to learn the passes
+           (--loops) as the run's trials of that workload made (--trial-time), and
+           stopping where they stopped (--runtime); each workload runs once
+           unmeasured first, as the run's calibration runs each before its trials;
+           then the trials, in the order of the run's last trials; the first round
+           runs the run first, to learn the passes and the order
 
 Why not a fresh layout before each workload, as this script once made: on the
 development VM, fio right after its file was laid out anew measured less than the
@@ -32,8 +34,14 @@ the run and fio. The by-hand side now follows the run's order of preparation.
 `--whole-run --ram` puts both sides on memory-backed storage: the run's RAM twin
 of plain (`--ram`, a tmpfs the run mounts in its scratch) against fio by hand on
 a tmpfs of its own. The disk's noise and the host's cache are then out of the
-picture, so what differs is the harness's: layout, calibration, trial order and
-preparation.
+picture, so what differs is the harness's: layout, calibration and preparation.
+The run measures plain on the device too, its trials interleaved with the RAM
+twin's, so fio by hand makes the same device trials in the same order, on a data
+file of its own beside the run's, and only its RAM trials are compared: each RAM
+trial then follows the same kind of trial on both sides. On the development VM's
+kernel io_uring hands every read and write on a tmpfs to a kernel worker thread,
+so what a trial there measures depends on what the other core was doing; a by-hand
+side that ran its RAM trials back to back measured in a state the run never does.
 
     .venv/bin/python benchmarks/fidelity.py [--size 64M] [--rounds 5] [--target /var/tmp]
     .venv/bin/python benchmarks/fidelity.py --whole-run [--size 256M] [--rounds 3] [--ram]
@@ -50,6 +58,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptbench import stats
@@ -158,16 +167,33 @@ def main() -> int:
     return 0 if worst <= TOLERANCE else 1
 
 
-def run_passes(db: Path, run_id: int) -> dict[str, int]:
-    """Each workload's passes over the data file in the run's trials (fio's loops)."""
+@dataclass(frozen=True)
+class RunTrial:
+    """One fio trial of the run, as fio by hand repeats it."""
+
+    target: str  # the run's target name: plain, or ram:plain
+    workload: str
+    passes: int  # passes over the data file (fio's loops)
+    runtime_ms: int | None  # milliseconds after which fio stopped (runtime=); None: no cap
+
+
+def run_trials(db: Path, run_id: int) -> list[RunTrial]:
+    """The run's fio trials, in the order it made them, with their passes and cap."""
     store = Store.open(db)
     try:
-        rows = store.db.execute("SELECT workload, job_file FROM trials WHERE run_id=?", (run_id,)).fetchall()
+        rows = store.db.execute(
+            "SELECT target, workload, job_file FROM trials WHERE run_id=? AND status='ok' ORDER BY seq",
+            (run_id,),
+        ).fetchall()
     finally:
         store.close()
-    return {
-        w: int(m.group(1)) if (m := re.search(r"^loops=(\d+)$", job or "", re.M)) else 1 for w, job in rows
-    }
+    found = []
+    for target, workload, job in rows:
+        loops = re.search(r"^loops=(\d+)$", job or "", re.M)
+        runtime = re.search(r"^runtime=(\d+)ms$", job or "", re.M)
+        passes = int(loops.group(1)) if loops else 1
+        found.append(RunTrial(target, workload, passes, int(runtime.group(1)) if runtime else None))
+    return found
 
 
 def _common(data: Path, size: str, direct: bool, engine: str) -> list[str]:
@@ -181,12 +207,15 @@ def lay_out(data: Path, size: str, direct: bool, engine: str) -> None:
                     "--end_fsync=1"], check=True, capture_output=True)  # fmt: skip
 
 
-def by_hand(w: WorkloadSpec, data: Path, size: str, direct: bool, engine: str, passes: int) -> float:
+def by_hand(
+    w: WorkloadSpec, data: Path, size: str, direct: bool, engine: str, passes: int, runtime_ms: int | None
+) -> float:
     """bytes/s: fio on the laid-out file, options on its command line, as a user types them."""
     if not direct:
         drop_caches([data])
     job = [f"--name={w.name}", *_common(data, size, direct, engine), f"--rw={w.rw}", f"--bs={w.bs}"]
     job += [f"--iodepth={w.iodepth}", f"--loops={passes}"]
+    job += [f"--runtime={runtime_ms}ms"] if runtime_ms is not None else []
     if w.is_write:
         job.append("--end_fsync=1")
     out = subprocess.run(
@@ -224,21 +253,31 @@ def whole_run(args: argparse.Namespace) -> int:
             f"{args.size}, {args.rounds} rounds, {args.io_mode} I/O, ioengine {engine}",
             file=sys.stderr,
         )
-        passes: dict[str, int] = {}  # each workload's passes in the run's trials
+        trials: list[RunTrial] = []  # the run's last trials, in its order
+        by_name = {w.name: w for w in specs}
         for r in range(args.rounds):
             ways = ["run", "by hand"]
             if r > 0:
                 rng.shuffle(ways)
             for way in ways:
                 if way == "by hand":
-                    data = hand_dir / "by-hand.dat"
-                    lay_out(data, args.size, direct, engine)
-                    for w in specs:  # unmeasured, as the run's calibration
-                        by_hand(w, data, args.size, direct, engine, passes.get(w.name, 1))
-                    for w in specs:
-                        hand[w.name].append(
-                            by_hand(w, data, args.size, direct, engine, passes.get(w.name, 1))
-                        )
+                    # one data file per target the run measured, each laid out as the run lays
+                    # out its targets', in the same order: plain's on the disk, then the RAM twin's
+                    data = {target: hand_dir / "by-hand.dat"}
+                    if args.ram:
+                        data = {"plain": Path(tmp) / "by-hand-device.dat", **data}
+                    for f in data.values():
+                        lay_out(f, args.size, direct, engine)
+                    first = {(t.target, t.workload): t for t in trials}
+                    for w in specs:  # unmeasured, as the run's calibration on its baselines
+                        for name, f in data.items():
+                            if (t := first.get((name, w.name))) is not None:  # a failed trial: none
+                                by_hand(w, f, args.size, direct, engine, t.passes, t.runtime_ms)
+                    for t in trials:
+                        w = by_name[t.workload]
+                        bw = by_hand(w, data[t.target], args.size, direct, engine, t.passes, t.runtime_ms)
+                        if t.target == target:
+                            hand[t.workload].append(bw)
                     continue
                 argv = [
                     "run",
@@ -257,7 +296,7 @@ def whole_run(args: argparse.Namespace) -> int:
                 cmd = [sys.executable, "-m", "cryptbench", *argv]
                 done = subprocess.run(cmd, capture_output=True, text=True, check=True)
                 doc = json.loads(done.stdout)
-                passes.update(run_passes(Path(tmp) / "run.sqlite", doc["run_id"]))
+                trials = run_trials(Path(tmp) / "run.sqlite", doc["run_id"])
                 for res in doc["results"]:
                     if res["metric"] == "throughput" and res["workload"] in run and res["target"] == target:
                         run[res["workload"]].extend(res["samples"])
