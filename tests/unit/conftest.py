@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from cryptbench.backends.base import Target
 from cryptbench.keys import secret_dirs_of
+from cryptbench.session import Session
 from cryptbench.system import mounts
 from tests.support.leaks import TEST_DIR_PREFIX, TEST_TARGET_BASE, leak_checked_dir, loop_backings, user_keys
 
@@ -60,6 +62,17 @@ def target_dir() -> Iterator[Path]:
     these (make test's lane 1) may."""
     with leak_checked_dir(machine=False) as d:
         yield d
+
+
+@pytest.fixture
+def dir_target(tmp_path: Path) -> Iterator[tuple[Session, Target]]:
+    """A target whose backing is its own directory, plain's layout, in a session of its own
+    (the protection probes' tests)."""
+    session = Session.create(tmp_path)
+    path = session.path("targets", "plain")
+    path.mkdir(parents=True)
+    yield session, Target("plain", "plain", False, None, path, (path,))
+    session.close()
 
 
 @pytest.fixture(autouse=True)

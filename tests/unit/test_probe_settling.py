@@ -9,7 +9,7 @@ instead of making them, and checks which are made and in what order."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -158,15 +158,6 @@ def test_a_look_not_given_time_is_made_once(tmp_path: Path, clock: Clock, settle
     look, returned = _looks([["a"]])
     assert probes.until_changed(_target(tmp_path, tmp_path), look, ["a"], wait=False) == ["a"]
     assert clock.slept == [] and settles == [False] and len(returned) == 1
-
-
-@pytest.fixture
-def dir_target(tmp_path: Path) -> Iterator[tuple[Session, Target]]:
-    session = Session.create(tmp_path)
-    path = session.path("targets", "plain")
-    path.mkdir(parents=True)
-    yield session, Target("plain", "plain", False, None, path, (path,))
-    session.close()
 
 
 def test_each_look_of_a_probe_waits_for_a_change_from_the_look_before(

@@ -7,7 +7,7 @@ import hashlib
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -71,21 +71,6 @@ def test_sizes_are_decided_from_the_backing_files_each_file_added(
     assert f.verdict is verdict, f.evidence
     assert f.detail.get("block") == block
     assert f.detail["mapping"] == {str(k): v for k, v in mapping.items()}
-
-
-def _dir_target(tmp_path: Path) -> tuple[Session, Target]:
-    """A target whose backing is its own directory: plain's layout, for real."""
-    session = Session.create(tmp_path)
-    path = session.path("targets", "plain")
-    path.mkdir(parents=True)
-    return session, Target("plain", "plain", False, None, path, (path,))
-
-
-@pytest.fixture
-def dir_target(tmp_path: Path) -> Iterator[tuple[Session, Target]]:
-    session, target = _dir_target(tmp_path)
-    yield session, target
-    session.close()
 
 
 def test_a_plain_directory_shows_names_exact_sizes_and_the_tree(dir_target: tuple[Session, Target]) -> None:
