@@ -255,23 +255,24 @@ def whole_run(args: argparse.Namespace) -> int:
         )
         trials: list[RunTrial] = []  # the run's last trials, in its order
         by_name = {w.name: w for w in specs}
+        # one data file per target the run measures, laid out as the run lays out its
+        # targets', in the same order: plain's on the disk, then the RAM twin's
+        data = {target: hand_dir / "by-hand.dat"}
+        if args.ram:
+            data = {"plain": Path(tmp) / "by-hand-device.dat", **data}
         for r in range(args.rounds):
             ways = ["run", "by hand"]
             if r > 0:
                 rng.shuffle(ways)
             for way in ways:
                 if way == "by hand":
-                    # one data file per target the run measured, each laid out as the run lays
-                    # out its targets', in the same order: plain's on the disk, then the RAM twin's
-                    data = {target: hand_dir / "by-hand.dat"}
-                    if args.ram:
-                        data = {"plain": Path(tmp) / "by-hand-device.dat", **data}
                     for f in data.values():
                         lay_out(f, args.size, direct, engine)
-                    first = {(t.target, t.workload): t for t in trials}
+                    # each target's trial of each workload (one a round: --repeats 1)
+                    sized = {(t.target, t.workload): t for t in trials}
                     for w in specs:  # unmeasured, as the run's calibration on its baselines
                         for name, f in data.items():
-                            if (t := first.get((name, w.name))) is not None:  # a failed trial: none
+                            if (t := sized.get((name, w.name))) is not None:  # a failed trial: none
                                 by_hand(w, f, args.size, direct, engine, t.passes, t.runtime_ms)
                     for t in trials:
                         w = by_name[t.workload]
