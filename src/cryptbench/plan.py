@@ -74,6 +74,9 @@ RAM_FRACTION = 0.5
 RAM_SLACK = 64 << 20  # bytes
 SPACE_MARGIN = 256 << 20  # bytes kept free on the target filesystem beyond the plan's need
 IO_MODES = ("auto", "direct", "buffered")
+# fio's engines a run may be asked for (--ioengine); without one, the first of
+# these that works here (engines/fio.probe_ioengine)
+IO_ENGINES = ("io_uring", "libaio", "psync")
 DATA_KINDS = ("random", "zero")
 
 
@@ -110,6 +113,7 @@ class Plan:
     # what a target must be proven to protect to be ranked (--needs: names, sizes, tree, tamper)
     needs: tuple[str, ...] = ()
     protection_probes: bool = True  # False: --skip-protection
+    ioengine: str | None = None  # fio's engine as asked (--ioengine); None: the best that works here
 
     @property
     def repeats(self) -> int:
@@ -162,6 +166,7 @@ class Plan:
             "trial_time": self.trial_time,
             "data_size_limit": self.data_size_limit,
             "ram_bytes": self.ram_bytes,
+            "ioengine": self.ioengine or "auto",
         }
 
 
@@ -342,6 +347,7 @@ class RunRequest:
     seed: int | None = None  # None: a random one
     target: str = "/var/tmp"  # the directory the scratch space goes in
     io_mode: str = "auto"  # auto, direct or buffered
+    ioengine: str | None = None  # fio's engine; None: the best that works here
     data: str = "random"  # random or zero write buffers
     db: Path | None = None  # None: the default database
     passphrase_file: str | None = None
@@ -373,6 +379,8 @@ def build_plan(request: RunRequest) -> Plan:
     size, target_bytes, input_bytes = _size(r, suite)
     if r.io_mode not in IO_MODES:
         raise UsageError(f"--io-mode must be one of {', '.join(IO_MODES)}")
+    if r.ioengine is not None and r.ioengine not in IO_ENGINES:
+        raise UsageError(f"--ioengine must be one of {', '.join(IO_ENGINES)}")
     if r.data not in DATA_KINDS:
         raise UsageError(f"--data must be one of {', '.join(DATA_KINDS)}")
     seed = checked_seed(r.seed)
@@ -412,6 +420,7 @@ def build_plan(request: RunRequest) -> Plan:
         data_size_limit=limit,
         needs=_needs(r),
         protection_probes=not r.skip_protection,
+        ioengine=r.ioengine,
     )
 
 

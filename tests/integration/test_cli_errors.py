@@ -35,6 +35,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.beside]
         (["run", "--suite", "/etc/passwd"], "is not valid TOML"),
         (["run", "--suite", "no-such-suite"], "unknown suite"),
         (["run", "--io-mode", "sideways"], "invalid choice"),
+        (["run", "--ioengine", "spdk"], "invalid choice"),
         (["run", "--precision", "tight"], "is not a percentage"),
         (["run", "--precision", "80%"], "--precision must be from 0.1% to 50%"),
         (["run", "--repeats", "5", "--precision", "5%"], "--repeats fixes the number of trials"),

@@ -15,6 +15,8 @@ from cryptbench.analysis import ranking
 from cryptbench.backends import DEFAULT, REGISTRY
 from cryptbench.commands import run as run_cmd
 from cryptbench.commands import show
+from cryptbench.engines.fio import probe_ioengine
+from cryptbench.errors import UnavailableError
 from cryptbench.measure import resident
 from cryptbench.plan import DEFAULT_MAX_TIME, RunRequest
 from cryptbench.store import Store
@@ -157,10 +159,12 @@ def test_adaptive_repetition_for_real(target_dir: Path, tmp_path: Path) -> None:
 
 
 def test_a_byte_budget_ends_the_repetition(target_dir: Path, tmp_path: Path) -> None:
+    """Also the run's --ioengine: its trials use the engine asked for, not the one the run
+    would have chosen (io_uring, where this kernel has it)."""
     db = tmp_path / "r.sqlite"
     proc = cli(
         "run", "--backends", "plain", "--suite", str(SEQ_SUITE), "--size", TINY, "--max-bytes", "1M",
-        "--target", str(target_dir), "--db", str(db), "--details",
+        "--ioengine", "libaio", "--target", str(target_dir), "--db", str(db), "--details",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "stopped by max-bytes" in proc.stdout
@@ -168,6 +172,21 @@ def test_a_byte_budget_ends_the_repetition(target_dir: Path, tmp_path: Path) -> 
     assert doc.stopping is not None and doc.stopping.stopped_by == "max-bytes"
     # the first write block crossed the budget: nothing ran after it
     assert doc.trials.ok <= 2
+    assert doc.environment.ioengine == "libaio" and doc.plan.raw["ioengine"] == "libaio"
+    store = Store.open(db)
+    jobs = [j for (j,) in store.db.execute("SELECT job_file FROM trials").fetchall()]
+    store.close()
+    assert jobs and all("ioengine=libaio" in j.splitlines() for j in jobs)
+
+
+def test_an_ioengine_asked_for_is_checked_with_fio(tmp_path: Path) -> None:
+    assert probe_ioengine(tmp_path / "probe", wanted="libaio") == "libaio"
+    assert probe_ioengine(tmp_path / "probe", wanted="psync") == "psync"
+    with pytest.raises(
+        UnavailableError, match=r"--ioengine no-such-engine: fio cannot read with it here \(.+\)"
+    ):
+        probe_ioengine(tmp_path / "probe", wanted="no-such-engine")
+    assert not list(tmp_path.iterdir())  # the probe's file is gone
 
 
 def test_the_default_output_answers_first_on_one_80_column_screen(target_dir: Path, tmp_path: Path) -> None:

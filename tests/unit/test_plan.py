@@ -39,11 +39,19 @@ def test_a_good_plan(tmp_path: Path) -> None:
         ({"target": "/proc/self"}, SafetyError, "lies under /proc"),
         ({"target": "/dev/null"}, SafetyError, "lies under /dev"),
         ({"suite": "nope"}, UsageError, "unknown suite"),
+        ({"ioengine": "spdk"}, UsageError, "--ioengine must be one of io_uring, libaio, psync"),
     ],
 )
 def test_bad_input_is_refused(tmp_path: Path, over: dict, error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         plan_with(tmp_path, **over)
+
+
+def test_the_engine_asked_for_is_the_plans_and_none_asked_is_auto(tmp_path: Path) -> None:
+    asked = plan_with(tmp_path, ioengine="psync")
+    assert asked.ioengine == "psync" and asked.to_json()["ioengine"] == "psync"
+    chosen = plan_with(tmp_path)
+    assert chosen.ioengine is None and chosen.to_json()["ioengine"] == "auto"
 
 
 def test_a_file_is_not_a_target(tmp_path: Path) -> None:

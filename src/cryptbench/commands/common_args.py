@@ -14,6 +14,7 @@ from cryptbench.plan import (
     DEFAULT_MAX_TIME,
     DEFAULT_MIN_REPEATS,
     DEFAULT_PRECISION,
+    IO_ENGINES,
 )
 
 DETAILS_HELP = (
@@ -36,6 +37,12 @@ def add_provisioning(parser: argparse.ArgumentParser) -> None:
         default="auto",
         choices=["auto", "direct", "buffered"],
         help="auto: direct if every target honours O_DIRECT, else buffered for all",
+    )
+    parser.add_argument(
+        "--ioengine",
+        choices=IO_ENGINES,
+        help="fio's I/O engine for every fio trial (default: io_uring where fio and the kernel "
+        "have it, else libaio, else psync)",
     )
     parser.add_argument("--data", default="random", choices=["random", "zero"], help="write buffer contents")
     parser.add_argument(

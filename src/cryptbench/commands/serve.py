@@ -63,6 +63,7 @@ class ServeRequest:
     size: str | None = None  # bytes per target's data file, as typed ("64M")
     target: str = "/var/tmp"  # the directory the scratch space goes in
     io_mode: str = "auto"  # auto, direct or buffered
+    ioengine: str | None = None  # fio's engine; None: the best that works here
     data: str = "random"  # random or zero write buffers
     passphrase_file: str | None = None
 
@@ -77,6 +78,7 @@ def _plan(r: ServeRequest) -> Plan:
             repeats=1,
             target=r.target,
             io_mode=r.io_mode,
+            ioengine=r.ioengine,
             data=r.data,
             passphrase_file=r.passphrase_file,
             # the coordinator sends whole jobs: nothing here sizes trials or grows the data file
@@ -144,7 +146,7 @@ def _serve(
     with ExitStack() as stack:
         provisioned, _note = provision_all(plan, session, progress, stack)
         targets = provisioned.targets
-        engine = probe_ioengine(session.path("ioengine-probe"), session)
+        engine = probe_ioengine(session.path("ioengine-probe"), session, plan.ioengine)
         env = environment.collect(plan.target_dir)
         env["ioengine"] = engine
         progress.phase(f"starting fio's server on {address}")

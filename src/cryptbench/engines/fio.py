@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench.engines.child import run_child
-from cryptbench.errors import TrialError
+from cryptbench.errors import TrialError, UnavailableError
 from cryptbench.json_types import JsonObject
 from cryptbench.session import Session
 from cryptbench.system import which
@@ -137,20 +137,29 @@ def run_fio(
     return done.stdout
 
 
-def probe_ioengine(scratch_file: Path, session: Session | None = None) -> str:
-    """io_uring if fio and the kernel support it here, else libaio, else psync.
+def probe_ioengine(scratch_file: Path, session: Session | None = None, wanted: str | None = None) -> str:
+    """The engine asked for (`wanted`, --ioengine), once fio has read with it here; without
+    one, io_uring if fio and the kernel support it here, else libaio, else psync.
 
     Each probe is a child of its own session (engines/child.py), journaled where a
     session is given: interrupted, it is stopped with every job process fio forked."""
-    for engine in ("io_uring", "libaio"):
+    if wanted == "psync":  # plain read(2): every kernel and every fio has it
+        return wanted
+    why = ""
+    for engine in (wanted,) if wanted else ("io_uring", "libaio"):
         argv = [which("fio") or "fio", "--name=probe", f"--filename={scratch_file}", "--size=64k", "--bs=4k"]
         argv += ["--rw=read", f"--ioengine={engine}", "--output-format=json"]
         proc = run_child(argv, session, PROBE_TIMEOUT, name="fio")
         scratch_file.unlink(missing_ok=True)
+        lines = (proc.stderr or proc.stdout or "").strip().splitlines()
+        why = lines[-1] if lines else f"fio exited with status {proc.returncode}"
         if proc.returncode == 0:
             try:
                 parse_fio_json(proc.stdout)
                 return engine
-            except TrialError:
+            except TrialError as e:
+                why = str(e)
                 continue
+    if wanted:
+        raise UnavailableError(f"--ioengine {wanted}: fio cannot read with it here ({why})")
     return "psync"

@@ -104,7 +104,7 @@ def _measure(
         targets, direct = provisioned.targets, provisioned.direct
         if note:
             store.add_note(run_id, note)
-        engine = probe_ioengine(session.path("ioengine-probe"), session)
+        engine = probe_ioengine(session.path("ioengine-probe"), session, plan.ioengine)
         # fio's code, resident since the probe, survives every drop of the cache (measure/resident.py).
         held = stack.enter_context(resident.hold(resident.program_files("fio")))
         env = environment.collect(plan.target_dir, plan_versions)  # now with xts(aes) instantiated
