@@ -66,6 +66,7 @@ from cryptbench.backends import REGISTRY, TargetSpec
 from cryptbench.engines.fio import parse_fio_json, probe_ioengine, run_fio
 from cryptbench.engines.jobs import render_job, render_layout
 from cryptbench.measure.cache import drop_caches
+from cryptbench.plan import IO_ENGINES
 from cryptbench.runner import TrialContext, TrialSpec, job_options, run_trial
 from cryptbench.session import Session
 from cryptbench.store import Store
@@ -86,6 +87,11 @@ def main() -> int:
     ap.add_argument("--whole-run", action="store_true", help="a whole cryptbench run against fio by hand")
     ap.add_argument("--trial-time", default="1s", help="--whole-run: the run's --trial-time (default 1s)")
     ap.add_argument("--ram", action="store_true", help="--whole-run: both sides on a tmpfs (root)")
+    ap.add_argument(
+        "--ioengine",
+        choices=IO_ENGINES,
+        help="--whole-run: fio's engine on both sides (default: the one the run would choose here)",
+    )
     args = ap.parse_args()
     if args.whole_run:
         return whole_run(args)
@@ -247,7 +253,7 @@ def whole_run(args: argparse.Namespace) -> int:
     target = "ram:plain" if args.ram else "plain"  # the run's target compared with fio by hand
     with tempfile.TemporaryDirectory(dir=args.target) as tmp, ExitStack() as stack:
         hand_dir = stack.enter_context(memory_backed(Path(tmp) / "ram", args.size)) if args.ram else Path(tmp)
-        engine = probe_ioengine(hand_dir / "probe")
+        engine = probe_ioengine(hand_dir / "probe", wanted=args.ioengine)
         print(
             f"whole run on {target} at {args.target}{' (both sides on tmpfs)' if args.ram else ''}, "
             f"{args.size}, {args.rounds} rounds, {args.io_mode} I/O, ioengine {engine}",
@@ -293,6 +299,7 @@ def whole_run(args: argparse.Namespace) -> int:
                 ]
                 argv += ["--io-mode", args.io_mode, "--seed", str(args.seed + r), "--target", tmp]
                 argv += ["--ram"] if args.ram else []
+                argv += ["--ioengine", args.ioengine] if args.ioengine else []
                 argv += ["--trial-time", args.trial_time, "--db", str(Path(tmp) / "run.sqlite"), "--json"]
                 cmd = [sys.executable, "-m", "cryptbench", *argv]
                 done = subprocess.run(cmd, capture_output=True, text=True, check=True)
