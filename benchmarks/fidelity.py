@@ -16,20 +16,36 @@ included, interleaved in random order per round:
 
   run      `cryptbench run --backends plain --repeats 1` on the suite: each
            workload's throughput as the run stores it
-  by hand  a data file laid out by fio once per round, as the run lays out its
-           target's once, then per workload fio with the same options on the
+  by hand  a data file laid out by fio once per round after a cache drop, as the run
+           lays out its target's once after its own, then per workload fio with the same options on the
            command line, as a user comparing with fio would, making as many passes
            (--loops) as the run's trials of that workload made (--trial-time), and
            stopping where they stopped (--runtime); each workload runs once
            unmeasured first, as the run's calibration runs each before its trials;
-           then the trials, in the order of the run's last trials; the first round
-           runs the run first, to learn the passes and the order
+           then the trials, in the order of the run's last trials, each after a
+           sync and a cache drop, as the run's; the first round runs the run first,
+           to learn the passes and the order
 
 Why not a fresh layout before each workload, as this script once made: on the
 development VM, fio right after its file was laid out anew measured less than the
 same fio on a file laid out earlier, a state the run never measures in (it lays out
 once, then calibrates), so the comparison was of two states of the machine, not of
 the run and fio. The by-hand side now follows the run's order of preparation.
+
+Why a cache drop before fio by hand lays its file out: on a tmpfs, where a file's
+pages land in memory decides how fast it reads, and on the development VM a file
+laid out right after a drop (as the run's is: it drops caches to prove each target
+and before each trial) read faster at 1 MiB than one laid out without. Without the
+drop the run measured seq1m-q8-read 1.190 [1.068, 1.257] times fio by hand (20
+rounds), and 1.220 [1.086, 1.292] with fio by hand dropping caches before each
+trial but not before its layout (12 rounds); with the drop before the layout too,
+0.961 [0.911, 1.059] (12 rounds; each `--whole-run --ram --ioengine libaio --suite
+tests/fixtures/suites/seq.toml --size 256M`).
+
+`--ioengine libaio` with `--ram`: on the development VM's kernel, io_uring hands
+every read and write on a tmpfs to a kernel worker thread, so a RAM trial at 4 KiB
+measures that hand-over and what the other core is doing; with libaio fio's own
+thread does each I/O (docs/methodology.md, "RAM twins").
 
 `--whole-run --ram` puts both sides on memory-backed storage: the run's RAM twin
 of plain (`--ram`, a tmpfs the run mounts in its scratch) against fio by hand on
@@ -44,7 +60,7 @@ so what a trial there measures depends on what the other core was doing; a by-ha
 side that ran its RAM trials back to back measured in a state the run never does.
 
     .venv/bin/python benchmarks/fidelity.py [--size 64M] [--rounds 5] [--target /var/tmp]
-    .venv/bin/python benchmarks/fidelity.py --whole-run [--size 256M] [--rounds 3] [--ram]
+    .venv/bin/python benchmarks/fidelity.py --whole-run [--size 256M] [--rounds 3] [--ram] [--ioengine libaio]
 """
 
 from __future__ import annotations
@@ -217,8 +233,7 @@ def by_hand(
     w: WorkloadSpec, data: Path, size: str, direct: bool, engine: str, passes: int, runtime_ms: int | None
 ) -> float:
     """bytes/s: fio on the laid-out file, options on its command line, as a user types them."""
-    if not direct:
-        drop_caches([data])
+    drop_caches([data])
     job = [f"--name={w.name}", *_common(data, size, direct, engine), f"--rw={w.rw}", f"--bs={w.bs}"]
     job += [f"--iodepth={w.iodepth}", f"--loops={passes}"]
     job += [f"--runtime={runtime_ms}ms"] if runtime_ms is not None else []
@@ -273,6 +288,7 @@ def whole_run(args: argparse.Namespace) -> int:
             for way in ways:
                 if way == "by hand":
                     for f in data.values():
+                        drop_caches([f])
                         lay_out(f, args.size, direct, engine)
                     # each target's trial of each workload (one a round: --repeats 1)
                     sized = {(t.target, t.workload): t for t in trials}
