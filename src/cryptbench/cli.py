@@ -80,7 +80,8 @@ def exit_statuses(command: object) -> str:
         "  0         done\n"
         f"  1         {one}\n"
         "  2         bad input: a clear one-line error, nothing stored changed\n"
-        "  130, 143  interrupted by SIGINT or SIGTERM: everything it started torn down"
+        "  130, 143  interrupted by SIGINT or SIGTERM: everything it started torn down\n"
+        "  141       its output's reader went away (`| head`): nothing more printed, nothing stored lost"
     )
 
 
@@ -129,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     try:
-        return COMMANDS[args.command].main(args, out, err)
+        code = COMMANDS[args.command].main(args, out, err)
+        sys.stdout.flush()  # a reader gone is found here, not in Python's flush at exit
+        return code
     except CryptbenchError as e:
         sys.stderr.write(f"cryptbench: error: {e}\n")
         return e.exit_code
@@ -139,6 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("cryptbench: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader took what it wanted, as `head` does: quiet, as any filter ends on SIGPIPE
+        # (128 + 13). Python would flush stdout again at exit and fail once more, so it goes
+        # to /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as e:  # a bug: one line, the traceback on request
         if os.environ.get("CRYPTBENCH_DEBUG"):
             raise

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.session import Session
-from tests.support.cli import cli
+from tests.support.cli import argv, cli
 from tests.support.targets import requires_root
 
 # Refused before anything is made: it runs in make test's lane 2, beside lane 1.
@@ -64,6 +64,19 @@ def test_bad_input(args: list[str], message: str | None, tmp_path: Path) -> None
     assert "Traceback" not in proc.stderr
     if message:
         assert message in lines[0]
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly() -> None:
+    """`cryptbench backends --json | head -c1`: the pipe's reader closed before the output."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            argv("backends", "--json"), stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60
+        )
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (141, "")
 
 
 def test_a_database_that_is_not_ours_is_left_alone(tmp_path: Path) -> None:
