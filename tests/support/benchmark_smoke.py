@@ -43,7 +43,7 @@ SMOKE: dict[str, tuple[list[str], str, set[int]]] = {
     ),
     "fidelity.py --whole-run --ram": (
         [
-            *("--whole-run", "--ram", "--size", "4M", "--rounds", "1"),
+            *("--whole-run", "--ram", "--ioengine", "libaio", "--size", "4M", "--rounds", "1"),
             *("--trial-time", "0.1s", "--suite", "selftest"),
         ],
         "by hand MB/s",
