@@ -132,9 +132,14 @@ def run_fio(
     argv = [exe, "--output-format=json", *(["--readonly"] if readonly else []), str(jobfile)]
     done = run_child(in_cgroup(argv, cgroup) if cgroup else argv, session, FIO_TIMEOUT, name="fio")
     if done.returncode != 0:
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        raise TrialError(f"fio exited with status {done.returncode}: {lines[-1] if lines else ''}")
+        raise TrialError(f"fio exited with status {done.returncode}: {_last_line(done)}")
     return done.stdout
+
+
+def _last_line(done: subprocess.CompletedProcess[str]) -> str:
+    """fio's last word on a failure: the last line it wrote, stderr first."""
+    lines = (done.stderr or done.stdout or "").strip().splitlines()
+    return lines[-1] if lines else ""
 
 
 def probe_ioengine(scratch_file: Path, session: Session | None = None, wanted: str | None = None) -> str:
@@ -151,8 +156,7 @@ def probe_ioengine(scratch_file: Path, session: Session | None = None, wanted: s
         argv += ["--rw=read", f"--ioengine={engine}", "--output-format=json"]
         proc = run_child(argv, session, PROBE_TIMEOUT, name="fio")
         scratch_file.unlink(missing_ok=True)
-        lines = (proc.stderr or proc.stdout or "").strip().splitlines()
-        why = lines[-1] if lines else f"fio exited with status {proc.returncode}"
+        why = _last_line(proc) or f"fio exited with status {proc.returncode}"
         if proc.returncode == 0:
             try:
                 parse_fio_json(proc.stdout)
