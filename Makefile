@@ -31,6 +31,7 @@ system-deps:
 
 test-deps:
 	@$(QUIETLY) "checking the tests' system packages" scripts/install-system-deps.sh --test
+	@$(QUIETLY) "checking the kernel lab's Debian 13 kernel" scripts/fetch-lab-kernel.sh
 
 $(STAMP): $(BUILT)
 	@rm -f $(VENV)/.installed-*

@@ -17,6 +17,7 @@ packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra moun
 # `backends` tells a user who wants the ecryptfs target to install it.
 # git and sqlite3 are for the example suites of your own commands (docs/own-work.md),
 # which the tests run; each example names what it needs (`needs = […]`).
+# kmod's depmod indexes the modules of the lab's second kernel (scripts/fetch-lab-kernel.sh).
 # zsh and fish load the generated completions in their test (tests/integration/test_shell.py).
 # strace records every program a run starts for the secrets test (tests/integration/test_secrets.py).
 #   --list: print the packages (with --test, the tests' too) and install nothing; the
@@ -31,7 +32,7 @@ for arg in "$@"; do
 done
 if [ $test = 1 ]; then
     packages+=(chromium fonts-dejavu-core qemu-system-x86 linux-image-amd64 busybox-static ecryptfs-utils git sqlite3
-               zsh fish strace)
+               zsh fish strace kmod)
 fi
 
 if [ $list = 1 ]; then

@@ -149,9 +149,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         terminalreporter.section("reliability figures (docs/reliability.md)")
         for name in sorted(FIGURES):
             terminalreporter.write_line(f"{name}: {FIGURES[name]}")
-    lab = config.stash.get(kernel_lab.LAB_RUN, None)
-    if lab is not None:
-        terminalreporter.section("kernel lab")
+    for series, lab in config.stash.get(kernel_lab.LAB_RUNS, {}).items():
+        terminalreporter.section(f"kernel lab, {kernel_lab.KERNELS[series].label}")
         terminalreporter.write_line(lab.summary())
         for nodeid, o in lab.outcomes.items():  # each by name: the lab is not the host's -v
             terminalreporter.write_line(f"{o.outcome.upper()} {nodeid} ({o.seconds:.0f} s in the guest)")

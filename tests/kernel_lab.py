@@ -1,17 +1,19 @@
-"""The kernel lab: tests marked `lab` run inside Debian 12's own kernel.
+"""The kernel lab: tests marked `lab` run inside Debian's own kernels.
 
 This machine's kernel has no modules, no device-mapper, no AF_ALG and cgroup
-v1's blkio; the kernels users run (Debian 12's 6.1, Ubuntu's, Fedora's) have
-modules, dm-crypt, AF_ALG and cgroup v2 only. So the tests that need such a
-kernel are booted into one: virtme-ng starts `linux-image-amd64`'s kernel under
+v1's blkio; the kernels users run (Debian 12's 6.1, Debian 13's 6.12, Ubuntu's,
+Fedora's) have modules, dm-crypt, AF_ALG and cgroup v2 only. So the tests that
+need such a kernel are booted into one: virtme-ng starts a Debian kernel under
 qemu over this machine's own userland (read-only; /tmp writable), with a
 virtual disk for the targets, and runs pytest on the marked tests inside.
 
-The host's pytest stands a proxy item in for each marked test (no fixture runs
-on the host), boots the guest once for all of them, and reports each proxy
-with its guest's outcome: passed, failed with the guest's report and output,
-or skipped with the guest's reason. `CRYPTBENCH_REQUIRE_LAB=1` (set by
-.ci/run) turns a lab that could not run, and a skip inside it, into a failure.
+A test runs on the kernels its marker names (`pytest.mark.lab("6.1", "6.12")`;
+a bare `lab`, on DEFAULT_KERNELS): one guest per kernel, each booted once for
+all of its tests. The host's pytest stands a proxy item in for each test on each
+kernel (no fixture runs on the host; the kernel in brackets after its name),
+and reports it with its guest's outcome: passed, failed with the guest's report
+and output, or skipped with the guest's reason. `CRYPTBENCH_REQUIRE_LAB=1` (set
+by .ci/run) turns a lab that could not run, and a skip inside it, into a failure.
 """
 
 from __future__ import annotations
@@ -45,7 +47,37 @@ def in_guest() -> bool:
 
 IN_GUEST = in_guest()
 REQUIRE = os.environ.get("CRYPTBENCH_REQUIRE_LAB") == "1"
-KERNELS = "/boot/vmlinuz-6.1.0-*-amd64"  # Debian 12's linux-image-amd64
+
+
+@dataclass(frozen=True)
+class LabKernel:
+    """A kernel the lab boots."""
+
+    name: str  # its series, as markers and the stand-ins' names say it: "6.1"
+    label: str  # whose kernel it is, for the reports
+    pattern: str  # a glob of its image; the newest match boots
+    fetch: str  # what installs it where it is missing
+
+
+# Where scripts/fetch-lab-kernel.sh unpacks the kernels that are not the host's packages:
+# under /var/lib, not /var/cache, which vng hides in the guest under a tmpfs of its own
+# (and with it the modules the guest's /lib/modules links to).
+CACHE = os.environ.get("CRYPTBENCH_LAB_KERNELS", "/var/lib/cryptbench/lab-kernels")
+KERNELS = {
+    k.name: k
+    for k in (
+        LabKernel(
+            "6.1", "Debian 12's 6.1", "/boot/vmlinuz-6.1.0-*-amd64", "apt-get install linux-image-amd64"
+        ),
+        LabKernel(
+            "6.12",
+            "Debian 13's 6.12",
+            f"{CACHE}/*/boot/vmlinuz-6.12.*-amd64",
+            "scripts/fetch-lab-kernel.sh (make test runs it)",
+        ),
+    )
+}
+DEFAULT_KERNELS = ("6.1",)  # a bare `lab` marker's
 DISK_BYTES = 6 << 30  # sparse; the lab's targets live on it (xfs, so ext4 stays unloaded)
 MEMORY = "3G"
 # A KVM boot that has not run `true` by then hangs, or is no faster than TCG, which boots
@@ -111,6 +143,7 @@ class Outcome:
 class LabRun:
     """What one boot of the lab did."""
 
+    series: str = DEFAULT_KERNELS[0]  # which of KERNELS it booted
     kernel: str = ""  # the kernel image booted
     accel: str = ""  # kvm or tcg
     accel_reason: str = ""  # why that one
@@ -145,7 +178,7 @@ class LabRun:
 
     def summary(self) -> str:
         if self.unavailable:
-            return f"kernel lab did not run: {self.unavailable}"
+            return f"kernel lab ({KERNELS[self.series].label}) did not run: {self.unavailable}"
         counts: dict[str, int] = {}
         for o in self.outcomes.values():
             counts[o.outcome] = counts.get(o.outcome, 0) + 1
@@ -157,17 +190,19 @@ class LabRun:
         )
 
 
-def lab_kernel() -> str | None:
-    found = sorted(glob.glob(KERNELS))
+def lab_kernel(name: str = DEFAULT_KERNELS[0]) -> str | None:
+    """The image of the lab's kernel `name` that boots (the newest installed), or None."""
+    found = sorted(glob.glob(KERNELS[name].pattern))
     return found[-1] if found else None
 
 
-def why_no_lab() -> str | None:
-    """Why the lab cannot boot here, in words that say what to install; None if it can."""
+def why_no_lab(name: str = DEFAULT_KERNELS[0]) -> str | None:
+    """Why the lab cannot boot kernel `name` here, in words that say what to install; None if it can."""
     if os.geteuid() != 0:
         return "needs root (the guest's tests attach loop devices and mount)"
-    if lab_kernel() is None:
-        return f"no Debian 12 kernel ({KERNELS}); apt-get install linux-image-amd64"
+    kernel = KERNELS[name]
+    if lab_kernel(name) is None:
+        return f"{kernel.label} is not installed ({kernel.pattern}); {kernel.fetch}"
     for tool, package in (("qemu-system-x86_64", "qemu-system-x86"), ("busybox", "busybox-static")):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (apt-get install {package})"
@@ -255,8 +290,7 @@ def stop(config: pytest.Config) -> None:
     """Stop the session's background guests that still run (the lab's, and each boot a
     host test owns: the session is ending on Ctrl-C, SIGTERM, or an error before their
     results were read), and wait for each boot to remove its directory."""
-    lab = config.stash.get(BACKGROUND, None)
-    begun = [*([lab] if lab is not None else []), *config.stash.get(OWN_GUESTS, {}).values()]
+    begun = [*config.stash.get(BACKGROUND, {}).values(), *config.stash.get(OWN_GUESTS, {}).values()]
     for bg in begun:
         for proc in list(_RUNNING.get(bg.thread.ident or 0, ())):
             _STOPPED.add(proc)
@@ -265,21 +299,24 @@ def stop(config: pytest.Config) -> None:
         bg.done.wait(timeout=30)
 
 
-_ACCEL: dict[str, tuple[str, str]] = {}  # kernel -> its choice: one probe per pytest, for every boot
+# The choice, once made: one probe per pytest for every boot of every kernel. Whether KVM
+# works is this machine's qemu and /dev/kvm (on the development VM qemu fails an assertion
+# or hangs before the guest's kernel matters), so the first kernel probed speaks for all.
+_ACCEL: dict[str, tuple[str, str]] = {}
 _ACCEL_LOCK = threading.Lock()  # the background boot and a harness test's boot may ask at once
 
 
 def choose_accel(kernel: str, scratch: Path) -> tuple[str, str]:
-    """KVM where it boots the lab kernel, TCG otherwise; and why."""
+    """KVM where it boots a lab kernel, TCG otherwise; and why."""
     forced = os.environ.get("CRYPTBENCH_LAB_ACCEL")
     if forced in ("kvm", "tcg"):
         return forced, "CRYPTBENCH_LAB_ACCEL"
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return "tcg", "no usable /dev/kvm"
     with _ACCEL_LOCK:
-        if kernel not in _ACCEL:  # a probe that hangs costs its 40 s once, not once a boot
-            _ACCEL[kernel] = _probe_kvm(kernel, scratch)
-        return _ACCEL[kernel]
+        if not _ACCEL:  # a probe that hangs costs its 40 s once, not once a boot
+            _ACCEL["verdict"] = _probe_kvm(kernel, scratch)
+        return _ACCEL["verdict"]
 
 
 def _probe_kvm(kernel: str, scratch: Path) -> tuple[str, str]:
@@ -299,11 +336,21 @@ def cached_dirs() -> list[str]:
     return [d for d in dirs if not any(d.startswith(o + "/") for o in dirs)]
 
 
-def guest_script(shared: Path, nodeids: list[str], resident: bool = True) -> str:
+def guest_script(
+    shared: Path,
+    nodeids: list[str],
+    resident: bool = True,
+    kernel: str = "/boot/vmlinuz",
+    series: str = DEFAULT_KERNELS[0],
+) -> str:
     """What the guest runs: set the disk up as a distribution would have it, then pytest;
     with `resident`, tests/lab_resident.py beside it (for tests whose trials drop the
-    caches: a host test's own guest, which runs none, is spared its imports)."""
+    caches: a host test's own guest, which runs none, is spared its imports). `kernel`:
+    the image booted, whose directory holds its config where it is not the host's /boot;
+    `series`: which of KERNELS it is, which the guest checks and tells its tests
+    (CRYPTBENCH_LAB_KERNEL)."""
     python = shlex.quote(sys.executable)
+    boot_dir = shlex.quote(str(Path(kernel).parent))
     ids = " ".join(shlex.quote(n) for n in nodeids)
     results = shlex.quote(str(shared / RESULTS))
     resident_file = shlex.quote(str(shared / RESIDENT))
@@ -314,6 +361,15 @@ def guest_script(shared: Path, nodeids: list[str], resident: bool = True) -> str
         else ""
     )
     return f"""set -e
+release=$(uname -r)
+case $release in
+  {series}.*) ;;
+  *) echo "lab: booted $release, which is not {KERNELS[series].label}"; exit 1 ;;
+esac
+# Where this kernel's modules are: the host's /lib/modules for a kernel installed there;
+# for one unpacked elsewhere (scripts/fetch-lab-kernel.sh), vng's link on a tmpfs over
+# /lib/modules, which the bind of /usr below hides, so it is linked again after it.
+modules=$(readlink -f /lib/modules/$release || true)
 # What systemd's static device nodes give a distribution at boot: /dev/loop-control
 # and /dev/mapper/control. Everything else (ext4, dm-crypt, AF_ALG, the AES-NI
 # driver) is left for the kernel to load on demand, as on such a machine.
@@ -338,8 +394,17 @@ then
 else
   echo "lab: the host's tree without a page cache (9p tag {HOST_TAG} did not mount)"
 fi
+if [ ! -e /lib/modules/$release ] && [ -n "$modules" ]; then
+  mount -t tmpfs lab-modules /lib/modules
+  ln -s "$modules" /lib/modules/$release
+fi
+# A kernel's config where a distribution keeps it (/boot/config-RELEASE, which
+# cryptbench reads for what the kernel was built with): the host's /boot holds only
+# the host's packages'
+[ -e /boot/config-$release ] || mount --bind {boot_dir} /boot
 cd {shlex.quote(str(REPO))}
-export CRYPTBENCH_LAB=guest CRYPTBENCH_LAB_RESULTS={results} CRYPTBENCH_TEST_TARGET=/tmp/lab/targets
+export CRYPTBENCH_LAB=guest CRYPTBENCH_LAB_KERNEL={series} CRYPTBENCH_LAB_RESULTS={results}
+export CRYPTBENCH_TEST_TARGET=/tmp/lab/targets
 # The tree is read-only here: the bytecode `make setup` compiled on the host is read, none written.
 export PYTHONDONTWRITEBYTECODE=1
 {keep}
@@ -351,14 +416,15 @@ echo "{PYTEST_EXIT}$status"
 """
 
 
-def boot(nodeids: list[str], resident: bool = True) -> LabRun:
-    """Boot the lab once and run `nodeids` inside it (`resident`: see guest_script)."""
-    lab = LabRun()
-    why = why_no_lab()
+def boot(nodeids: list[str], resident: bool = True, name: str = DEFAULT_KERNELS[0]) -> LabRun:
+    """Boot the lab's kernel `name` once and run `nodeids` inside it (`resident`: see
+    guest_script)."""
+    lab = LabRun(series=name)
+    why = why_no_lab(name)
     if why:
         lab.unavailable = why
         return lab
-    kernel = lab_kernel()
+    kernel = lab_kernel(name)
     assert kernel is not None
     lab.kernel = kernel
     scratch = Path(tempfile.mkdtemp(prefix="cryptbench-lab-", dir="/var/tmp"))
@@ -369,7 +435,7 @@ def boot(nodeids: list[str], resident: bool = True) -> LabRun:
         with open(disk, "wb") as f:
             f.truncate(DISK_BYTES)
         script = scratch / "lab.sh"
-        script.write_text(guest_script(scratch, nodeids, resident))
+        script.write_text(guest_script(scratch, nodeids, resident, kernel, name))
         log = scratch / CONSOLE
         argv = vng_command(kernel, lab.accel, scratch, disk, f"sh {shlex.quote(str(script))}")
         lab.returncode = _run_vng(argv, log, LAB_SECONDS)
@@ -444,15 +510,18 @@ def report_line(report: pytest.TestReport) -> dict[str, object]:
 
 
 class LabItem(pytest.Item):
-    """Stands on the host for one lab test: its outcome is the guest's."""
+    """Stands on the host for one lab test on one kernel: its outcome is that kernel's
+    guest's."""
 
-    def __init__(self, *, lab_ids: list[str], **kw: object) -> None:
+    def __init__(self, *, guest_id: str, series: str, lab_ids: list[str], **kw: object) -> None:
         super().__init__(**kw)  # type: ignore[arg-type]
-        self.lab_ids = lab_ids
+        self.guest_id = guest_id  # the test's node id in the guest
+        self.series = series  # the kernel it runs on (KERNELS)
+        self.lab_ids = lab_ids  # every test that kernel's guest runs
 
     def runtest(self) -> None:
-        lab = booted(self.config, self.lab_ids)
-        got = lab.outcomes.get(self.nodeid)
+        lab = booted(self.config, self.series, self.lab_ids)
+        got = lab.outcomes.get(self.guest_id)
         if got is None:
             tail = "\n".join(lab.console.splitlines()[-60:])
             pytest.fail(f"no result from the kernel lab (vng exit {lab.returncode}); console:\n{tail}", False)
@@ -466,46 +535,49 @@ class LabItem(pytest.Item):
             pytest.skip(f"{where}: {got.report}")
 
     def reportinfo(self) -> tuple[str, int, str]:
-        return str(self.path), 0, f"{self.name} (kernel lab)"
+        return str(self.path), 0, f"{self.name} (kernel lab, {KERNELS[self.series].label})"
 
 
 class WholeLabItem(LabItem):
-    """Stands for the boot itself, after every test: the lab fails as a whole when it
-    was stopped at its time limit, or the guest's pytest never said it finished or
-    did not exit 0, even where every test that reported passed."""
+    """Stands for one kernel's boot itself, after every test: the lab fails as a whole
+    when it was stopped at its time limit, or the guest's pytest never said it finished
+    or did not exit 0, even where every test that reported passed."""
 
     def runtest(self) -> None:
-        failed = booted(self.config, self.lab_ids).failure()
+        failed = booted(self.config, self.series, self.lab_ids).failure()
         if failed:
             pytest.fail(f"the kernel lab failed as a whole: {failed}", pytrace=False)
 
     def reportinfo(self) -> tuple[str, int, str]:
-        return str(self.path), 0, "the kernel lab as a whole"
+        return str(self.path), 0, f"the kernel lab on {KERNELS[self.series].label} as a whole"
 
 
-LAB_RUN = pytest.StashKey["LabRun | None"]()
-LAB_IDS = pytest.StashKey["list[str]"]()  # the lab tests this session runs, set by stand_in
+LAB_RUNS = pytest.StashKey[dict[str, LabRun]]()  # by kernel, once its stand-ins have it
+LAB_IDS = pytest.StashKey[dict[str, list[str]]]()  # the lab tests each kernel runs, set by stand_in
 
 
 class Background:
-    """The lab's one boot, begun when the session's tests begin and run beside them
-    (the guest shares nothing with the host's tests but the CPU, and yields that:
-    NICE); the stand-ins, which run last, wait for it.
+    """One boot, begun when the session's tests begin and run beside them (the guest
+    shares nothing with the host's tests but the CPU, and yields that: NICE); the
+    stand-ins, which run last, wait for it.
 
     Waited for through an Event, not Thread.join: a join that Ctrl-C interrupts marks
     the thread stopped while it runs on (CPython before 3.13), and the session would
     end before the boot had removed its directory."""
 
-    def __init__(self, ids: list[str], resident: bool = True) -> None:
+    def __init__(self, ids: list[str], resident: bool = True, series: str = DEFAULT_KERNELS[0]) -> None:
         self.resident = resident
+        self.series = series
         self.lab: LabRun | None = None
         self.error: BaseException | None = None
         self.done = threading.Event()
-        self.thread = threading.Thread(target=self._boot, args=(ids,), name="kernel-lab", daemon=True)
+        self.thread = threading.Thread(
+            target=self._boot, args=(ids,), name=f"kernel-lab-{series}", daemon=True
+        )
 
     def _boot(self, ids: list[str]) -> None:
         try:
-            self.lab = boot(ids, self.resident)
+            self.lab = boot(ids, self.resident, self.series)
         except BaseException as e:  # handed to the stand-in that waits, as if it had booted
             self.error = e
         finally:
@@ -519,7 +591,7 @@ class Background:
         return self.lab
 
 
-BACKGROUND = pytest.StashKey[Background]()
+BACKGROUND = pytest.StashKey[dict[str, Background]]()  # the lab's boots, by kernel
 # The boots host tests own (a test marked `guest`, such as the harness's guest that dies
 # mid-test), by the node ids each runs: begun beside the lab's when the tests begin, so
 # that their test waits for a finished boot instead of a whole emulated one.
@@ -528,13 +600,13 @@ OWN_GUEST_IDS = pytest.StashKey[list[tuple[str, ...]]]()  # set at collection, b
 
 
 def start(config: pytest.Config) -> None:
-    """Begin the lab's boot in the background, when this session has lab tests, and
-    each boot a selected host test owns (its `guest` marker)."""
-    ids = config.stash.get(LAB_IDS, [])
-    if ids and BACKGROUND not in config.stash:
-        bg = Background(ids)
-        config.stash[BACKGROUND] = bg
-        bg.thread.start()
+    """Begin each kernel's boot in the background, for the kernels this session has lab
+    tests on, and each boot a selected host test owns (its `guest` marker)."""
+    lab = config.stash.setdefault(BACKGROUND, {})
+    for series, ids in config.stash.get(LAB_IDS, {}).items():
+        if ids and series not in lab:
+            lab[series] = Background(ids, series=series)
+            lab[series].thread.start()
     own = config.stash.setdefault(OWN_GUESTS, {})
     for guest in config.stash.get(OWN_GUEST_IDS, []):
         if guest not in own:
@@ -556,19 +628,20 @@ def own_guest(config: pytest.Config, ids: list[str]) -> LabRun:
     return bg.result() if bg is not None else boot(ids, resident=False)
 
 
-def booted(config: pytest.Config, ids: list[str]) -> LabRun:
-    """The lab's one boot for all of `ids`: the one begun in the background at the
-    session's start, else made by the first stand-in that asks; a lab that could not
+def booted(config: pytest.Config, series: str, ids: list[str]) -> LabRun:
+    """Kernel `series`'s one boot for all of `ids`: the one begun in the background at
+    the session's start, else made by the first stand-in that asks; a lab that could not
     boot skips (or, where it must run, fails) the asker."""
-    lab = config.stash.setdefault(LAB_RUN, None)
+    runs = config.stash.setdefault(LAB_RUNS, {})
+    lab = runs.get(series)
     if lab is None:
-        bg = config.stash.get(BACKGROUND, None)
+        bg = config.stash.get(BACKGROUND, {}).get(series)
         asked = time.monotonic()
-        lab = bg.result() if bg is not None else boot(ids)
+        lab = bg.result() if bg is not None else boot(ids, name=series)
         lab.waited = time.monotonic() - asked
-        config.stash[LAB_RUN] = lab
+        runs[series] = lab
         for name, n in lab.figures.items():
-            count(f"{name} (kernel lab)", n)
+            count(f"{name} (kernel lab, {series})", n)
     if lab.unavailable:
         if REQUIRE:
             pytest.fail(f"the kernel lab could not run: {lab.unavailable}", pytrace=False)
@@ -576,19 +649,67 @@ def booted(config: pytest.Config, ids: list[str]) -> LabRun:
     return lab
 
 
+def kernels_of(item: pytest.Item) -> tuple[str, ...]:
+    """The kernels a lab test runs on: its marker's arguments, else DEFAULT_KERNELS."""
+    marker = item.get_closest_marker("lab")
+    names = tuple(marker.args) if marker is not None and marker.args else DEFAULT_KERNELS
+    unknown = [n for n in names if n not in KERNELS]
+    if unknown:
+        raise pytest.UsageError(
+            f"{item.nodeid}: no lab kernel {', '.join(unknown)} (known: {', '.join(KERNELS)})"
+        )
+    return names
+
+
+def on_kernel(name: str, series: str) -> str:
+    """A test's name with the kernel it runs on, as pytest names a parameter:
+    test_x[6.12], test_x[a-6.12]."""
+    return f"{name[:-1]}-{series}]" if name.endswith("]") else f"{name}[{series}]"
+
+
 def stand_in(items: list[pytest.Item]) -> list[pytest.Item]:
-    """Replace each lab test by a LabItem, the lab tests last (one boot for all),
-    and the lab as a whole after them."""
+    """Replace each lab test by a LabItem per kernel it runs on, the lab tests last (one
+    boot per kernel for all of its tests). Before pytest deselects (-k, -m): a
+    stand-in's name says its kernel, so `-k "6.12]"` picks a kernel's."""
     lab = [i for i in items if i.get_closest_marker("lab")]
     if not lab:
         return items
-    ids = [i.nodeid for i in lab]
-    lab[0].config.stash[LAB_IDS] = ids
-    proxies: list[pytest.Item] = []
-    for item in lab:
-        proxy = LabItem.from_parent(item.parent, name=item.name, lab_ids=ids)  # type: ignore[arg-type]
-        proxy.own_markers = list(getattr(item, "own_markers", []))
-        proxy.keywords.update(item.keywords)
-        proxies.append(proxy)
-    whole = WholeLabItem.from_parent(lab[0].session, name="kernel-lab", lab_ids=ids)  # type: ignore[arg-type]
-    return [i for i in items if not i.get_closest_marker("lab")] + proxies + [whole]
+    proxies: list[pytest.Item] = []  # kernel by kernel: each waits for its kernel's guest
+    for series in dict.fromkeys(s for i in lab for s in kernels_of(i)):
+        for item in (i for i in lab if series in kernels_of(i)):
+            proxy = LabItem.from_parent(  # type: ignore[arg-type]
+                item.parent,
+                name=on_kernel(item.name, series),
+                guest_id=item.nodeid,
+                series=series,
+                lab_ids=[],
+            )
+            proxy.own_markers = list(getattr(item, "own_markers", []))
+            proxy.keywords.update(item.keywords)
+            proxies.append(proxy)
+    return [i for i in items if not i.get_closest_marker("lab")] + proxies
+
+
+def gather(items: list[pytest.Item]) -> list[pytest.Item]:
+    """After deselection: tell each kernel's stand-ins which tests its one boot runs, and
+    add that kernel's lab as a whole after them."""
+    ids: dict[str, list[str]] = {}
+    stand_ins = [i for i in items if isinstance(i, LabItem)]
+    for item in stand_ins:
+        ids.setdefault(item.series, []).append(item.guest_id)
+    if not ids:
+        return items
+    for item in stand_ins:
+        item.lab_ids = ids[item.series]
+    items[0].config.stash[LAB_IDS] = ids
+    wholes = [
+        WholeLabItem.from_parent(  # type: ignore[arg-type]
+            items[0].session,
+            name=on_kernel("kernel-lab", series),
+            guest_id="",
+            series=series,
+            lab_ids=ids[series],
+        )
+        for series in ids
+    ]
+    return items + wholes

@@ -24,11 +24,20 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # On the host, each lab test is a stand-in whose outcome the guest decides.
+    # On the host, each lab test is a stand-in per kernel whose outcome that kernel's guest
+    # decides; made before deselection (-k, -m), so that -k can name a kernel.
     if not kernel_lab.IN_GUEST:
         items[:] = kernel_lab.stand_in(items)
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_last(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # After deselection (a second implementation of the hook, named apart: pytest takes
+    # only names that begin with pytest_): what is left is what each guest runs.
+    if not kernel_lab.IN_GUEST:
+        items[:] = kernel_lab.gather(items)
         kernel_lab.own_guests(items)
 
 

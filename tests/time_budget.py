@@ -51,18 +51,20 @@ def write(config: pytest.Config) -> None:
     path = config.stash.get(PATH, None)
     if path is None:
         return
-    lab = config.stash.get(kernel_lab.LAB_RUN, None)
     record = {
         "wall": time.monotonic() - config.stash[STARTED],
         "tests": dict(_SECONDS),
-        "lab": None
-        if lab is None or lab.unavailable
-        else {
-            "summary": lab.summary(),
-            "seconds": lab.seconds,
-            "waited": lab.waited,
-            "shared": lab.shared,
-            "tests": {n: o.seconds for n, o in lab.outcomes.items()},
+        "labs": {
+            series: {
+                "label": kernel_lab.KERNELS[series].label,
+                "summary": lab.summary(),
+                "seconds": lab.seconds,
+                "waited": lab.waited,
+                "shared": lab.shared,
+                "tests": {n: o.seconds for n, o in lab.outcomes.items()},
+            }
+            for series, lab in config.stash.get(kernel_lab.LAB_RUNS, {}).items()
+            if not lab.unavailable
         },
     }
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,7 +153,11 @@ def _test_rows(indent: int, record: dict[str, object], lab: bool) -> list[str]:
                 rest = slowest[named:]
                 lines.append(_row(indent + 2, f"the other {len(rest)} modules", sum(s for _m, s in rest)))
     if lab:
-        lines.extend(_lab_rows(indent, record.get("lab")))  # type: ignore[arg-type]
+        labs: dict[str, dict[str, object]] = record.get("labs") or {}  # type: ignore[assignment]
+        if not labs:
+            lines.append(_row(indent, "kernel lab: did not run", 0))
+        for one in labs.values():
+            lines.extend(_lab_rows(indent, one))
     return lines
 
 
@@ -163,14 +169,18 @@ def _unexplained(module: str) -> bool:
     return path.is_file() and not any(line.startswith(REASON) for line in path.read_text().splitlines())
 
 
-def _lab_rows(indent: int, lab: dict[str, object] | None) -> list[str]:
-    if lab is None:
-        return [_row(indent, "kernel lab: did not run", 0)]
+def _lab_rows(indent: int, lab: dict[str, object]) -> list[str]:
+    """One kernel's guest: its wall clock, boot, shared runs and tests."""
     tests: dict[str, float] = lab["tests"]  # type: ignore[assignment]
     shared: dict[str, float] = lab["shared"]  # type: ignore[assignment]
     seconds = float(lab["seconds"])  # type: ignore[arg-type]
     rows = [
-        _row(indent, f"kernel lab, beside the host's tests ({len(tests)} tests)", seconds, "its wall clock"),
+        _row(
+            indent,
+            f"kernel lab on {lab.get('label', 'its kernel')}, beside the host's tests ({len(tests)} tests)",
+            seconds,
+            "its wall clock",
+        ),
         _row(indent + 2, "KVM probe, boot and the guest's set-up", seconds - sum(tests.values())),
     ]
     first = "inside the first setup that reads it"

@@ -3,6 +3,7 @@ that died mid-line, and what the guest is told to run."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -169,7 +170,7 @@ def test_the_guest_reads_code_through_a_cached_mount_of_the_host(tmp_path: Path)
     mount = next(i for i, line in enumerate(lines) if line.startswith("if mount -t 9p"))
     assert "cache=loose" in lines[mount] and "ro," in lines[mount]
     assert lines[mount].endswith(f"{kernel_lab.HOST_TAG} /tmp/host")
-    binds = [line.strip() for line in lines if "mount --bind" in line]
+    binds = [line.strip() for line in lines if line.strip().startswith("mount --bind")]
     assert binds == [f"mount --bind /tmp/host{d} {d}" for d in dirs]
     first_python = next(i for i, line in enumerate(lines) if sys.executable in line)
     assert mount < max(lines.index(f"  {b}") for b in binds) < first_python
@@ -183,3 +184,47 @@ def test_only_the_labs_own_guest_keeps_code_resident(tmp_path: Path) -> None:
     assert "-m tests.lab_resident " in kernel_lab.guest_script(tmp_path, ids)
     assert "-m tests.lab_resident" not in kernel_lab.guest_script(tmp_path, ids, resident=False)
     assert kernel_lab.Background(ids).resident and not kernel_lab.Background(ids, resident=False).resident
+
+
+def test_a_kernel_unpacked_elsewhere_gets_its_modules_and_config_where_a_distribution_keeps_them(
+    tmp_path: Path,
+) -> None:
+    """scripts/fetch-lab-kernel.sh unpacks Debian 13's kernel outside /boot and /lib/modules:
+    vng links its modules on a tmpfs that the bind of /usr hides, so the script links them
+    again after the binds, and binds the kernel's own /boot where its config is missing."""
+    image = "/var/lib/cryptbench/lab-kernels/6.12.9+deb13-amd64/boot/vmlinuz-6.12.9+deb13-amd64"
+    script = kernel_lab.guest_script(tmp_path, ["t.py::x"], kernel=image, series="6.12")
+    lines = [line.strip() for line in script.splitlines()]
+    # the kernel booted is the one asked for, and the tests are told which
+    assert lines.index("6.12.*) ;;") < lines.index("modprobe loop")
+    assert "which is not Debian 13's 6.12\"; exit 1 ;;" in script
+    assert "CRYPTBENCH_LAB_KERNEL=6.12 " in script
+    found = lines.index("modules=$(readlink -f /lib/modules/$release || true)")
+    first_bind = next(i for i, line in enumerate(lines) if line.startswith("mount --bind /tmp/host"))
+    relink = lines.index('ln -s "$modules" /lib/modules/$release')
+    assert found < first_bind < relink  # read before the binds hide it, linked again after
+    assert lines[relink - 1] == "mount -t tmpfs lab-modules /lib/modules"
+    boot = image.rsplit("/", 1)[0]
+    config = lines.index(f"[ -e /boot/config-$release ] || mount --bind {boot} /boot")
+    assert relink < config < next(i for i, line in enumerate(lines) if " -m pytest " in line)
+
+
+def test_each_lab_kernel_is_looked_for_where_it_is_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(kernel_lab.os, "geteuid", lambda: 0)
+    image = tmp_path / "6.12.9+deb13-amd64" / "boot" / "vmlinuz-6.12.9+deb13-amd64"
+    twelve = kernel_lab.KERNELS["6.12"]
+    monkeypatch.setitem(
+        kernel_lab.KERNELS,
+        "6.12",
+        dataclasses.replace(twelve, pattern=f"{tmp_path}/*/boot/vmlinuz-6.12.*-amd64"),
+    )
+    assert kernel_lab.lab_kernel("6.12") is None
+    assert kernel_lab.why_no_lab("6.12") == (
+        f"Debian 13's 6.12 is not installed ({tmp_path}/*/boot/vmlinuz-6.12.*-amd64); "
+        "scripts/fetch-lab-kernel.sh (make test runs it)"
+    )
+    image.parent.mkdir(parents=True)
+    image.write_bytes(b"")
+    assert kernel_lab.lab_kernel("6.12") == str(image)

@@ -60,11 +60,16 @@ def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
     return pytester
 
 
-def _boots(monkeypatch: pytest.MonkeyPatch, lab: kernel_lab.LabRun) -> list[list[str]]:
+def _boots(
+    monkeypatch: pytest.MonkeyPatch, lab: kernel_lab.LabRun, kernels: dict[str, list[str]] | None = None
+) -> list[list[str]]:
+    """Boots replaced by `lab`; the node ids each boot ran, and in `kernels`, by kernel."""
     calls: list[list[str]] = []
 
-    def boot(ids: list[str], resident: bool = True) -> kernel_lab.LabRun:
+    def boot(ids: list[str], resident: bool = True, name: str = "6.1") -> kernel_lab.LabRun:
         calls.append(list(ids))
+        if kernels is not None:
+            kernels[name] = list(ids)
         return lab
 
     monkeypatch.setattr(kernel_lab, "boot", boot)
@@ -86,6 +91,71 @@ def test_each_stand_in_takes_its_guest_tests_outcome(
         ["SKIPPED*in the kernel lab (vmlinuz-test, TCG): Skipped: no adiantum module*"]
     )
     assert "a stand-in never runs its test on the host" not in out
+    assert "PASSED test_inner.py::test_passes[6.1]" in out and "PASSED ::kernel-lab[6.1]" in out
+
+
+ON_KERNELS = """
+import pytest
+
+@pytest.mark.lab("6.1", "6.12")
+def test_both(): raise AssertionError("never on the host")
+
+@pytest.mark.lab("6.12")
+@pytest.mark.parametrize("x", ["a"])
+def test_new(x): raise AssertionError("never on the host")
+
+@pytest.mark.lab
+def test_default(): raise AssertionError("never on the host")
+"""
+
+
+def _kernels(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Boots replaced by a guest in which every test of ON_KERNELS passed; the node ids
+    each kernel's boot ran, by kernel."""
+    kernels: dict[str, list[str]] = {}
+    names = ("test_both", "test_new[a]", "test_default")
+    outcomes = {f"test_kernels.py::{n}": _outcome(PASSED) for n in names}
+    guest = kernel_lab.LabRun(kernel="/boot/vmlinuz-test", returncode=0, pytest_exit=0, outcomes=outcomes)
+    _boots(monkeypatch, guest, kernels)
+    return kernels
+
+
+def test_each_test_runs_in_the_guest_of_each_kernel_its_marker_names(
+    inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kernels = _kernels(monkeypatch)
+    result = inner.runpytest(str(inner.makepyfile(test_kernels=ON_KERNELS)), "-rA")
+    assert kernels == {
+        "6.1": [
+            "test_kernels.py::test_both",
+            "test_kernels.py::test_default",
+        ],  # a bare `lab`: DEFAULT_KERNELS
+        "6.12": ["test_kernels.py::test_both", "test_kernels.py::test_new[a]"],
+    }
+    result.assert_outcomes(passed=6)  # four stand-ins, and each kernel's lab as a whole
+    passed = [line.split()[1] for line in result.stdout.lines if line.startswith("PASSED ")]
+    assert passed == [
+        *("test_kernels.py::test_both[6.1]", "test_kernels.py::test_default[6.1]"),
+        *("test_kernels.py::test_both[6.12]", "test_kernels.py::test_new[a-6.12]"),
+        *("::kernel-lab[6.1]", "::kernel-lab[6.12]"),
+    ]
+
+
+def test_a_kernel_picked_by_its_name_in_brackets_boots_that_kernel_alone(
+    inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kernels = _kernels(monkeypatch)
+    result = inner.runpytest(str(inner.makepyfile(test_kernels=ON_KERNELS)), "-rA", "-k", "6.12]")
+    assert kernels == {"6.12": ["test_kernels.py::test_both", "test_kernels.py::test_new[a]"]}
+    result.assert_outcomes(passed=3, deselected=2)  # and no whole lab for 6.1, which did not boot
+    assert "::kernel-lab[6.1]" not in result.stdout.str()
+
+
+def test_a_lab_marker_naming_an_unknown_kernel_is_a_usage_error(inner: pytest.Pytester) -> None:
+    tests = inner.makepyfile(test_unknown="import pytest\n@pytest.mark.lab('5.10')\ndef test_x(): pass\n")
+    result = inner.runpytest(str(tests))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_unknown.py::test_x: no lab kernel 5.10 (known: 6.1, 6.12)*"])
 
 
 def test_where_the_lab_must_run_a_skip_inside_it_fails(

@@ -22,14 +22,17 @@ RECORD = {
         **{f"tests/integration/test_m{i:02d}.py::t": float(40 + i) for i in range(12)},  # none over a minute
         "tests/lab/test_luks.py::test_every_luks_variant_end_to_end": 300.0,
     },
-    "lab": {
-        "summary": "kernel lab: ...",
-        "seconds": 1700.0,
-        "waited": 12.0,
-        "shared": {"kernel_only_run": 600.0},
-        "tests": {
-            "tests/lab/test_luks.py::test_every_luks_variant_end_to_end": 610.0,
-            "tests/lab/t.py::x": 90.0,
+    "labs": {
+        "6.1": {
+            "label": "Debian 12's 6.1",
+            "summary": "kernel lab: ...",
+            "seconds": 1700.0,
+            "waited": 12.0,
+            "shared": {"kernel_only_run": 600.0},
+            "tests": {
+                "tests/lab/test_luks.py::test_every_luks_variant_end_to_end": 610.0,
+                "tests/lab/t.py::x": 90.0,
+            },
         },
     },
 }
@@ -59,8 +62,21 @@ def test_the_table_splits_the_tests_and_names_the_slowest_modules(tmp_path: Path
 
 
 def test_a_lab_that_did_not_run_says_so() -> None:
-    text = time_budget.table([("tests", 10.0, 0)], {"tests": {**RECORD, "lab": None}}, 11.0)
+    text = time_budget.table([("tests", 10.0, 0)], {"tests": {**RECORD, "labs": {}}}, 11.0)
     assert "kernel lab: did not run" in text
+
+
+def test_each_kernels_guest_has_its_own_rows() -> None:
+    six_twelve = {"label": "Debian 13's 6.12", "summary": "", "seconds": 400.0, "waited": 30.0, "shared": {}}
+    six_twelve["tests"] = {"tests/lab/test_commands.py::test_backends": 100.0}
+    record = {**RECORD, "labs": {**RECORD["labs"], "6.12": six_twelve}}  # type: ignore[dict-item]
+    lines = time_budget.table([("tests", 2460.0, 0)], {"tests": record}, 2552.0).splitlines()
+    heads = [line.split(",")[0].strip() for line in lines if line.strip().startswith("kernel lab on")]
+    assert heads == ["kernel lab on Debian 12's 6.1", "kernel lab on Debian 13's 6.12"]
+    second = lines.index(next(line for line in lines if "Debian 13's 6.12" in line))
+    assert float(lines[second][72:80]) == 400
+    assert float(lines[second + 1][72:80]) == 300  # its boot: 400 less its test's 100
+    assert [float(line[72:80]) for line in lines if "waiting for the lab" in line] == [12, 30]
 
 
 def test_the_command_joins_make_tests_phases_and_pytests_record(tmp_path: Path) -> None:
@@ -80,7 +96,7 @@ LANE1 = {**RECORD, "tests": {n: s for n, s in RECORD["tests"].items() if not n.s
 LANE2 = {
     "wall": 400.0,
     "tests": {"tests/unit/test_a.py::t1": 1.0, "tests/unit/test_b.py::t2": 2.0},
-    "lab": None,
+    "labs": {},
 }
 LANE_PHASES = (
     "set-up\t30.4\t0\nlint and types\t21.0\t0\nunit tests\t401.0\t1\n"
@@ -134,13 +150,13 @@ def test_a_module_over_a_minute_without_its_reason_is_marked(
     monkeypatch.setattr(time_budget, "REPO", tmp_path)
     few = {"tests/integration/test_m.py::t": 30.0, f"{said}::t": 61.0, f"{silent}::t": 61.0}
     text = time_budget.table(
-        [("tests", 200.0, 0)], {"tests": {"wall": 200.0, "tests": few, "lab": None}}, 201.0
+        [("tests", 200.0, 0)], {"tests": {"wall": 200.0, "tests": few, "labs": {}}}, 201.0
     )
     marked = [line.split()[0] for line in text.splitlines() if "no reason at its top" in line]
     assert marked == [silent]
     brief = {**few, f"{silent}::t": 60.0}  # exactly a minute is not over it
     text = time_budget.table(
-        [("tests", 200.0, 0)], {"tests": {"wall": 200.0, "tests": brief, "lab": None}}, 201.0
+        [("tests", 200.0, 0)], {"tests": {"wall": 200.0, "tests": brief, "labs": {}}}, 201.0
     )
     assert "no reason at its top" not in text
     # past the ten slowest, a module over a minute is still named, and marked
@@ -149,6 +165,6 @@ def test_a_module_over_a_minute_without_its_reason_is_marked(
     }
     many[f"{silent}::t"] = 61.0
     text = time_budget.table(
-        [("tests", 2000.0, 0)], {"tests": {"wall": 2000.0, "tests": many, "lab": None}}, 2001.0
+        [("tests", 2000.0, 0)], {"tests": {"wall": 2000.0, "tests": many, "labs": {}}}, 2001.0
     )
     assert any(line.split()[0] == silent and "no reason" in line for line in text.splitlines())

@@ -1,0 +1,35 @@
+"""What each kernel users run offers: `cryptbench backends` in the guest of Debian 12's
+6.1 and of Debian 13's 6.12, as a user on either would read it."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from cryptbench.backends.luks import VARIANTS
+from tests.support.cli import cli
+
+pytestmark = [pytest.mark.lab("6.1", "6.12"), pytest.mark.integration]
+
+# What the kernel itself encrypts with, through its modules loaded on demand: every
+# distribution kernel the lab boots has them all.
+KERNEL_CRYPTO = ["fscrypt", "fscrypt-adiantum", "ecryptfs", *VARIANTS]
+
+
+def test_backends_lists_what_this_kernel_offers_and_why_not(record_property: pytest.RecordProperty) -> None:
+    proc = cli("backends", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {str(r["name"]): r for r in json.loads(proc.stdout)}
+    refused = {name: r["reason"] for name, r in rows.items() if not r["available"]}
+    assert all(refused.values()), refused  # each refusal says why
+    missing = {name: refused[name] for name in KERNEL_CRYPTO if name in refused}
+    assert not missing, f"on {os.uname().release}: {missing}"
+    # The listing as the note and the log quote it, kernel by kernel.
+    record_property("kernel", os.uname().release)
+    record_property("available", ", ".join(n for n, r in rows.items() if r["available"]))
+    record_property("refused", "; ".join(f"{n} ({why})" for n, why in refused.items()) or "none")
+    table = cli("backends")
+    assert table.returncode == 0, table.stderr
+    print(table.stdout)
