@@ -292,6 +292,8 @@ def stop(config: pytest.Config) -> None:
     results were read), and wait for each boot to remove its directory."""
     begun = [*config.stash.get(BACKGROUND, {}).values(), *config.stash.get(OWN_GUESTS, {}).values()]
     for bg in begun:
+        bg.cancelled = True
+    for bg in begun:
         for proc in list(_RUNNING.get(bg.thread.ident or 0, ())):
             _STOPPED.add(proc)
             _stop(proc)
@@ -565,9 +567,17 @@ class Background:
     the thread stopped while it runs on (CPython before 3.13), and the session would
     end before the boot had removed its directory."""
 
-    def __init__(self, ids: list[str], resident: bool = True, series: str = DEFAULT_KERNELS[0]) -> None:
+    def __init__(
+        self,
+        ids: list[str],
+        resident: bool = True,
+        series: str = DEFAULT_KERNELS[0],
+        after: Background | None = None,
+    ) -> None:
         self.resident = resident
         self.series = series
+        self.after = after  # the boot this one waits for before it begins, if any
+        self.cancelled = False  # set by stop(): a boot still waiting never begins
         self.lab: LabRun | None = None
         self.error: BaseException | None = None
         self.done = threading.Event()
@@ -577,6 +587,13 @@ class Background:
 
     def _boot(self, ids: list[str]) -> None:
         try:
+            if self.after is not None:
+                self.after.done.wait()
+            if self.cancelled:
+                self.lab = LabRun(
+                    series=self.series, unavailable="the session ended before this kernel booted"
+                )
+                return
             self.lab = boot(ids, self.resident, self.series)
         except BaseException as e:  # handed to the stand-in that waits, as if it had booted
             self.error = e
@@ -600,13 +617,22 @@ OWN_GUEST_IDS = pytest.StashKey[list[tuple[str, ...]]]()  # set at collection, b
 
 
 def start(config: pytest.Config) -> None:
-    """Begin each kernel's boot in the background, for the kernels this session has lab
-    tests on, and each boot a selected host test owns (its `guest` marker)."""
+    """Begin the lab's boots in the background, one kernel after another (KERNELS'
+    order), for the kernels this session has lab tests on; and each boot a selected host
+    test owns (its `guest` marker).
+
+    One guest at a time: two emulated guests at once took the CPU the host's tests need
+    (the fresh-clone run of 757d4c9, the guests side by side: 2657 s in all against
+    2056 s for one guest before; docs/kernel-lab.md, "Cost"). The first kernel's guest
+    ends about when the host's tests do, and the next then has the machine."""
     lab = config.stash.setdefault(BACKGROUND, {})
-    for series, ids in config.stash.get(LAB_IDS, {}).items():
-        if ids and series not in lab:
-            lab[series] = Background(ids, series=series)
+    wanted = config.stash.get(LAB_IDS, {})
+    previous: Background | None = None
+    for series in (s for s in KERNELS if wanted.get(s)):
+        if series not in lab:
+            lab[series] = Background(wanted[series], series=series, after=previous)
             lab[series].thread.start()
+        previous = lab[series]
     own = config.stash.setdefault(OWN_GUESTS, {})
     for guest in config.stash.get(OWN_GUEST_IDS, []):
         if guest not in own:

@@ -7,6 +7,8 @@ real guest that powers off mid-test: tests/integration/test_kernel_lab_harness.p
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests import kernel_lab
@@ -149,6 +151,40 @@ def test_a_kernel_picked_by_its_name_in_brackets_boots_that_kernel_alone(
     assert kernels == {"6.12": ["test_kernels.py::test_both", "test_kernels.py::test_new[a]"]}
     result.assert_outcomes(passed=3, deselected=2)  # and no whole lab for 6.1, which did not boot
     assert "::kernel-lab[6.1]" not in result.stdout.str()
+
+
+def test_one_kernels_guest_boots_after_the_others_has_ended(
+    inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two emulated guests at once take the CPU the host's tests need: the next kernel's
+    boot begins only when the one before it has ended, in KERNELS' order."""
+    events: list[str] = []
+    names = ("test_both", "test_new[a]", "test_default")
+    guest = kernel_lab.LabRun(
+        kernel="/boot/vmlinuz-test", returncode=0, pytest_exit=0,
+        outcomes={f"test_kernels.py::{n}": _outcome(PASSED) for n in names},
+    )  # fmt: skip
+
+    def boot(ids: list[str], resident: bool = True, name: str = "6.1") -> kernel_lab.LabRun:
+        events.append(f"{name} begins")
+        time.sleep(0.2 if name == "6.1" else 0)  # the first takes longer, yet the second waits
+        events.append(f"{name} ends")
+        return guest
+
+    monkeypatch.setattr(kernel_lab, "boot", boot)
+    result = inner.runpytest(str(inner.makepyfile(test_kernels=ON_KERNELS)))
+    result.assert_outcomes(passed=6)
+    assert events == ["6.1 begins", "6.1 ends", "6.12 begins", "6.12 ends"]
+
+
+def test_a_boot_still_waiting_when_the_session_stops_never_begins() -> None:
+    first = kernel_lab.Background([], series="6.1")
+    waiting = kernel_lab.Background([], series="6.12", after=first)
+    waiting.thread.start()
+    waiting.cancelled = True  # as stop() marks every boot before it ends the running ones
+    first.done.set()
+    assert waiting.done.wait(timeout=10)
+    assert waiting.result().unavailable == "the session ended before this kernel booted"
 
 
 def test_a_lab_marker_naming_an_unknown_kernel_is_a_usage_error(inner: pytest.Pytester) -> None:
