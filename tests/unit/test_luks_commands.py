@@ -11,6 +11,8 @@ from cryptbench.backends import REGISTRY
 from cryptbench.backends.base import TargetSpec
 from cryptbench.backends.luks import (
     AES_XTS,
+    HIGH_PRIORITY,
+    HIGH_PRIORITY_SINCE,
     LUKS2_HEADER,
     NO_QUEUE_SINCE,
     NO_READ_QUEUE,
@@ -20,8 +22,10 @@ from cryptbench.backends.luks import (
     check_cipher,
     check_integrity_mode,
     check_table,
+    cryptsetup_takes,
     device_mapper_missing,
     format_command,
+    high_priority_missing,
     image_size,
     integrity_detail,
     integrity_table_mode,
@@ -30,6 +34,7 @@ from cryptbench.backends.luks import (
     table_cipher,
     table_options,
     table_without_key,
+    with_table_options,
 )
 from cryptbench.errors import ProvisionError, UnavailableError
 from cryptbench.plan import RunRequest, build_plan
@@ -131,15 +136,24 @@ def test_adiantum_is_xchacha12_and_aes_with_4096_byte_sectors() -> None:
     assert backend.summary == "dm-crypt LUKS2 (Adiantum) on a loop device, ext4 on top"
 
 
-# What Debian 12's kernel printed in the kernel lab for each sector size and flag set.
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "dmsetup" / "luks2-tables-6.1.txt"
+# What each lab kernel printed for each sector size and flag set (tests/fixtures/dmsetup/
+# record_tables.py): Debian 12's 6.1, and Debian 13's 6.12 for the flags 6.1 lacks.
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "dmsetup"
+FIXTURE = FIXTURES / "luks2-tables-6.1.txt"
+
+
+def _lines(path: Path, kind: str) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line.startswith(kind)]
+
+
 TABLES = {
     line.split(":", 1)[0]: line.split(": ", 1)[1]
-    for line in FIXTURE.read_text().splitlines()
-    if line.startswith("TABLE ")
+    for path in (FIXTURES / "luks2-tables-6.12.txt", FIXTURE)  # 6.1's where both have one
+    for line in _lines(path, "TABLE ")
 }
-TARGETS = "\n".join(
-    line.removeprefix("TARGETS: ") for line in FIXTURE.read_text().splitlines() if "TARGETS" in line
+TARGETS = "\n".join(line.removeprefix("TARGETS: ") for line in _lines(FIXTURE, "TARGETS"))
+TARGETS_6_12 = "\n".join(
+    line.removeprefix("TARGETS: ") for line in _lines(FIXTURES / "luks2-tables-6.12.txt", "TARGETS")
 )
 
 
@@ -177,6 +191,14 @@ def test_the_kept_table_line_has_no_key_field_and_parses_as_the_real_one() -> No
     assert table_without_key(zeros) == "0 16 crypt aes-xts-plain64 - 0 7:0 4096"
 
 
+def test_debian_13s_dm_crypt_takes_high_priority_and_debian_12s_does_not() -> None:
+    six_twelve = parse_targets(TARGETS_6_12)["crypt"]
+    assert six_twelve is not None and six_twelve >= HIGH_PRIORITY_SINCE
+    assert high_priority_missing(six_twelve, "6.12") is None
+    assert high_priority_missing(parse_targets(TARGETS)["crypt"], "6.1") is not None
+    assert HIGH_PRIORITY in table_options(_recorded(4096, (HIGH_PRIORITY,)))
+
+
 def test_the_crypt_targets_version_is_read() -> None:
     assert parse_targets(TARGETS)["crypt"] == (1, 24, 0)
     assert "integrity" not in parse_targets(TARGETS)  # not loaded there
@@ -209,7 +231,7 @@ def test_luks_tuning_without_device_mapper_refuses_with_the_reason(tmp_path: Pat
 def test_luks_tuning_holds_its_option_targets_to_plain_luks() -> None:
     suite = load_suite("luks-tuning")
     backends = list(suite.backends or [])
-    assert backends[0] == PLAIN_LUKS and len(backends) == 8
+    assert backends[0] == PLAIN_LUKS and len(backends) == 9
     for name in backends[1:]:
         assert VARIANTS[name].variant_of == PLAIN_LUKS and VARIANTS[name].label, name
     assert VARIANTS["luks-aes128"].variant_of is None  # another key size, not an option
@@ -228,3 +250,65 @@ def test_the_mapping_must_run_the_cipher_it_was_formatted_with() -> None:
     # what the lab printed for luks-adiantum (tests/lab/test_adiantum.py)
     check_cipher("xchacha12,aes-adiantum-plain64", VARIANTS["luks-adiantum"])
     assert table_cipher("0 98304 linear 7:0 0") == "?"
+
+
+@pytest.mark.parametrize(
+    ("crypt", "release", "refused"),
+    [
+        ((1, 24, 0), "6.1.0-57-amd64", "needs Linux 6.10: dm-crypt 1.24.0 has no high_priority flag"),
+        (HIGH_PRIORITY_SINCE, "6.1.0-57-amd64", None),  # dm-crypt's own version decides when loaded
+        ((1, 28, 0), "6.12.117+deb13-amd64", None),
+        (None, "6.1.0-57-amd64", "needs Linux 6.10: this kernel is 6.1.0-57-amd64"),
+        (None, "6.9.12-amd64", "needs Linux 6.10: this kernel is 6.9.12-amd64"),
+        (None, "6.10.0", None),
+        (None, "6.12.117+deb13-amd64", None),
+        (None, "a kernel of its own", None),  # unreadable: opening checks the table anyway
+    ],
+)
+def test_high_priority_needs_dm_crypt_1_26_or_linux_6_10(
+    crypt: tuple[int, ...] | None, release: str, refused: str | None
+) -> None:
+    why = high_priority_missing(crypt, release)
+    if refused is None:
+        assert why is None
+    else:
+        assert why is not None and why.startswith(refused), why
+
+
+def test_a_flag_cryptsetup_lacks_is_added_to_the_table_it_reloads() -> None:
+    with_sector = _recorded(4096, ())  # "... 7:0 32768 1 sector_size:4096"
+    reloaded = with_table_options(with_sector, (HIGH_PRIORITY,))
+    assert reloaded.endswith("\n") and reloaded.split()[:8] == with_sector.split()[:8]
+    assert reloaded.split()[8:] == ["2", "sector_size:4096", "high_priority"]
+    assert table_options(reloaded) == ("sector_size:4096", HIGH_PRIORITY)
+    bare = _recorded(512, ())  # 512-byte sectors: no optional parameters at all
+    assert with_table_options(bare, (HIGH_PRIORITY,)).split()[8:] == ["1", "high_priority"]
+    assert with_table_options(reloaded, (HIGH_PRIORITY,)) == reloaded  # never twice
+    # the key field goes back as dmsetup --showkeys gave it
+    assert with_table_options(bare, (HIGH_PRIORITY,)).split()[4] == bare.split()[4]
+
+
+def test_a_mapping_to_be_reloaded_is_opened_without_the_keyring() -> None:
+    """With the keyring, dm-crypt's table names a key cryptsetup removes once the mapping
+    is up, and a reload could not find it."""
+    assert "--disable-keyring" not in open_command("/dev/loop7", KEY, "m")
+    argv = open_command("/dev/loop7", KEY, "m", keyring=False)
+    assert "--disable-keyring" in argv and argv[-2:] == ["/dev/loop7", "m"]
+
+
+def test_this_cryptsetup_is_asked_which_performance_flags_it_takes() -> None:
+    """The real cryptsetup's --help: every version since 2.3.4 takes the workqueue flags;
+    --perf-high_priority came with 2.7 (Debian 12 ships 2.6.1)."""
+    import subprocess
+
+    version = subprocess.run(["cryptsetup", "--version"], capture_output=True, text=True, check=True).stdout
+    major, minor = (int(x) for x in version.split()[1].split(".")[:2])
+    assert cryptsetup_takes("no_read_workqueue")
+    assert cryptsetup_takes(HIGH_PRIORITY) == ((major, minor) >= (2, 7))
+    assert not cryptsetup_takes("no_such_flag")
+
+
+def test_the_high_priority_variant_is_opened_on_luks_aes256s_container() -> None:
+    highpri = next(n for n, v in VARIANTS.items() if HIGH_PRIORITY in v.flags)
+    assert REGISTRY[highpri].same_format_as() == PLAIN_LUKS
+    assert VARIANTS[highpri].table_options == (HIGH_PRIORITY, "sector_size:4096")

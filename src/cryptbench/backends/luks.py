@@ -11,7 +11,9 @@ dm-crypt's performance flags: `--perf-no_read_workqueue` and
 submitting context instead of its kcryptd workqueues: the change Cloudflare
 found doubled throughput on their RAM-disk test), and
 `--perf-submit_from_crypt_cpus` (writes submitted from the CPU that encrypted
-them, which Ceph's 2023 study measured). After opening, the mapping's table
+them, which Ceph's 2023 study measured), and `--perf-high_priority` (dm-crypt 1.26,
+Linux 6.10: its workqueues at high priority and its writer thread at nice -20).
+After opening, the mapping's table
 (`dmsetup table`) must show every option asked for: a kernel that ignores one
 does not get its target measured under that name.
 
@@ -60,6 +62,7 @@ LUKS2_HEADER = 16 << 20  # bytes: cryptsetup's default LUKS2 header and keyslot 
 SECTOR_SIZE = 4096  # bytes per encryption data unit, as fscrypt's
 NO_READ_QUEUE, NO_WRITE_QUEUE = "no_read_workqueue", "no_write_workqueue"
 SUBMIT_FROM_CRYPT_CPUS = "submit_from_crypt_cpus"
+HIGH_PRIORITY = "high_priority"
 
 
 AES_XTS = "aes-xts-plain64"
@@ -89,6 +92,7 @@ class OptionKind(StrEnum):
 
     WORKQUEUES = "workqueues"  # no_read_workqueue / no_write_workqueue
     SUBMIT = "submit"  # submit_from_crypt_cpus
+    PRIORITY = "priority"  # high_priority
     SECTOR = "sector"  # the encryption sector size
     INTEGRITY = "integrity"  # an authentication tag per sector (dm-integrity), journaled
     INTEGRITY_DIRECT = "integrity-direct"  # the same without dm-integrity's journal
@@ -113,6 +117,14 @@ _WHY = {
     ),
     (OptionKind.SUBMIT, False): (
         "dm-crypt's sorting of encrypted writes before it submits them (the default) helps this device"
+    ),
+    (OptionKind.PRIORITY, True): (
+        "dm-crypt's workqueues at high priority, and its writer thread at nice -20, were run "
+        "ahead of the other work on this machine instead of waiting behind it"
+    ),
+    (OptionKind.PRIORITY, False): (
+        "at high priority dm-crypt's threads took CPU time from the threads that issue the I/O, "
+        "which the default shares more evenly"
     ),
     (OptionKind.SECTOR, True): (
         "this workload's requests do not fill 4096-byte sectors, which the larger sector must widen"
@@ -218,6 +230,14 @@ VARIANTS = {
         PLAIN_LUKS,
         option=OptionKind.SUBMIT,
     ),
+    "luks-aes256-highpri": Variant(
+        512,
+        SECTOR_SIZE,
+        (HIGH_PRIORITY,),
+        "high-priority workqueues",
+        PLAIN_LUKS,
+        option=OptionKind.PRIORITY,
+    ),
     "luks-aes256-sector512": Variant(512, 512, (), "512-byte sectors", PLAIN_LUKS, option=OptionKind.SECTOR),
     # Authenticated encryption: the same cipher, each sector with an HMAC-SHA256 tag.
     "luks-aes256-hmac": Variant(
@@ -306,6 +326,44 @@ def parse_targets(text: str) -> dict[str, tuple[int, ...] | None]:
 
 
 NO_QUEUE_SINCE = (1, 22)  # dm-crypt's version with no_read_workqueue and no_write_workqueue (Linux 5.9)
+HIGH_PRIORITY_SINCE = (1, 26)  # dm-crypt's version with high_priority ...
+HIGH_PRIORITY_KERNEL = (6, 10)  # ... which came with Linux 6.10
+
+
+def high_priority_missing(crypt: tuple[int, ...] | None, release: str) -> str | None:
+    """Why dm-crypt cannot take high_priority here, or None: by dm-crypt's own version
+    where it is loaded (`crypt`), else by the kernel's `release` (6.1.0-57-amd64)."""
+    if crypt is not None:
+        if crypt >= HIGH_PRIORITY_SINCE:
+            return None
+        shown = ".".join(map(str, crypt))
+        return f"needs Linux 6.10: dm-crypt {shown} has no high_priority flag (dm-crypt 1.26 added it)"
+    digits = release.split("-", 1)[0].split(".")[:2]
+    kernel = tuple(int(d) for d in digits if d.isdigit())
+    if len(kernel) == 2 and kernel < HIGH_PRIORITY_KERNEL:
+        return f"needs Linux 6.10: this kernel is {release[:40]}, whose dm-crypt has no high_priority flag"
+    return None
+
+
+@functools.cache
+def cryptsetup_takes(flag: str) -> bool:
+    """Whether this cryptsetup takes `--perf-FLAG` (its --help lists every option it
+    has): cryptsetup 2.7 added --perf-high_priority, and Debian 12 ships 2.6.1."""
+    try:
+        out = run_cmd(["cryptsetup", "--help"], timeout=30).stdout.decode(errors="replace")
+    except ProvisionError:
+        return False
+    return f"--perf-{flag}" in out
+
+
+def with_table_options(line: str, added: tuple[str, ...]) -> str:
+    """A crypt mapping's table line with optional parameters `added` after its own, the
+    count before them raised to match (the form `dmsetup reload` reads)."""
+    parts = line.split()
+    own = table_options(line)
+    head = parts[:8]
+    fresh = [o for o in added if o not in own]
+    return " ".join([*head, str(len(own) + len(fresh)), *own, *fresh]) + "\n"
 
 
 def format_command(
@@ -342,8 +400,16 @@ def format_command(
 
 
 def open_command(
-    device: str, keyfile: Path, mapping: str, flags: tuple[str, ...] = (), journal: bool = True
+    device: str,
+    keyfile: Path,
+    mapping: str,
+    flags: tuple[str, ...] = (),
+    journal: bool = True,
+    keyring: bool = True,
 ) -> list[str]:
+    # Without the keyring (`keyring` False) dm-crypt's table holds the key itself, which
+    # a reload of the table (reload_with) needs: with it, the table names a key that
+    # cryptsetup removes from the keyring once the mapping is up.
     return [
         "cryptsetup",
         "open",
@@ -353,9 +419,20 @@ def open_command(
         str(keyfile),
         *(f"--perf-{f}" for f in flags),
         *(() if journal else ("--integrity-no-journal",)),
+        *(() if keyring else ("--disable-keyring",)),
         device,
         mapping,
     ]
+
+
+def reload_with(mapping: str, added: tuple[str, ...]) -> None:
+    """Give an open crypt mapping optional parameters cryptsetup cannot set (high_priority
+    before cryptsetup 2.7): its table, key included, read from dmsetup and written back
+    through stdin with them, then the mapping resumed on it. The key passes through
+    pipes only, never a command line."""
+    line = run_cmd(["dmsetup", "table", "--showkeys", mapping], timeout=30).stdout.decode()
+    run_cmd(["dmsetup", "reload", mapping], timeout=30, input_bytes=with_table_options(line, added).encode())
+    run_cmd(["dmsetup", "resume", mapping], timeout=30)
 
 
 def table_options(line: str) -> tuple[str, ...]:
@@ -416,7 +493,8 @@ def check_table(options: tuple[str, ...], variant: Variant) -> None:
         raise ProvisionError(
             f"dm-crypt did not take {', '.join(missing)} "
             f"(its table shows: {' '.join(options) or 'no options'}); "
-            "the kernel's dm-crypt may be too old for it (no_*_workqueue needs dm-crypt 1.22, Linux 5.9)"
+            "the kernel's dm-crypt may be too old for it (no_*_workqueue needs dm-crypt 1.22, Linux 5.9; "
+            "high_priority 1.26, Linux 6.10)"
         )
 
 
@@ -435,7 +513,11 @@ class LuksBackend(Backend):
         # dm-crypt's performance flags are given to `cryptsetup open` (open_command), not
         # written to the header: the container is the one its variant_of makes.
         v = self.variant
-        return v.variant_of if v.option in (OptionKind.WORKQUEUES, OptionKind.SUBMIT) else None
+        return (
+            v.variant_of
+            if v.option in (OptionKind.WORKQUEUES, OptionKind.SUBMIT, OptionKind.PRIORITY)
+            else None
+        )
 
     def declared(self) -> dict[str, tuple[str, str]]:
         src = "cryptsetup(8), dm-crypt: the whole block device is encrypted"
@@ -474,6 +556,10 @@ class LuksBackend(Backend):
             if version is not None and version < NO_QUEUE_SINCE:
                 shown = ".".join(map(str, version))
                 return Availability(False, f"dm-crypt {shown} has no no_*_workqueue flags (1.22, Linux 5.9)")
+        if HIGH_PRIORITY in self.variant.flags:
+            why = high_priority_missing(dm_target_version("crypt"), os.uname().release)
+            if why:
+                return Availability(False, why)
         if self.variant.cipher != AES_XTS:
             algorithm, _name, config, module = CIPHERS[self.variant.cipher]
             why = crypto_missing(algorithm, config, module)
@@ -510,10 +596,18 @@ class LuksBackend(Backend):
                     timeout=120 + (size / WIPE_RATE if v.integrity else 0),
                 )
                 crypt = session.acquire(DmCrypt(mapping))
+                # Flags this cryptsetup cannot set are set by reloading the table (reload_with).
+                later = tuple(f for f in v.flags if f == HIGH_PRIORITY and not cryptsetup_takes(f))
+                now = tuple(f for f in v.flags if f not in later)
                 try:
                     with signals_blocked():  # the mapping must not appear after its release
-                        run_cmd(open_command(loop.dev, secret.path, mapping, v.flags, v.journal), timeout=120)
+                        run_cmd(
+                            open_command(loop.dev, secret.path, mapping, now, v.journal, keyring=not later),
+                            timeout=120,
+                        )
                     session.release(secret)  # the key is in the kernel now
+                    if later:
+                        reload_with(mapping, later)
                     table = run_cmd(["dmsetup", "table", mapping], timeout=30).stdout.decode()
                     options = table_options(table)
                     check_table(options, v)
@@ -535,6 +629,7 @@ class LuksBackend(Backend):
                             details={
                                 "cipher": self.cipher_label,
                                 "workqueues": _workqueues(v.flags),
+                                **({"high_priority": _how_set(later)} if HIGH_PRIORITY in v.flags else {}),
                                 **({"variant_of": v.variant_of, "option": v.label} if v.variant_of else {}),
                                 "dm_table_options": " ".join(options) or "none",
                                 "dm_table_cipher": table_cipher(table),
@@ -579,10 +674,24 @@ def integrity_detail(integrity: str, mode: str) -> str:
     return f"{INTEGRITY[integrity][1]} tags via dm-integrity, {journal}"
 
 
+def _how_set(later: tuple[str, ...]) -> str:
+    """The target's `high_priority` detail: how the flag reached dm-crypt."""
+    if HIGH_PRIORITY in later:
+        return (
+            "set by reloading the mapping's table (dmsetup reload): this cryptsetup has no "
+            "--perf-high_priority, which cryptsetup 2.7 added"
+        )
+    return "set by cryptsetup open --perf-high_priority"
+
+
 def _workqueues(flags: tuple[str, ...]) -> str:
     bypassed = [d for d, f in (("read", NO_READ_QUEUE), ("write", NO_WRITE_QUEUE)) if f in flags]
     if not bypassed:
-        return "kcryptd (default)"
+        return (
+            "kcryptd at high priority (--perf-high_priority)"
+            if HIGH_PRIORITY in flags
+            else "kcryptd (default)"
+        )
     return " and ".join(bypassed) + " bypassed (--perf-no_*_workqueue)"
 
 
