@@ -304,7 +304,7 @@ def stop(config: pytest.Config) -> None:
 # The choice, once made: one probe per pytest for every boot of every kernel. Whether KVM
 # works is this machine's qemu and /dev/kvm (on the development VM qemu fails an assertion
 # or hangs before the guest's kernel matters), so the first kernel probed speaks for all.
-_ACCEL: dict[str, tuple[str, str]] = {}
+_ACCEL: list[tuple[str, str]] = []  # empty until probed, then the one verdict
 _ACCEL_LOCK = threading.Lock()  # the background boot and a harness test's boot may ask at once
 
 
@@ -317,8 +317,8 @@ def choose_accel(kernel: str, scratch: Path) -> tuple[str, str]:
         return "tcg", "no usable /dev/kvm"
     with _ACCEL_LOCK:
         if not _ACCEL:  # a probe that hangs costs its 40 s once, not once a boot
-            _ACCEL["verdict"] = _probe_kvm(kernel, scratch)
-        return _ACCEL["verdict"]
+            _ACCEL.append(_probe_kvm(kernel, scratch))
+        return _ACCEL[0]
 
 
 def _probe_kvm(kernel: str, scratch: Path) -> tuple[str, str]:
@@ -700,9 +700,10 @@ def stand_in(items: list[pytest.Item]) -> list[pytest.Item]:
     lab = [i for i in items if i.get_closest_marker("lab")]
     if not lab:
         return items
+    on = [(item, kernels_of(item)) for item in lab]
     proxies: list[pytest.Item] = []  # kernel by kernel: each waits for its kernel's guest
-    for series in dict.fromkeys(s for i in lab for s in kernels_of(i)):
-        for item in (i for i in lab if series in kernels_of(i)):
+    for series in dict.fromkeys(s for _i, kernels in on for s in kernels):
+        for item in (i for i, kernels in on if series in kernels):
             proxy = LabItem.from_parent(  # type: ignore[arg-type]
                 item.parent,
                 name=on_kernel(item.name, series),
