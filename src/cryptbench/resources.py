@@ -136,8 +136,28 @@ class LoopDevice(Resource):
                 time.sleep(0.05 * (attempt + 1))
             else:
                 raise ProvisionError(f"could not detach {dev}: {proc.stderr.decode().strip()}")
+        self._wait_released(done)
         said = f"detached {', '.join(done)} ({self.image.name})" if done else None
         return f"removed {', '.join(removed)} stacked on it; {said}" if removed and said else said
+
+    def _wait_released(self, devices: list[str]) -> None:
+        """Until the kernel has closed the image behind each of `devices`. `losetup --detach`
+        on a device still open (a filesystem on it being torn down, udev probing it) only
+        marks it to clear on its last close, and returns. What serves the image must not
+        stop before: a qemu export whose daemon exits under an attached loop device is
+        lazily unmounted (libfuse does so as root), and the device is left on a file with
+        no path ("/"), which nothing can tell was ours (set_autoclear)."""
+        deadline = time.monotonic() + LOOP_RELEASE_WAIT
+        while held := [dev for dev in self.devices() if dev in devices]:
+            if time.monotonic() > deadline:
+                raise ProvisionError(
+                    f"{', '.join(held)} still attached to {self.image} {LOOP_RELEASE_WAIT:.0f} s after "
+                    "losetup --detach: something still holds it open"
+                )
+            time.sleep(0.02)
+
+
+LOOP_RELEASE_WAIT = 10.0  # seconds a detached loop device may take to close its image
 
 
 def remove_dm_holders(block: Path) -> list[str]:
