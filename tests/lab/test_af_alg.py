@@ -46,6 +46,11 @@ def test_af_alg_per_unit_on_every_core_against_the_ram_stack(
         assert others.get((algorithm, 1), 0) > 0 and others.get((algorithm, 2), 0) > 0, (algorithm, af)
         record_property(f"AF_ALG {algorithm}, 4096 B units, 1 core(s)", format_rate(others[(algorithm, 1)]))
     assert af.get("skipped", []) == []
+    # each, instantiated by its socket, named with the driver the kernel chose (read last)
+    drivers = {d["algorithm"]: d["driver"] for d in doc["kernel"]["drivers"]}
+    for algorithm in ("xts(aes)", "adiantum(xchacha12,aes)", "cbc(aes)", "hmac(sha256)"):
+        assert drivers.get(algorithm), (algorithm, doc["kernel"]["missing"])
+        record_property(f"driver of {algorithm}", drivers[algorithm])
     # Each figure is the median of its repeats, every one of which moved data. (Which
     # unit or core count is faster is not asserted: these are separate 0.3 s timings
     # under TCG, and their order is noise's to decide.)

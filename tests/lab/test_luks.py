@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.backends.luks import ADIANTUM, AES_XTS, HIGH_PRIORITY, VARIANTS
+from cryptbench.cipher.kernel import DRIVER_DETAIL, classify
 from cryptbench.suite import load_suite
 from tests.lab import FinishedRun, run_json
 from tests.lab.conftest import KERNEL_ONLY
@@ -95,6 +96,10 @@ def _holds_its_options(backend: str, details: dict[str, str]) -> None:
     assert ("sector_size:4096" in options) == (variant.sector == 4096), line
     assert ("integrity:32:aead" in options) == (variant.integrity is not None), line
     assert details["dm_table_options"] == (" ".join(shown) or "none")  # what the tool recorded
+    # the implementation this kernel chose for the variant's cipher, as /proc/crypto named it
+    driver = details[DRIVER_DETAIL]
+    print(f"{variant.algorithm} ({backend}): {driver}, {classify(driver)}")
+    assert not classify(driver).startswith("unknown"), driver
 
 
 def test_luks_tuning_holds_each_option_to_plain_luks(kernel_only_run: FinishedRun) -> None:

@@ -4,11 +4,12 @@ calls them lower bounds only when they were timed from Python."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 from rich.console import Console
 
 from cryptbench.cipher import userspace
-from cryptbench.cipher.document import CipherDocument
+from cryptbench.cipher.document import AfAlg, AfAlgFigure, CipherDocument, DriverInfo
 from cryptbench.commands import cipher
 from cryptbench.report import cipher_table
 
@@ -33,3 +34,17 @@ def test_the_table_names_the_engine_and_marks_only_python_figures() -> None:
     assert "so those figures are lower bounds" in _printed(from_python)
     schema_1 = {k: v for k, v in as_json.items() if k not in ("schema", "engine", "lower_bounds")}
     assert "lower bounds" in _printed(CipherDocument.from_json(schema_1))
+
+
+def test_each_af_alg_figure_names_the_driver_that_served_it() -> None:
+    doc = cipher.measure(seconds=0.01, repeats=1, kernel_stack=False, cells=[])
+    xts = DriverInfo("xts(aes)", "xts-aes-vaes-avx2", "aesni_intel", 600, "skcipher", "hardware: VAES", "")
+    figures = [
+        AfAlgFigure("xts(aes)", 512, 4096, 1, 3e9, [3e9]),
+        AfAlgFigure("cbc(aes)", 256, 4096, 1, 1e9, [1e9]),  # an algorithm /proc/crypto did not list
+    ]
+    af_alg = AfAlg(True, "", "C", figures)
+    doc = replace(doc, kernel=replace(doc.kernel, drivers=[xts], af_alg=af_alg))
+    text = _printed(doc)
+    assert "kernel xts(aes) (driver xts-aes-vaes-avx2) through AF_ALG, 4.0 KiB per request, one core" in text
+    assert "kernel cbc(aes) through AF_ALG, 4.0 KiB per request" in text

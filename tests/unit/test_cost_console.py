@@ -62,3 +62,20 @@ def test_at_80_columns_the_tables_keep_every_figure_whole() -> None:
         assert whole in tokens, whole
     assert "(%, with its 95% interval, compact)" in " ".join(table.split())
     assert "percent slower" not in text
+
+
+def test_a_kernel_ciphers_source_names_the_driver_its_targets_got() -> None:
+    doc = json.loads((DOCS / "quick-fscrypt-gocryptfs-ram.json").read_text())
+    for t in doc["targets"]:
+        if t["backend"] == "fscrypt":
+            t["details"]["kernel_cipher_driver"] = "xts-aes-vaes-avx2"
+    console = Console(record=True, width=400, color_system=None)
+    cost_console.render(Document.from_json(doc), console)
+    text = console.export_text()
+    assert (
+        "cipher of fscrypt, ram:fscrypt: this run's RAM twins at seq1m-q8-read: 1/cipher = "
+        "1/ram:fscrypt - 1/ram:ext4-loop; the kernel's driver: xts-aes-vaes-avx2 "
+        "(hardware: VAES instructions)"
+    ) in text
+    gocryptfs = next(line for line in text.splitlines() if line.startswith("cipher of gocryptfs"))
+    assert "driver" not in gocryptfs  # a userspace cipher: no kernel driver

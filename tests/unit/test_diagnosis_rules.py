@@ -417,6 +417,21 @@ def test_facts_edges(recorded: dict[str, Any]) -> None:
     assert bare.driver is None and bare.acceleration == ""
 
 
+def test_facts_take_the_driver_the_target_got_over_the_environments(recorded: dict[str, Any]) -> None:
+    """The environment reads /proc/crypto as the run starts, before any target instantiated
+    xts(aes); the target's own record is read once data went through it."""
+    raw = copy.deepcopy(recorded)
+    fscrypt = next(t for t in raw["targets"] if t["name"] == "fscrypt")
+    fscrypt["details"]["kernel_cipher_driver"] = "xts-aes-aesni"
+    doc = Document.from_json(raw)
+    assert doc.environment.driver("xts(aes)") not in (None, "xts-aes-aesni")
+    f = diagnosis.facts(doc, _first_row(doc, "fscrypt"))
+    assert f.driver == "xts-aes-aesni" and f.acceleration == "hardware: AES-NI instructions"
+    raw["environment"]["kernel_crypto"] = {}  # and where the environment named none
+    doc = Document.from_json(raw)
+    assert diagnosis.facts(doc, _first_row(doc, "fscrypt")).driver == "xts-aes-aesni"
+
+
 def _finding(workload: str, rule: Rule, loss: float) -> diagnosis.Finding:
     return diagnosis.Finding(workload, "t", rule, f"{rule} at {workload}.", None, loss)
 

@@ -23,7 +23,7 @@ from cryptbench.analysis import option_effects
 from cryptbench.analysis.speed_change import percent
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher.ceilings import UNKNOWN_HINT
-from cryptbench.cipher.kernel import classify, is_software
+from cryptbench.cipher.kernel import DRIVER_DETAIL, classify, is_software
 from cryptbench.result_model import (
     CipherInfo,
     Document,
@@ -313,7 +313,9 @@ def facts(doc: Document, e: EfficiencyRow, index: Index | None = None) -> Facts:
     driver = None
     acceleration = ""
     if e.cipher is not None and e.cipher.where == "kernel":
-        driver = env.driver(e.cipher.algorithm)
+        # the driver the target's own cipher got once data went through it; runs stored
+        # before targets recorded it have the environment's, read at the run's start
+        driver = t.details.get(DRIVER_DETAIL) or env.driver(e.cipher.algorithm)
         acceleration = classify(driver) if driver else ""
     twin = twin_plain = None
     if t.medium == "device":

@@ -30,11 +30,15 @@ except ImportError:  # not built (no compiler or Python headers at install): tim
     _af_alg = None
 
 PROC_CRYPTO = Path("/proc/crypto")
+DRIVER_DETAIL = "kernel_cipher_driver"  # a kernel-crypto target's detail: its driver, /proc/crypto's name
 
 # Algorithms the kernel-side backends need, and who needs them.
 NEEDED: dict[str, str] = {
     "xts(aes)": "fscrypt file contents, dm-crypt/LUKS aes-xts-plain64",
     "cts(cbc(aes))": "fscrypt file names",
+    "adiantum(xchacha12,aes)": "fscrypt-adiantum, luks-adiantum",
+    "cbc(aes)": "ecryptfs file contents",
+    "hmac(sha256)": "luks-aes256-hmac, -hmac-nojournal (dm-integrity's tags)",
 }
 
 

@@ -171,7 +171,6 @@ def measure(
     progress.phase(f"userspace ciphers: {len(cells)} figures x {repeats}")
     engine = userspace.engine()
     measured = userspace.measure(cells, seconds, repeats, engine)
-    drivers, missing = kernel.drivers()
     af_alg_why = kernel.af_alg_unavailable()
     # what times AF_ALG here: a C loop, or Python (lower bounds)
     af_alg = AfAlg(af_alg_why is None, af_alg_why or "", kernel.af_alg_engine())
@@ -186,9 +185,9 @@ def measure(
         ram = RamStack(False, why)
     else:
         ram = measure_ram_stack(target_dir, ram_size, repeats, progress)
-        # fscrypt instantiated xts(aes): the drivers can be named now if they could not before.
-        if missing:
-            drivers, missing = kernel.drivers()
+    # Read last: the kernel lists a template such as xts(aes) once something instantiated
+    # it, here AF_ALG's sockets and the RAM stack's fscrypt; AF_ALG got the same driver.
+    drivers, missing = kernel.drivers()
     return CipherDocument(
         schema=SCHEMA,
         library=userspace.library(engine),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cryptbench import resources
 from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec, helper_programs
+from cryptbench.cipher import kernel
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.fio import run_fio
 from cryptbench.engines.jobs import render_layout
@@ -53,6 +54,27 @@ def prove_encryption(session: Session, targets: dict[str, Target]) -> None:
         base = targets.get(t.baseline or "")
         # Without the positive control the absence of the marker proves nothing.
         t.encryption_verified = bool(base is not None and base.marker_in_backing)
+
+
+def name_kernel_ciphers(targets: dict[str, Target], proc_crypto: str | None = None) -> None:
+    """Each kernel-crypto target's cipher as the kernel serves it: the driver /proc/crypto
+    names for its algorithm (`proc_crypto`: that file's text, read here unless given).
+    Read once data has gone through every target (prove_encryption wrote through each),
+    because the kernel instantiates a template such as xts(aes) on first use, choosing
+    the registered implementation with the highest priority; a target's figures owe
+    much to which (xts-aes-vaes-avx2 and xts(ecb(aes-generic)) are a factor of ten
+    apart). No record where /proc/crypto lists none: the diagnosis says so."""
+    try:
+        entries = kernel.parse(kernel.PROC_CRYPTO.read_text() if proc_crypto is None else proc_crypto)
+    except OSError:
+        return
+    for t in targets.values():
+        use = REGISTRY[t.backend].cipher_use
+        if use is None or use.where != "kernel":
+            continue
+        found = kernel.selected(entries, use.algorithm)
+        if found is not None:
+            t.details[kernel.DRIVER_DETAIL] = found.driver
 
 
 def probe_direct(session: Session, targets: dict[str, Target]) -> None:
@@ -197,6 +219,7 @@ def provision_all(
         provisioned.up(spec)
     progress.phase("proving encryption")
     prove_encryption(session, provisioned.targets)
+    name_kernel_ciphers(provisioned.targets)
     if plan.protection_probes:
         progress.phase("probing what each target protects, and its space")
         probe_protection(session, provisioned.targets)

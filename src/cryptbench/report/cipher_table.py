@@ -53,10 +53,12 @@ def render(doc: CipherDocument, out: Console) -> None:
     for m in kern.missing:
         out.print(f"kernel: {m}")
     af = kern.af_alg
+    driver = {d.algorithm: d.driver for d in kern.drivers}
     if af.available:
         for r in af.results:
+            by = f" (driver {driver[r.algorithm]})" if r.algorithm in driver else ""
             out.print(
-                f"kernel {r.algorithm} through AF_ALG, {format_bytes(r.unit)} per request, "
+                f"kernel {r.algorithm}{by} through AF_ALG, {format_bytes(r.unit)} per request, "
                 f"{_cores(r.cores)}: {format_rate(r.throughput)}"
                 + (" (timed from Python: a lower bound)" if af.engine == "Python" else "")
             )

@@ -12,6 +12,7 @@ from collections import defaultdict
 from cryptbench import stats
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import change_words, percent, speed_change
+from cryptbench.cipher.kernel import DRIVER_DETAIL, classify
 from cryptbench.json_types import JsonObject
 from cryptbench.metric_catalog import info
 from cryptbench.result_model import Answer, Comparison, ComparisonKind, Document, Result, Stopping
@@ -226,12 +227,19 @@ def stopping_lines(st: Stopping | None) -> list[str]:
 
 
 def sources(doc: Document) -> list[str]:
-    """Where the cipher ceilings came from: each source once, with the targets that use it."""
+    """Where the cipher ceilings came from: each source once, with the targets that use it,
+    and for a kernel cipher the driver that served those targets (/proc/crypto's name)."""
     users: dict[str, list[str]] = defaultdict(list)
     for e in doc.efficiency:
         if e.target not in users[e.ceiling_source]:
             users[e.ceiling_source].append(e.target)
-    return [f"{', '.join(ts)}: {source}" for source, ts in users.items()]
+    details = {t.name: t.details for t in doc.targets}
+    lines = []
+    for source, ts in users.items():
+        drivers = dict.fromkeys(d for t in ts if (d := details.get(t, {}).get(DRIVER_DETAIL)))
+        served = "".join(f"; the kernel's driver: {d} ({classify(d)})" for d in drivers)
+        lines.append(f"{', '.join(ts)}: {source}{served}")
+    return lines
 
 
 def _value(v: float, unit: str) -> str:
