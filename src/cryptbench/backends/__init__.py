@@ -9,7 +9,7 @@ from cryptbench.backends.cryfs import CryfsBackend
 from cryptbench.backends.ecryptfs import EcryptfsBackend
 from cryptbench.backends.encfs import EncfsBackend
 from cryptbench.backends.ext4loop import Ext4LoopBackend
-from cryptbench.backends.fscrypt import ADIANTUM_POLICY, FscryptBackend
+from cryptbench.backends.fscrypt import ADIANTUM_POLICY, HCTR2_POLICY, FscryptBackend
 from cryptbench.backends.gocryptfs import GocryptfsBackend
 from cryptbench.backends.images import image_backends
 from cryptbench.backends.known import known_answer_backends
@@ -24,6 +24,8 @@ REGISTRY: dict[str, Backend] = {
         Ext4LoopBackend(),
         FscryptBackend(),
         FscryptBackend("fscrypt-adiantum", ADIANTUM_POLICY),
+        FscryptBackend("fscrypt-inline", inline=True, variant_of="fscrypt", option="in the block layer"),
+        FscryptBackend("fscrypt-hctr2", HCTR2_POLICY, variant_of="fscrypt", option="names by AES-256-HCTR2"),
         GocryptfsBackend(),
         SecurefsBackend(),
         CryfsBackend(),
@@ -37,7 +39,10 @@ REGISTRY: dict[str, Backend] = {
 # What a run measures when neither --backends nor the suite names any: one
 # target per way of encrypting a directory or filesystem. The image matrix has
 # its own suite (`--suite images`); LUKS joins wherever the kernel can run it.
-DEFAULT = ("plain", "ext4-loop", "fscrypt", "gocryptfs", "securefs", "cryfs", "encfs", "luks-aes256")
+DEFAULT = (
+    *("plain", "ext4-loop", "fscrypt", "fscrypt-inline"),
+    *("gocryptfs", "securefs", "cryfs", "encfs", "luks-aes256"),
+)
 
 __all__ = ["DEFAULT", "REGISTRY", "Availability", "Backend", "DirectIO", "Helper", "Target", "TargetSpec"]
 

@@ -57,7 +57,11 @@ def preallocate(image: Path, size: int) -> str:
 
 @contextmanager
 def ext4_on_loop(
-    session: Session, spec: TargetSpec, data_bytes: int, extra_features: tuple[str, ...] = ()
+    session: Session,
+    spec: TargetSpec,
+    data_bytes: int,
+    extra_features: tuple[str, ...] = (),
+    mount_options: tuple[str, ...] = (),
 ) -> Iterator[LoopFs]:
     base = target_dir(session, spec)
     image = base / "ext4.img"
@@ -67,7 +71,10 @@ def ext4_on_loop(
     allocation = preallocate(session.check_inside(image), size)
     mkfs = mkfs_command("ext4", str(image), extra_features)
     run_cmd(mkfs)
-    with loop_device(session, image, direct_io=True) as loop, mounted(session, "ext4", loop.dev, mountpoint):
+    with (
+        loop_device(session, image, direct_io=True) as loop,
+        mounted(session, "ext4", loop.dev, mountpoint, mount_options),
+    ):
         yield LoopFs(
             image,
             mountpoint,

@@ -171,13 +171,15 @@ def loop_direct_io(dev: str) -> str:
 
 
 @contextmanager
-def mounted(session: Session, fs: str, device: str, mountpoint: Path) -> Iterator[Path]:
-    """Mount `device` (holding `fs`) at `mountpoint`; unmount on exit."""
+def mounted(
+    session: Session, fs: str, device: str, mountpoint: Path, options: tuple[str, ...] = ()
+) -> Iterator[Path]:
+    """Mount `device` (holding `fs`) at `mountpoint`, with noatime and `options`; unmount on exit."""
     mount = session.acquire(Mount(session.check_inside(mountpoint)))
     try:
         # Held, as for losetup: otherwise the mount could appear after its release.
         with signals_blocked():
-            run_cmd(["mount", "-t", fs, "-o", "noatime", device, str(mountpoint)])
+            run_cmd(["mount", "-t", fs, "-o", ",".join(("noatime", *options)), device, str(mountpoint)])
         yield mountpoint
     finally:
         session.release(mount)

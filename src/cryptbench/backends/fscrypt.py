@@ -17,7 +17,7 @@ import fcntl
 import os
 import platform
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +28,7 @@ from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_l
 from cryptbench.errors import ProvisionError
 from cryptbench.resources import FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, FscryptKey
 from cryptbench.session import Session
-from cryptbench.system import crypto_missing, kernel_config
+from cryptbench.system import crypto_missing, kernel_config, mount_entry
 
 FS_IOC_SET_ENCRYPTION_POLICY = 0x800C6613
 FS_IOC_GET_ENCRYPTION_POLICY_EX = 0xC0096616
@@ -37,9 +37,19 @@ FSCRYPT_POLICY_V2 = 2
 FSCRYPT_MODE_AES_256_XTS = 1
 FSCRYPT_MODE_AES_256_CTS = 4
 FSCRYPT_MODE_ADIANTUM = 9
+FSCRYPT_MODE_AES_256_HCTR2 = 10
 FSCRYPT_POLICY_FLAGS_PAD_32 = 0x03
 FSCRYPT_POLICY_FLAG_DIRECT_KEY = 0x04
 KEY_BYTES = 64  # AES-256-XTS needs a 512-bit key; v2 derives per-file keys from it
+
+
+@dataclass(frozen=True)
+class KernelCrypto:
+    """A kernel crypto algorithm a policy needs, and where the kernel gets it."""
+
+    algorithm: str  # the crypto API's name, e.g. hctr2(aes)
+    config: str  # the kernel option that builds it
+    module: str  # the module that holds it
 
 
 @dataclass(frozen=True)
@@ -51,8 +61,9 @@ class Policy:
     flags: int  # padding and FSCRYPT_POLICY_FLAG_*
     description: str  # for the target's details
     algorithm: str  # the kernel crypto algorithm that encrypts the contents
-    config: str  # the kernel option that builds it
-    module: str  # the module that holds it
+    cipher: str  # what a reader calls it, for the summary
+    requires: tuple[KernelCrypto, ...] = ()  # beyond AES-XTS and CTS-CBC, which fscrypt selects
+    since: tuple[int, int] = (5, 4)  # the Linux release that takes it (v2 policies: 5.4)
 
 
 AES_POLICY = Policy(
@@ -61,8 +72,7 @@ AES_POLICY = Policy(
     FSCRYPT_POLICY_FLAGS_PAD_32,
     "v2, contents AES-256-XTS, filenames AES-256-CTS-CBC, padding 32",
     "xts(aes)",
-    "CONFIG_CRYPTO_XTS",
-    "xts",
+    "AES-256-XTS",
 )
 # Android's choice for CPUs without AES instructions; DIRECT_KEY (the per-file nonce as
 # Adiantum's tweak instead of a derived key per file) is how the kernel docs advise it.
@@ -72,9 +82,26 @@ ADIANTUM_POLICY = Policy(
     FSCRYPT_POLICY_FLAGS_PAD_32 | FSCRYPT_POLICY_FLAG_DIRECT_KEY,
     "v2, contents and filenames Adiantum (XChaCha12, AES-256), DIRECT_KEY, padding 32",
     "adiantum(xchacha12,aes)",
-    "CONFIG_CRYPTO_ADIANTUM",
-    "adiantum",
+    "Adiantum",
+    (KernelCrypto("adiantum(xchacha12,aes)", "CONFIG_CRYPTO_ADIANTUM", "adiantum"),),
 )
+# File names by AES-256-HCTR2, a wide-block mode (Linux 6.0): names that share a prefix
+# no longer share ciphertext blocks as under CTS-CBC. Contents stay AES-256-XTS, the
+# one pairing fscrypt allows (Documentation/filesystems/fscrypt.rst, Encryption modes).
+HCTR2_POLICY = Policy(
+    FSCRYPT_MODE_AES_256_XTS,
+    FSCRYPT_MODE_AES_256_HCTR2,
+    FSCRYPT_POLICY_FLAGS_PAD_32,
+    "v2, contents AES-256-XTS, filenames AES-256-HCTR2, padding 32",
+    "xts(aes)",
+    "AES-256-XTS, names AES-256-HCTR2",
+    (KernelCrypto("hctr2(aes)", "CONFIG_CRYPTO_HCTR2", "hctr2"),),
+    (6, 0),
+)
+# The block layer's software encryption, for devices without inline-encryption hardware
+# (a loop device has none): ext4 mounted with inlinecrypt hands fscrypt's keys to it.
+INLINE_CONFIG = ("CONFIG_FS_ENCRYPTION_INLINE_CRYPT", "CONFIG_BLK_INLINE_ENCRYPTION_FALLBACK")
+INLINE_OPTION = "inlinecrypt"
 BUFFERED_REASON = (
     "ext4 encrypts file contents in the page cache unless it is mounted with inlinecrypt "
     "on inline-encryption hardware, so O_DIRECT silently becomes buffered I/O"
@@ -151,11 +178,23 @@ class FscryptBackend(Backend):
             "tamper": ("silent", f"{src}, Encryption modes: XTS, CTS-CBC and Adiantum, none authenticated"),
         }
 
-    def __init__(self, name: str = "fscrypt", policy: Policy = AES_POLICY) -> None:
+    def __init__(
+        self,
+        name: str = "fscrypt",
+        policy: Policy = AES_POLICY,
+        *,
+        inline: bool = False,
+        variant_of: str | None = None,
+        option: str = "",
+    ) -> None:
         self.name = name
         self.policy = policy
-        cipher = "AES-256-XTS" if policy is AES_POLICY else "Adiantum"
-        self.summary = f"ext4 native encryption (fscrypt v2, {cipher}) in an image on a loop device"
+        self.inline = inline  # mounted with inlinecrypt: the block layer encrypts
+        self.variant_of = variant_of  # the target it differs from in one choice
+        self.option = option  # that choice, for the comparison against it
+        how = ", encrypted in the block layer (inlinecrypt)" if inline else ""
+        self.summary = f"ext4 native encryption (fscrypt v2, {policy.cipher}) in an image on a loop device"
+        self.summary += how
         # Writes are encrypted by the thread doing writeback, one page at a time;
         # reads are decrypted in a workqueue that may use every core.
         self.cipher_use = CipherUse("kernel", policy.algorithm, 4096, parallel=False)
@@ -174,10 +213,15 @@ class FscryptBackend(Backend):
             return Availability(False, "kernel was built without ext4 encryption (CONFIG_FS_ENCRYPTION)")
         if not _kernel_at_least(5, 4):
             return Availability(False, "fscrypt v2 policies need Linux 5.4 or later")
-        if self.policy is not AES_POLICY:
-            missing = crypto_missing(self.policy.algorithm, self.policy.config, self.policy.module)
+        major, minor = self.policy.since
+        if not _kernel_at_least(major, minor):
+            return Availability(False, f"fscrypt's {self.policy.cipher} needs Linux {major}.{minor}")
+        for need in self.policy.requires:
+            missing = crypto_missing(need.algorithm, need.config, need.module)
             if missing:
                 return Availability(False, missing)
+        if self.inline:
+            return inline_missing()
         return Availability(True)
 
     def space_needed(self, spec: TargetSpec, data_bytes: int) -> int:
@@ -185,7 +229,10 @@ class FscryptBackend(Backend):
 
     @contextmanager
     def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
-        with ext4_on_loop(session, spec, data_bytes, extra_features=("encrypt",)) as fs:
+        options = (INLINE_OPTION,) if self.inline else ()
+        features = ("encrypt",)
+        with ext4_on_loop(session, spec, data_bytes, extra_features=features, mount_options=options) as fs:
+            inline = inline_path(fs.mountpoint, fs.details["loop_device"]) if self.inline else {}
             identifier = add_key(fs.mountpoint, session.passphrase)
             key = session.acquire(FscryptKey(fs.mountpoint, identifier))
             try:
@@ -205,9 +252,51 @@ class FscryptBackend(Backend):
                         "key": keys.describe(session.passphrase)
                         + (" (scrypt)" if session.passphrase is not None else ""),
                         **fs.details,
+                        **inline,
+                        **({"variant_of": self.variant_of, "option": self.option} if self.variant_of else {}),
                     },
-                    direct_io=DirectIO.BUFFERED,
-                    direct_io_reason=BUFFERED_REASON,
+                    # through the block layer, fscrypt leaves the page cache in plaintext and
+                    # O_DIRECT is possible (Linux 5.14): the run's probe says whether it held
+                    direct_io=DirectIO.HONOURED if self.inline else DirectIO.BUFFERED,
+                    direct_io_reason="" if self.inline else BUFFERED_REASON,
                 )
             finally:
                 session.release(key)
+
+
+def inline_missing(config: Callable[[str], str | None] = kernel_config) -> Availability:
+    """Whether this kernel can encrypt fscrypt's files in the block layer on a loop device:
+    ext4's inlinecrypt needs CONFIG_FS_ENCRYPTION_INLINE_CRYPT, and a device without
+    inline-encryption hardware needs blk-crypto-fallback. Without the first, ext4 mounts
+    anyway and ignores the option ("inline encryption not supported")."""
+    unset = [option for option in INLINE_CONFIG if config(option) not in ("y", None)]
+    if unset:
+        return Availability(
+            False,
+            f"this kernel was built without {' and '.join(unset)}: no fscrypt through the block "
+            "layer (blk-crypto-fallback); Debian's 6.1 and 6.12 set neither",
+        )
+    return Availability(True)
+
+
+def inline_path(mountpoint: Path, loop: str) -> dict[str, str]:
+    """Proof that the kernel took the inline path, or a ProvisionError: ext4 keeps
+    inlinecrypt among the mount's options only when it honoured it (it mounts without
+    it, saying "inline encryption not supported", on a kernel that lacks it), and a
+    loop device has no inline-encryption hardware (no queue/crypto in sysfs), so
+    blk-crypto-fallback encrypts."""
+    entry = mount_entry(mountpoint)
+    options = entry.options.split(",") if entry else []
+    if INLINE_OPTION not in options:
+        raise ProvisionError(
+            f"the kernel mounted ext4 without {INLINE_OPTION} (its options: {','.join(options) or 'none'}): "
+            "fscrypt would encrypt in the filesystem, not the block layer; refusing to measure it as "
+            "fscrypt-inline"
+        )
+    hardware = Path("/sys/block", Path(loop).name, "queue", "crypto")
+    engine = (
+        f"inline-encryption hardware ({hardware})"
+        if hardware.exists()
+        else "blk-crypto-fallback, software in the block layer (a loop device has no inline hardware)"
+    )
+    return {"inline_encryption": f"mounted with {INLINE_OPTION}; encrypted by {engine}"}
