@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cryptbench.analysis import ranking, study_summary
+from cryptbench.analysis import ranking, study_summary, tuning
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import LEGEND, change_cell, speed_change
 from cryptbench.metrics import PRIMARY
@@ -227,6 +227,11 @@ def render(doc: Document, console: Console) -> None:
         for h in fleet.hosts:
             if h.status != "ok":
                 console.print(Text(f"{h.name} {h.status}: {h.reason or 'no reason recorded'}", style="red"))
+    advice = tuning.advise(doc)
+    if advice is not None:
+        console.print()
+        for line in tuning.lines(advice):
+            console.print(Text(line))
     console.print()
     for text in warnings_lines(doc):
         console.print(text)
