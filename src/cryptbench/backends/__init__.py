@@ -40,7 +40,7 @@ REGISTRY: dict[str, Backend] = {
 # target per way of encrypting a directory or filesystem. The image matrix has
 # its own suite (`--suite images`); LUKS joins wherever the kernel can run it.
 DEFAULT = (
-    *("plain", "ext4-loop", "fscrypt", "fscrypt-inline"),
+    *("plain", "ext4-loop", "fscrypt", "fscrypt-inline", "fscrypt-hctr2"),
     *("gocryptfs", "securefs", "cryfs", "encfs", "luks-aes256"),
 )
 
