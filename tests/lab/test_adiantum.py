@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab import FinishedRun
+from tests.lab.conftest import WORKLOADS
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
 ADIANTUM = ["fscrypt-adiantum", "luks-adiantum"]
@@ -26,6 +27,6 @@ def test_adiantum_targets_end_to_end(kernel_only_run: FinishedRun) -> None:
     print(f"luks-adiantum: dm-crypt cipher {luks['dm_table_cipher']}, options {luks['dm_table_options']}")
     assert "adiantum" in luks["dm_table_cipher"] and "sector_size:4096" in luks["dm_table_options"]
     ran = {(r["target"], r["workload"]) for r in doc["results"] if r["n"] == 2}
-    assert {(t, w) for t in ADIANTUM for w in ("rnd4k-q1-write", "responsiveness")} <= ran
+    assert {(t, w) for t in ADIANTUM for w in WORKLOADS} <= ran
     # the kernel registered the algorithm when the targets asked for it
     assert "adiantum(xchacha12,aes)" in Path("/proc/crypto").read_text()

@@ -81,3 +81,22 @@ def test_af_alg_per_unit_on_every_core_against_the_ram_stack(
     for r in ram["results"]:
         assert len(r["samples"]) == 2 and all(x > 0 for x in r["samples"]), r
         assert r["throughput"] == pytest.approx(statistics.median(r["samples"])), r
+
+
+@pytest.mark.lab("6.12")
+def test_every_kernel_cipher_through_af_alg_on_6_12(record_property: Callable[[str, object], None]) -> None:
+    """The same sockets on Debian 13's kernel, each timed once and briefly in this process
+    (the test above covers `cryptbench cipher` itself on 6.1): every cipher the targets use
+    answers, with the driver the kernel chose for it."""
+    assert kernel.af_alg_unavailable() is None
+    for case in kernel.AF_ALG_CASES:
+        for unit in case.units:
+            rate = kernel.af_alg_throughput(
+                case.algorithm, case.key_bytes, unit, 0.1, 1, case.iv_bytes, case.kind
+            )
+            assert rate > 0, (case.algorithm, unit)
+    found, missing = kernel.drivers()
+    drivers = {d.algorithm: d.driver for d in found}
+    for algorithm in ("xts(aes)", "adiantum(xchacha12,aes)", "cbc(aes)", "hmac(sha256)"):
+        assert drivers.get(algorithm), (algorithm, missing)
+        record_property(f"driver of {algorithm}", drivers[algorithm])

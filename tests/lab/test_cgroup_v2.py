@@ -56,6 +56,7 @@ def test_selftest_throttles_through_io_max(target_dir: Path, tmp_path: Path) -> 
             assert c.ci_high is not None and c.ci_high < 1.0, c
 
 
+@pytest.mark.lab("6.1", "6.12")  # cgroup v2 on both kernels: cheap, read only
 def test_the_io_max_cgroup_is_there_while_provisioned_and_gone_after(target_dir: Path) -> None:
     test_selftest.test_the_throttle_is_on_while_provisioned_and_lifted_after(target_dir)
 
@@ -68,6 +69,7 @@ def test_write_throughput_includes_the_final_fsync_under_io_max(target_dir: Path
     test_cache.test_write_throughput_includes_the_final_fsync(target_dir)
 
 
+@pytest.mark.lab("6.1", "6.12")  # cgroup v2 on both kernels: cheap, read only
 def test_backends_says_io_max_is_used() -> None:
     proc = cli("backends", "--json")
     assert proc.returncode == 0, proc.stderr

@@ -11,6 +11,7 @@ import pytest
 
 from cryptbench.resources import KEY_SPEC_USER_KEYRING, KEYCTL_SEARCH, keyctl
 from tests.lab import FinishedRun, ecryptfs_mounts
+from tests.lab.conftest import WORKLOADS
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
 
@@ -35,6 +36,6 @@ def test_ecryptfs_end_to_end(kernel_only_run: FinishedRun) -> None:
     sigs = t["details"]["signatures"].split()
     assert len(sigs) == 2
     ran = {r["workload"] for r in doc["results"] if r["target"] == "ecryptfs" and r["n"] == 2}
-    assert ran == {"rnd4k-q1-write", "responsiveness"}
+    assert ran == set(WORKLOADS)
     assert not any(_in_keyring(s) for s in sigs)  # no token outlives the run
     assert ecryptfs_mounts() == []

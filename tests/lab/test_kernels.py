@@ -17,6 +17,12 @@ pytestmark = [pytest.mark.lab("6.1", "6.12"), pytest.mark.integration]
 # distribution kernel the lab boots has them all, but dm-crypt's high_priority (Linux 6.10).
 KERNEL_CRYPTO = ["fscrypt", "fscrypt-adiantum", "ecryptfs", *VARIANTS]
 SINCE_6_10 = [n for n, v in VARIANTS.items() if HIGH_PRIORITY in v.flags]
+# What neither Debian kernel builds (their /boot/config-*): refused on both, naming the option.
+NEITHER = {
+    "fscrypt-inline": "this kernel was built without CONFIG_FS_ENCRYPTION_INLINE_CRYPT and "
+    "CONFIG_BLK_INLINE_ENCRYPTION_FALLBACK: ",
+    "fscrypt-hctr2": "the kernel has no hctr2(aes) (CONFIG_CRYPTO_HCTR2 is not set)",
+}
 
 
 def test_backends_lists_what_this_kernel_offers_and_why_not(record_property: pytest.RecordProperty) -> None:
@@ -28,6 +34,8 @@ def test_backends_lists_what_this_kernel_offers_and_why_not(record_property: pyt
     older = os.environ["CRYPTBENCH_LAB_KERNEL"] == "6.1"
     for name in SINCE_6_10 if older else []:  # refused with the reason the user reads
         assert refused.pop(name, "").startswith("needs Linux 6.10: "), (name, rows[name])
+    for name, why in NEITHER.items():
+        assert refused.get(name, "").startswith(why), (name, rows[name])
     missing = {name: refused[name] for name in KERNEL_CRYPTO if name in refused}
     assert not missing, f"on {os.uname().release}: {missing}"
     # The listing as the note and the log quote it, kernel by kernel.
