@@ -17,9 +17,8 @@ from cryptbench.analysis import tuning
 from cryptbench.report import answer_console
 from cryptbench.result_model import Document
 
-DOC = json.loads(
-    (Path(__file__).parent.parent / "fixtures" / "documents" / "luks-tuning-lab.json").read_text()
-)
+DOC_DIR = Path(__file__).parent.parent / "fixtures" / "documents"
+DOC = json.loads((DOC_DIR / "luks-tuning-lab.json").read_text())
 
 
 def _doc(**changes: tuple[float, float, float]) -> Document:
@@ -123,6 +122,12 @@ def test_high_priority_has_no_crypttab_option_and_says_what_it_needs() -> None:
     assert "  (--perf-high_priority needs cryptsetup 2.7 and Linux 6.10 or later.)" in said
     assert said[-1] == "/etc/crypttab has no option for high_priority: the header keeps it, --persistent"
     assert not any("fourth field" in line for line in said)
+
+
+def test_a_run_of_format_time_variants_only_gets_no_tuning() -> None:
+    integrity = json.loads((DOC_DIR / "luks-integrity-lab.json").read_text())
+    assert any(c["kind"] == "variant" for c in integrity["comparisons"])  # -hmac against luks-aes256
+    assert tuning.advise(Document.from_json(integrity)) is None
 
 
 def test_a_run_without_variants_gets_no_tuning_and_the_answer_ends_with_it_otherwise() -> None:

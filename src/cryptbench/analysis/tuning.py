@@ -83,9 +83,11 @@ def _flags(options: str) -> set[str]:
 
 
 def advise(doc: Document) -> Advice | None:
-    """None for a run without LUKS variants of a target it also ran."""
+    """None for a run without a LUKS variant that changes an open-time option of a target it
+    also ran: a run of format-time choices only (integrity tags) has nothing to paste, and
+    no sentence saying so is owed."""
     found = [v for v in variants(doc) if v.target in _luks(doc)]
-    if not found:
+    if not any(v.flags for v in found):
         return None
     winners = sorted((v for v in found if v.beats), key=lambda v: -v.median)
     pasteable = [v for v in winners if v.flags]
