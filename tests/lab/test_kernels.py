@@ -20,7 +20,7 @@ SINCE_6_10 = [n for n, v in VARIANTS.items() if HIGH_PRIORITY in v.flags]
 # What neither Debian kernel builds (their /boot/config-*): refused on both, naming the option.
 NEITHER = {
     "fscrypt-inline": "this kernel was built without CONFIG_FS_ENCRYPTION_INLINE_CRYPT and "
-    "CONFIG_BLK_INLINE_ENCRYPTION_FALLBACK: ",
+    "CONFIG_BLK_INLINE_ENCRYPTION_FALLBACK",
     "fscrypt-hctr2": "the kernel has no hctr2(aes) (CONFIG_CRYPTO_HCTR2 is not set)",
 }
 

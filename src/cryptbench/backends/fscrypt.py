@@ -271,11 +271,7 @@ def inline_missing(config: Callable[[str], str | None] = kernel_config) -> Avail
     anyway and ignores the option ("inline encryption not supported")."""
     unset = [option for option in INLINE_CONFIG if config(option) not in ("y", None)]
     if unset:
-        return Availability(
-            False,
-            f"this kernel was built without {' and '.join(unset)}: no fscrypt through the block "
-            "layer (blk-crypto-fallback); Debian's 6.1 and 6.12 set neither",
-        )
+        return Availability(False, f"this kernel was built without {' and '.join(unset)}")
     return Availability(True)
 
 
