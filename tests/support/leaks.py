@@ -126,11 +126,14 @@ def _another_live_run(secrets: Path, root: Path) -> bool:
     return not ours and psutil.pid_exists(pid)
 
 
+UNPLACED = "/"  # a loop device's backing path once that file's mount is gone
+
+
 def unplaced_loops() -> set[str]:
     """Loop devices whose backing file has no path any more (its mount is gone):
     a loop over a FUSE export that outlived the export. No path ties them to a
     run, so they are counted as new ones appearing during a test."""
-    return {dev for dev, path in loop_backings().items() if path == "/"}
+    return {dev for dev, path in loop_backings().items() if path == UNPLACED}
 
 
 @contextmanager

@@ -18,7 +18,14 @@ from cryptbench.backends.base import Target
 from cryptbench.keys import secret_dirs_of
 from cryptbench.session import Session
 from cryptbench.system import mounts
-from tests.support.leaks import TEST_DIR_PREFIX, TEST_TARGET_BASE, leak_checked_dir, loop_backings, user_keys
+from tests.support.leaks import (
+    TEST_DIR_PREFIX,
+    TEST_TARGET_BASE,
+    UNPLACED,
+    leak_checked_dir,
+    loop_backings,
+    user_keys,
+)
 
 BESIDE = str(TEST_TARGET_BASE / TEST_DIR_PREFIX)  # integration suites' target directories
 PYTEST_TMP = "/tmp/pytest-of-"  # every pytest's tmp_path base: another session's is not ours
@@ -26,10 +33,13 @@ NETNS = "/run/netns"  # `ip netns add` mounts each namespace here, and the direc
 
 
 def _another_suite_s(path: str, ours: Path) -> bool:
+    # An unplaced loop device is over a qemu export whose daemon was killed: lane 1's
+    # SIGKILL tests make them by design, until their cleanup unmounts the filesystem on
+    # it (set_autoclear). A unit test runs no export; seen from lane 2 in CI at c219d64.
     return (
-        path.startswith(BESIDE)
+        path in (UNPLACED, NETNS)
+        or path.startswith(BESIDE)
         or (path.startswith(PYTEST_TMP) and not path.startswith(str(ours)))
-        or path == NETNS
         or path.startswith(f"{NETNS}/")
     )
 
@@ -38,12 +48,7 @@ def machine(ours: Path) -> set[str]:
     """What a test could leave on the machine; `ours`: this session's tmp_path base."""
     found = {f"key {k}" for k in user_keys()}
     found |= {f"mount {m.mountpoint}" for m in mounts() if not _another_suite_s(str(m.mountpoint), ours)}
-    # A loop device backed by "/" is over a qemu export whose daemon was killed: lane 1's
-    # SIGKILL tests make them by design, until their cleanup unmounts the filesystem on
-    # it (set_autoclear). A unit test runs no export; seen from lane 2 in CI at c219d64.
-    found |= {
-        f"loop {d} -> {p}" for d, p in loop_backings().items() if p != "/" and not _another_suite_s(p, ours)
-    }
+    found |= {f"loop {d} -> {p}" for d, p in loop_backings().items() if not _another_suite_s(p, ours)}
     found |= {f"secret directory {d}" for d in secret_dirs_of() if f"-{os.getpid()}-" in d.name}
     return found
 

@@ -19,14 +19,20 @@ import statistics
 from dataclasses import dataclass
 
 from cryptbench.analysis.speed_change import change_words, percent, significant, speed_change
+from cryptbench.backends.luks import (
+    HIGH_PRIORITY,
+    HIGH_PRIORITY_KERNEL,
+    NO_READ_QUEUE,
+    NO_WRITE_QUEUE,
+    SUBMIT_FROM_CRYPT_CPUS,
+)
 from cryptbench.result_model import Comparison, ComparisonKind, Document
 
 # dm-crypt's table flag -> (cryptsetup's option, systemd's crypttab option or None)
-HIGH_PRIORITY = "high_priority"
 FLAGS: dict[str, tuple[str, str | None]] = {
-    "no_read_workqueue": ("--perf-no_read_workqueue", "no-read-workqueue"),
-    "no_write_workqueue": ("--perf-no_write_workqueue", "no-write-workqueue"),
-    "submit_from_crypt_cpus": ("--perf-submit_from_crypt_cpus", "submit-from-crypt-cpus"),
+    NO_READ_QUEUE: ("--perf-no_read_workqueue", "no-read-workqueue"),
+    NO_WRITE_QUEUE: ("--perf-no_write_workqueue", "no-write-workqueue"),
+    SUBMIT_FROM_CRYPT_CPUS: ("--perf-submit_from_crypt_cpus", "submit-from-crypt-cpus"),
     "same_cpu_crypt": ("--perf-same_cpu_crypt", "same-cpu-crypt"),
     # cryptsetup 2.7 added --perf-high_priority; systemd's crypttab(5) names no option for it
     HIGH_PRIORITY: ("--perf-high_priority", None),
@@ -42,11 +48,13 @@ class Variant:
     flags: tuple[str, ...]  # dm-crypt's performance flags it adds; () for a format-time option
     changes: tuple[tuple[str, float, tuple[float, float] | None], ...]  # (workload, %, interval)
 
+    def clearly(self, faster: bool) -> int:
+        """At how many workloads it is faster (or slower), its interval excluding no change."""
+        return sum((pct > 0) == faster and significant(i) for _w, pct, i in self.changes)
+
     @property
     def beats(self) -> bool:
-        faster = any(pct > 0 and significant(i) for _w, pct, i in self.changes)
-        slower = any(pct < 0 and significant(i) for _w, pct, i in self.changes)
-        return faster and not slower
+        return self.clearly(faster=True) > 0 and self.clearly(faster=False) == 0
 
     @property
     def median(self) -> float:  # percent: the median change over its workloads
@@ -120,16 +128,17 @@ def lines(advice: Advice) -> list[str]:
     perf = " ".join(FLAGS[f][0] for f in best.flags)
     crypttab = [FLAGS[f][1] for f in best.flags]
     changes = "; ".join(f"{w} {change_words(pct, interval)}" for w, pct, interval in best.changes)
-    faster = sum(pct > 0 and significant(i) for _w, pct, i in best.changes)
     out = [
-        f"Cheapest option here: {best.target} ({', '.join(best.flags)}), faster than {parent} at {faster} "
+        f"Cheapest option here: {best.target} ({', '.join(best.flags)}), faster than {parent} at "
+        f"{best.clearly(faster=True)} "
         f"of {len(best.changes)} workloads with 95% intervals that exclude no change, and clearly slower "
         f"at none; median change {percent(best.median)}%. Each: {changes}.",
         "To apply it to your LUKS2 volume NAME, once, kept in its header for every later open:",
         f"  cryptsetup refresh {perf} --persistent NAME",
     ]
     if HIGH_PRIORITY in best.flags:
-        out.append(f"  ({FLAGS[HIGH_PRIORITY][0]} needs cryptsetup 2.7 and Linux 6.10 or later.)")
+        linux = ".".join(map(str, HIGH_PRIORITY_KERNEL))
+        out.append(f"  ({FLAGS[HIGH_PRIORITY][0]} needs cryptsetup 2.7 and Linux {linux} or later.)")
     if all(crypttab):
         out += [
             "or add to the options (the fourth field) of its /etc/crypttab line:",

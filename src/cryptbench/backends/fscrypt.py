@@ -192,9 +192,10 @@ class FscryptBackend(Backend):
         self.inline = inline  # mounted with inlinecrypt: the block layer encrypts
         self.variant_of = variant_of  # the target it differs from in one choice
         self.option = option  # that choice, for the comparison against it
-        how = ", encrypted in the block layer (inlinecrypt)" if inline else ""
-        self.summary = f"ext4 native encryption (fscrypt v2, {policy.cipher}) in an image on a loop device"
-        self.summary += how
+        self.summary = (
+            f"ext4 native encryption (fscrypt v2, {policy.cipher}) in an image on a loop device"
+            + (", encrypted in the block layer (inlinecrypt)" if inline else "")
+        )
         # Writes are encrypted by the thread doing writeback, one page at a time;
         # reads are decrypted in a workqueue that may use every core.
         self.cipher_use = CipherUse("kernel", policy.algorithm, 4096, parallel=False)
@@ -230,8 +231,7 @@ class FscryptBackend(Backend):
     @contextmanager
     def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
         options = (INLINE_OPTION,) if self.inline else ()
-        features = ("encrypt",)
-        with ext4_on_loop(session, spec, data_bytes, extra_features=features, mount_options=options) as fs:
+        with ext4_on_loop(session, spec, data_bytes, ("encrypt",), options) as fs:
             inline = inline_path(fs.mountpoint, fs.details["loop_device"]) if self.inline else {}
             identifier = add_key(fs.mountpoint, session.passphrase)
             key = session.acquire(FscryptKey(fs.mountpoint, identifier))

@@ -61,9 +61,9 @@ def name_kernel_ciphers(targets: dict[str, Target], proc_crypto: str | None = No
     names for its algorithm (`proc_crypto`: that file's text, read here unless given).
     Read once data has gone through every target (prove_encryption wrote through each),
     because the kernel instantiates a template such as xts(aes) on first use, choosing
-    the registered implementation with the highest priority; a target's figures owe
-    much to which (xts-aes-vaes-avx2 and xts(ecb(aes-generic)) are a factor of ten
-    apart). No record where /proc/crypto lists none: the diagnosis says so."""
+    the registered implementation with the highest priority, and a target's figures owe
+    much to which (generic C or the CPU's AES instructions). No record where /proc/crypto
+    lists none: the diagnosis says so."""
     try:
         entries = kernel.parse(kernel.PROC_CRYPTO.read_text() if proc_crypto is None else proc_crypto)
     except OSError:
