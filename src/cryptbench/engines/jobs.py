@@ -7,7 +7,8 @@ Choices that matter for honest numbers, each visible in the job file:
   only with direct I/O: a buffered second pass would be served from the page
   cache (a read) or overwrite dirty pages before they reach the device (a write);
 - writes end with end_fsync=1, which fio counts inside the job's runtime, so
-  bw_bytes is durable throughput, not page-cache speed;
+  bw_bytes is durable throughput, not page-cache speed (where a layer's fsync
+  does nothing, the runner syncs its backing inside the clock);
 - data buffers are filled with random bytes once, before the clock starts
   (refill_buffers=0), and lightly scrambled per I/O to defeat deduplication;
   `zero` data is offered for layers that might compress or skip zeros.
@@ -99,7 +100,9 @@ def render_job(workload: WorkloadSpec, opts: JobOptions) -> str:
     if workload.is_write:
         lines.append("end_fsync=1")
         if opts.new_file:
-            lines.append("fallocate=none")
+            # made by the job's own open, written from its start: no layout, no truncate
+            # (rclone's mount refuses both without its cache)
+            lines += ["fallocate=none", "create_on_open=1"]
     return "\n".join(lines) + "\n"
 
 
@@ -113,5 +116,8 @@ def render_layout(opts: JobOptions) -> str:
         f"bs={LAYOUT_BLOCK}",
         f"iodepth={LAYOUT_DEPTH}",
         "end_fsync=1",
+        # a new file, made by the job's open and written from its start (the caller removed
+        # any old one): fio's own layout would truncate it first, which rclone refuses
+        "create_on_open=1",
     ]
     return "\n".join(lines) + "\n"

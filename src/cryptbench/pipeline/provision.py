@@ -19,7 +19,7 @@ from cryptbench.interrupts import signals_blocked
 from cryptbench.pipeline.verify import marker_in_backing, probe_direct_io, probe_protection
 from cryptbench.plan import Plan
 from cryptbench.result_model import TargetInfo
-from cryptbench.runner import ENOSPC_TEXT, Progress, TrialContext, job_options, target_lost
+from cryptbench.runner import DATA_FILE, ENOSPC_TEXT, Progress, TrialContext, job_options, target_lost
 from cryptbench.session import MARKER, Session, candidate_run_dirs, recover, scratch_root
 
 
@@ -186,6 +186,8 @@ class Provisioned:
         self.progress.phase(f"writing the {self.ctx.file_bytes >> 20} MiB data file on {target.name}")
         layout = self.session.path("jobs", f"layout-{self._specs[target.name].slug}.fio")
         layout.parent.mkdir(exist_ok=True)
+        # written anew from its start: a short one left by a failed write goes first
+        self.session.check_inside(target.path / DATA_FILE).unlink(missing_ok=True)
         layout.write_text(
             render_layout(job_options(self.ctx, target, self.direct[target.name], self.plan.seed))
         )
