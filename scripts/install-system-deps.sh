@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra mount python3 python3-venv python3-pip
-          qemu-utils qemu-system-common cryptsetup-bin dmsetup securefs cryfs encfs xfsprogs btrfs-progs
+          qemu-utils qemu-system-common cryptsetup-bin dmsetup securefs cryfs encfs rclone xfsprogs btrfs-progs
           gcc libc6-dev libssl-dev python3-dev)  # the last four build the C cipher-timing loop
 # `make test` only: the browser test opens the HTML report in headless Chromium;
 # a font so its screenshot shows text, not boxes. The kernel lab

@@ -25,6 +25,7 @@ from cryptbench.session import check_target_dir, free_bytes
 from cryptbench.store import default_db_path
 from cryptbench.suite import (
     Suite,
+    Workload,
     WorkloadSpec,
     builtin_suites,
     check_repeats_range,
@@ -116,6 +117,17 @@ class Plan:
     ioengine: str | None = None  # fio's engine as asked (--ioengine); None: the best that works here
 
     @property
+    def write_new_file(self) -> bool:
+        """Each write trial writes a new file: as the suite asks, or on every target where one
+        of them can write a file only from its start (Backend.writes_from_start), so that
+        every target's writes are alike."""
+        return self.suite.write_new_file or bool(self.from_start())
+
+    def from_start(self) -> list[str]:
+        """The run's backends that write a file only from its start."""
+        return [b for b in self.backends if REGISTRY[b].writes_from_start]
+
+    @property
     def repeats(self) -> int:
         """Trials per (workload, target): exactly, or at most when adaptive."""
         return self.rule.max_repeats
@@ -144,7 +156,7 @@ class Plan:
             "targets": [t.name for t in self.targets],
             "states": list(self.states),
             "fs": self.fs,
-            "write_new_file": self.suite.write_new_file,
+            "write_new_file": self.write_new_file,
             "added_baselines": list(self.added_baselines),
             "skipped": [{"backend": b, "reason": r} for b, r in self.skipped],
             "target_dir": str(self.target_dir),
@@ -543,6 +555,25 @@ def _size(r: RunRequest, suite: Suite) -> tuple[int, int, int]:
     return size_bytes, target_bytes, sum(a.input_bytes(size_bytes) for a in apps)
 
 
+def writes_at_an_offset(w: Workload) -> bool:
+    """Whether `w` writes anywhere but from a file's start to its end: fio's writes other
+    than `write`, and the built-in tasks that write (a database, a mail store). Your own
+    commands are run as they are: a write the target refuses fails their trial, with its
+    own message."""
+    if isinstance(w, WorkloadSpec):
+        return w.is_write and w.rw != "write"
+    return w.writes and not w.runs_commands
+
+
+def cannot_run(name: str, suite: Suite) -> str | None:
+    """Why backend `name` cannot run the suite's workloads, or None."""
+    why = REGISTRY[name].writes_from_start
+    offsets = [w.name for w in suite.workloads if writes_at_an_offset(w)] if why else []
+    if not offsets:
+        return None
+    return f"{why}; the {suite.name} suite writes at other offsets ({', '.join(offsets)})"
+
+
 def _backends(r: RunRequest, suite: Suite) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     """(every backend in run order, the baselines added to them, (backend, reason) skipped)."""
     skipped: list[tuple[str, str]] = []
@@ -559,10 +590,11 @@ def _backends(r: RunRequest, suite: Suite) -> tuple[list[str], list[str], list[t
         probes = {n: REGISTRY[n].probe() for n in dict.fromkeys(names)}
         wanted = []
         for name in candidates:
-            if probes[name].ok:
+            why = probes[name].reason if not probes[name].ok else cannot_run(name, suite)
+            if why is None:
                 wanted.append(name)
             else:
-                skipped.append((name, probes[name].reason))
+                skipped.append((name, why))
         # An encrypted target whose baseline cannot run has nothing to be compared with.
         for name in list(wanted):
             base = REGISTRY[name].baseline
@@ -586,6 +618,9 @@ def _backends(r: RunRequest, suite: Suite) -> tuple[list[str], list[str], list[t
                 users = ", ".join(n for n in ordered if REGISTRY[n].baseline == name)
                 why = f" (needed as the baseline of {users})" if name in added else ""
                 raise UnavailableError(f"backend {name} is not available here{why}: {avail.reason}")
+            refused = cannot_run(name, suite)
+            if refused is not None:
+                raise UsageError(f"backend {name} cannot run this suite: {refused}")
     return ordered, added, skipped
 
 

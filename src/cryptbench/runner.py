@@ -31,15 +31,16 @@ from cryptbench.adaptive import Controller, Fit, Rounds, Samples, Stopping, Stop
 from cryptbench.backends.base import Target, cache_files, iter_files
 from cryptbench.engines.apps import AppEnv, AppResult, AppWorkload
 from cryptbench.engines.command_process import Sandbox, cgroup_root
-from cryptbench.engines.fio import parse_fio_json, run_fio
+from cryptbench.engines.fio import FioMeasurement, parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.errors import CryptbenchError, DiskFull, TargetLost, TrialError, UsageError
 from cryptbench.json_types import JsonObject
 from cryptbench.measure import cpu, cpu_timeline
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.measure.device import bytes_read, bytes_written
+from cryptbench.metric_catalog import CATALOG
 from cryptbench.session import Session
-from cryptbench.store import Store, TrialRecord, now_iso, split_rounds
+from cryptbench.store import MetricValue, Store, TrialRecord, now_iso, split_rounds
 from cryptbench.suite import Workload, WorkloadSpec, direction, family
 from cryptbench.trial_metrics import app_metrics, trial_metrics
 from cryptbench.units import format_duration
@@ -391,24 +392,49 @@ def run_trial(
             jobfile = ctx.session.path("jobs", f"{spec.seq:05d}-{spec.workload.name}-{target.name}.fio")
             jobfile.parent.mkdir(exist_ok=True)
             jobfile.write_text(job.text)
-            raw, meters = _measure(
+            sync = target.sync_backing and spec.workload.is_write
+            (raw, synced), meters = _measure(
                 ctx,
                 target,
                 cache_files(target, job.filename),
                 row,
                 "fio",
-                lambda: job.fio(jobfile, ctx.session),
+                lambda: _fio_then_sync(job, jobfile, ctx.session, sync),
             )
         except OSError as e:  # the scratch filesystem full, a FUSE mount gone, …
             raise TrialError(_why(e)) from None
         row.raw_output = raw
-        measurement = parse_fio_json(raw)
+        measurement = durable(parse_fio_json(raw), synced)
     except TrialError as e:
         _store_failure(ctx, spec, target, row, e)
         return False
     row.status = "ok"
-    ctx.store.insert_trial(ctx.run_id, row, trial_metrics(measurement, meters.cpu, meters.device_written))
+    metrics = trial_metrics(measurement, meters.cpu, meters.device_written)
+    if synced is not None:
+        metrics.append(MetricValue("backing_sync_seconds", CATALOG["backing_sync_seconds"].unit, synced))
+    ctx.store.insert_trial(ctx.run_id, row, metrics)
     return True
+
+
+def _fio_then_sync(job: TrialJob, jobfile: Path, session: Session, sync: bool) -> tuple[str, float | None]:
+    """fio's JSON, then (with `sync`) the seconds a sync of the backing took:
+    the durable end of a write whose fsync did not reach the backing (Target.sync_backing)."""
+    raw = job.fio(jobfile, session)
+    if not sync:
+        return raw, None
+    started = time.perf_counter()
+    # sync(2), as the application tasks' own `sync`: in a trial only this target writes
+    os.sync()
+    return raw, time.perf_counter() - started
+
+
+def durable(m: FioMeasurement, synced: float | None) -> FioMeasurement:
+    """`m` with the backing's sync (seconds; None: none) inside its clock: its rates over
+    fio's runtime and the sync together, as end_fsync is inside fio's own runtime."""
+    if not synced:
+        return m
+    seconds = m.runtime + synced
+    return replace(m, throughput=m.io_bytes / seconds, iops=m.iops * m.runtime / seconds, runtime=seconds)
 
 
 def app_env(ctx: TrialContext, workload: AppWorkload, target: Target, seed: int, trial: int = 1) -> AppEnv:

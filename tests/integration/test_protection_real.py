@@ -6,7 +6,8 @@ The expectations are each backend's own documentation, held to what the probe sa
 gocryptfs's comparison page (names and contents hidden; sizes and tree shown),
 CryFS's (all hidden: fixed-size blocks in a flat store), securefs's lite format
 (one file per file), EncFS --standard (an 8-byte header per file), fscrypt
-(encrypted names in a visible ext4 tree with exact i_size).
+(encrypted names in a visible ext4 tree with exact i_size), rclone's crypt page (a
+32-byte header and 16 bytes per 64 KiB chunk; each directory a directory).
 """
 
 # Over 60 s of make test (133 s in the fresh-clone run of 3ce9529, 2026-11-29): it sets up
@@ -39,6 +40,7 @@ EXPECTED = {
     "securefs": ("hidden", "hidden", "shown", "shown", "detected"),
     "encfs": ("hidden", "hidden", "shown", "shown", "silent"),
     "cryfs": ("hidden", "hidden", "hidden", "hidden", "detected"),
+    "rclone-crypt": ("hidden", "hidden", "shown", "shown", "detected"),
 }
 WANTED = tuple(EXPECTED)
 test_includes = includes(WANTED)
@@ -51,6 +53,7 @@ TREE_RATIO = {
     "gocryptfs": (1.0, 1.1),
     "securefs": (1.0, 1.1),
     "encfs": (1.0, 1.1),
+    "rclone-crypt": (1.0, 1.1),
     "cryfs": (2.0, 4.0),
     "fscrypt": (0.95, 1.1),  # against ext4-loop: the same filesystem, padded names
 }
@@ -85,6 +88,8 @@ def test_every_backend_here_hides_what_it_should(whole_run: WholeRun, tmp_path: 
     for name in ("gocryptfs", "securefs", "encfs"):
         if name in space:
             assert space[name]["granularity"]["bytes"] <= 8192, space[name]
+    if "rclone-crypt" in space:  # no byte of a file changes alone there: it is written whole
+        assert "skipped" in space["rclone-crypt"]["granularity"], space["rclone-crypt"]
     tampered = {t["name"]: t["protection"]["tamper"] for t in doc["targets"]}
     assert tampered["plain"]["detail"]["bytes_changed"] == 1  # the flip is the byte, nothing else
     answer = cli("show", "--db", db, env=whole_run.env).stdout

@@ -33,13 +33,16 @@ from tests.support.targets import available, includes
 
 pytestmark = pytest.mark.integration
 
-WANTED = ("fscrypt", "gocryptfs", "securefs", "cryfs", "encfs", "image-qcow2-aes256", "luks-aes256")
+WANTED = ("fscrypt", "gocryptfs", "securefs", "cryfs", "encfs", "rclone-crypt")
+WANTED += ("image-qcow2-aes256", "luks-aes256")
 ENCRYPTED = available(WANTED)
 test_includes = includes(WANTED)
 # the backends that hand a daemon or a tool its key in a file (session.secret_file)
-KEY_FILE_USERS = ("gocryptfs", "securefs", "image-qcow2-aes256", "luks-aes256")
+# (rclone-crypt's is its config file, the password and salt obscured in it)
+KEY_FILE_USERS = ("gocryptfs", "securefs", "rclone-crypt", "image-qcow2-aes256", "luks-aes256")
 # the helper processes whose command lines the watcher must have read while they ran
 HELPERS = {"gocryptfs": "gocryptfs", "securefs": "securefs", "cryfs": "cryfs", "encfs": "encfs"}
+HELPERS["rclone-crypt"] = "rclone"
 
 
 # strace: follow forks, stop only at execve (a seccomp filter), print every string whole

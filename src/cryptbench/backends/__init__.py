@@ -15,6 +15,7 @@ from cryptbench.backends.images import image_backends
 from cryptbench.backends.known import known_answer_backends
 from cryptbench.backends.luks import luks_backends
 from cryptbench.backends.plain import PlainBackend
+from cryptbench.backends.rclone import RcloneCryptBackend
 from cryptbench.backends.securefs import SecurefsBackend
 
 REGISTRY: dict[str, Backend] = {
@@ -31,6 +32,7 @@ REGISTRY: dict[str, Backend] = {
         CryfsBackend(),
         EncfsBackend(),
         EcryptfsBackend(),
+        RcloneCryptBackend(),
         *luks_backends(),
         *image_backends(),
         *known_answer_backends(),
@@ -41,7 +43,7 @@ REGISTRY: dict[str, Backend] = {
 # its own suite (`--suite images`); LUKS joins wherever the kernel can run it.
 DEFAULT = (
     *("plain", "ext4-loop", "fscrypt", "fscrypt-inline", "fscrypt-hctr2"),
-    *("gocryptfs", "securefs", "cryfs", "encfs", "luks-aes256"),
+    *("gocryptfs", "securefs", "cryfs", "encfs", "rclone-crypt", "luks-aes256"),
 )
 
 __all__ = ["DEFAULT", "REGISTRY", "Availability", "Backend", "DirectIO", "Helper", "Target", "TargetSpec"]

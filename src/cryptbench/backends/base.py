@@ -110,6 +110,13 @@ class Target:
     # backing, whatever fsync and sync do (CryFS's block cache); the protection probes wait
     # this long where they need every write in the backing. 0: none.
     write_behind: float = 0.0
+    # True where fsync through `path` returns before the data reaches the backing (rclone's
+    # VFS without a cache): each write trial then syncs the backing's filesystem inside its
+    # clock (runner.run_trial), so that its figure is durable like every other target's.
+    sync_backing: bool = False
+    # True where the target writes a file only from its start (Backend.writes_from_start):
+    # a probe that rewrites a file truncates it first.
+    writes_from_start: bool = False
     # What its backing hides, as the protection probes found it (protection/findings.py's
     # Protection.to_json()); None until probed.
     protection: JsonObject | None = None
@@ -143,6 +150,10 @@ class Backend(ABC):
     # ones every target's stack uses (resources.CORE_HELPERS): after a SIGKILL, recovery
     # stops them before it unmounts (backends.helper_programs()).
     programs: ClassVar[tuple[str, ...]] = ()
+    # Why it writes a file only from its start to its end (no write at another offset, no
+    # rewrite in place), or "" where it writes anywhere. A run's workloads that write at an
+    # offset cannot run on it (plan.py), and its write trials make a new file each.
+    writes_from_start: ClassVar[str] = ""
 
     def same_format_as(self) -> str | None:
         """The backend whose backing this one's is, byte for byte but for its keys and

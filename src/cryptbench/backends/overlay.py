@@ -61,6 +61,7 @@ class FuseOverlayBackend(Backend):
     overhead: ClassVar[float]  # ciphertext bytes per plaintext byte
     cipher_label: ClassVar[str]
     write_behind: ClassVar[float] = 0.0  # seconds (Target.write_behind)
+    sync_backing: ClassVar[bool] = False  # its fsync does not reach the backing (Target.sync_backing)
 
     def version(self) -> str:
         return package_version(self.package)
@@ -136,6 +137,8 @@ class FuseOverlayBackend(Backend):
                 backing=(layout.cipher,),
                 helpers=(daemon_mod.helper(daemon),),
                 write_behind=self.write_behind,
+                sync_backing=self.sync_backing,
+                writes_from_start=bool(self.writes_from_start),
                 details={
                     "version": package_version(self.package),
                     "cipher": self.cipher_label,

@@ -69,7 +69,7 @@ CASES: tuple[CipherCase, ...] = (
     CipherCase("aes-256-xts", 512, 64, "xts", "qemu LUKS images, dm-crypt with 512 B sectors"),
     CipherCase("aes-256-xts", 4096, 64, "xts", "fscrypt contents, dm-crypt/LUKS 4 KiB sectors"),
     CipherCase("aes-256-gcm", 4096, 32, "aead", "gocryptfs and securefs blocks"),
-    CipherCase("chacha20-poly1305", 4096, 32, "aead", "CryFS blocks (XChaCha20-Poly1305)"),
+    CipherCase("chacha20-poly1305", 4096, 32, "aead", "CryFS (XChaCha20-), rclone crypt (XSalsa20-Poly1305)"),
     CipherCase("aes-192-cbc", 1024, 24, "cbc", "EncFS --standard blocks"),
     # beside the kernel's xchacha12 and Adiantum: the stream cipher family on this CPU in OpenSSL
     CipherCase("chacha20", 4096, 32, "stream", "compare: Adiantum's XChaCha12 (kernel)"),

@@ -121,7 +121,7 @@ def _measure(
             plan.size,
             engine,
             plan.zero_data,
-            plan.suite.write_new_file,
+            plan.write_new_file,
             device_of(plan.target_dir),
         )
         provisioned.ctx = ctx
@@ -130,6 +130,12 @@ def _measure(
         if any(isinstance(w, WorkloadSpec) and not w.is_write for w in plan.suite.workloads):
             for t in targets.values():
                 provisioned.lay_out(t)
+        if plan.from_start() and not plan.suite.write_new_file:
+            store.add_note(
+                run_id,
+                "every target's write trials write a new file, since "
+                f"{', '.join(plan.from_start())} can write a file only from its start",
+            )
         if any(isinstance(w, AppWorkload) and w.runs_commands for w in plan.suite.workloads):
             store.add_note(run_id, f"your commands run each in a process group of its own, {cgroup_mode()}")
         for w in plan.suite.workloads:

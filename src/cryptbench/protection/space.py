@@ -141,7 +141,10 @@ def measure(
     large = folder / "large"
     _write(large, large_contents(), fsync)
     out["large"] = {"files": 1, "data": LARGE_BYTES, "used": count() - before}
-    out["granularity"] = granularity(target.backing, large, settled, complete)  # after a count(): complete
+    if target.writes_from_start:
+        out["granularity"] = {"skipped": "it writes a file only from its start: no byte changes alone"}
+    else:  # after a count(): complete
+        out["granularity"] = granularity(target.backing, large, settled, complete)
     return out
 
 

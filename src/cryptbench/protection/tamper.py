@@ -1,7 +1,8 @@
 """The tamper probe: does the target notice a flipped ciphertext byte?
 
 A probe file of TAMPER_BYTES random bytes is written through the decrypted view and
-made durable, then rewritten in place with other random bytes; the backing blocks that
+made durable, then rewritten (in place, or truncated first where the target writes a file
+only from its start) with other random bytes; the backing blocks that
 changed (blocks.py) hold its ciphertext, wherever the layers below put it. One byte in
 the middle of the longest changed run is flipped in the backing, caches are dropped, and
 the file is read back through the view:
@@ -59,7 +60,8 @@ def probe_tamper(
     write(probe, first)
     written = settled(before)
     second = secrets.token_bytes(TAMPER_BYTES)
-    with open(probe, "r+b") as f:
+    # in place where the target can; truncated first where it writes only from a file's start
+    with open(probe, "wb" if target.writes_from_start else "r+b") as f:
         f.write(second)
         f.flush()
         os.fsync(f.fileno())

@@ -116,7 +116,7 @@ def space_cells(p: Protection) -> list[str]:
             format_bytes(int(fixed)) + ("" if theirs is None else f" vs {format_bytes(int(theirs))}")
         )
     g = p.space.get("granularity")
-    cells.append(format_bytes(int(g["bytes"])) if g else "-")
+    cells.append(format_bytes(int(g["bytes"])) if g and "bytes" in g else "-")
     return cells
 
 
