@@ -2,7 +2,8 @@
 af_alg, algif_skcipher and its AES driver on demand), set against the RAM-stack
 method on the same kernel: both are what `cryptbench cipher` prints; and the
 other kernel ciphers the targets use (Adiantum, XChaCha12, CBC for eCryptfs) and
-the HMAC-SHA256 of LUKS2's integrity tags, through a hash socket."""
+the HMAC-SHA256 of LUKS2's integrity tags, through a hash socket; and `cryptsetup
+benchmark` beside them, through the same sockets."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.cipher import kernel
+from cryptbench.cipher import cryptsetup_bench, kernel
+from cryptbench.cipher.document import CipherDocument
+from cryptbench.report import cipher_table
 from cryptbench.units import format_rate
 from tests.support.cli import cli
 
@@ -81,6 +84,21 @@ def test_af_alg_per_unit_on_every_core_against_the_ram_stack(
     for r in ram["results"]:
         assert len(r["samples"]) == 2 and all(x > 0 for x in r["samples"]), r
         assert r["throughput"] == pytest.approx(statistics.median(r["samples"])), r
+    # cryptsetup benchmark beside them, each of its figures said to have gone through AF_ALG,
+    # against the kernel's 4 KiB figure (also AF_ALG) and the cipher on RAM (not)
+    setup = doc["kernel"]["cryptsetup"]
+    assert setup["available"] and setup["skipped"] == [], setup
+    assert {(r["cipher"], r["key_bits"]) for r in setup["results"]} == {
+        (c, k) for c, k, _a in cryptsetup_bench.CASES
+    }
+    lines = cipher_table.cryptsetup_lines(CipherDocument.from_json(doc))
+    assert lines[0].startswith("cryptsetup benchmark: through AF_ALG, one 64.0 KiB request at a time")
+    xts = next(line for line in lines if line.startswith("  aes-xts-plain64 512b"))
+    assert "also through AF_ALG" in xts, lines
+    if any(c["throughput"] for c in ram["cipher"] if c["direction"] == "write"):
+        assert "the cipher alone on RAM, not through AF_ALG" in xts, lines
+    for line in lines:
+        record_property("cipher's cryptsetup line", line.strip())
 
 
 @pytest.mark.lab("6.12")
@@ -100,3 +118,9 @@ def test_every_kernel_cipher_through_af_alg_on_6_12(record_property: Callable[[s
     for algorithm in ("xts(aes)", "adiantum(xchacha12,aes)", "cbc(aes)", "hmac(sha256)"):
         assert drivers.get(algorithm), (algorithm, missing)
         record_property(f"driver of {algorithm}", drivers[algorithm])
+    # cryptsetup benchmark goes through the same sockets: a figure for every case
+    setup = cryptsetup_bench.measure()
+    assert setup.available and setup.skipped == [], setup
+    for f in setup.results:
+        assert f.encrypt > 0 and f.decrypt > 0, f
+        record_property(f"cryptsetup benchmark {f.cipher} {f.key_bits}b", format_rate(f.encrypt))

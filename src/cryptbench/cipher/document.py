@@ -181,11 +181,54 @@ class RamStack:
 
 
 @dataclass(frozen=True)
+class CryptsetupFigure:
+    """`cryptsetup benchmark --cipher CIPHER --key-size KEY_BITS`: the kernel's cipher
+    through AF_ALG, one 64 KiB request at a time on one core (cipher/cryptsetup_bench.py)."""
+
+    cipher: str  # cryptsetup's spec, e.g. aes-xts-plain64
+    key_bits: int
+    algorithm: str  # the kernel's crypto API name it resolves to, e.g. xts(aes)
+    encrypt: float  # bytes/s (cryptsetup prints MiB/s)
+    decrypt: float  # bytes/s
+
+    def to_json(self) -> JsonObject:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Cryptsetup:
+    """What `cryptsetup benchmark` said here, beside the kernel's own figures."""
+
+    available: bool  # it printed at least one figure
+    reason: str  # why none, in cryptsetup's words; "" when available
+    results: list[CryptsetupFigure] = field(default_factory=list)
+    skipped: list[Unmeasured] = field(default_factory=list)  # the cases it refused, each with why
+
+    def to_json(self) -> JsonObject:
+        return {
+            "available": self.available,
+            "reason": self.reason,
+            "results": [r.to_json() for r in self.results],
+            "skipped": [u.to_json() for u in self.skipped],
+        }
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Cryptsetup:
+        return cls(
+            d["available"],
+            d["reason"],
+            [CryptsetupFigure(**r) for r in d.get("results", [])],
+            [Unmeasured(**u) for u in d.get("skipped", [])],
+        )
+
+
+@dataclass(frozen=True)
 class KernelCiphers:
     drivers: list[DriverInfo]
     missing: list[str]  # algorithms /proc/crypto does not list yet, each with what that means
     af_alg: AfAlg
     ram_stack: RamStack
+    cryptsetup: Cryptsetup | None = None  # None: not asked (a run's own figures), or an older document
 
     def to_json(self) -> JsonObject:
         return {
@@ -193,6 +236,7 @@ class KernelCiphers:
             "missing": self.missing,
             "af_alg": self.af_alg.to_json(),
             "ram_stack": self.ram_stack.to_json(),
+            **({"cryptsetup": self.cryptsetup.to_json()} if self.cryptsetup is not None else {}),
         }
 
     @classmethod
@@ -202,6 +246,7 @@ class KernelCiphers:
             d["missing"],
             AfAlg.from_json(d["af_alg"]),
             RamStack.from_json(d["ram_stack"]),
+            Cryptsetup.from_json(d["cryptsetup"]) if "cryptsetup" in d else None,
         )
 
 

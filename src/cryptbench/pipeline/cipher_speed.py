@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cryptbench.backends import REGISTRY, Target, TargetSpec
 from cryptbench.backends.ext4image import image_size
-from cryptbench.cipher import kernel, userspace
+from cryptbench.cipher import cryptsetup_bench, kernel, userspace
 from cryptbench.cipher.ceilings import separate
 from cryptbench.cipher.document import (
     SCHEMA,
@@ -149,13 +149,15 @@ def measure(
     seconds: float = DEFAULT_SECONDS,
     repeats: int = DEFAULT_REPEATS,
     kernel_stack: bool = True,
+    cryptsetup: bool = True,
     ram_size: int = 64 << 20,
     target_dir: Path = Path("/var/tmp"),
     cells: list[tuple[userspace.CipherCase, int]] | None = None,
     progress: Progress | None = None,
 ) -> CipherDocument:
     """The cipher document: userspace figures (each case on one core and on
-    all, or the (case, workers) `cells` given), kernel drivers and kernel figures."""
+    all, or the (case, workers) `cells` given), kernel drivers and kernel figures, and
+    (with `cryptsetup`) what `cryptsetup benchmark` says of the same kernel ciphers."""
     progress = progress or NullProgress()
     if cells is None:
         cells = userspace.grid(userspace.CASES, (1, userspace.cores()))
@@ -178,6 +180,10 @@ def measure(
         progress.phase("kernel ciphers through AF_ALG")
         rows, refused = measure_af_alg(seconds, repeats)
         af_alg = replace(af_alg, results=rows, skipped=refused)
+    setup = None
+    if cryptsetup:
+        progress.phase("cryptsetup benchmark")
+        setup = cryptsetup_bench.measure()
     why = ram_stack_unavailable()
     if not kernel_stack:
         ram = RamStack(False, "not asked (--no-kernel-stack)")
@@ -198,5 +204,5 @@ def measure(
         repeats=repeats,
         userspace=[m.figure() for m in measured],
         unavailable=skipped,
-        kernel=KernelCiphers([d.info() for d in drivers], missing, af_alg, ram),
+        kernel=KernelCiphers([d.info() for d in drivers], missing, af_alg, ram, setup),
     )

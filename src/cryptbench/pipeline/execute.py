@@ -164,7 +164,12 @@ def time_ciphers(plan: Plan, store: Store, run_id: int, env: JsonObject, progres
     if not cells:
         return
     doc = cipher_speed.measure(
-        seconds=CIPHER_SECONDS, repeats=CIPHER_REPEATS, kernel_stack=False, cells=cells, progress=progress
+        seconds=CIPHER_SECONDS,
+        repeats=CIPHER_REPEATS,
+        kernel_stack=False,
+        cryptsetup=False,
+        cells=cells,
+        progress=progress,
     )
     store.insert_cipher(run_id, doc.to_json(), env, __version__)
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from cryptbench.cipher.cryptsetup_bench import REQUEST
 from cryptbench.cipher.document import CipherDocument, UserspaceFigure
 from cryptbench.units import format_bytes, format_rate
+
+DM_SECTOR = 4096  # bytes: the sector LUKS2 targets encrypt by
+RAM_KEY_BITS = 512  # the RAM stack's fscrypt encrypts contents with AES-256-XTS
 
 
 def _spread(row: UserspaceFigure) -> str:
@@ -66,6 +70,8 @@ def render(doc: CipherDocument, out: Console) -> None:
             out.print(f"kernel {u.cipher} through AF_ALG: not measured: {u.reason}")
     else:
         out.print(f"kernel throughput through AF_ALG: not measured: {af.reason}")
+    for line in cryptsetup_lines(doc):
+        out.print(line)
     ram = kern.ram_stack
     if not ram.measured or ram.size is None or ram.block is None:
         out.print(f"kernel throughput on RAM: not measured: {ram.reason}")
@@ -86,6 +92,57 @@ def render(doc: CipherDocument, out: Console) -> None:
         else:
             line += f"; {c.explanation}"
         out.print(line)
+
+
+def _change(a: float, b: float) -> str:
+    """a against b as a change in speed, the sign convention of every figure (negative: slower)."""
+    return f"{(a / b - 1) * 100:+.0f}%"
+
+
+def cryptsetup_lines(doc: CipherDocument) -> list[str]:
+    """What `cryptsetup benchmark` said, and against each figure the kernel's own for the same
+    cipher and key, with the path each went by: cryptsetup's through AF_ALG in 64 KiB requests
+    on one core; cryptbench's AF_ALG figures in dm-crypt's 4 KiB requests on each core; the
+    RAM stack's cipher not through AF_ALG at all."""
+    setup = doc.kernel.cryptsetup
+    if setup is None:
+        return []
+    if not setup.available:
+        return [f"cryptsetup benchmark: no figure: {setup.reason}"]
+    lines = [
+        f"cryptsetup benchmark: through AF_ALG, one {format_bytes(REQUEST)} request at a time on one "
+        "core, a round of system calls each; dm-crypt encrypts each sector inside the kernel, with "
+        "no system call, on every core:"
+    ]
+    af = doc.kernel.af_alg
+    ram = {
+        c.direction: c.throughput
+        for c in doc.kernel.ram_stack.cipher
+        if c.algorithm == "xts(aes)" and c.throughput is not None
+    }
+    for r in setup.results:
+        line = f"  {r.cipher} {r.key_bits}b: {format_rate(r.encrypt)} encryption, "
+        line += f"{format_rate(r.decrypt)} decryption"
+        same = [
+            f
+            for f in af.results
+            if f.algorithm == r.algorithm and f.key_bits == r.key_bits and f.unit == DM_SECTOR
+        ]
+        kernel = max(same, key=lambda f: f.cores, default=None)
+        if kernel is not None:
+            line += (
+                f"; the kernel's {r.algorithm} in {format_bytes(DM_SECTOR)} requests, "
+                f"{_cores(kernel.cores)}, also through AF_ALG: {format_rate(kernel.throughput)} "
+                f"(cryptsetup's encryption {_change(r.encrypt, kernel.throughput)})"
+            )
+        if ram.get("write") and r.algorithm == "xts(aes)" and r.key_bits == RAM_KEY_BITS:
+            line += (
+                f"; the cipher alone on RAM, not through AF_ALG: {format_rate(ram['write'])} writing "
+                f"(cryptsetup's encryption {_change(r.encrypt, ram['write'])})"
+            )
+        lines.append(line)
+    lines += [f"  {u.cipher}: no figure: {u.reason}" for u in setup.skipped]
+    return lines
 
 
 def _cores(n: int) -> str:
