@@ -130,7 +130,8 @@ def _measure(
         if any(isinstance(w, WorkloadSpec) and not w.is_write for w in plan.suite.workloads):
             for t in targets.values():
                 provisioned.lay_out(t)
-        if plan.from_start() and not plan.suite.write_new_file:
+        fio_writes = any(isinstance(w, WorkloadSpec) and w.is_write for w in plan.suite.workloads)
+        if plan.from_start() and not plan.suite.write_new_file and fio_writes:
             store.add_note(
                 run_id,
                 "every target's write trials write a new file, since "
