@@ -127,6 +127,15 @@ class Plan:
         """The run's backends that write a file only from its start."""
         return [b for b in self.backends if REGISTRY[b].writes_from_start]
 
+    def not_run(self) -> dict[str, dict[str, str]]:
+        """workload -> {target: why} for the trials the run leaves out: a target that writes
+        a file only from its start, at a workload that writes at other offsets."""
+        out: dict[str, dict[str, str]] = {}
+        for t in self.targets:
+            for w in not_run(t.backend, self.suite):
+                out.setdefault(w, {})[t.name] = REGISTRY[t.backend].writes_from_start
+        return out
+
     @property
     def repeats(self) -> int:
         """Trials per (workload, target): exactly, or at most when adaptive."""
@@ -157,6 +166,11 @@ class Plan:
             "states": list(self.states),
             "fs": self.fs,
             "write_new_file": self.write_new_file,
+            "not_run": [
+                {"workload": w, "target": t, "reason": why}
+                for w, targets in self.not_run().items()
+                for t, why in targets.items()
+            ],
             "added_baselines": list(self.added_baselines),
             "skipped": [{"backend": b, "reason": r} for b, r in self.skipped],
             "target_dir": str(self.target_dir),
@@ -565,13 +579,21 @@ def writes_at_an_offset(w: Workload) -> bool:
     return w.writes and not w.runs_commands
 
 
+def not_run(name: str, suite: Suite) -> list[str]:
+    """The suite's workloads backend `name` cannot run: it writes a file only from its start
+    (Backend.writes_from_start), and they write at other offsets."""
+    if not REGISTRY[name].writes_from_start:
+        return []
+    return [w.name for w in suite.workloads if writes_at_an_offset(w)]
+
+
 def cannot_run(name: str, suite: Suite) -> str | None:
-    """Why backend `name` cannot run the suite's workloads, or None."""
-    why = REGISTRY[name].writes_from_start
-    offsets = [w.name for w in suite.workloads if writes_at_an_offset(w)] if why else []
-    if not offsets:
+    """Why backend `name` can run none of the suite's workloads, or None."""
+    offsets = not_run(name, suite)
+    if not offsets or len(offsets) < len(suite.workloads):
         return None
-    return f"{why}; the {suite.name} suite writes at other offsets ({', '.join(offsets)})"
+    why = REGISTRY[name].writes_from_start
+    return f"{why}; every workload of the {suite.name} suite writes at other offsets"
 
 
 def _backends(r: RunRequest, suite: Suite) -> tuple[list[str], list[str], list[tuple[str, str]]]:

@@ -94,6 +94,12 @@ class RunPlan:
         return None if value is None else bool(value)
 
     @property
+    def not_run(self) -> dict[tuple[str, str], str]:
+        """(workload, target) -> why the plan left that trial out (a target that writes a file
+        only from its start); none in older runs."""
+        return {(d["workload"], d["target"]): d["reason"] for d in self.raw.get("not_run", [])}
+
+    @property
     def target_dir(self) -> str | None:  # where the scratch space was
         value = self.raw.get("target_dir")
         return None if value is None else str(value)

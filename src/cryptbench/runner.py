@@ -63,10 +63,12 @@ def round_blocks(
     workloads: tuple[Workload, ...],
     targets: list[str],
     need: dict[str, set[str]] | None,
+    skip: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[tuple[Workload, list[str]]]:
     """One round: the workloads in a random order (with `need`, in its order: the one
     nearest an answer first), and for each a block of the targets it needs (all with
-    `need` None) in a random order."""
+    `need` None) in a random order, but those `skip` leaves out of it (workload ->
+    {target: why}: the plan's trials not run)."""
     order = list(workloads)
     rng.shuffle(order)
     if need is not None:
@@ -76,9 +78,11 @@ def round_blocks(
     for w in order:
         if need is not None and w.name not in need:
             continue
-        names = [t for t in targets if need is None or t in need[w.name]]
+        left_out = (skip or {}).get(w.name, {})
+        names = [t for t in targets if (need is None or t in need[w.name]) and t not in left_out]
         rng.shuffle(names)
-        blocks.append((w, names))
+        if names:
+            blocks.append((w, names))
     return blocks
 
 
@@ -674,15 +678,17 @@ def interleave(
     workloads: tuple[Workload, ...],
     targets: list[str],
     seed: int,
+    skip: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[int, int]:
     """Interleaved rounds until the controller has every answer or a budget is spent:
     each round, the workloads in a random order (`seed`), each a block of its targets in
     a random order, run by `executor`. Budgets (`spend`) are checked before each block,
     so a block is never split. The stopping record is stored whenever the answers
-    change. Returns (trials that succeeded, failed or not run), once the executor has
+    change. `skip` (workload -> {target: why}) leaves the plan's trials not run out of every
+    block. Returns (trials that succeeded, failed or not run), once the executor has
     noted its lost targets, also when a signal or an error ends the rounds."""
     try:
-        _rounds(executor, controller, spend, workloads, targets, seed)
+        _rounds(executor, controller, spend, workloads, targets, seed, skip)
     finally:
         counts = executor.finish()
     return counts
@@ -695,6 +701,7 @@ def _rounds(
     workloads: tuple[Workload, ...],
     targets: list[str],
     seed: int,
+    skip: Mapping[str, Mapping[str, str]] | None,
 ) -> None:
     store, run_id, lost, progress = executor.store, executor.run_id, executor.lost, executor.progress
     seconds = spend.seconds
@@ -730,7 +737,7 @@ def _rounds(
         left = None if limit is None else max(0.0, limit - seconds())
         # the trials the time left has room for, at the pace so far
         capacity = None if left is None or not trials else left / (seconds() / trials)
-        blocks = round_blocks(rng, workloads, targets, controller.needed(rounds, capacity))
+        blocks = round_blocks(rng, workloads, targets, controller.needed(rounds, capacity), skip)
         progress.add_trials(sum(len(names) for _w, names in blocks))
         progress.round_started(rounds + 1, left)
         for w, names in blocks:

@@ -4,6 +4,7 @@ make itself, and the backing's sync counted inside a write's clock."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,10 @@ from cryptbench.backends.rclone import FROM_START
 from cryptbench.engines.fio import FioMeasurement
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.errors import UsageError
-from cryptbench.plan import cannot_run, writes_at_an_offset
-from cryptbench.runner import durable
+from cryptbench.pipeline.execute import run_questions
+from cryptbench.plan import cannot_run, not_run, writes_at_an_offset
+from cryptbench.result_model import RunPlan
+from cryptbench.runner import durable, round_blocks
 from cryptbench.suite import WorkloadSpec, builtin_suites, load_suite
 from tests.support.documents import plan_with
 
@@ -33,7 +36,7 @@ def test_only_a_write_from_the_start_is_a_write_from_the_start(rw: str, offsets:
     assert writes_at_an_offset(WorkloadSpec("w", rw, 4096, 1)) is offsets
 
 
-def test_builtin_tasks_that_write_are_refused_and_your_commands_are_not() -> None:
+def test_builtin_tasks_that_write_are_left_out_and_your_commands_are_not() -> None:
     suites = [load_suite(name) for name in builtin_suites()]
     apps = {w.name: w for s in suites for w in s.workloads if not isinstance(w, WorkloadSpec)}
     writers = [w for w in apps.values() if w.writes and not w.runs_commands]
@@ -43,25 +46,63 @@ def test_builtin_tasks_that_write_are_refused_and_your_commands_are_not() -> Non
     assert not any(writes_at_an_offset(w) for w in commands)
 
 
-def test_the_refusal_names_the_workloads_and_rclones_reason() -> None:
+def test_the_random_writes_are_not_run_on_it_and_the_rest_are() -> None:
     quick = load_suite("quick")
-    why = cannot_run("rclone-crypt", quick)
-    assert why == f"{FROM_START}; the quick suite writes at other offsets (rnd4k-q32-write, rnd4k-q1-write)"
-    assert cannot_run("gocryptfs", quick) is None  # it writes anywhere
-    assert cannot_run("rclone-crypt", load_suite("example-gocryptfs-bench")) is None
+    assert not_run("rclone-crypt", quick) == ["rnd4k-q32-write", "rnd4k-q1-write"]
+    assert cannot_run("rclone-crypt", quick) is None  # four of the six it can
+    assert not_run("gocryptfs", quick) == []  # it writes anywhere
+    assert not_run("rclone-crypt", load_suite("example-gocryptfs-bench")) == []
 
 
-def test_asked_for_with_random_writes_it_is_bad_input(tmp_path: Path, rclone_here: None) -> None:
-    with pytest.raises(UsageError, match=r"^backend rclone-crypt cannot run this suite: rclone mount"):
-        plan_with(tmp_path, backends="rclone-crypt", suite="quick")
+RANDOM_WRITES = """
+name = "random-writes"
+[[workloads]]
+name = "rnd4k-q1-write"
+rw = "randwrite"
+bs = "4K"
+iodepth = 1
+"""
 
 
-def test_among_the_defaults_it_is_skipped_with_the_reason(tmp_path: Path, rclone_here: None) -> None:
+def test_a_suite_it_can_run_nothing_of_is_refused(tmp_path: Path, rclone_here: None) -> None:
+    suite = tmp_path / "random-writes.toml"
+    suite.write_text(RANDOM_WRITES)
+    why = cannot_run("rclone-crypt", load_suite(str(suite)))
+    assert why == f"{FROM_START}; every workload of the random-writes suite writes at other offsets"
+    with pytest.raises(UsageError, match=r"^backend rclone-crypt cannot run this suite: rclone's mount"):
+        plan_with(tmp_path, backends="rclone-crypt", suite=str(suite))
+    skipped = dict(plan_with(tmp_path, backends=None, suite=str(suite)).skipped)
+    assert skipped["rclone-crypt"] == why  # among the defaults: skipped, with why
+
+
+def test_the_plan_leaves_out_each_random_write_on_it_and_says_why(tmp_path: Path, rclone_here: None) -> None:
+    plan = plan_with(tmp_path, backends="rclone-crypt,gocryptfs", suite="quick")
+    left = {"rclone-crypt": FROM_START}
+    assert plan.not_run() == {"rnd4k-q32-write": left, "rnd4k-q1-write": left}
+    stored = plan.to_json()["not_run"]
+    assert {(d["workload"], d["target"]) for d in stored} == {
+        ("rnd4k-q32-write", "rclone-crypt"),
+        ("rnd4k-q1-write", "rclone-crypt"),
+    }
+    assert RunPlan(plan.to_json()).not_run[("rnd4k-q1-write", "rclone-crypt")] == FROM_START
+    # no question is asked of a trial not run; every other one is
+    asked = {(q.workload, q.target) for q in run_questions(plan)}
+    assert ("rnd4k-q1-write", "gocryptfs") in asked and ("rnd4k-q1-read", "rclone-crypt") in asked
+    assert not {(w, "rclone-crypt") for w in plan.not_run()} & asked
+    # and no block holds one: every round, every other target runs
+    quick = plan.suite.workloads
+    for seed in range(20):
+        for w, names in round_blocks(
+            random.Random(seed), quick, ["plain", "rclone-crypt", "gocryptfs"], None, plan.not_run()
+        ):
+            assert ("rclone-crypt" in names) is (w.name not in plan.not_run())
+            assert {"plain", "gocryptfs"} <= set(names)
+
+
+def test_among_the_defaults_it_runs_what_it_can(tmp_path: Path, rclone_here: None) -> None:
     plan = plan_with(tmp_path, backends=None, suite="quick")
-    skipped = dict(plan.skipped)
-    assert skipped["rclone-crypt"].startswith(FROM_START)
-    assert "rclone-crypt" not in plan.backends
-    assert plan.write_new_file is False  # nothing in the run writes only from the start
+    assert "rclone-crypt" in plan.backends and "rclone-crypt" not in dict(plan.skipped)
+    assert plan.write_new_file is True  # with it, every target's writes make a new file
 
 
 def test_with_it_every_targets_writes_make_a_new_file(tmp_path: Path, rclone_here: None) -> None:
@@ -69,6 +110,7 @@ def test_with_it_every_targets_writes_make_a_new_file(tmp_path: Path, rclone_her
     assert plan.suite.write_new_file is False
     assert plan.from_start() == ["rclone-crypt"]
     assert plan.write_new_file is True and plan.to_json()["write_new_file"] is True
+    assert plan.not_run() == {}
 
 
 def _opts(new_file: bool) -> JobOptions:

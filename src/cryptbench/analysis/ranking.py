@@ -197,6 +197,10 @@ def _why_not(doc: Document, t: TargetInfo, workloads: list[str]) -> str | None:
         return unmet
     failed = [w.workload for w in doc.warnings if w.kind == WarningKind.FAILED_TRIALS and w.target == t.name]
     have = {r.workload for r in doc.results if r.target == t.name}
+    left_out = doc.plan.not_run
+    planned = [w for w in workloads if (w, t.name) in left_out]
+    if planned and not failed:  # the plan left them out: ranked on all or not at all
+        return f"not run at {_names(planned)}: {left_out[(planned[0], t.name)]}"
     missing = [w for w in workloads if w not in have]
     if failed or missing:
         first = (failed or missing)[0]

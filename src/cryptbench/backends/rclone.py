@@ -30,11 +30,8 @@ from cryptbench.system import run_cmd
 
 REMOTE = "cryptbench"  # the crypt remote's name in the config file
 CACHE_MODE = "off"
-# rclone's own words for what a mount without its cache cannot do
-FROM_START = (
-    "rclone mount without a VFS cache writes a file only from its start to its end "
-    "(--vfs-cache-mode off: the only mode whose writes are encrypted as they are written)"
-)
+# what a mount without its cache cannot do (docs/backends.md says why no cache)
+FROM_START = "rclone's mount without its VFS cache writes a file only from its start to its end"
 DOCS = "rclone docs/content/crypt.md"
 
 

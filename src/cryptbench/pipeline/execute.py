@@ -148,7 +148,19 @@ def _measure(
         ctx = provisioned.ctx = sizing.size_trials(plan, ctx, provisioned, direct, seeds, progress)
         executor = Executor(ctx, provisioned, direct, seeds, progress)
         controller = Controller(plan.rule, run_questions(plan), plan.seed, ranking_groups(plan))
-        return interleave(executor, controller, spend, plan.suite.workloads, list(targets), plan.seed)
+        skip = plan.not_run()
+        note_not_run(skip, store, run_id)
+        return interleave(executor, controller, spend, plan.suite.workloads, list(targets), plan.seed, skip)
+
+
+def note_not_run(skip: dict[str, dict[str, str]], store: Store, run_id: int) -> None:
+    """A run note per target the plan leaves out of some workloads: which, and why."""
+    by_target: dict[str, list[str]] = {}
+    for w, left in skip.items():
+        for name in left:
+            by_target.setdefault(name, []).append(w)
+    for name, ws in by_target.items():
+        store.add_note(run_id, f"{', '.join(ws)} not run on {name}: {skip[ws[0]][name]}")
 
 
 CIPHER_SECONDS = 0.2  # per cipher figure the run takes: enough for a ceiling, not a study
@@ -179,9 +191,11 @@ def run_questions(plan: Plan) -> list[Question]:
     """What the run must answer: per workload's primary metric, each target asked for (not a
     baseline cryptbench added) against its baseline."""
     asked = {t.name for t in plan.targets if t.backend not in plan.added_baselines}
-    return workload_questions(
+    asked_all = workload_questions(
         plan.suite.workloads, {t.name: plan.baseline_of(t) for t in plan.targets}, asked
     )
+    skip = plan.not_run()
+    return [q for q in asked_all if q.target not in skip.get(q.workload, {})]
 
 
 def workload_questions(

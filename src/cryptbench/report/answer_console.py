@@ -58,7 +58,9 @@ def _cells(doc: Document, workloads: list[str]) -> list[tuple[str, str, list[Tex
         cells = []
         for w in workloads:
             r = results.get((w, t.name, doc.plan.primary(w)))
-            if r is None:
+            if r is None and (w, t.name) in doc.plan.not_run:
+                cells.append(Text("not run", style="dim"))  # the ranking's line says why
+            elif r is None:
                 cells.append(Text("failed", style="red"))
             elif not t.baseline:
                 cells.append(Text(_plain_cell(r), style="dim"))

@@ -123,7 +123,9 @@ def _rows(
             m = _metric_for(doc, w, metric)
             r = results.get((w, t.name, m))
             if r is None:
-                rows.append([f"  {w}", Text("failed", style="red"), "", Text(""), Text("")])
+                left_out = (w, t.name) in doc.plan.not_run
+                shown = Text("not run", style="dim") if left_out else Text("failed", style="red")
+                rows.append([f"  {w}", shown, "", Text(""), Text("")])
                 continue
             primary = m == doc.plan.primary(w)
             base = comps.get((w, t.name, ComparisonKind.BASELINE)) if primary else None
