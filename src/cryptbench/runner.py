@@ -38,9 +38,8 @@ from cryptbench.json_types import JsonObject
 from cryptbench.measure import cpu, cpu_timeline
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.measure.device import bytes_read, bytes_written
-from cryptbench.metric_catalog import CATALOG
 from cryptbench.session import Session
-from cryptbench.store import MetricValue, Store, TrialRecord, now_iso, split_rounds
+from cryptbench.store import Store, TrialRecord, now_iso, split_rounds
 from cryptbench.suite import Workload, WorkloadSpec, direction, family
 from cryptbench.trial_metrics import app_metrics, trial_metrics
 from cryptbench.units import format_duration
@@ -413,9 +412,7 @@ def run_trial(
         _store_failure(ctx, spec, target, row, e)
         return False
     row.status = "ok"
-    metrics = trial_metrics(measurement, meters.cpu, meters.device_written)
-    if synced is not None:
-        metrics.append(MetricValue("backing_sync_seconds", CATALOG["backing_sync_seconds"].unit, synced))
+    metrics = trial_metrics(measurement, meters.cpu, meters.device_written, synced)
     ctx.store.insert_trial(ctx.run_id, row, metrics)
     return True
 

@@ -85,7 +85,11 @@ def app_metrics(
     return [MetricValue(name, info(name).unit, float(v)) for name, v in values.items()]
 
 
-def trial_metrics(fio: FioMeasurement, cpu: CpuUsage, device_written: int | None = None) -> list[MetricValue]:
+def trial_metrics(
+    fio: FioMeasurement, cpu: CpuUsage, device_written: int | None = None, synced: float | None = None
+) -> list[MetricValue]:
+    """A fio trial's metrics; `synced`: the seconds the backing's sync took inside its clock
+    (Target.sync_backing), None where the trial made none."""
     values = {
         **_fio_values(fio),
         "cpu_seconds_per_gb": cpu.busy_seconds / (fio.io_bytes / 1e9),
@@ -95,4 +99,6 @@ def trial_metrics(fio: FioMeasurement, cpu: CpuUsage, device_written: int | None
         "wall_seconds": cpu.wall_seconds,
     }
     _device(values, device_written)
+    if synced is not None:
+        values["backing_sync_seconds"] = synced
     return [MetricValue(name, CATALOG[name].unit, float(v)) for name, v in values.items()]

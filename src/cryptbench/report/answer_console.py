@@ -53,12 +53,13 @@ def _cells(doc: Document, workloads: list[str]) -> list[tuple[str, str, list[Tex
     """(target, what its cells are against, a cell per workload)."""
     results = results_by_key(doc)
     comps = {(c.workload, c.target, c.baseline): c for c in doc.comparisons}
+    left_out = doc.plan.not_run
     rows = []
     for t in doc.targets:
         cells = []
         for w in workloads:
             r = results.get((w, t.name, doc.plan.primary(w)))
-            if r is None and (w, t.name) in doc.plan.not_run:
+            if r is None and (w, t.name) in left_out:
                 cells.append(Text("not run", style="dim"))  # the ranking's line says why
             elif r is None:
                 cells.append(Text("failed", style="red"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from cryptbench.analysis.speed_change import percent
 from cryptbench.cipher.cryptsetup_bench import REQUEST
 from cryptbench.cipher.document import CipherDocument, UserspaceFigure
 from cryptbench.units import format_bytes, format_rate
@@ -96,7 +97,7 @@ def render(doc: CipherDocument, out: Console) -> None:
 
 def _change(a: float, b: float) -> str:
     """a against b as a change in speed, the sign convention of every figure (negative: slower)."""
-    return f"{(a / b - 1) * 100:+.0f}%"
+    return f"{percent((a / b - 1) * 100)}%"
 
 
 def cryptsetup_lines(doc: CipherDocument) -> list[str]:
@@ -115,11 +116,14 @@ def cryptsetup_lines(doc: CipherDocument) -> list[str]:
         "no system call, on every core:"
     ]
     af = doc.kernel.af_alg
-    ram = {
-        c.direction: c.throughput
-        for c in doc.kernel.ram_stack.cipher
-        if c.algorithm == "xts(aes)" and c.throughput is not None
-    }
+    ram_write = next(
+        (
+            c.throughput
+            for c in doc.kernel.ram_stack.cipher
+            if c.algorithm == "xts(aes)" and c.direction == "write" and c.throughput
+        ),
+        None,
+    )
     for r in setup.results:
         line = f"  {r.cipher} {r.key_bits}b: {format_rate(r.encrypt)} encryption, "
         line += f"{format_rate(r.decrypt)} decryption"
@@ -135,10 +139,10 @@ def cryptsetup_lines(doc: CipherDocument) -> list[str]:
                 f"{_cores(kernel.cores)}, also through AF_ALG: {format_rate(kernel.throughput)} "
                 f"(cryptsetup's encryption {_change(r.encrypt, kernel.throughput)})"
             )
-        if ram.get("write") and r.algorithm == "xts(aes)" and r.key_bits == RAM_KEY_BITS:
+        if ram_write and r.algorithm == "xts(aes)" and r.key_bits == RAM_KEY_BITS:
             line += (
-                f"; the cipher alone on RAM, not through AF_ALG: {format_rate(ram['write'])} writing "
-                f"(cryptsetup's encryption {_change(r.encrypt, ram['write'])})"
+                f"; the cipher alone on RAM, not through AF_ALG: {format_rate(ram_write)} writing "
+                f"(cryptsetup's encryption {_change(r.encrypt, ram_write)})"
             )
         lines.append(line)
     lines += [f"  {u.cipher}: no figure: {u.reason}" for u in setup.skipped]

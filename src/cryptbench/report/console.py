@@ -116,6 +116,7 @@ def _rows(
     results = results_by_key(doc)
     comps = {(c.workload, c.target, c.kind): c for c in doc.comparisons}
     workloads = [w for w in doc.plan.workloads if any(r.workload == w for r in doc.results)]
+    left_out = doc.plan.not_run
     out = []
     for t in doc.targets:
         rows = []
@@ -123,8 +124,8 @@ def _rows(
             m = _metric_for(doc, w, metric)
             r = results.get((w, t.name, m))
             if r is None:
-                left_out = (w, t.name) in doc.plan.not_run
-                shown = Text("not run", style="dim") if left_out else Text("failed", style="red")
+                planned = (w, t.name) in left_out
+                shown = Text("not run", style="dim") if planned else Text("failed", style="red")
                 rows.append([f"  {w}", shown, "", Text(""), Text("")])
                 continue
             primary = m == doc.plan.primary(w)
