@@ -3,7 +3,7 @@
 
 A recorded run (benchmarks/data/noisy-run.json: every trial's primary figure,
 its round and the seconds it took, interleaved, on this project's VM) is
-replayed through cryptbench's own rounds (runner.interleave, adaptive.Controller)
+replayed through cryptbench's own rounds (schedule.interleave, stopping.Controller)
 under its default rule: ±5 %, 3 to 10 rounds, a 4-minute budget on a clock that
 advances by each replayed trial's recorded seconds. Each simulated round draws one
 recorded round, and every trial in it takes that round's figure, so what the
@@ -36,7 +36,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from cryptbench.adaptive import (
+from cryptbench.engines.metric_catalog import info
+from cryptbench.planning.suite import load_suite
+from cryptbench.stats.stopping import (
     Controller,
     RankingGroups,
     Rounds,
@@ -46,18 +48,9 @@ from cryptbench.adaptive import (
     contenders,
     questions,
 )
-from cryptbench.metric_catalog import info
-from cryptbench.runner import (
-    NullProgress,
-    OneAtATime,
-    Spend,
-    TrialContext,
-    TrialSpec,
-    interleave,
-    primary_samples,
-)
 from cryptbench.store import MetricValue, Store, TrialRecord
-from cryptbench.suite import load_suite
+from cryptbench.trial.runner import NullProgress, TrialContext, TrialSpec
+from cryptbench.trial.schedule import OneAtATime, Spend, interleave, primary_samples
 
 RECORDED = Path(__file__).resolve().parent / "data" / "noisy-run.json"
 ANSWERED = (StopReason.PRECISION, StopReason.EQUIVALENT)

@@ -28,8 +28,8 @@ import statistics
 import subprocess
 import sys
 
-from cryptbench import stats
 from cryptbench.cipher import userspace
+from cryptbench.stats import estimates
 
 
 def openssl_speed(unit: int, seconds: int) -> float:
@@ -72,7 +72,7 @@ def main() -> int:
                     ours.append(userspace.throughput(c, args.seconds, 1, args.engine))
                 else:
                     theirs.append(openssl_speed(unit, args.seconds))
-        r = stats.ratio(ours, theirs, seed=unit)
+        r = estimates.ratio(ours, theirs, seed=unit)
         interval = "" if r.ci_low is None else f" [{r.ci_low:.2f}, {r.ci_high:.2f}]"
         met = "met" if 0.9 <= r.ratio <= 1.1 else "NOT met"
         a, b = statistics.median(ours), statistics.median(theirs)

@@ -36,12 +36,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cryptbench.adaptive import Controller, Stopping, questions
 from cryptbench.commands import run as run_cmd
-from cryptbench.metric_catalog import info
-from cryptbench.plan import DEFAULT_EQUIVALENCE, DEFAULT_MAX_REPEATS, DEFAULT_MIN_REPEATS, RunRequest
+from cryptbench.engines.metric_catalog import info
+from cryptbench.model.units import format_bytes, parse_percent
+from cryptbench.planning.plan import DEFAULT_EQUIVALENCE, DEFAULT_MAX_REPEATS, DEFAULT_MIN_REPEATS, RunRequest
+from cryptbench.stats.stopping import Controller, Stopping, questions
 from cryptbench.store import Store, split_rounds
-from cryptbench.units import format_bytes, parse_percent
 
 GOAL_BYTES = 0.25  # adaptive bytes at most this share of the fixed protocol's
 

@@ -2,7 +2,7 @@
 """Do the paired and the unpaired intervals both deserve "95 %"?
 
 A/A comparisons, whose true ratio is 1.00, through both of cryptbench's interval
-methods (stats.py): unpaired (the ratio of medians, each side bootstrapped on its
+methods (estimates.py): unpaired (the ratio of medians, each side bootstrapped on its
 own) and paired by round (Student's t on the rounds' log-ratios). Printed per
 case: how often each interval contains 1.00, with that coverage's own 95 %
 (Clopper-Pearson) interval, and the median half-width, for 3, 5 and 10 rounds.
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import beta
 
-from cryptbench import stats
+from cryptbench.stats import estimates
 from cryptbench.store import Store
 
 RECORDED = Path(__file__).resolve().parent / "data" / "aa-plain-twin.json"
@@ -66,18 +66,18 @@ def clopper_pearson(hits: int, n: int) -> tuple[float, float]:
 
 def coverage(draws: list[Draw], k: int, n: int, rng: np.random.Generator) -> dict[str, tuple[int, float]]:
     """Per method: (intervals containing 1.00 of n, median half-width)."""
-    hits = {stats.UNPAIRED: 0, stats.PAIRED: 0}
-    widths: dict[str, list[float]] = {stats.UNPAIRED: [], stats.PAIRED: []}
+    hits = {estimates.UNPAIRED: 0, estimates.PAIRED: 0}
+    widths: dict[str, list[float]] = {estimates.UNPAIRED: [], estimates.PAIRED: []}
     for i in range(n):
         a, b = draws[i % len(draws)](rng, k)
         rounds = list(range(k))
         for method, r in (
-            (stats.UNPAIRED, stats.speed_ratio(list(a), list(b), True, i)),
-            (stats.PAIRED, stats.speed_ratio(list(a), list(b), True, i, rounds, rounds)),
+            (estimates.UNPAIRED, estimates.speed_ratio(list(a), list(b), True, i)),
+            (estimates.PAIRED, estimates.speed_ratio(list(a), list(b), True, i, rounds, rounds)),
         ):
             assert r.method == method and r.ci_low is not None and r.ci_high is not None
             hits[method] += r.ci_low <= 1.0 <= r.ci_high
-            widths[method].append(stats.halfwidth(r) or 0.0)
+            widths[method].append(estimates.halfwidth(r) or 0.0)
     return {m: (hits[m], float(np.median(widths[m]))) for m in hits}
 
 
@@ -127,7 +127,7 @@ def main() -> int:
         for k in ROUNDS:
             got = coverage(draws, k, args.comparisons, rng)
             cells = []
-            for method in (stats.UNPAIRED, stats.PAIRED):
+            for method in (estimates.UNPAIRED, estimates.PAIRED):
                 hits, width = got[method]
                 lo, hi = clopper_pearson(hits, args.comparisons)
                 cells.append(f"{hits / args.comparisons:5.1%} [{lo:4.0%},{hi:5.0%}] ±{width:5.1%}")

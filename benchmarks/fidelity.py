@@ -77,17 +77,17 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptbench import stats
 from cryptbench.backends import REGISTRY, TargetSpec
 from cryptbench.engines.fio import parse_fio_json, probe_ioengine, run_fio
 from cryptbench.engines.jobs import render_job, render_layout
+from cryptbench.machine.session import Session
 from cryptbench.measure.cache import drop_caches
-from cryptbench.plan import IO_ENGINES
-from cryptbench.runner import TrialContext, TrialSpec, job_options, run_trial
-from cryptbench.session import Session
+from cryptbench.model.units import parse_size
+from cryptbench.planning.plan import IO_ENGINES
+from cryptbench.planning.suite import WorkloadSpec, load_suite
+from cryptbench.stats import estimates
 from cryptbench.store import Store
-from cryptbench.suite import WorkloadSpec, load_suite
-from cryptbench.units import parse_size
+from cryptbench.trial.runner import TrialContext, TrialSpec, job_options, run_trial
 
 TOLERANCE = 0.05
 
@@ -175,8 +175,8 @@ def main() -> int:
     )
     worst = 0.0
     for name, direct, harness in rows:
-        q = stats.ratio(harness, direct, seed=args.seed)
-        d, h = stats.summarize(direct).median, stats.summarize(harness).median
+        q = estimates.ratio(harness, direct, seed=args.seed)
+        d, h = estimates.summarize(direct).median, estimates.summarize(harness).median
         ok = abs(q.ratio - 1) <= TOLERANCE
         worst = max(worst, abs(q.ratio - 1))
         interval = f"[{q.ci_low:.3f}, {q.ci_high:.3f}]" if q.ci_low is not None else "[none]"
@@ -327,8 +327,8 @@ def whole_run(args: argparse.Namespace) -> int:
     print(f"{'workload':18} {'run MB/s':>9} {'by hand MB/s':>13} {'ratio':>6}  95% interval     within ±5%")
     worst = 0.0
     for name in run:
-        q = stats.ratio(run[name], hand[name], seed=args.seed)
-        a, b = stats.summarize(run[name]).median, stats.summarize(hand[name]).median
+        q = estimates.ratio(run[name], hand[name], seed=args.seed)
+        a, b = estimates.summarize(run[name]).median, estimates.summarize(hand[name]).median
         worst = max(worst, abs(q.ratio - 1))
         interval = f"[{q.ci_low:.3f}, {q.ci_high:.3f}]" if q.ci_low is not None else "[none]"
         ok = "yes" if abs(q.ratio - 1) <= TOLERANCE else "NO"

@@ -41,8 +41,8 @@ REPO = Path(__file__).resolve().parent.parent
 # The modules whose decisions a user acts on: the ranking, the statistics and the stopping
 # rule, the protection probes and the tamper probe, the diagnosis and the warnings.
 DECIDING = (
-    "stats.py",
-    "adaptive.py",
+    "stats/estimates.py",
+    "stats/stopping.py",
     "analysis/ranking.py",
     "analysis/diagnosis.py",
     "analysis/warning_rules.py",
@@ -50,7 +50,7 @@ DECIDING = (
     "protection/tamper.py",
 )
 # 54 mutants, with every status a real pass reports (killed, survived, no tests): `--smoke`
-# took 28 s here, against 72 s for units.py's 191 mutants, one after the other beside a lab guest
+# took 28 s here, against 72 s for model/units.py's 191 mutants, one after the other beside a lab guest
 SMOKE = ("measure/device.py", "tests/unit/test_device.py")
 SCHEMA_TEXT = "tests/unit/test_json_schema.py::test_the_shipped_schema_is_the_generated_one"
 # this script's own smoke, which copies the tree from git: the mutants' copy is no repository

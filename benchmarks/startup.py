@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cryptbench import stats
+from cryptbench.stats import estimates
 
 COMMANDS = {
     "cryptbench backends": [sys.executable, "-m", "cryptbench", "backends"],
@@ -69,12 +69,12 @@ def main() -> int:
         for _ in range(args.rounds):
             mine.append(seconds(argv))
             bare.append(seconds(BARE))
-        r = stats.ratio(mine, bare)
+        r = estimates.ratio(mine, bare)
         interval = f"[{r.ci_low:.1f}, {r.ci_high:.1f}]" if r.ci_low is not None else "[none]"
         heavy = heavy_imports(argv)
         clean = clean and not heavy
         print(
-            f"{name:22} {stats.summarize(mine).median:9.3f} {stats.summarize(bare).median:16.3f} "
+            f"{name:22} {estimates.summarize(mine).median:9.3f} {estimates.summarize(bare).median:16.3f} "
             f"{r.ratio:7.1f}  {interval:14} {', '.join(heavy) or 'neither SciPy nor Matplotlib'}"
         )
     compiled = bytecode(args.rounds)
@@ -98,10 +98,10 @@ def bytecode(rounds: int) -> bool:
             for _ in range(rounds):
                 have.append(seconds(argv))
                 anew.append(seconds(argv, anew_env))
-            r = stats.ratio(anew, have)
+            r = estimates.ratio(anew, have)
             interval = f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else "[none]"
             print(
-                f"{name:22} {stats.summarize(have).median:10.3f} {stats.summarize(anew).median:9.3f} "
+                f"{name:22} {estimates.summarize(have).median:10.3f} {estimates.summarize(anew).median:9.3f} "
                 f"{r.ratio:16.2f}  {interval}"
             )
     return True

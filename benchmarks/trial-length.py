@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cryptbench import stats
+from cryptbench.stats import estimates
 
 Trials = dict[str, list[tuple[float, float]]]  # workload -> each trial's (bytes/s, seconds)
 
@@ -85,7 +85,7 @@ def main() -> int:
             rates = [r for r, _s in trials]
             cv = statistics.stdev(rates) / statistics.mean(rates) if len(rates) > 1 else float("nan")
             cells.append((statistics.median(rates), cv, statistics.median(s for _r, s in trials)))
-        r = stats.ratio([x for x, _ in short], [x for x, _ in long], seed=args.seed)
+        r = estimates.ratio([x for x, _ in short], [x for x, _ in long], seed=args.seed)
         interval = f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if r.ci_low is not None else "[none]"
         (a, acv, ams), (b, bcv, bms) = cells
         print(

@@ -30,7 +30,7 @@ from cryptbench.commands import (
     show,
     suites,
 )
-from cryptbench.errors import CryptbenchError, Interrupted
+from cryptbench.model.errors import CryptbenchError, Interrupted
 
 
 class CommandModule(Protocol):

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from cryptbench.backends import REGISTRY
-from cryptbench.session import scratch_root
+from cryptbench.machine.session import scratch_root
 from tests.support import sentinels
 from tests.support.cli import cli, own_state
 from tests.support.leaks import leak_checked_dir, leftovers

@@ -11,9 +11,9 @@ import psutil
 import pytest
 
 from cryptbench.backends import DirectIO
+from cryptbench.machine.system import mount_entry
 from cryptbench.measure.environment import kernel_driver
 from cryptbench.pipeline.verify import marker_in_backing, probe_direct_io
-from cryptbench.system import mount_entry
 from tests.support.cli import cli
 from tests.support.targets import provisioned
 

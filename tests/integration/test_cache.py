@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench import throttle
 from cryptbench.backends.base import iter_files
 from cryptbench.backends.known import throttled
 from cryptbench.engines.fio import parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
+from cryptbench.machine import throttle
 from cryptbench.measure.cache import drop_caches, resident_bytes
-from cryptbench.suite import WorkloadSpec
+from cryptbench.planning.suite import WorkloadSpec
 from tests.support.targets import provisioned, requires_root
 
 pytestmark = pytest.mark.integration

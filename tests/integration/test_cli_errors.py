@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.session import Session
+from cryptbench.machine.session import Session
 from tests.support.cli import argv, cli
 from tests.support.targets import requires_root
 

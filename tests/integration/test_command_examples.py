@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.engines.apps.command import CommandWorkload
-from cryptbench.suite import builtin_suites, load_suite
+from cryptbench.planning.suite import builtin_suites, load_suite
 from tests.support.cli import cli
 from tests.support.leaks import leftovers
 from tests.support.targets import available, need_backend

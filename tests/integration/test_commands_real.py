@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from cryptbench.runner import WARM
+from cryptbench.trial.runner import WARM
 from tests.support.burner import write_burner
 from tests.support.cli import cli
 from tests.support.leaks import leftovers

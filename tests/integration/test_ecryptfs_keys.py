@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from cryptbench.resources import KEY_SPEC_USER_KEYRING, KEYCTL_SEARCH, EcryptfsKeys, from_json, keyctl
+from cryptbench.machine.resources import KEY_SPEC_USER_KEYRING, KEYCTL_SEARCH, EcryptfsKeys, from_json, keyctl
 
 pytestmark = pytest.mark.integration
 

@@ -25,9 +25,9 @@ import psutil
 import pytest
 
 from cryptbench.commands import run
-from cryptbench.errors import DiskFull
-from cryptbench.plan import RunRequest
-from cryptbench.runner import NullProgress, TrialSpec
+from cryptbench.model.errors import DiskFull
+from cryptbench.planning.plan import RunRequest
+from cryptbench.trial.runner import NullProgress, TrialSpec
 from tests.support.cli import cli
 from tests.support.leaks import leftovers
 from tests.support.reliability import count
@@ -250,7 +250,7 @@ def test_two_runs_at_once_share_one_database(tmp_path: Path) -> None:
 def test_teardown_detaches_a_loop_device_whose_image_was_deleted(target_dir: Path) -> None:
     """The kernel shows such a backing file as "…/ext4.img (deleted)"; it is still ours."""
     from cryptbench.backends.filesystem import loop_device
-    from cryptbench.session import Session
+    from cryptbench.machine.session import Session
 
     session = Session.create(target_dir)
     try:
@@ -272,7 +272,7 @@ KILLED_WITH_A_LOOP = """
 import os, sys, time
 from pathlib import Path
 from cryptbench.backends.filesystem import loop_device
-from cryptbench.session import Session
+from cryptbench.machine.session import Session
 session = Session.create(Path(sys.argv[1]))
 image = session.path("ext4.img")
 with open(image, "wb") as f:

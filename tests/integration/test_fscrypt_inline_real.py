@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from cryptbench.backends import REGISTRY, TargetSpec
-from cryptbench.errors import ProvisionError
-from cryptbench.session import Session
-from cryptbench.system import mount_entry
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import mount_entry
+from cryptbench.model.errors import ProvisionError
 from tests.support.targets import need_backend, requires_root
 
 pytestmark = [pytest.mark.integration, requires_root]

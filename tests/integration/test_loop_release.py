@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench import resources
-from cryptbench.errors import ProvisionError
-from cryptbench.resources import LoopDevice
+from cryptbench.machine import resources
+from cryptbench.machine.resources import LoopDevice
+from cryptbench.model.errors import ProvisionError
 from tests.support.targets import requires_root
 
 pytestmark = [pytest.mark.integration, requires_root]

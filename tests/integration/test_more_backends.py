@@ -22,8 +22,8 @@ import pytest
 
 from cryptbench.backends import REGISTRY, images
 from cryptbench.backends.base import TargetSpec
+from cryptbench.machine.session import Session
 from cryptbench.measure.cache import drop_caches
-from cryptbench.session import Session
 from tests.support.cli import cli
 from tests.support.leaks import leftovers
 from tests.support.reliability import count

@@ -19,9 +19,9 @@ from cryptbench.backends.base import CipherUse
 from cryptbench.backends.overlay import FuseOverlayBackend, Layout
 from cryptbench.commands import backends as backends_cmd
 from cryptbench.commands import run as run_cmd
-from cryptbench.plan import RunRequest
-from cryptbench.session import Session
-from cryptbench.system import run_cmd as system_run
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import run_cmd as system_run
+from cryptbench.planning.plan import RunRequest
 from tests.support.targets import requires_root
 
 pytestmark = pytest.mark.integration

@@ -22,9 +22,9 @@ from PIL import Image
 from cryptbench.analysis import ranking
 from cryptbench.commands import run as run_cmd
 from cryptbench.commands import show
-from cryptbench.plan import RunRequest
+from cryptbench.model.result import Document
+from cryptbench.planning.plan import RunRequest
 from cryptbench.report.protection_rows import cheapest_lines
-from cryptbench.result_model import Document
 from cryptbench.store import Store
 from tests.support.cli import cli
 from tests.support.html_page import Page

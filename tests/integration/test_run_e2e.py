@@ -16,11 +16,11 @@ from cryptbench.backends import DEFAULT, REGISTRY
 from cryptbench.commands import run as run_cmd
 from cryptbench.commands import show
 from cryptbench.engines.fio import probe_ioengine
-from cryptbench.errors import UnavailableError
 from cryptbench.measure import resident
-from cryptbench.plan import DEFAULT_MAX_TIME, RunRequest, not_run
+from cryptbench.model.errors import UnavailableError
+from cryptbench.planning.plan import DEFAULT_MAX_TIME, RunRequest, not_run
+from cryptbench.planning.suite import load_suite
 from cryptbench.store import Store
-from cryptbench.suite import load_suite
 from tests.support.cli import cli
 from tests.support.targets import available, includes
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.keys import SECRET_DIR_PREFIX
-from cryptbench.session import scratch_root
+from cryptbench.machine.keys import SECRET_DIR_PREFIX
+from cryptbench.machine.session import scratch_root
 from tests.support.leaks import leftovers
 from tests.support.reliability import count
 from tests.support.targets import available, includes

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.commands import selftest
-from cryptbench.throttle import mode, v1_rules, v2_rules
+from cryptbench.machine.throttle import mode, v1_rules, v2_rules
 from tests.support.cli import cli
 from tests.support.leaks import leftovers, loop_throttles
 from tests.support.reliability import count

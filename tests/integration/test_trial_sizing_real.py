@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.commands import run as run_cmd
-from cryptbench.plan import GROWTH_SHARE, RunRequest
+from cryptbench.planning.plan import GROWTH_SHARE, RunRequest
 from cryptbench.store import Store
 from tests.support.cli import cli
 from tests.support.targets import available
@@ -170,7 +170,7 @@ def test_the_cap_stops_a_pass_that_would_last_far_longer(target_dir: Path) -> No
     cap, and the figure is what it moved in that time."""
     from cryptbench.engines.fio import parse_fio_json, run_fio
     from cryptbench.engines.jobs import JobOptions, render_job
-    from cryptbench.suite import WorkloadSpec, load_suite
+    from cryptbench.planning.suite import WorkloadSpec, load_suite
 
     (spec,) = [w for w in load_suite("quick").workloads if w.name == "rnd4k-q1-read"]
     assert isinstance(spec, WorkloadSpec)

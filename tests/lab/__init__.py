@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptbench.json_types import JsonObject
-from cryptbench.system import mounts
+from cryptbench.machine.system import mounts
+from cryptbench.model.json_types import JsonObject
 from tests.support.cli import cli
 
 ONE_WORKLOAD = """

@@ -16,8 +16,8 @@ import pytest
 
 from cryptbench.cipher import cryptsetup_bench, kernel
 from cryptbench.cipher.document import CipherDocument
+from cryptbench.model.units import format_rate
 from cryptbench.report import cipher_table
-from cryptbench.units import format_rate
 from tests.support.cli import cli
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]

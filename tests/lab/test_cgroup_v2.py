@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench import throttle
 from cryptbench.commands import selftest
+from cryptbench.machine import throttle
 from tests.integration import test_cache, test_selftest
 from tests.support.cli import cli
 from tests.support.leaks import loop_throttles

@@ -9,7 +9,7 @@ import errno
 
 import pytest
 
-from cryptbench.resources import KEY_SPEC_USER_KEYRING, KEYCTL_SEARCH, keyctl
+from cryptbench.machine.resources import KEY_SPEC_USER_KEYRING, KEYCTL_SEARCH, keyctl
 from tests.lab import FinishedRun, ecryptfs_mounts
 from tests.lab.conftest import WORKLOADS
 

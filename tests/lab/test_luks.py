@@ -12,9 +12,9 @@ import pytest
 from cryptbench.analysis import tuning
 from cryptbench.backends.luks import ADIANTUM, AES_XTS, HIGH_PRIORITY, VARIANTS
 from cryptbench.cipher.kernel import DRIVER_DETAIL, classify
+from cryptbench.model.result import Document
 from cryptbench.pipeline.provision import name_kernel_ciphers
-from cryptbench.result_model import Document
-from cryptbench.suite import load_suite
+from cryptbench.planning.suite import load_suite
 from tests.lab import FinishedRun, run_json
 from tests.lab.conftest import KERNEL_ONLY, WORKLOADS
 from tests.support.cli import cli

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cryptbench import stats
+from cryptbench.stats import estimates
 
 Draw = tuple[int, tuple[tuple[float, ...], ...]]  # (seed, the samples resampled)
 
@@ -16,11 +16,11 @@ Draw = tuple[int, tuple[tuple[float, ...], ...]]  # (seed, the samples resampled
 def spy_on_bootstrap(monkeypatch: pytest.MonkeyPatch) -> list[Draw]:
     """The list each later bootstrap appends its draw to."""
     drawn: list[Draw] = []
-    bootstrap = stats._bootstrap
+    bootstrap = estimates._bootstrap
 
     def spy(data: tuple[Any, ...], statistic: Any, seed: int) -> tuple[float, float]:
         drawn.append((seed, tuple(tuple(d.tolist()) for d in data)))
         return bootstrap(data, statistic, seed)
 
-    monkeypatch.setattr(stats, "_bootstrap", spy)
+    monkeypatch.setattr(estimates, "_bootstrap", spy)
     return drawn

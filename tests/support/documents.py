@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cryptbench.plan import Plan, RunRequest, build_plan
-from cryptbench.result_model import Document
+from cryptbench.model.result import Document
+from cryptbench.planning.plan import Plan, RunRequest, build_plan
 
 DOCUMENTS = Path(__file__).parents[1] / "fixtures" / "documents"  # JSON documents run printed
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import random
 from typing import Any, cast
 
-from cryptbench.runner import NullProgress, OneAtATime, TrialContext, TrialSpec
 from cryptbench.store import MetricValue, Store, TrialRecord
+from cryptbench.trial.runner import NullProgress, TrialContext, TrialSpec
+from cryptbench.trial.schedule import OneAtATime
 
 
 class FakeExecutor(OneAtATime):

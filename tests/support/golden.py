@@ -24,8 +24,8 @@ from pathlib import Path
 from rich.console import Console
 
 from cryptbench.analysis import diagnosis, document, ranking, warning_rules
+from cryptbench.model.result import Document
 from cryptbench.report import charts, export_html, export_markdown, screens
-from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 GOLDEN = Path(__file__).parent.parent / "golden" / "outputs"

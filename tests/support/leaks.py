@@ -15,10 +15,10 @@ import psutil
 import pytest
 
 from cryptbench.backends import helper_programs
-from cryptbench.keys import SECRET_DIR_PREFIX, secret_dirs_of
-from cryptbench.session import scratch_root
-from cryptbench.system import mounts
-from cryptbench.throttle import BLKIO, CGROUP, THROTTLE_FILES
+from cryptbench.machine.keys import SECRET_DIR_PREFIX, secret_dirs_of
+from cryptbench.machine.session import scratch_root
+from cryptbench.machine.system import mounts
+from cryptbench.machine.throttle import BLKIO, CGROUP, THROTTLE_FILES
 
 FOUND_AT_START: list[str] = []  # machine-wide leftovers that recovery did not end
 TEST_TARGET_BASE = Path(os.environ.get("CRYPTBENCH_TEST_TARGET", "/var/tmp"))  # on a real disk

@@ -1,6 +1,6 @@
 """A test's own SIGINT/SIGTERM told from one sent to the suite.
 
-While a test runs cryptbench in this process, cryptbench's handler (interrupts.py)
+While a test runs cryptbench in this process, cryptbench's handler (machine/interrupts.py)
 takes SIGINT and SIGTERM: a run tears down and returns 130 or 143. A signal meant for
 the suite (Ctrl-C, a CI job's time limit, a session's end) then stopped only that run,
 and the suite went on to its next test. So every signal cryptbench's handler takes is
@@ -16,7 +16,7 @@ import os
 from collections import Counter
 from types import FrameType
 
-from cryptbench import interrupts
+from cryptbench.machine import interrupts
 from cryptbench.pipeline import lifecycle
 
 _expected: Counter[int] = Counter()  # signals a test sent itself, not yet taken

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.backends import REGISTRY, Target, TargetSpec
-from cryptbench.session import Session
+from cryptbench.machine.session import Session
 
 # Set by .ci/run: a backend whose package scripts/install-system-deps.sh installs must
 # be available, and its test fails instead of skipping. The rule CRYPTBENCH_REQUIRE_LAB

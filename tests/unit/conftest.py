@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from cryptbench.backends.base import Target
-from cryptbench.keys import secret_dirs_of
-from cryptbench.session import Session
-from cryptbench.system import mounts
+from cryptbench.machine.keys import secret_dirs_of
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import mounts
 from tests.support.leaks import (
     TEST_DIR_PREFIX,
     TEST_TARGET_BASE,

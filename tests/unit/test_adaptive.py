@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from cryptbench import stats
-from cryptbench.adaptive import (
+from cryptbench.planning.suite import load_suite
+from cryptbench.stats import estimates
+from cryptbench.stats.stopping import (
     Controller,
     Question,
     RankingGroups,
@@ -23,9 +24,9 @@ from cryptbench.adaptive import (
     interval,
     questions,
 )
-from cryptbench.runner import Spend, TrialSpec, interleave
 from cryptbench.store import Store
-from cryptbench.suite import load_suite
+from cryptbench.trial.runner import TrialSpec
+from cryptbench.trial.schedule import Spend, interleave
 from tests.support.fake_executor import FakeExecutor
 
 THROUGHPUT = ("throughput", True)
@@ -62,7 +63,7 @@ def halfwidth(
     q: Question, samples: Samples, seed: int, rounds: Rounds | None = None
 ) -> tuple[float | None, int]:
     r, n = interval(q, samples, seed, rounds)
-    return (None if r is None else stats.halfwidth(r)), n
+    return (None if r is None else estimates.halfwidth(r)), n
 
 
 def test_halfwidth_is_in_points_of_change() -> None:
@@ -430,8 +431,8 @@ def test_a_target_contends_by_its_direct_comparison_with_the_cheapest() -> None:
         ("w", "c"): [50.0, 100.0, 25.0],
     }
     rounds = {key: R3 for key in samples}
-    a = stats.paired_ratio([(80.0, 100.0), (180.0, 200.0), (35.0, 50.0)])
-    b = stats.paired_ratio([(76.0, 100.0), (171.0, 200.0), (33.25, 50.0)])
+    a = estimates.paired_ratio([(80.0, 100.0), (180.0, 200.0), (35.0, 50.0)])
+    b = estimates.paired_ratio([(76.0, 100.0), (171.0, 200.0), (33.25, 50.0)])
     assert a.ci_low is not None and b.ci_high is not None and b.ci_high >= a.ci_low
     assert contenders(GROUPS, samples, rounds, 1) == set()
     # b swinging about a round by round: the direct comparison cannot tell them apart

@@ -10,8 +10,8 @@ import pytest
 from rich.console import Console
 
 from cryptbench.analysis import ranking
+from cryptbench.model.result import Document
 from cryptbench.report import screens
-from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 NAMES = [

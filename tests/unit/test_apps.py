@@ -21,11 +21,11 @@ from cryptbench.engines.apps.mail_thread import MailThread
 from cryptbench.engines.apps.photo_import import PhotoImport, _preview
 from cryptbench.engines.apps.source_tree import TARBALL, SourceTree
 from cryptbench.engines.apps.write_series import WriteSeries, _label
-from cryptbench.errors import TrialError, UsageError
+from cryptbench.engines.metric_catalog import info
 from cryptbench.measure.cpu import CpuUsage
-from cryptbench.metric_catalog import info
-from cryptbench.suite import parse_suite
-from cryptbench.trial_metrics import app_metrics
+from cryptbench.model.errors import TrialError, UsageError
+from cryptbench.planning.suite import parse_suite
+from cryptbench.trial.figures import app_metrics
 
 MIB = 1 << 20
 

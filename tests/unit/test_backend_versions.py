@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cryptbench.backends import REGISTRY, versions
+from cryptbench.model.result import Document
 from cryptbench.report.sentences import environment_rows
-from cryptbench.result_model import Document
 
 DOC = Path(__file__).parent.parent / "fixtures" / "documents" / "quick-fscrypt-gocryptfs-ram.json"
 

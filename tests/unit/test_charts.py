@@ -13,8 +13,8 @@ from matplotlib.container import BarContainer
 
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.measure.cpu_timeline import CpuTimeline
+from cryptbench.model.result import Document
 from cryptbench.report import charts
-from cryptbench.result_model import Document
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from cryptbench.commands import check
-from cryptbench.errors import UsageError
-from cryptbench.result_model import Document
+from cryptbench.model.errors import UsageError
+from cryptbench.model.result import Document
 
 DOC = json.loads(
     (Path(__file__).parent.parent / "fixtures" / "documents" / "quick-fscrypt-gocryptfs-ram.json").read_text()

@@ -9,8 +9,8 @@ import psutil
 import pytest
 
 from cryptbench.engines.child import run_child
-from cryptbench.errors import TrialError
-from cryptbench.session import Session
+from cryptbench.machine.session import Session
+from cryptbench.model.errors import TrialError
 
 
 def _journal(s: Session) -> list[dict]:

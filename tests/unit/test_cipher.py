@@ -126,7 +126,7 @@ def test_only_python_timed_figures_are_lower_bounds() -> None:
 
 
 def test_openssl_refusing_is_a_one_line_error() -> None:
-    from cryptbench.errors import CryptbenchError
+    from cryptbench.model.errors import CryptbenchError
 
     bogus = userspace.CipherCase("aes-256-nonsense", 4096, 32, "xts", "nothing")
     why = userspace.unavailable(bogus, "libcrypto")
@@ -157,7 +157,7 @@ def test_a_worker_that_dies_is_an_error_at_once() -> None:
 
     import psutil
 
-    from cryptbench.errors import CryptbenchError
+    from cryptbench.model.errors import CryptbenchError
 
     def kill_a_worker() -> None:
         deadline = time.monotonic() + 120  # a generous ceiling: it kills as soon as a worker appears

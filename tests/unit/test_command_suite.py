@@ -11,11 +11,11 @@ import pytest
 from rich.console import Console
 
 from cryptbench.engines.apps.command import DEFAULT_TIMEOUT, SINGLE_PHASE, CommandWorkload
-from cryptbench.errors import UsageError
-from cryptbench.plan import RunRequest, build_plan
+from cryptbench.model.errors import UsageError
+from cryptbench.model.result import Document
+from cryptbench.planning.plan import RunRequest, build_plan
+from cryptbench.planning.suite import command_suite, load_suite, parse_suite
 from cryptbench.report import console
-from cryptbench.result_model import Document
-from cryptbench.suite import command_suite, load_suite, parse_suite
 
 
 def _suite(**over: object) -> dict:

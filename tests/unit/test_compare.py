@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from scipy import stats as sps
 
-from cryptbench import stats
 from cryptbench.analysis.run_comparison import Row, compare, mann_whitney_possible
-from cryptbench.errors import UsageError
+from cryptbench.model.errors import UsageError
+from cryptbench.model.result import Document
 from cryptbench.report import charts, compare_cells, compare_console, export_compare_html
-from cryptbench.result_model import Document
+from cryptbench.stats import estimates
 from tests.support.bootstrap_oracle import exact_distribution, quantile, ratio_of_medians
 from tests.support.html_page import Page
 
@@ -36,7 +36,7 @@ def _scaled(doc: dict[str, Any], factor: float, run_id: int = 99) -> dict[str, A
     out["run_id"] = run_id
     for r in out["results"]:
         r["samples"] = [v * factor for v in r["samples"]]
-        s = stats.summarize(r["samples"])
+        s = estimates.summarize(r["samples"])
         r.update(n=s.n, median=s.median, ci_low=s.ci_low, ci_high=s.ci_high)
     return out
 
@@ -105,7 +105,7 @@ def _with_samples(doc: dict[str, Any], key: tuple[str, str], values: list[float]
     out = copy.deepcopy(doc)
     for r in out["results"]:
         if (r["workload"], r["target"]) == key and r["metric"] == "throughput":
-            s = stats.summarize(values)
+            s = estimates.summarize(values)
             r.update(samples=values, n=s.n, median=s.median, ci_low=s.ci_low, ci_high=s.ci_high)
     return out
 

@@ -6,8 +6,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+from cryptbench.model.result import Document, Stopping
 from cryptbench.report.sentences import precision_line, stopping_lines
-from cryptbench.result_model import Document, Stopping
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from cryptbench.model.result import Document
 from cryptbench.report import cost_console
-from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 

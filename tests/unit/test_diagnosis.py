@@ -20,7 +20,7 @@ import pytest
 
 from cryptbench.analysis import diagnosis
 from cryptbench.analysis.diagnosis import Rule
-from cryptbench.result_model import Document, EfficiencyRow, QdCurve, QdPoint
+from cryptbench.model.result import Document, EfficiencyRow, QdCurve, QdPoint
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 

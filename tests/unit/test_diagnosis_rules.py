@@ -16,7 +16,7 @@ import pytest
 from cryptbench.analysis import diagnosis
 from cryptbench.analysis.diagnosis import CIPHER_NEAR, DEVICE_NEAR, LAYER_SHARE, QD_SHIFT, Facts, Rule
 from cryptbench.cipher.ceilings import UNKNOWN_HINT
-from cryptbench.result_model import CipherInfo, Document, EfficiencyRow, QdCurve, QdPoint, TargetInfo
+from cryptbench.model.result import CipherInfo, Document, EfficiencyRow, QdCurve, QdPoint, TargetInfo
 
 MB = 1e6  # bytes/s per MB/s
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"

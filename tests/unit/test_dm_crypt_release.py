@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench import resources
-from cryptbench.errors import ProvisionError
-from cryptbench.resources import UNREADABLE_TABLE, DmCrypt
+from cryptbench.machine import resources
+from cryptbench.machine.resources import UNREADABLE_TABLE, DmCrypt
+from cryptbench.model.errors import ProvisionError
 
 
 def _machine(monkeypatch: pytest.MonkeyPatch, cryptsetup_says: str) -> list[list[str]]:

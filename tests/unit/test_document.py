@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.adaptive import Question, interval
 from cryptbench.analysis import document
-from cryptbench.errors import UsageError
-from cryptbench.result_model import Comparison, Document, TargetInfo
+from cryptbench.model.errors import UsageError
+from cryptbench.model.result import Comparison, Document, TargetInfo
+from cryptbench.stats.stopping import Question, interval
 from cryptbench.store import MetricValue, Store, TrialRecord
 from tests.support.bootstrap_spy import spy_on_bootstrap
 
@@ -319,7 +319,7 @@ def test_a_misspelt_metric_is_answered_with_the_closest_one() -> None:
 def test_the_stopping_rule_judges_the_very_interval_the_document_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """adaptive.interval decides when a question is answered; the document prints the same
+    """stopping.interval decides when a question is answered; the document prints the same
     figure. Both are bootstrapped (unpaired here: gocryptfs ran a round plain did not), so
     both must resample the same sides, in the same direction, with the same seed."""
     drawn = spy_on_bootstrap(monkeypatch)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from cryptbench.analysis import ranking
+from cryptbench.model.result import Document
 from cryptbench.report import charts, export_html
 from cryptbench.report.sentences import change_text, median_text
-from cryptbench.result_model import Document
 from tests.support.html_page import Page
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "documents"

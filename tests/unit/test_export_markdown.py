@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from cryptbench.model.result import Document
 from cryptbench.report import export_markdown
-from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 

@@ -19,10 +19,10 @@ from rich.console import Console
 from cryptbench.analysis import run_comparison
 from cryptbench.analysis.speed_change import change_cell, change_words, percent, speed_change, symmetric
 from cryptbench.commands import check
+from cryptbench.model.result import ComparisonKind, Document
 from cryptbench.report import export_html, export_markdown, screens
 from cryptbench.report.cost_console import qd_cell
 from cryptbench.report.fleet_rows import cost_rows
-from cryptbench.result_model import ComparisonKind, Document
 from tests.support.golden import recorded
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench import system
 from cryptbench.backends.base import FILESYSTEMS
 from cryptbench.backends.filesystem import MIN_FS_BYTES, fs_image_size, mkfs_command
-from cryptbench.system import crypto_missing, kernel_config, kernel_module
+from cryptbench.machine import system
+from cryptbench.machine.system import crypto_missing, kernel_config, kernel_module
 
 
 def test_every_filesystem_is_made_without_discard() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.engines.fio import parse_fio_json
-from cryptbench.errors import TrialError
+from cryptbench.model.errors import TrialError
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "fio"
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
-from cryptbench.errors import SafetyError, UsageError
 from cryptbench.fleet import client, hosts, manifest, spread
 from cryptbench.fleet.address import Address, listen_address, parse
-from cryptbench.result_model import Comparison, TargetInfo
-from cryptbench.suite import WorkloadSpec
+from cryptbench.model.errors import SafetyError, UsageError
+from cryptbench.model.result import Comparison, TargetInfo
+from cryptbench.planning.suite import WorkloadSpec
 
 CLIENT = Path(__file__).parent.parent / "fixtures" / "fio" / "client"
 SERVERS = {"one": Address("ip", "127.0.0.1", 18891), "two": Address("ip", "127.0.0.2", 18892)}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from cryptbench.model.result import Document
 from cryptbench.report import export_html, export_markdown, screens
-from cryptbench.result_model import Document
 
 DOC = json.loads(
     (Path(__file__).parent.parent / "fixtures" / "documents" / "fleet-three-hosts.json").read_text()

@@ -13,12 +13,13 @@ from cryptbench.backends import REGISTRY, Availability
 from cryptbench.backends.rclone import FROM_START
 from cryptbench.engines.fio import FioMeasurement
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
-from cryptbench.errors import UsageError
+from cryptbench.model.errors import UsageError
+from cryptbench.model.result import RunPlan
 from cryptbench.pipeline.execute import run_questions
-from cryptbench.plan import cannot_run, not_run, writes_at_an_offset
-from cryptbench.result_model import RunPlan
-from cryptbench.runner import durable, round_blocks
-from cryptbench.suite import WorkloadSpec, builtin_suites, load_suite
+from cryptbench.planning.plan import cannot_run, not_run, writes_at_an_offset
+from cryptbench.planning.suite import WorkloadSpec, builtin_suites, load_suite
+from cryptbench.trial.runner import durable
+from cryptbench.trial.schedule import round_blocks
 from tests.support.documents import plan_with
 
 

@@ -17,7 +17,7 @@ from cryptbench.backends.fscrypt import (
     INLINE_CONFIG,
     inline_missing,
 )
-from cryptbench.system import crypto_missing
+from cryptbench.machine.system import crypto_missing
 from tests.support.targets import need_backend
 
 

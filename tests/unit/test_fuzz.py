@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 
 from cryptbench.backends import REGISTRY
 from cryptbench.engines.fio import parse_fio_json
-from cryptbench.errors import StoreError, TrialError, UsageError
-from cryptbench.keys import MAX_PASSPHRASE, read_passphrase_file
-from cryptbench.plan import parse_backend_list
+from cryptbench.machine.keys import MAX_PASSPHRASE, read_passphrase_file
+from cryptbench.model.errors import StoreError, TrialError, UsageError
+from cryptbench.model.units import parse_size
+from cryptbench.planning.plan import parse_backend_list
+from cryptbench.planning.suite import _NAME_RE, MAX_BLOCK, load_suite, parse_suite
 from cryptbench.store import parse_run_ref
-from cryptbench.suite import _NAME_RE, MAX_BLOCK, load_suite, parse_suite
-from cryptbench.units import parse_size
 from tests.support.reliability import count
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "fio"

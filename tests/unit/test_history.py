@@ -14,9 +14,9 @@ from rich.console import Console
 
 from cryptbench.commands import history
 from cryptbench.commands.history import HistoryRequest
-from cryptbench.errors import StoreError, UsageError
+from cryptbench.model.errors import StoreError, UsageError
+from cryptbench.model.result import TargetInfo
 from cryptbench.report.history_table import GAP, line, render, runs_table, sparkline
-from cryptbench.result_model import TargetInfo
 from cryptbench.store import MetricValue, Store, TrialRecord
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
-from cryptbench.suite import builtin_suites, load_suite
+from cryptbench.planning.suite import builtin_suites, load_suite
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 

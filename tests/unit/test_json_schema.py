@@ -27,7 +27,7 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 
 def test_the_shipped_schema_is_the_generated_one() -> None:
-    # after a change to result_model.py, write it again:
+    # after a change to model/result.py, write it again:
     #   .venv/bin/python -m cryptbench.report.json_schema > docs/result-schema.json
     assert SHIPPED.read_text() == json_schema.text()
 

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from cryptbench.throttle import THROTTLE_FILES, in_cgroup, mode, v2_rules
+from cryptbench.machine.throttle import THROTTLE_FILES, in_cgroup, mode, v2_rules
 
 
 def _v1(root: Path) -> Path:

@@ -17,20 +17,16 @@ PACKAGE = SRC / "cryptbench"
 
 # Lowest first. A module may import from its own layer and the ones below it.
 LAYERS: list[tuple[str, ...]] = [
-    # foundations: no I/O of their own beyond the system calls they name
-    (
-        "errors", "units", "system", "stats", "metrics", "throttle",
-        "interrupts", "keys", "store", "suites", "result_model", "json_types",
-    ),
-    ("resources", "session"),  # what a run owns, journaled and released
+    ("model", "suites"),  # the result model and its vocabulary, and the shipped suites: facts and types
+    ("stats", "machine", "store"),  # arithmetic; what a run owns, journaled and released; the database
     ("backends", "engines", "measure", "cipher", "fleet", "protection"),  # the real components
-    ("suite", "adaptive", "trial_metrics", "metric_catalog"),  # what to run and how many times
-    ("plan", "runner", "trial_sizing"),  # choices checked; trials sized, ordered and run
+    ("planning",),  # what to run, checked before anything is provisioned
+    ("trial",),  # trials sized, ordered and run
     ("analysis",),  # the document and all computed from stored trials; renders nothing
     ("report", "pipeline"),  # renderers, and the stages commands share: SIBLINGS
     ("commands",),
     ("cli", "__main__"),
-]  # fmt: skip
+]
 
 
 def _name(path: Path) -> str:
@@ -80,7 +76,7 @@ def test_every_module_has_a_layer() -> None:
     layers = {_name(p): layer_of(_name(p)) for p in MODULES if _name(p) != "cryptbench"}
     assert len(layers) > 100, "the package's modules were not found"
     # the bottom and the top, as docs/architecture.md draws them
-    assert layers["cryptbench.units"] == 0 and layers["cryptbench.cli"] == len(LAYERS) - 1
+    assert layers["cryptbench.model.units"] == 0 and layers["cryptbench.cli"] == len(LAYERS) - 1
     with pytest.raises(AssertionError, match="has no layer"):
         layer_of("cryptbench.nowhere")
 
@@ -106,7 +102,7 @@ def test_no_import_runs_up_or_across_commands(path: Path) -> None:
 
 def test_the_check_sees_a_violation() -> None:
     """The resolution above finds an upward import when there is one (a positive control)."""
-    assert layer_of("cryptbench.report.console") > layer_of("cryptbench.runner")
+    assert layer_of("cryptbench.report.console") > layer_of("cryptbench.trial.runner")
     assert "cryptbench.analysis.history_model" in _imports(PACKAGE / "report" / "history_table.py")
     assert "cryptbench.pipeline.execute" in _imports(PACKAGE / "commands" / "run.py")
 
@@ -197,7 +193,7 @@ from cryptbench.report import (
     answer_console, backends_console, compare_console, console, cost_console,
     fleet_console, history_table, screens,
 )
-from cryptbench.result_model import Document
+from cryptbench.model.result import Document
 out = Console(file=open("/dev/null", "w"), width=120)
 for name in ("default-run.json", "fleet-three-hosts.json", "quick-fscrypt-gocryptfs-ram.json"):
     doc = Document.from_json(json.loads((Path({str(docs)!r}) / name).read_text()))

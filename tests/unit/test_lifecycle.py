@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from cryptbench import interrupts
-from cryptbench.errors import UsageError
-from cryptbench.interrupts import interruptible
+from cryptbench.machine import interrupts
+from cryptbench.machine.interrupts import interruptible
+from cryptbench.model.errors import UsageError
 from cryptbench.pipeline.lifecycle import Lifecycle
 from tests.support.self_signals import expect, send_self
 

@@ -36,9 +36,9 @@ from cryptbench.backends.luks import (
     table_without_key,
     with_table_options,
 )
-from cryptbench.errors import ProvisionError, UnavailableError
-from cryptbench.plan import RunRequest, build_plan
-from cryptbench.suite import load_suite
+from cryptbench.model.errors import ProvisionError, UnavailableError
+from cryptbench.planning.plan import RunRequest, build_plan
+from cryptbench.planning.suite import load_suite
 
 KEY = Path("/dev/shm/cryptbench-secrets-x/luks-1")
 

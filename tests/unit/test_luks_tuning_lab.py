@@ -17,7 +17,7 @@ import pytest
 from cryptbench.analysis import diagnosis, option_effects
 from cryptbench.analysis.option_effects import OptionKind
 from cryptbench.backends.luks import PLAIN_LUKS, VARIANTS
-from cryptbench.result_model import Document, TargetInfo
+from cryptbench.model.result import Document, TargetInfo
 
 RECORDED = Path(__file__).parent.parent / "fixtures" / "documents"
 DOCS = {

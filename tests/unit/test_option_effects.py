@@ -13,8 +13,8 @@ from rich.console import Console
 
 from cryptbench.analysis import document, option_effects
 from cryptbench.backends.luks import VARIANTS, OptionKind, integrity_detail
+from cryptbench.model.result import Document, TargetInfo
 from cryptbench.report import answer_console, console
-from cryptbench.result_model import Document, TargetInfo
 from cryptbench.store import MetricValue, Store, TrialRecord
 
 STEADY = [100e6, 101e6, 99e6, 100.5e6, 99.5e6]  # bytes/s

@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cryptbench.backends.base import Target
-from cryptbench.runner import DATA_FILE, TrialContext, TrialSpec, prepare
-from cryptbench.session import Session
-from cryptbench.suite import WorkloadSpec
+from cryptbench.machine.session import Session
+from cryptbench.planning.suite import WorkloadSpec
+from cryptbench.trial.runner import DATA_FILE, TrialContext, TrialSpec, prepare
 
 WRITE = WorkloadSpec("write", "write", 1 << 20, 1)
 READ = WorkloadSpec("read", "read", 1 << 20, 1)

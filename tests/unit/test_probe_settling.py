@@ -16,10 +16,10 @@ from types import SimpleNamespace
 import pytest
 
 from cryptbench.backends.base import Target
+from cryptbench.machine.session import Session
 from cryptbench.protection import probes
 from cryptbench.protection.blocks import Blocks
 from cryptbench.protection.sight import LUKS_MAGIC, Sight
-from cryptbench.session import Session
 
 
 @pytest.fixture

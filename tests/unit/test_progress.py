@@ -4,9 +4,9 @@ import io
 
 from rich.console import Console
 
+from cryptbench.planning.suite import WorkloadSpec
 from cryptbench.report.progress import RichProgress
-from cryptbench.runner import TrialSpec
-from cryptbench.suite import WorkloadSpec
+from cryptbench.trial.runner import TrialSpec
 
 
 class Clock:

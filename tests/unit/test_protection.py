@@ -15,14 +15,14 @@ import pytest
 
 from cryptbench.analysis import ranking, warning_rules
 from cryptbench.backends.base import Target
-from cryptbench.errors import UsageError
+from cryptbench.machine.session import Session
+from cryptbench.model.errors import UsageError
 from cryptbench.pipeline import verify
-from cryptbench.plan import parse_needs
+from cryptbench.planning.plan import parse_needs
 from cryptbench.protection import probes, space
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
 from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, look
 from cryptbench.report import console, protection_rows, sentences
-from cryptbench.session import Session
 from tests.support.documents import doc_with
 
 

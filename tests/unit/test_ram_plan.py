@@ -9,9 +9,9 @@ import pytest
 
 from cryptbench.analysis.document import _baselines
 from cryptbench.backends import DirectIO, Target
-from cryptbench.errors import UsageError
+from cryptbench.model.errors import UsageError
+from cryptbench.model.result import TargetInfo
 from cryptbench.pipeline.provision import decide_io_modes
-from cryptbench.result_model import TargetInfo
 from tests.support.documents import plan_with
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="--ram needs root (it mounts a tmpfs)")

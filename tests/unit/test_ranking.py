@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench import stats
-from cryptbench.adaptive import RankingGroups, contenders
 from cryptbench.analysis import ranking
-from cryptbench.result_model import Answer, Document, RankEntry, RankingSection, Result, RunPlan, TargetInfo
+from cryptbench.model.result import Answer, Document, RankEntry, RankingSection, Result, RunPlan, TargetInfo
+from cryptbench.stats import estimates
+from cryptbench.stats.stopping import RankingGroups, contenders
 from tests.support.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
 from tests.support.bootstrap_spy import spy_on_bootstrap
 
@@ -212,7 +212,7 @@ def _exact_quantiles(pairs: list[tuple[list[float], list[float]]], qs: tuple[flo
 
 def test_geometric_mean_interval_matches_exact_enumeration() -> None:
     pairs = [([10.0, 14.0, 11.0], [20.0, 21.0, 26.0]), ([3.0, 5.0, 4.2], [4.0, 4.4, 3.6])]
-    r = stats.geometric_mean_ratio(pairs, seed=7)
+    r = estimates.geometric_mean_ratio(pairs, seed=7)
     assert r.ratio == pytest.approx(math.sqrt((11 / 21) * (4.2 / 4.0)))
     lo_band = _exact_quantiles(pairs, (0.015, 0.035))
     hi_band = _exact_quantiles(pairs, (0.965, 0.985))
@@ -222,17 +222,17 @@ def test_geometric_mean_interval_matches_exact_enumeration() -> None:
     assert r.ci_low is not None and r.ci_high is not None
     assert lo_band[0] <= r.ci_low <= lo_band[1]
     assert hi_band[0] <= r.ci_high <= hi_band[1]
-    other = stats.geometric_mean_ratio(
+    other = estimates.geometric_mean_ratio(
         [([10.0, 14.0, 11.0], [20.0, 21.0, 25.0]), ([3.0, 5.0, 4.0], [4.0, 4.4, 3.9])], 7
     )
-    again = stats.geometric_mean_ratio(
+    again = estimates.geometric_mean_ratio(
         [([10.0, 14.0, 11.0], [20.0, 21.0, 25.0]), ([3.0, 5.0, 4.0], [4.0, 4.4, 3.9])], 8
     )
     assert (other.ci_low, other.ci_high) != (again.ci_low, again.ci_high)  # the seed is used
 
 
 def test_geometric_mean_without_enough_trials_has_no_interval() -> None:
-    r = stats.geometric_mean_ratio([([10.0], [20.0, 21.0]), ([3.0, 5.0], [4.0, 4.4])])
+    r = estimates.geometric_mean_ratio([([10.0], [20.0, 21.0]), ([3.0, 5.0], [4.0, 4.4])])
     assert r.ci_low is None and r.ci_high is None and r.ratio > 0
 
 

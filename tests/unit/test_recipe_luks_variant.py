@@ -19,8 +19,8 @@ import pytest
 from cryptbench.analysis import option_effects
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.luks import SECTOR_SIZE, VARIANTS, LuksBackend, OptionKind, Variant
-from cryptbench.errors import UnavailableError
-from cryptbench.result_model import TargetInfo
+from cryptbench.model.errors import UnavailableError
+from cryptbench.model.result import TargetInfo
 from tests.support.documents import plan_with
 
 NAME = "luks-aes128-sector512"

@@ -18,10 +18,10 @@ from cryptbench.engines.apps.responsiveness import (
     probe_direct,
     render_job,
 )
-from cryptbench.errors import TrialError
+from cryptbench.engines.metric_catalog import info
 from cryptbench.measure.cpu import CpuUsage
-from cryptbench.metric_catalog import info
-from cryptbench.trial_metrics import app_metrics
+from cryptbench.model.errors import TrialError
+from cryptbench.trial.figures import app_metrics
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "fio" / "responsiveness.json"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.result_model import Document
+from cryptbench.model.result import Document
 
 DOCS = sorted((Path(__file__).parent.parent / "fixtures" / "documents").glob("*.json"))
 

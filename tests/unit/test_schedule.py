@@ -6,10 +6,11 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from cryptbench.adaptive import Controller, Stopping, questions
-from cryptbench.runner import Spend, TrialSpec, interleave
+from cryptbench.planning.suite import load_suite
+from cryptbench.stats.stopping import Controller, Stopping, questions
 from cryptbench.store import Store
-from cryptbench.suite import load_suite
+from cryptbench.trial.runner import TrialSpec
+from cryptbench.trial.schedule import Spend, interleave
 from tests.support.fake_executor import FakeExecutor
 
 WORKLOADS = load_suite("quick").workloads

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from cryptbench.model.result import Document
 from cryptbench.report import screens
-from cryptbench.result_model import Document
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 NAMES = sorted(p.stem for p in DOCS.glob("*.json"))

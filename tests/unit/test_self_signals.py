@@ -8,8 +8,8 @@ import signal
 
 import pytest
 
-from cryptbench.errors import Interrupted
-from cryptbench.interrupts import interruptible
+from cryptbench.machine.interrupts import interruptible
+from cryptbench.model.errors import Interrupted
 from tests.support import self_signals
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from cryptbench.commands import selftest
 from cryptbench.commands.selftest import FAST, SLOW, TWIN, Check, checks, known_range
-from cryptbench.result_model import Comparison, ComparisonKind, Document, Result
+from cryptbench.model.result import Comparison, ComparisonKind, Document, Result
 
 READ, WRITE = "seq1m-q8-read", "seq1m-q8-write"
 MB = 1_000_000

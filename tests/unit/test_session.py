@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.errors import BusyError, SafetyError
-from cryptbench.resources import SecretFile
-from cryptbench.session import MARKER, Session, candidate_run_dirs, recover
-from cryptbench.system import filesystem_of
+from cryptbench.machine.resources import SecretFile
+from cryptbench.machine.session import MARKER, Session, candidate_run_dirs, recover
+from cryptbench.machine.system import filesystem_of
+from cryptbench.model.errors import BusyError, SafetyError
 
 
 def test_paths_cannot_leave_the_run_directory(tmp_path: Path) -> None:
@@ -56,8 +56,8 @@ def test_release_all_runs_backwards_and_journals(tmp_path: Path) -> None:
 CHILD = """
 import os, sys, time
 from pathlib import Path
-from cryptbench.session import Session
-from cryptbench.resources import SecretFile
+from cryptbench.machine.session import Session
+from cryptbench.machine.resources import SecretFile
 s = Session.create(Path(sys.argv[1]), registry=Path(sys.argv[2]))
 secret = s.secret_file("key", b"secret")
 print(s.run_dir, flush=True)

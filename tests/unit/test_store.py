@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.errors import StoreError
+from cryptbench.model.errors import StoreError
 from cryptbench.store import MetricValue, Store, TrialRecord
 from cryptbench.store.migrations import SCHEMA_VERSION
 

@@ -12,8 +12,8 @@ from rich.console import Console
 
 from cryptbench.analysis import study_summary
 from cryptbench.analysis.study_summary import build, drop_min_max, twin_of
+from cryptbench.model.result import Result, RunPlan, StudySummary
 from cryptbench.report import console as console_report
-from cryptbench.result_model import Result, RunPlan, StudySummary
 
 MIB = 1 << 20
 

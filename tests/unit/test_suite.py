@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.errors import UsageError
-from cryptbench.suite import builtin_suites, load_suite, parse_suite
+from cryptbench.model.errors import UsageError
+from cryptbench.planning.suite import builtin_suites, load_suite, parse_suite
 
 
 def test_quick_suite_is_the_six_diskmark_tests() -> None:

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from cryptbench import trial_sizing
 from cryptbench.backends.base import Target
 from cryptbench.engines.jobs import JobOptions, render_job
-from cryptbench.errors import TrialError
-from cryptbench.runner import NullProgress, TrialContext, trial_passes
-from cryptbench.session import Session
-from cryptbench.suite import WorkloadSpec
-from cryptbench.trial_sizing import MARGIN, MAX_PASSES, calibrate, passes_for, within_budget
+from cryptbench.machine.session import Session
+from cryptbench.model.errors import TrialError
+from cryptbench.planning.suite import WorkloadSpec
+from cryptbench.trial import sizing
+from cryptbench.trial.runner import NullProgress, TrialContext, trial_passes
+from cryptbench.trial.sizing import MARGIN, MAX_PASSES, calibrate, passes_for, within_budget
 
 FIXTURE = json.loads((Path(__file__).parent.parent / "fixtures/fio/rnd4k-q32-read-direct.json").read_text())
 SIZE = 64 << 20
@@ -49,11 +49,9 @@ def test_within_budget_cuts_only_the_writes_in_proportion() -> None:
     size = {"seq-write": SIZE, "rnd-write": SIZE}
     assert within_budget(wanted, repeating, single, size, 3, None) == wanted
     need = 3 * SIZE * (30 * 2 + 8 * 2 + 2)  # the minimum rounds' writes, one-pass targets included
-    assert (
-        within_budget(wanted, repeating, single, size, 3, int(need / trial_sizing.BUDGET_SHARE) + 1) == wanted
-    )
+    assert within_budget(wanted, repeating, single, size, 3, int(need / sizing.BUDGET_SHARE) + 1) == wanted
     # a quarter of that room: each write workload's passes cut to about a quarter, reads untouched
-    cut = within_budget(wanted, repeating, single, size, 3, int(need / trial_sizing.BUDGET_SHARE / 4))
+    cut = within_budget(wanted, repeating, single, size, 3, int(need / sizing.BUDGET_SHARE / 4))
     assert cut["seq-read"] == 40
     assert 6 <= cut["seq-write"] <= 7 and cut["rnd-write"] == 1
     spent = 3 * SIZE * (cut["seq-write"] * 2 + cut["rnd-write"] * 2 + 2)
@@ -146,7 +144,7 @@ class Dirs:
 @pytest.fixture
 def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session]:
     # direct I/O has no page cache to drop; dropping the host's would only slow the test
-    monkeypatch.setattr(trial_sizing, "drop_caches", lambda files: None)
+    monkeypatch.setattr(sizing, "drop_caches", lambda files: None)
     s = Session.create(tmp_path, registry=tmp_path / "reg")
     try:
         yield s
@@ -212,7 +210,7 @@ def test_calibration_makes_each_trial_last_the_trial_time_on_its_baseline(sessio
     # every run after the first is a whole one, and at most CALIBRATION_RUNS per workload
     for w in (SEQ_READ, SEQ_WRITE):
         runs = [text for _t, text in fio.jobs if f"[{w.name}]" in text]
-        assert 2 <= len(runs) <= trial_sizing.CALIBRATION_RUNS
+        assert 2 <= len(runs) <= sizing.CALIBRATION_RUNS
         assert all("runtime=" not in text for text in runs[1:])
 
 
@@ -244,9 +242,7 @@ def test_the_byte_budget_bounds_the_writes(session: Session) -> None:
     fio = FakeFio(_rates(plain=(2e9, 1e9, 20e6), gocryptfs=(0.5e9, 0.3e9, 10e6)))
     free, _, _ = _calibrate(session, fio, ["plain", "gocryptfs"])
     budget = 3 * SIZE * 2 * 4  # room for 4 passes a write trial, over 3 rounds on both targets
-    cut, found, _ = _calibrate(
-        session, fio, ["plain", "gocryptfs"], budget=int(budget / trial_sizing.BUDGET_SHARE)
-    )
+    cut, found, _ = _calibrate(session, fio, ["plain", "gocryptfs"], budget=int(budget / sizing.BUDGET_SHARE))
     assert cut["seq-read"] == free["seq-read"]
     assert cut["seq-write"] == 4 < free["seq-write"]
     c = next(c for c in found if c.workload == "seq-write")
@@ -266,29 +262,29 @@ def test_grown_size_lasts_the_trial_time_within_its_bounds() -> None:
     mib = 1 << 20
     rates = {"seq-read": 1.2e9, "slow-read": 40e6}
     # the fastest workload's pass lasts the trial time, a margin over, in whole MiB
-    size = trial_sizing.grown_size(rates, 1.0, 64 * mib, 8 << 30, mib, {})
+    size = sizing.grown_size(rates, 1.0, 64 * mib, 8 << 30, mib, {})
     assert size % mib == 0 and 1.2e9 * MARGIN <= size < 1.2e9 * MARGIN + mib
     # never below what was asked, never above the limit
-    assert trial_sizing.grown_size({"slow-read": 1e6}, 1.0, 64 * mib, 8 << 30, mib, {}) == 64 * mib
-    assert trial_sizing.grown_size(rates, 1.0, 64 * mib, 512 * mib, mib, {}) == 512 * mib
+    assert sizing.grown_size({"slow-read": 1e6}, 1.0, 64 * mib, 8 << 30, mib, {}) == 64 * mib
+    assert sizing.grown_size(rates, 1.0, 64 * mib, 512 * mib, mib, {}) == 512 * mib
     # a write capped by its share of the byte budget does not size the file for the reads
     writes = {"seq-write": 1.5e9, "slow-read": 40e6}
-    assert trial_sizing.grown_size(writes, 1.0, 64 * mib, 8 << 30, mib, {"seq-write": 100 * mib}) == 100 * mib
+    assert sizing.grown_size(writes, 1.0, 64 * mib, 8 << 30, mib, {"seq-write": 100 * mib}) == 100 * mib
 
 
 def test_slower_workloads_move_only_what_their_trial_time_needs() -> None:
     mib = 1 << 20
     rates = {"seq-read": 1.2e9, "rnd-read": 200e6, "slow-read": 40e6}
     blocks = {"seq-read": mib, "rnd-read": 4096, "slow-read": 4096}
-    file_bytes = trial_sizing.grown_size(rates, 1.0, 64 * mib, 8 << 30, mib, {})
-    moved = trial_sizing.moved_bytes(rates, blocks, 1.0, 64 * mib, file_bytes, {})
+    file_bytes = sizing.grown_size(rates, 1.0, 64 * mib, 8 << 30, mib, {})
+    moved = sizing.moved_bytes(rates, blocks, 1.0, 64 * mib, file_bytes, {})
     assert "seq-read" not in moved  # the file was sized for it: the whole of it
     assert moved["rnd-read"] % 4096 == 0 and 200e6 * MARGIN <= moved["rnd-read"] < 200e6 * MARGIN + 4096
     assert moved["slow-read"] == 64 * mib  # never fewer bytes than asked for
     # a write's cap (its share of the byte budget) binds, in whole blocks, above what was asked
-    capped = trial_sizing.moved_bytes(rates, blocks, 1.0, 64 * mib, file_bytes, {"rnd-read": 100 * mib + 5})
+    capped = sizing.moved_bytes(rates, blocks, 1.0, 64 * mib, file_bytes, {"rnd-read": 100 * mib + 5})
     assert capped["rnd-read"] == 100 * mib
-    floor = trial_sizing.moved_bytes(rates, blocks, 1.0, 64 * mib, file_bytes, {"seq-read": mib})
+    floor = sizing.moved_bytes(rates, blocks, 1.0, 64 * mib, file_bytes, {"seq-read": mib})
     assert floor["seq-read"] == 64 * mib
 
 
@@ -297,7 +293,7 @@ def test_growth_measures_one_buffered_pass_on_each_baseline(session: Session) ->
     ctx = TrialContext(session, None, 1, SIZE, "psync", False)  # type: ignore[arg-type]
     targets = Dirs(session, ["plain", "ext4-loop", "gocryptfs"])
     workloads = [SEQ_READ, SEQ_WRITE, SLOW_READ]
-    growth, failed = trial_sizing.grow(
+    growth, failed = sizing.grow(
         ctx,
         targets,
         workloads,
@@ -323,7 +319,7 @@ def test_growth_measures_one_buffered_pass_on_each_baseline(session: Session) ->
     assert said.startswith("data file grown from 64.0 MiB to ") and "seq-read" in said
     # a limit below what the trial time needs: grown to the limit, and said so
     fio.jobs.clear()
-    capped, _ = trial_sizing.grow(
+    capped, _ = sizing.grow(
         ctx,
         targets,
         workloads,
@@ -348,7 +344,7 @@ def test_growth_reports_what_it_could_not_measure(session: Session) -> None:
     fio.fail = {"seq-read", "seq-write", "slow-read"}
     ctx = TrialContext(session, None, 1, SIZE, "psync", False)  # type: ignore[arg-type]
     seeds = {"seq-read": 1, "seq-write": 1, "slow-read": 1}
-    growth, failed = trial_sizing.grow(
+    growth, failed = sizing.grow(
         ctx, Dirs(session, ["plain"]), [SEQ_READ, SEQ_WRITE, SLOW_READ], seeds, ["plain"], 1.0, 4 << 30,
         4 << 30, NullProgress(), fio,
     )  # fmt: skip

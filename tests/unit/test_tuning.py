@@ -14,8 +14,8 @@ import pytest
 from rich.console import Console
 
 from cryptbench.analysis import tuning
+from cryptbench.model.result import Document
 from cryptbench.report import answer_console
-from cryptbench.result_model import Document
 
 DOC_DIR = Path(__file__).parent.parent / "fixtures" / "documents"
 DOC = json.loads((DOC_DIR / "luks-tuning-lab.json").read_text())

@@ -1,7 +1,7 @@
 import pytest
 
-from cryptbench.errors import UsageError
-from cryptbench.units import format_bytes, format_rate, parse_size
+from cryptbench.model.errors import UsageError
+from cryptbench.model.units import format_bytes, format_rate, parse_size
 
 
 @pytest.mark.parametrize(
@@ -33,7 +33,7 @@ def test_format() -> None:
 
 
 def test_percent_and_duration() -> None:
-    from cryptbench.units import format_duration, parse_duration, parse_percent
+    from cryptbench.model.units import format_duration, parse_duration, parse_percent
 
     assert parse_percent("5%", what="p", low=0.1, high=50) == 0.05
     assert parse_percent(" 2.5 ", what="p", low=0.1, high=50) == 0.025

@@ -13,7 +13,7 @@ import pytest
 
 from cryptbench.analysis import warning_rules
 from cryptbench.analysis.warning_rules import WarningKind
-from cryptbench.result_model import Document, RunWarning
+from cryptbench.model.result import Document, RunWarning
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 
@@ -175,22 +175,22 @@ def test_a_comparison_still_as_wide_as_four_fifths_of_its_early_interval_is_not_
 ) -> None:
     doc = _short_of_precision(_recorded(), "throughput")
     # the early interval's half-width 0.5: the final 0.4 is exactly four fifths of it
-    monkeypatch.setattr(warning_rules.stats, "halfwidth", lambda _r: 0.5)
+    monkeypatch.setattr(warning_rules.estimates, "halfwidth", lambda _r: 0.5)
     assert "it is not narrowing (±50.0% after 3 trials, ±40.0% after 5)" in _imprecise(doc)
-    monkeypatch.setattr(warning_rules.stats, "halfwidth", lambda _r: 0.50001)
+    monkeypatch.setattr(warning_rules.estimates, "halfwidth", lambda _r: 0.50001)
     assert "not narrowing" not in _imprecise(doc)
 
 
 def test_the_early_interval_of_a_time_is_taken_as_a_speed(monkeypatch: pytest.MonkeyPatch) -> None:
     doc = _short_of_precision(_recorded(), "lat_p99")
     directions: list[tuple[list[float], bool | None]] = []
-    speed_ratio = warning_rules.stats.speed_ratio
+    speed_ratio = warning_rules.estimates.speed_ratio
 
     def spy(a: list[float], b: list[float], higher: bool | None, *rest: Any) -> Any:
         directions.append((list(a), higher))
         return speed_ratio(a, b, higher, *rest)
 
-    monkeypatch.setattr(warning_rules.stats, "speed_ratio", spy)
+    monkeypatch.setattr(warning_rules.estimates, "speed_ratio", spy)
     _imprecise(doc)
     # ext4-loop's first three times, the early interval's: a lower time is the faster
     assert ([90.0, 60.0, 95.0], False) in directions

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench.analysis import warning_rules as rules
-from cryptbench.result_model import Document, Result, RunWarning
+from cryptbench.model.result import Document, Result, RunWarning
 from cryptbench.store.rows import TrialRow
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"

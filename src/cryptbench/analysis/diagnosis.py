@@ -24,7 +24,7 @@ from cryptbench.analysis.speed_change import percent
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher.ceilings import UNKNOWN_HINT
 from cryptbench.cipher.kernel import DRIVER_DETAIL, classify, is_software
-from cryptbench.result_model import (
+from cryptbench.model.result import (
     CipherInfo,
     Document,
     EfficiencyRow,
@@ -33,7 +33,7 @@ from cryptbench.result_model import (
     TargetInfo,
     WorkloadFinding,
 )
-from cryptbench.units import format_fraction, format_rate
+from cryptbench.model.units import format_fraction, format_rate
 
 DEVICE_NEAR = 0.90  # at least this share of plain's speed: the device sets it
 CIPHER_NEAR = 0.70  # at least this share of a cipher ceiling below plain's: the cipher sets it

@@ -22,17 +22,16 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, replace
 
-from cryptbench import stats
 from cryptbench.analysis import diagnosis, ranking, study_summary, warning_rules
 from cryptbench.analysis.speed_change import change_words, percent, speed_change
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher import ceilings
 from cryptbench.cipher.document import CipherDocument
-from cryptbench.errors import UsageError, did_you_mean
+from cryptbench.engines.metric_catalog import CATALOG, info
 from cryptbench.fleet import spread
-from cryptbench.metric_catalog import CATALOG, info
-from cryptbench.metrics import PRIMARY
-from cryptbench.result_model import (
+from cryptbench.model.errors import UsageError, did_you_mean
+from cryptbench.model.metrics import PRIMARY
+from cryptbench.model.result import (
     Comparison,
     ComparisonKind,
     DeviceWrites,
@@ -46,6 +45,7 @@ from cryptbench.result_model import (
     TargetInfo,
     TrialCounts,
 )
+from cryptbench.stats import estimates
 from cryptbench.store import Store, split_rounds
 
 DOCUMENT_SCHEMA = 5  # 2 added ranking; 3 each target's protection; 4 its tampering and space;
@@ -72,8 +72,8 @@ def build(store: Store, run_id: int) -> Document:
                 values = samples.get((w, tn, metric))
                 if not values:
                     continue
-                s = stats.summarize(values, seed=stats.figure_seed(seed, w, tn, metric))
-                # stats.Summary's fields (n, median, … ci_high) are Result's figures, by name
+                s = estimates.summarize(values, seed=estimates.figure_seed(seed, w, tn, metric))
+                # estimates.Summary's fields (n, median, … ci_high) are Result's figures, by name
                 results.append(
                     Result(
                         w, tn, metric, info(metric).unit, values, **asdict(s), rounds=rounds[(w, tn, metric)]
@@ -92,11 +92,11 @@ def build(store: Store, run_id: int) -> Document:
                 b = samples.get((w, baseline, metric))
                 if not a or not b:
                     continue
-                r = stats.speed_ratio(
+                r = estimates.speed_ratio(
                     a,
                     b,
                     info(metric).higher_is_better,
-                    stats.figure_seed(seed, w, t.name, baseline),
+                    estimates.figure_seed(seed, w, t.name, baseline),
                     rounds[(w, t.name, metric)],
                     rounds[(w, baseline, metric)],
                 )
@@ -112,7 +112,7 @@ def build(store: Store, run_id: int) -> Document:
                         ci_low=r.ci_low,
                         ci_high=r.ci_high,
                         change_percent=(r.ratio - 1) * 100,
-                        precision=stats.halfwidth(r),
+                        precision=estimates.halfwidth(r),
                         stopped_by=None if answer is None else answer.stopped_by,
                         method=r.method,
                     )
@@ -141,7 +141,7 @@ def build(store: Store, run_id: int) -> Document:
         # what wears the device: its own counter over every trial, layers' overhead included
         device_writes=DeviceWrites(env.scratch_device, sum(written), len(written)) if written else None,
         study_summary=study_summary.build(
-            plan, samples, target_names, lambda *parts: stats.figure_seed(seed, *parts)
+            plan, samples, target_names, lambda *parts: estimates.figure_seed(seed, *parts)
         ),
     )
     fleet_hosts = store.fleet_host_rows(run_id)
@@ -309,7 +309,7 @@ def conclusions(doc: Document) -> list[str]:
             # The stack against its own RAM twin: what the device costs it.
             target = f"{target} on the device"
             baseline = f"the same stack on RAM ({baseline})"
-        same = [c for c in cs if stats.equivalent(stats.Ratio(c.ratio, c.ci_low, c.ci_high), margin)]
+        same = [c for c in cs if estimates.equivalent(estimates.Ratio(c.ratio, c.ci_low, c.ci_high), margin)]
         rest = [c for c in cs if c not in same]
         slower = [c for c in rest if c.ci_high is not None and c.ci_high < 1]
         faster = [c for c in rest if c.ci_low is not None and c.ci_low > 1]

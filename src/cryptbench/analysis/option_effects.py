@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.backends.luks import VARIANTS, OptionKind
-from cryptbench.result_model import Comparison, ComparisonKind, Document, TargetInfo
+from cryptbench.model.result import Comparison, ComparisonKind, Document, TargetInfo
 
 SHOWN = 3  # workloads named with their figures per sentence; the rest counted
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from cryptbench import stats
-from cryptbench.metric_catalog import info
-from cryptbench.result_model import (
+from cryptbench.engines.metric_catalog import info
+from cryptbench.model.result import (
     Document,
     FamilyRanking,
     NotRanked,
@@ -33,7 +32,8 @@ from cryptbench.result_model import (
     WarningKind,
     WorkloadRanking,
 )
-from cryptbench.suite import FAMILIES, direction_of_rw, family_of_rw
+from cryptbench.planning.suite import FAMILIES, direction_of_rw, family_of_rw
+from cryptbench.stats import estimates
 
 
 def _rw(plan: RunPlan, workload: str) -> str | None:
@@ -59,36 +59,36 @@ def _result(doc: Document, workload: str, target: str) -> Result:
 
 def _oriented(doc: Document, workload: str, target: str, plain: str) -> tuple[list[float], list[float]]:
     """(target's, plain's) samples of the workload's primary metric, as speeds' numerator
-    and denominator: a time (lower is better) swaps the sides, as stats.speed_ratio does."""
+    and denominator: a time (lower is better) swaps the sides, as estimates.speed_ratio does."""
     a, b = _result(doc, workload, target), _result(doc, workload, plain)
     return (b.samples, a.samples) if info(a.metric).higher_is_better is False else (a.samples, b.samples)
 
 
 def _paired(doc: Document, workload: str, target: str, plain: str) -> list[tuple[float, float]] | None:
-    """The workload's (target, plain) speeds round by round where they pair (stats.round_pairs)."""
+    """The workload's (target, plain) speeds round by round where they pair (estimates.round_pairs)."""
     a, b = _result(doc, workload, target), _result(doc, workload, plain)
-    pairs = stats.round_pairs(a.samples, a.rounds, b.samples, b.rounds)
+    pairs = estimates.round_pairs(a.samples, a.rounds, b.samples, b.rounds)
     if pairs is None or info(a.metric).higher_is_better is not False:
         return pairs
     return [(y, x) for x, y in pairs]
 
 
-def _ratio(doc: Document, scope: str, workloads: list[str], target: str, other: str) -> stats.Ratio:
+def _ratio(doc: Document, scope: str, workloads: list[str], target: str, other: str) -> estimates.Ratio:
     """The target's speed over the other's at one workload, as the document's comparison of
     the two would have it (its seed, paired as it pairs); over several, the geometric mean,
     paired where every workload pairs, else unpaired (never whichever is narrower)."""
     if len(workloads) == 1:
         (w,) = workloads
-        seed = stats.figure_seed(doc.plan.seed, w, target, other)
+        seed = estimates.figure_seed(doc.plan.seed, w, target, other)
         a, b = _result(doc, w, target), _result(doc, w, other)
-        return stats.speed_ratio(
+        return estimates.speed_ratio(
             a.samples, b.samples, info(a.metric).higher_is_better, seed, a.rounds, b.rounds
         )
     paired = [_paired(doc, w, target, other) for w in workloads]
     if all(p is not None for p in paired):
-        return stats.paired_geometric_mean([p for p in paired if p is not None])
-    seed = stats.figure_seed(doc.plan.seed, "ranking", scope, target, other)
-    return stats.geometric_mean_ratio([_oriented(doc, w, target, other) for w in workloads], seed)
+        return estimates.paired_geometric_mean([p for p in paired if p is not None])
+    seed = estimates.figure_seed(doc.plan.seed, "ranking", scope, target, other)
+    return estimates.geometric_mean_ratio([_oriented(doc, w, target, other) for w in workloads], seed)
 
 
 def _one(doc: Document, workload: str, target: str, plain: str) -> RankEntry:
@@ -125,13 +125,13 @@ def interval(low: float | None, high: float | None) -> str:
 
 
 def _reason(
-    doc: Document, workloads: list[str], target: str, best: str, direct: stats.Ratio, verdict: str
+    doc: Document, workloads: list[str], target: str, best: str, direct: estimates.Ratio, verdict: str
 ) -> str:
     """Why the target stands where it does against the cheapest, in words (the figures
     themselves are the entry's vs_cheapest and its interval)."""
-    if verdict == stats.EQUAL:
+    if verdict == estimates.EQUAL:
         return f"within {_margin(doc)} of {best}"
-    if verdict == stats.COSTLIER:
+    if verdict == estimates.COSTLIER:
         return f"slower than {best} over its whole interval"
     sides = {t: _spread(doc, workloads, t) for t in (target, best)}
     if direct.ci_low is None or direct.ci_high is None:
@@ -149,7 +149,7 @@ def _reason(
 def _ranked(doc: Document, scope: str, workloads: list[str], entries: list[RankEntry]) -> list[RankEntry]:
     """Best figure first; the first is the cheapest, and every other is held to it
     directly (their own ratio and interval, paired by round where both pair) and marked
-    equal, tied or costlier by that comparison alone (stats.standing), with why."""
+    equal, tied or costlier by that comparison alone (estimates.standing), with why."""
     order = sorted(entries, key=lambda e: -e.ratio)
     if not order:
         return []
@@ -157,7 +157,7 @@ def _ranked(doc: Document, scope: str, workloads: list[str], entries: list[RankE
     out = [replace(best, verdict="cheapest")]
     for e in order[1:]:
         direct = _ratio(doc, scope, workloads, e.target, best.target)
-        verdict = stats.standing(direct, doc.equivalence)
+        verdict = estimates.standing(direct, doc.equivalence)
         out.append(
             replace(
                 e,
@@ -297,12 +297,12 @@ def _others(entries: list[RankEntry], margin: str) -> str:
     varies ±31% trial to trial': the cheapest's peers, each tie with its direct comparison,
     ties of one reason together."""
     text = ""
-    equal = [e.target for e in entries if e.verdict == stats.EQUAL]
+    equal = [e.target for e in entries if e.verdict == estimates.EQUAL]
     if equal:
         text += f"; {_names(equal)} {'costs' if len(equal) == 1 else 'cost'} the same within {margin}"
     why: dict[str, list[RankEntry]] = {}
     for e in entries:
-        if e.verdict == stats.TIED:
+        if e.verdict == estimates.TIED:
             why.setdefault(e.reason, []).append(e)
     for reason, tied in why.items():
         names = _names(
@@ -317,11 +317,11 @@ def _inversions(entries: list[RankEntry]) -> str:
     """' encfs and fscrypt rank costlier despite better figures than securefs: ...': the
     costlier targets whose figures beat a target still beside the cheapest, and why (held
     to the cheapest directly, never by their figures against plain)."""
-    beside = (stats.TIED, stats.EQUAL)
+    beside = (estimates.TIED, estimates.EQUAL)
     above = [
         c
         for i, c in enumerate(entries)
-        if c.verdict == stats.COSTLIER and any(e.verdict in beside for e in entries[i + 1 :])
+        if c.verdict == estimates.COSTLIER and any(e.verdict in beside for e in entries[i + 1 :])
     ]
     if not above:
         return ""
@@ -365,13 +365,13 @@ def _family_part(doc: Document, f: FamilyRanking) -> str:
     head = f"{f.family}{_partial(doc, f)}"
     if (
         rest
-        and all(x.verdict in (stats.TIED, stats.EQUAL) for x in rest)
-        and any(x.verdict == stats.TIED for x in rest)
+        and all(x.verdict in (estimates.TIED, estimates.EQUAL) for x in rest)
+        and any(x.verdict == estimates.TIED for x in rest)
     ):
         return f"{head} none: its {len(f.entries)} cannot be told apart"
     counts = [
         f"{k} more {verdict}"
-        for verdict in (stats.EQUAL, stats.TIED)
+        for verdict in (estimates.EQUAL, estimates.TIED)
         if (k := sum(x.verdict == verdict for x in f.entries))
     ]
     return f"{head} {e.target} {change(e)}" + (f" ({', '.join(counts)})" if counts else "")
@@ -408,7 +408,7 @@ def sentences(doc: Document) -> list[str]:
             )
         else:
             # the costliest of those measured costlier: one tied with the cheapest costs no "most"
-            best, worst = entries[0], [e for e in entries if e.verdict == stats.COSTLIER][-1]
+            best, worst = entries[0], [e for e in entries if e.verdict == estimates.COSTLIER][-1]
             line = f"{where}cheapest here: {best.target}, {change(best)} {over}{_others(entries, margin)}"
             line += f". {worst.target} costs most: {change(worst)}." + _inversions(entries)
         faster = [e.target for e in entries if e.ci_low is not None and e.ci_low > 1]

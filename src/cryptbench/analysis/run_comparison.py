@@ -25,14 +25,14 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from cryptbench import stats
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import change_words, speed_change
-from cryptbench.errors import UsageError
-from cryptbench.json_types import JsonObject
-from cryptbench.metric_catalog import info
-from cryptbench.result_model import ComparisonKind, Document, Environment, Result, RunPlan
-from cryptbench.units import format_bytes
+from cryptbench.engines.metric_catalog import info
+from cryptbench.model.errors import UsageError
+from cryptbench.model.json_types import JsonObject
+from cryptbench.model.result import ComparisonKind, Document, Environment, Result, RunPlan
+from cryptbench.model.units import format_bytes
+from cryptbench.stats import estimates
 
 ALPHA = 0.05  # significance level of the Mann-Whitney U test
 METHOD = (
@@ -371,11 +371,11 @@ def compare(
                 elif rb is not None:
                     only_b.append(f"{w} on {t}")
                 continue
-            r = stats.speed_ratio(
+            r = estimates.speed_ratio(
                 rb.samples,
                 ra.samples,
                 info(m).higher_is_better,
-                stats.figure_seed(0, "compare", str(a.run_id), str(b.run_id), w, t, m),
+                estimates.figure_seed(0, "compare", str(a.run_id), str(b.run_id), w, t, m),
             )
             test, p, significant = _significance(ra, rb)
             rows.append(

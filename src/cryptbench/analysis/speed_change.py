@@ -13,7 +13,7 @@ side with one trial) says so with NO_INTERVAL instead of looking like any other.
 
 from __future__ import annotations
 
-from cryptbench.result_model import Comparison, RankEntry
+from cryptbench.model.result import Comparison, RankEntry
 
 
 def speed_change(c: Comparison | RankEntry) -> tuple[float, tuple[float, float] | None, bool]:

@@ -20,9 +20,9 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cryptbench import stats
-from cryptbench.result_model import PageCacheRatio, RunPlan, StudyRow, StudySummary
-from cryptbench.units import format_mb_per_s
+from cryptbench.model.result import PageCacheRatio, RunPlan, StudyRow, StudySummary
+from cryptbench.model.units import format_mb_per_s
+from cryptbench.stats import estimates
 
 # Parameters by which an as-published workload differs from its corrected twin.
 _STYLE_KEYS = frozenset({"name", "style", "fsync"})
@@ -97,7 +97,7 @@ def build(
             b = samples.get((twin, t, "throughput"))
             if not a or not b:
                 continue
-            r = stats.ratio(a, b, seed=seed_of(published, twin, t))
+            r = estimates.ratio(a, b, seed=seed_of(published, twin, t))
             page_cache.append(
                 PageCacheRatio(
                     published,

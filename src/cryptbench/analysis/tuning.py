@@ -26,7 +26,7 @@ from cryptbench.backends.luks import (
     NO_WRITE_QUEUE,
     SUBMIT_FROM_CRYPT_CPUS,
 )
-from cryptbench.result_model import Comparison, ComparisonKind, Document
+from cryptbench.model.result import Comparison, ComparisonKind, Document
 
 # dm-crypt's table flag -> (cryptsetup's option, systemd's crypttab option or None)
 FLAGS: dict[str, tuple[str, str | None]] = {

@@ -12,14 +12,14 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterator
 
-from cryptbench import stats
-from cryptbench.adaptive import BUDGETS, StopReason
 from cryptbench.cipher.ceilings import cipher_use
-from cryptbench.metric_catalog import info
+from cryptbench.engines.metric_catalog import info
+from cryptbench.model.result import Document, Result, RunWarning, WarningKind
+from cryptbench.model.units import format_value
 from cryptbench.protection.findings import Protection, Verdict
-from cryptbench.result_model import Document, Result, RunWarning, WarningKind
+from cryptbench.stats import estimates
+from cryptbench.stats.stopping import BUDGETS, StopReason
 from cryptbench.store.rows import TrialRow
-from cryptbench.units import format_value
 
 Found = Iterator[RunWarning]
 
@@ -156,7 +156,7 @@ def high_variation(_doc: Document, r: Result) -> Found:
 
 def outlier(_doc: Document, r: Result) -> Found:
     values = r.samples
-    for i in stats.outliers(values):
+    for i in estimates.outliers(values):
         yield RunWarning(
             WarningKind.OUTLIER,
             f"trial {i + 1} of {r.n} is an outlier ({format_value(values[i], r.unit)} "
@@ -167,7 +167,7 @@ def outlier(_doc: Document, r: Result) -> Found:
 
 
 def drift(_doc: Document, r: Result) -> Found:
-    d = stats.drift(r.samples)
+    d = estimates.drift(r.samples)
     if d is not None:
         way = "down" if d.change < 0 else "up"
         yield RunWarning(
@@ -181,7 +181,7 @@ def drift(_doc: Document, r: Result) -> Found:
 
 
 def bimodal(_doc: Document, r: Result) -> Found:
-    groups = stats.modes(r.samples)
+    groups = estimates.modes(r.samples)
     if groups is not None:
         low, high = groups
         yield RunWarning(
@@ -276,12 +276,12 @@ def imprecise(doc: Document) -> Found:
         a, b = (ra.samples, rb.samples) if ra and rb else ([], [])
         k = rule["min_repeats"]
         if ra and rb and len(a) > k and len(b) > k:
-            early = stats.halfwidth(
-                stats.speed_ratio(
+            early = estimates.halfwidth(
+                estimates.speed_ratio(
                     a[:k],
                     b[:k],
                     info(c.metric).higher_is_better,
-                    stats.figure_seed(seed, c.workload, c.target, c.baseline),
+                    estimates.figure_seed(seed, c.workload, c.target, c.baseline),
                     None if ra.rounds is None else ra.rounds[:k],
                     None if rb.rounds is None else rb.rounds[:k],
                 )

@@ -10,9 +10,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import ClassVar
 
-from cryptbench.json_types import JsonObject
-from cryptbench.resources import Process
-from cryptbench.session import Session
+from cryptbench.machine.resources import Process
+from cryptbench.machine.session import Session
+from cryptbench.model.json_types import JsonObject
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class Target:
     cached: tuple[Path, ...] = ()
     medium: str = "device"  # device or ram, as the spec asked
     # A cgroup (v2) that fio must run in for this target: a known-answer
-    # target's throttle lives there (throttle.py). None elsewhere.
+    # target's throttle lives there (machine/throttle.py). None elsewhere.
     cgroup: Path | None = None
     # Seconds its daemon may keep written blocks in its own memory before they reach the
     # backing, whatever fsync and sync do (CryFS's block cache); the protection probes wait
@@ -152,7 +152,7 @@ class Backend(ABC):
     programs: ClassVar[tuple[str, ...]] = ()
     # Why it writes a file only from its start to its end (no write at another offset, no
     # rewrite in place), or "" where it writes anywhere. A run's workloads that write at an
-    # offset cannot run on it (plan.py), and its write trials make a new file each.
+    # offset cannot run on it (planning/plan.py), and its write trials make a new file each.
     writes_from_start: ClassVar[str] = ""
 
     def same_format_as(self) -> str | None:

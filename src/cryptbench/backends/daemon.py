@@ -18,11 +18,11 @@ from typing import Any
 import psutil
 
 from cryptbench.backends.base import Helper
-from cryptbench.errors import ProvisionError
-from cryptbench.interrupts import mask_lifted, signals_blocked
-from cryptbench.resources import Process
-from cryptbench.session import Session
-from cryptbench.system import is_mountpoint, which
+from cryptbench.machine.interrupts import mask_lifted, signals_blocked
+from cryptbench.machine.resources import Process
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import is_mountpoint, which
+from cryptbench.model.errors import ProvisionError
 
 MOUNT_TIMEOUT = 60.0  # seconds: CryFS and securefs derive keys with scrypt/argon2 first
 

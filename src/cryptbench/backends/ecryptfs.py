@@ -18,7 +18,6 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from cryptbench import keys
 from cryptbench.backends.base import (
     Availability,
     Backend,
@@ -29,11 +28,12 @@ from cryptbench.backends.base import (
     target_dir,
 )
 from cryptbench.backends.filesystem import describe_mount
-from cryptbench.errors import ProvisionError
-from cryptbench.interrupts import signals_blocked
-from cryptbench.resources import EcryptfsKeys, Mount
-from cryptbench.session import Session
-from cryptbench.system import is_root, kernel_config, kernel_module, run_cmd, which
+from cryptbench.machine import keys
+from cryptbench.machine.interrupts import signals_blocked
+from cryptbench.machine.resources import EcryptfsKeys, Mount
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import is_root, kernel_config, kernel_module, run_cmd, which
+from cryptbench.model.errors import ProvisionError
 
 KEY_BYTES = 32  # AES-256
 MAX_PASSPHRASE = 64  # bytes: ecryptfs-utils' ECRYPTFS_MAX_PASSWORD_LENGTH

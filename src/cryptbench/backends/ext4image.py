@@ -24,8 +24,8 @@ from cryptbench.backends.filesystem import (
     probe_fs,
     probe_loop,
 )
-from cryptbench.session import Session
-from cryptbench.system import run_cmd
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import run_cmd
 
 
 def image_size(data_bytes: int) -> int:

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from cryptbench.backends.base import NOTHING_HIDDEN, Availability, Backend, Target, TargetSpec
 from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_loop
-from cryptbench.session import Session
+from cryptbench.machine.session import Session
 
 
 class Ext4LoopBackend(Backend):

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptbench.backends.base import Availability
-from cryptbench.errors import ProvisionError
-from cryptbench.interrupts import signals_blocked
-from cryptbench.resources import LoopDevice, Mount
-from cryptbench.session import Session
-from cryptbench.system import is_root, kernel_module, mount_entry, mounts, run_cmd, which
+from cryptbench.machine.interrupts import signals_blocked
+from cryptbench.machine.resources import LoopDevice, Mount
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import is_root, kernel_module, mount_entry, mounts, run_cmd, which
+from cryptbench.model.errors import ProvisionError
 
 MIB = 1 << 20
 

@@ -22,13 +22,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptbench import keys
 from cryptbench.backends.base import Availability, Backend, CipherUse, DirectIO, Target, TargetSpec
 from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_loop
-from cryptbench.errors import ProvisionError
-from cryptbench.resources import FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, FscryptKey
-from cryptbench.session import Session
-from cryptbench.system import crypto_missing, kernel_config, mount_entry
+from cryptbench.machine import keys
+from cryptbench.machine.resources import FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, FscryptKey
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import crypto_missing, kernel_config, mount_entry
+from cryptbench.model.errors import ProvisionError
 
 FS_IOC_SET_ENCRYPTION_POLICY = 0x800C6613
 FS_IOC_GET_ENCRYPTION_POLICY_EX = 0xC0096616

@@ -13,7 +13,6 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from cryptbench import keys
 from cryptbench.backends import daemon as daemon_mod
 from cryptbench.backends.base import (
     Availability,
@@ -24,10 +23,11 @@ from cryptbench.backends.base import (
     TargetSpec,
     target_dir,
 )
-from cryptbench.errors import UnavailableError
-from cryptbench.resources import Mount
-from cryptbench.session import Session
-from cryptbench.system import run_cmd, which
+from cryptbench.machine import keys
+from cryptbench.machine.resources import Mount
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import run_cmd, which
+from cryptbench.model.errors import UnavailableError
 
 # Per 4 KiB block gocryptfs stores a 16-byte nonce and a 16-byte tag, plus an
 # 18-byte file header: about 0.8 % more than the plaintext.

@@ -35,7 +35,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptbench import keys
 from cryptbench.backends import daemon as daemon_mod
 from cryptbench.backends.base import (
     NOTHING_HIDDEN,
@@ -68,10 +67,11 @@ from cryptbench.backends.qemu import (
     create_command,
     daemon_command,
 )
-from cryptbench.errors import ProvisionError, UnavailableError
-from cryptbench.resources import Mount, Process
-from cryptbench.session import Session
-from cryptbench.system import run_cmd, which
+from cryptbench.machine import keys
+from cryptbench.machine.resources import Mount, Process
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import run_cmd, which
+from cryptbench.model.errors import ProvisionError, UnavailableError
 
 MIB = 1 << 20
 # LUKS header and keyslots (2 MiB in qemu's LUKS1), qcow2 tables, slack.

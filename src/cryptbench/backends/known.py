@@ -1,7 +1,7 @@
 """Known-answer targets: cryptbench checks itself against answers it knows.
 
 `throttle-40` and `throttle-20` are ext4 on a loop device whose block I/O the
-kernel limits to 40 and 20 MB/s (throttle.py: cgroup v1's blkio on the root
+kernel limits to 40 and 20 MB/s (machine/throttle.py: cgroup v1's blkio on the root
 group, or cgroup v2's io.max on a cgroup of cryptbench's that fio runs in). Whatever else is true
 of the machine, the second is half as fast as the first on sequential work:
 a run must report 0.50 with an interval that contains it
@@ -23,10 +23,10 @@ from cryptbench.backends.base import Availability, Backend, Target, TargetSpec
 from cryptbench.backends.ext4image import probe_ext4_loop
 from cryptbench.backends.ext4loop import Ext4LoopBackend
 from cryptbench.backends.plain import PlainBackend
-from cryptbench.errors import ProvisionError
-from cryptbench.resources import Throttle
-from cryptbench.session import Session
-from cryptbench.throttle import Mode, enable_v2_controllers, mode, v1_rules
+from cryptbench.machine.resources import Throttle
+from cryptbench.machine.session import Session
+from cryptbench.machine.throttle import Mode, enable_v2_controllers, mode, v1_rules
+from cryptbench.model.errors import ProvisionError
 
 MB = 1_000_000  # the decimal megabyte disk rates are quoted in
 

@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from cryptbench import keys
 from cryptbench.backends.base import Availability, Backend, CipherUse, Target, TargetSpec, target_dir
 from cryptbench.backends.ext4image import preallocate
 from cryptbench.backends.filesystem import (
@@ -52,11 +51,12 @@ from cryptbench.backends.filesystem import (
     probe_fs,
     probe_loop,
 )
-from cryptbench.errors import ProvisionError, UnavailableError
-from cryptbench.interrupts import signals_blocked
-from cryptbench.resources import DmCrypt
-from cryptbench.session import Session
-from cryptbench.system import crypto_missing, kernel_module, run_cmd
+from cryptbench.machine import keys
+from cryptbench.machine.interrupts import signals_blocked
+from cryptbench.machine.resources import DmCrypt
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import crypto_missing, kernel_module, run_cmd
+from cryptbench.model.errors import ProvisionError, UnavailableError
 
 LUKS2_HEADER = 16 << 20  # bytes: cryptsetup's default LUKS2 header and keyslot area
 SECTOR_SIZE = 4096  # bytes per encryption data unit, as fscrypt's

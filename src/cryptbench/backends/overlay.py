@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from cryptbench import keys
 from cryptbench.backends import daemon as daemon_mod
 from cryptbench.backends.base import Availability, Backend, Target, TargetSpec, target_dir
-from cryptbench.errors import UnavailableError
-from cryptbench.resources import Mount, SecretFile
-from cryptbench.session import Session
-from cryptbench.system import which
+from cryptbench.machine import keys
+from cryptbench.machine.resources import Mount, SecretFile
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import which
+from cryptbench.model.errors import UnavailableError
 
 SLACK = 32 << 20  # bytes: headers, per-block tags, metadata files
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from cryptbench.backends.base import NOTHING_HIDDEN, Availability, Backend, Target, TargetSpec, target_dir
-from cryptbench.session import Session
+from cryptbench.machine.session import Session
 
 SLACK = 16 << 20  # bytes: marker and probe files
 

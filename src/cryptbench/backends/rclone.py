@@ -25,8 +25,8 @@ import secrets
 
 from cryptbench.backends.base import CipherUse
 from cryptbench.backends.overlay import FuseOverlayBackend, Layout
-from cryptbench.session import Session
-from cryptbench.system import run_cmd
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import run_cmd
 
 REMOTE = "cryptbench"  # the crypt remote's name in the config file
 CACHE_MODE = "off"

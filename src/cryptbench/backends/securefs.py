@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from cryptbench.backends.base import CipherUse
 from cryptbench.backends.overlay import FuseOverlayBackend, Layout
-from cryptbench.session import Session
-from cryptbench.system import run_cmd
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import run_cmd
 
 
 class SecurefsBackend(FuseOverlayBackend):

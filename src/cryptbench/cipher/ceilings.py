@@ -26,7 +26,7 @@ from typing import Any
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.base import RAM_PREFIX, CipherUse
 from cryptbench.cipher.document import AfAlgFigure, CipherDocument, UserspaceFigure
-from cryptbench.result_model import CipherInfo, EfficiencyRow, JsonObject
+from cryptbench.model.result import CipherInfo, EfficiencyRow, JsonObject
 
 UNKNOWN_HINT = "run `cryptbench cipher`, or this run with --ram, to measure it"
 SAME_MACHINE = ("hostname", "kernel", "cpu_model")  # environment keys a stored figure must share

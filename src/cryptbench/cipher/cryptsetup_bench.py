@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 
 from cryptbench.cipher.document import Cryptsetup, CryptsetupFigure, Unmeasured
-from cryptbench.system import which
+from cryptbench.machine.system import which
 
 # (cryptsetup's cipher spec, key bits, the kernel's crypto API name): what LUKS targets use
 CASES = (

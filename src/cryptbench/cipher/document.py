@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cryptbench.result_model import JsonObject
+from cryptbench.model.result import JsonObject
 
 SCHEMA = 2  # 2: "engine" and "lower_bounds" (the C loop against the system libcrypto)
 

@@ -39,7 +39,7 @@ from itertools import repeat
 from typing import Any
 
 from cryptbench.cipher.document import UserspaceFigure
-from cryptbench.errors import CryptbenchError
+from cryptbench.model.errors import CryptbenchError
 
 try:
     # a C extension built at install time (setup.py): there is no .py for mypy to read

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from cryptbench.backends import REGISTRY
 from cryptbench.commands.common_args import add_json
-from cryptbench.json_types import JsonObject
+from cryptbench.model.json_types import JsonObject
 from cryptbench.report.json_output import print_json
 
 

@@ -27,13 +27,13 @@ from cryptbench.analysis import document
 from cryptbench.analysis.ranking import unmet_need
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.commands.common_args import add_db, add_json
-from cryptbench.errors import UsageError
-from cryptbench.json_types import JsonObject
-from cryptbench.plan import parse_needs
+from cryptbench.model.errors import UsageError
+from cryptbench.model.json_types import JsonObject
+from cryptbench.model.result import ComparisonKind, Document
+from cryptbench.model.units import parse_percent
+from cryptbench.planning.plan import parse_needs
 from cryptbench.report.json_output import print_json
-from cryptbench.result_model import ComparisonKind, Document
 from cryptbench.store import Store, default_db_path
-from cryptbench.units import parse_percent
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,11 @@ from rich.console import Console
 from cryptbench import __version__
 from cryptbench.cipher.document import CipherDocument
 from cryptbench.commands.common_args import add_db, add_json, add_target
-from cryptbench.errors import UsageError
-from cryptbench.interrupts import interruptible
+from cryptbench.machine.interrupts import interruptible
+from cryptbench.machine.session import check_target_dir
 from cryptbench.measure import environment
+from cryptbench.model.errors import UsageError
+from cryptbench.model.units import parse_duration, parse_size
 from cryptbench.pipeline.cipher_speed import (
     DEFAULT_RAM_SIZE,
     DEFAULT_REPEATS,
@@ -23,13 +25,11 @@ from cryptbench.pipeline.cipher_speed import (
     measure,
     ram_stack_bytes,
 )
-from cryptbench.plan import RAM_FRACTION, SIZE_ALIGN, mem_available
+from cryptbench.planning.plan import RAM_FRACTION, SIZE_ALIGN, mem_available
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
-from cryptbench.runner import Progress
-from cryptbench.session import check_target_dir
 from cryptbench.store import Store, default_db_path
-from cryptbench.units import parse_duration, parse_size
+from cryptbench.trial.runner import Progress
 
 
 def run(

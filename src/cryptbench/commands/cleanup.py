@@ -7,11 +7,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from cryptbench import keys
-from cryptbench.errors import UsageError
+from cryptbench.machine import keys
+from cryptbench.machine.resources import SecretDir
+from cryptbench.machine.session import candidate_run_dirs
+from cryptbench.model.errors import UsageError
 from cryptbench.pipeline.provision import recover_stale
-from cryptbench.resources import SecretDir
-from cryptbench.session import candidate_run_dirs
 
 DEFAULT_TARGET = Path("/var/tmp")
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cryptbench.adaptive import OVERRUNS
-from cryptbench.plan import (
+from cryptbench.planning.plan import (
     DEFAULT_EQUIVALENCE,
     DEFAULT_MAX_REPEATS,
     DEFAULT_MAX_TIME,
@@ -16,6 +15,7 @@ from cryptbench.plan import (
     DEFAULT_PRECISION,
     IO_ENGINES,
 )
+from cryptbench.stats.stopping import OVERRUNS
 
 DETAILS_HELP = (
     "after the answer, everything: the full table with intervals, the repetition, each target's I/O, "

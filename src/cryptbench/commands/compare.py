@@ -15,11 +15,11 @@ from rich.console import Console
 
 from cryptbench.analysis import document, run_comparison
 from cryptbench.commands.common_args import add_db, add_json
-from cryptbench.errors import UsageError
-from cryptbench.plan import request_from_args
+from cryptbench.model.errors import UsageError
+from cryptbench.model.result import Document
+from cryptbench.planning.plan import request_from_args
 from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import page_file, write_new
-from cryptbench.result_model import Document
 from cryptbench.store import Store, default_db_path
 
 

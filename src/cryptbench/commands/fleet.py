@@ -12,7 +12,7 @@ from rich.console import Console
 
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_stopping
 from cryptbench.pipeline.fleet_run import FleetRequest, run
-from cryptbench.plan import request_from_args
+from cryptbench.planning.plan import request_from_args
 from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress

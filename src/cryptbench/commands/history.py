@@ -13,9 +13,9 @@ from rich.console import Console
 
 from cryptbench.analysis.history_model import History, Point, Series
 from cryptbench.commands.common_args import add_db, add_json
-from cryptbench.errors import UsageError
-from cryptbench.metrics import PRIMARY
-from cryptbench.plan import request_from_args
+from cryptbench.model.errors import UsageError
+from cryptbench.model.metrics import PRIMARY
+from cryptbench.planning.plan import request_from_args
 from cryptbench.report.json_output import print_json
 from cryptbench.store import Store, default_db_path
 from cryptbench.store.rows import HistoryRow

@@ -17,9 +17,9 @@ from rich.console import Console
 
 from cryptbench.analysis import document
 from cryptbench.commands.common_args import add_db, add_json
-from cryptbench.errors import UsageError
-from cryptbench.json_types import JsonObject
-from cryptbench.plan import request_from_args
+from cryptbench.model.errors import UsageError
+from cryptbench.model.json_types import JsonObject
+from cryptbench.planning.plan import request_from_args
 from cryptbench.report import export_csv, export_markdown
 from cryptbench.report.exports import timelines
 from cryptbench.report.json_output import print_json

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_provisioning, add_stopping
 from cryptbench.pipeline.execute import RunOutcome, run
-from cryptbench.plan import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE, RunRequest
+from cryptbench.planning.plan import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE, RunRequest
 from cryptbench.report import exports, screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress

@@ -27,16 +27,16 @@ from rich.console import Console
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.known import ThrottledBackend
 from cryptbench.commands.common_args import add_db, add_json, add_target
-from cryptbench.errors import UnavailableError, UsageError
+from cryptbench.model.errors import UnavailableError, UsageError
+from cryptbench.model.result import Document
+from cryptbench.model.units import format_bytes, format_value, parse_size
 from cryptbench.pipeline import execute as run_cmd
-from cryptbench.plan import RunRequest, request_from_args
+from cryptbench.planning.plan import RunRequest, request_from_args
+from cryptbench.planning.suite import direction, load_suite
 from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
-from cryptbench.result_model import Document
-from cryptbench.runner import Progress
-from cryptbench.suite import direction, load_suite
-from cryptbench.units import format_bytes, format_value, parse_size
+from cryptbench.trial.runner import Progress
 
 SLOW, FAST, TWIN = "throttle-20", "throttle-40", "throttle-none"
 # bytes/s the kernel lets through, as the backends set it

@@ -26,21 +26,21 @@ from rich.console import Console
 from cryptbench import __version__
 from cryptbench.commands.common_args import add_provisioning
 from cryptbench.engines.fio import probe_ioengine
-from cryptbench.errors import ProvisionError, UsageError
 from cryptbench.fleet import manifest as manifest_mod
 from cryptbench.fleet import server
 from cryptbench.fleet.address import listen_address
 from cryptbench.fleet.manifest import Manifest, ManifestTarget
-from cryptbench.interrupts import interruptible
+from cryptbench.machine.interrupts import interruptible
+from cryptbench.machine.session import Session
 from cryptbench.measure import environment
+from cryptbench.model.errors import ProvisionError, UsageError
+from cryptbench.model.result import JsonObject
 from cryptbench.pipeline.lifecycle import Lifecycle
 from cryptbench.pipeline.provision import Provisioned, provision_all
-from cryptbench.plan import Plan, RunRequest, build_plan, request_from_args
+from cryptbench.planning.plan import Plan, RunRequest, build_plan, request_from_args
 from cryptbench.report.progress import RichProgress
-from cryptbench.result_model import JsonObject
-from cryptbench.runner import DATA_FILE, NullProgress, Progress, target_lost
-from cryptbench.session import Session
 from cryptbench.store import now_iso
+from cryptbench.trial.runner import DATA_FILE, NullProgress, Progress, target_lost
 
 WATCH_INTERVAL = 0.5  # seconds between looks at the fio server and the helpers
 

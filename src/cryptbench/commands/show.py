@@ -9,9 +9,9 @@ from rich.console import Console
 
 from cryptbench.analysis import document
 from cryptbench.commands.common_args import add_db, add_details, add_json
+from cryptbench.model.result import Document
 from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
-from cryptbench.result_model import Document
 from cryptbench.store import Store, default_db_path
 
 

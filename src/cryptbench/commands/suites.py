@@ -13,10 +13,10 @@ from rich.table import Table
 from cryptbench.commands.common_args import add_json
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.apps.command import CommandWorkload
-from cryptbench.json_types import JsonObject
+from cryptbench.model.json_types import JsonObject
+from cryptbench.model.units import format_bytes
+from cryptbench.planning.suite import builtin_suites, load_suite, primary_metric
 from cryptbench.report.json_output import print_json
-from cryptbench.suite import builtin_suites, load_suite, primary_metric
-from cryptbench.units import format_bytes
 
 
 def _workload(w: Any) -> JsonObject:

@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 import psutil
 
-from cryptbench.errors import TrialError
-from cryptbench.resources import Process
-from cryptbench.session import Session
+from cryptbench.machine.resources import Process
+from cryptbench.machine.session import Session
+from cryptbench.model.errors import TrialError
 
 
 class Stalled(TrialError):

@@ -33,9 +33,9 @@ from types import TracebackType
 
 import psutil
 
-from cryptbench.errors import TrialError
-from cryptbench.resources import CommandCgroup, ProcessGroup
-from cryptbench.session import Session
+from cryptbench.machine.resources import CommandCgroup, ProcessGroup
+from cryptbench.machine.session import Session
+from cryptbench.model.errors import TrialError
 
 CGROUP_ROOTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
 STDERR_LINES = 5  # lines of a failed command's standard error its trial's error keeps

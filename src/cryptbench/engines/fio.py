@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench.engines.child import run_child
-from cryptbench.errors import TrialError, UnavailableError
-from cryptbench.json_types import JsonObject
-from cryptbench.session import Session
-from cryptbench.system import which
-from cryptbench.throttle import in_cgroup
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import which
+from cryptbench.machine.throttle import in_cgroup
+from cryptbench.model.errors import TrialError, UnavailableError
+from cryptbench.model.json_types import JsonObject
 
 FIO_TIMEOUT = 1800.0  # seconds; a trial that takes longer is broken, not slow
 PROBE_TIMEOUT = 60.0  # seconds; reading 64 KiB takes milliseconds

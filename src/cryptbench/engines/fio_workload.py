@@ -1,4 +1,4 @@
-"""One fio pattern a suite names, as the engines take it: below suite.py, which
+"""One fio pattern a suite names, as the engines take it: below planning/suite.py, which
 parses suites into these, so that the engines need nothing from the layers above."""
 
 from __future__ import annotations

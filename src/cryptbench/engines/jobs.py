@@ -45,7 +45,7 @@ class JobOptions:
     # seconds after which fio stops (runtime=, whichever comes first: the passes or this):
     # calibration's, to learn a pass's length without waiting out a long one, and every
     # trial's cap, so that a slow target's lasts no longer than TRIAL_CAP trial times
-    # (trial_sizing.py); None: none
+    # (trial/sizing.py); None: none
     time_limit: float | None = None
 
     def __post_init__(self) -> None:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from cryptbench.errors import UsageError
+from cryptbench.model.errors import UsageError
 
 DEFAULT_PORT = 8765  # fio's own default port
 _NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")

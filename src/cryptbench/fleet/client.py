@@ -21,10 +21,10 @@ from pathlib import Path
 
 from cryptbench.engines.child import Stalled, run_child
 from cryptbench.engines.fio import FioMeasurement, parse_job
-from cryptbench.errors import SafetyError, TrialError, UsageError
 from cryptbench.fleet.address import Address, AddressKind
-from cryptbench.json_types import JsonObject
-from cryptbench.system import which
+from cryptbench.machine.system import which
+from cryptbench.model.errors import SafetyError, TrialError, UsageError
+from cryptbench.model.json_types import JsonObject
 
 AGGREGATE = "All clients"
 # fio's client gives up on a server that stops mid-job (~40 s here), but waits

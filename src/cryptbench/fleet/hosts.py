@@ -18,8 +18,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptbench.errors import UsageError
 from cryptbench.fleet.address import Address, parse
+from cryptbench.model.errors import UsageError
 
 HOST_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 KEYS = {"name", "address", "manifest_command"}

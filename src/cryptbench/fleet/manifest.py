@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from cryptbench.errors import UsageError
-from cryptbench.result_model import JsonObject, TargetInfo
-from cryptbench.session import MARKER, _run_lock, scratch_root
+from cryptbench.machine.session import MARKER, _run_lock, scratch_root
+from cryptbench.model.errors import UsageError
+from cryptbench.model.result import JsonObject, TargetInfo
 
 SCHEMA = 1
 FILE_NAME = "manifest.json"

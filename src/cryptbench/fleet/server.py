@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 
 from cryptbench.backends.daemon import log_tail, spawn
-from cryptbench.errors import ProvisionError, SafetyError, UsageError
 from cryptbench.fleet.address import Address, AddressKind
-from cryptbench.resources import ProcessTree, SocketFile
-from cryptbench.session import Session
-from cryptbench.system import which
+from cryptbench.machine.resources import ProcessTree, SocketFile
+from cryptbench.machine.session import Session
+from cryptbench.machine.system import which
+from cryptbench.model.errors import ProvisionError, SafetyError, UsageError
 
 START_TIMEOUT = 10.0  # seconds for fio to bind its address
 

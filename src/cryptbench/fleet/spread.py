@@ -19,7 +19,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from cryptbench.result_model import (
+from cryptbench.model.result import (
     Comparison,
     ComparisonKind,
     Document,

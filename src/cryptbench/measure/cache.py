@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 
-from cryptbench.system import is_root, which
+from cryptbench.machine.system import is_root, which
 
 
 class DropMethod(StrEnum):

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 
 from cryptbench.backends.base import Helper
-from cryptbench.json_types import JsonObject
 from cryptbench.measure import cpu
+from cryptbench.model.json_types import JsonObject
 
 INTERVAL = 0.25  # seconds between samples: several in a 2 s trial, few enough to store
 MAX_SAMPLES = 4800  # per trial (20 minutes at 0.25 s); later samples are merged pairwise

@@ -9,13 +9,14 @@ import socket
 import sys
 from pathlib import Path
 
-from cryptbench import __version__, system
+from cryptbench import __version__
 from cryptbench.cipher import kernel
 from cryptbench.engines.fio import fio_version
-from cryptbench.json_types import JsonObject
+from cryptbench.machine import system
+from cryptbench.machine.system import is_root
 from cryptbench.measure.cache import drop_method
 from cryptbench.measure.device import device_of
-from cryptbench.system import is_root
+from cryptbench.model.json_types import JsonObject
 
 CPU_FLAGS_OF_INTEREST = ("aes", "vaes", "pclmulqdq", "vpclmulqdq", "avx2", "avx512f", "sha_ni")
 

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptbench.system import which
+from cryptbench.machine.system import which
 
 PAGE = mmap.PAGESIZE  # bytes
 

@@ -9,12 +9,12 @@ cleanup), so that no command imports another.
   decided, the data file laid out; `recover_stale` (used by `run`, `serve`, `cleanup`).
 - `verify.py`: the marker search, the proof of encryption, the O_DIRECT probe, and
   the protection probes with their positive controls.
-- `sizing.py`: trials sized to last `--trial-time` (`trial_sizing` measures).
+- `sizing.py`: trials sized to last `--trial-time` (`trial/sizing.py` measures).
 - `cipher_speed.py`: the ciphers' own speed, for `cipher` and for a run's own layers.
 - `fleet_run.py`, `fleet_hosts.py`, `fleet_coordinator.py`: `fleet run`, its hosts'
   manifests and the Coordinator that runs its rounds.
 
-`plan`, `runner` and `adaptive` are shared too, but sit lower down. `pipeline/` and
+`planning/`, `trial/` and `stats/` are shared too, but sit lower down. `pipeline/` and
 `report/` are siblings that never import each other: the document is built through
 `analysis/`, below both, and the renderers read it.
 """

@@ -32,14 +32,14 @@ from cryptbench.cipher.document import (
 )
 from cryptbench.engines.fio import parse_fio_json, probe_ioengine, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
-from cryptbench.errors import Interrupted
+from cryptbench.machine.session import Session
 from cryptbench.measure import resident
 from cryptbench.measure.cache import drop_caches
+from cryptbench.model.errors import Interrupted
 from cryptbench.pipeline.lifecycle import Lifecycle
-from cryptbench.plan import RAM_SLACK
-from cryptbench.runner import NullProgress, Progress
-from cryptbench.session import Session
-from cryptbench.suite import WorkloadSpec
+from cryptbench.planning.plan import RAM_SLACK
+from cryptbench.planning.suite import WorkloadSpec
+from cryptbench.trial.runner import NullProgress, Progress
 
 DEFAULT_SECONDS = 0.3  # per measurement
 DEFAULT_REPEATS = 3

@@ -12,37 +12,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptbench import __version__
-from cryptbench.adaptive import Controller, Question, RankingGroups, questions
 from cryptbench.analysis import document
 from cryptbench.backends import REGISTRY, versions
 from cryptbench.cipher import ceilings, userspace
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.command_process import cgroup_mode
 from cryptbench.engines.fio import probe_ioengine
-from cryptbench.errors import Interrupted
-from cryptbench.interrupts import interruptible
-from cryptbench.json_types import JsonObject
+from cryptbench.engines.metric_catalog import info
+from cryptbench.machine.interrupts import interruptible
+from cryptbench.machine.session import Session
 from cryptbench.measure import environment, resident
 from cryptbench.measure.device import device_of
-from cryptbench.metric_catalog import info
+from cryptbench.model.errors import Interrupted
+from cryptbench.model.json_types import JsonObject
+from cryptbench.model.result import Document
 from cryptbench.pipeline import cipher_speed, sizing
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
 from cryptbench.pipeline.provision import provision_all, target_row
-from cryptbench.plan import Plan, RunRequest, build_plan
-from cryptbench.result_model import Document
-from cryptbench.runner import (
-    Executor,
-    NullProgress,
-    Progress,
-    Spend,
-    TrialContext,
-    app_env,
-    interleave,
-    workload_seeds,
-)
-from cryptbench.session import Session
+from cryptbench.planning.plan import Plan, RunRequest, build_plan
+from cryptbench.planning.suite import Workload, WorkloadSpec, family, primary_metric
+from cryptbench.stats.stopping import Controller, Question, RankingGroups, questions
 from cryptbench.store import Store
-from cryptbench.suite import Workload, WorkloadSpec, family, primary_metric
+from cryptbench.trial.runner import NullProgress, Progress, TrialContext, app_env
+from cryptbench.trial.schedule import Executor, Spend, interleave, workload_seeds
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A fleet run's trials: each block's targets (HOST/NAME) grouped by what they are on
 their hosts, each group one `fio --client` invocation over every host that serves it,
-and each host's figure stored as its own trial. A RoundExecutor (runner.interleave).
+and each host's figure stored as its own trial. A RoundExecutor (schedule.interleave).
 
 A host that stops answering is marked failed with fio's words for it and its remaining
 trials are not run; a host whose trial was stopped only because another fell silent
@@ -13,14 +13,15 @@ from pathlib import Path
 
 from cryptbench.engines.fio import FIO_TIMEOUT
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
-from cryptbench.errors import TrialError
 from cryptbench.fleet import client
 from cryptbench.fleet.manifest import ManifestTarget
+from cryptbench.model.errors import TrialError
 from cryptbench.pipeline.fleet_hosts import Host
-from cryptbench.runner import Progress, TrialSpec, note_lost
+from cryptbench.planning.suite import Workload, WorkloadSpec
 from cryptbench.store import Store, TrialRecord, now_iso
-from cryptbench.suite import Workload, WorkloadSpec
-from cryptbench.trial_metrics import fleet_trial_metrics
+from cryptbench.trial.figures import fleet_trial_metrics
+from cryptbench.trial.runner import Progress, TrialSpec
+from cryptbench.trial.schedule import note_lost
 
 
 class Coordinator:

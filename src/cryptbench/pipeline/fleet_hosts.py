@@ -8,12 +8,12 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cryptbench.errors import UsageError
 from cryptbench.fleet.hosts import HostSpec
 from cryptbench.fleet.manifest import Manifest, parse
+from cryptbench.model.errors import UsageError
+from cryptbench.model.units import format_bytes
+from cryptbench.planning.suite import Suite, WorkloadSpec, check_size_range
 from cryptbench.store import Store
-from cryptbench.suite import Suite, WorkloadSpec, check_size_range
-from cryptbench.units import format_bytes
 
 MANIFEST_TIMEOUT = 60.0  # seconds for a host's manifest_command (an ssh round trip, say)
 CACHE_NOTE = (

@@ -3,7 +3,7 @@ servers.
 
 Each host runs `cryptbench serve`; its manifest is read and checked against the others
 and the suite (fleet_hosts.py), then the rounds run as a local run's do
-(runner.interleave, the adaptive rule over every host's questions), through the
+(schedule.interleave, the adaptive rule over every host's questions), through the
 Coordinator (fleet_coordinator.py): every target's trial on all hosts that serve it
 with one `fio --client` invocation. Each host's figure is its own trial (target
 HOST/NAME), compared with its own baseline on the same host.
@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptbench import __version__
-from cryptbench.adaptive import Controller, Question, Stopping
 from cryptbench.analysis import document
 from cryptbench.engines.fio import fio_version
-from cryptbench.errors import UnavailableError, UsageError
 from cryptbench.fleet import hosts as hosts_mod
-from cryptbench.interrupts import interruptible
-from cryptbench.json_types import JsonObject
+from cryptbench.machine.interrupts import interruptible
 from cryptbench.measure import environment
+from cryptbench.model.errors import UnavailableError, UsageError
+from cryptbench.model.json_types import JsonObject
+from cryptbench.model.result import Document
 from cryptbench.pipeline.execute import workload_questions
 from cryptbench.pipeline.fleet_coordinator import Coordinator
 from cryptbench.pipeline.fleet_hosts import (
@@ -39,11 +39,12 @@ from cryptbench.pipeline.fleet_hosts import (
     store_hosts,
 )
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
-from cryptbench.plan import checked_seed, stopping_rule
-from cryptbench.result_model import Document
-from cryptbench.runner import NullProgress, Progress, Spend, interleave, workload_seeds
+from cryptbench.planning.plan import checked_seed, stopping_rule
+from cryptbench.planning.suite import Suite, WorkloadSpec, load_suite, primary_metric
+from cryptbench.stats.stopping import Controller, Question, Stopping
 from cryptbench.store import Store, default_db_path
-from cryptbench.suite import Suite, WorkloadSpec, load_suite, primary_metric
+from cryptbench.trial.runner import NullProgress, Progress
+from cryptbench.trial.schedule import Spend, interleave, workload_seeds
 
 
 @dataclass(frozen=True)

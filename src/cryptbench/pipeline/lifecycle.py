@@ -20,12 +20,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
-from cryptbench.errors import CryptbenchError, Interrupted
-from cryptbench.interrupts import signals_blocked, take_pending
+from cryptbench.machine.interrupts import signals_blocked, take_pending
+from cryptbench.machine.session import Session
+from cryptbench.model.errors import CryptbenchError, Interrupted
 from cryptbench.pipeline.provision import recover_stale
-from cryptbench.runner import NullProgress, Progress
-from cryptbench.session import Session
 from cryptbench.store import Store
+from cryptbench.trial.runner import NullProgress, Progress
 
 
 class Lifecycle:

@@ -8,19 +8,19 @@ from __future__ import annotations
 from contextlib import ExitStack
 from pathlib import Path
 
-from cryptbench import resources
 from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec, helper_programs
 from cryptbench.cipher import kernel
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.fio import run_fio
 from cryptbench.engines.jobs import render_layout
-from cryptbench.errors import DiskFull, ProvisionError, TrialError
-from cryptbench.interrupts import signals_blocked
+from cryptbench.machine import resources
+from cryptbench.machine.interrupts import signals_blocked
+from cryptbench.machine.session import MARKER, Session, candidate_run_dirs, recover, scratch_root
+from cryptbench.model.errors import DiskFull, ProvisionError, TrialError
+from cryptbench.model.result import TargetInfo
 from cryptbench.pipeline.verify import marker_in_backing, probe_direct_io, probe_protection
-from cryptbench.plan import Plan
-from cryptbench.result_model import TargetInfo
-from cryptbench.runner import DATA_FILE, ENOSPC_TEXT, Progress, TrialContext, job_options, target_lost
-from cryptbench.session import MARKER, Session, candidate_run_dirs, recover, scratch_root
+from cryptbench.planning.plan import Plan
+from cryptbench.trial.runner import DATA_FILE, ENOSPC_TEXT, Progress, TrialContext, job_options, target_lost
 
 
 def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str]:

@@ -1,4 +1,4 @@
-"""The run's trials sized to last the trial time (trial_sizing.py does the measuring):
+"""The run's trials sized to last the trial time (sizing.py does the measuring):
 the data file grown before layout where trials run buffered, then the passes each fio
 trial makes where they run direct. Both stay within the byte budget and are noted in
 the run."""
@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cryptbench import trial_sizing
+from cryptbench.model.units import format_duration
 from cryptbench.pipeline.provision import Provisioned
-from cryptbench.plan import Plan, default_max_bytes
-from cryptbench.runner import Progress, Targets, TrialContext
-from cryptbench.suite import WorkloadSpec
-from cryptbench.units import format_duration
+from cryptbench.planning.plan import Plan, default_max_bytes
+from cryptbench.planning.suite import WorkloadSpec
+from cryptbench.trial import sizing
+from cryptbench.trial.runner import Progress, Targets, TrialContext
 
 
 def _sized_workloads(plan: Plan) -> list[WorkloadSpec]:
@@ -54,8 +54,8 @@ def grow_data_file(
     # the minimum rounds' writes, on every target, take at most their share of the byte budget
     writes = max(1, sum(w.is_write for w in workloads))
     trials = len(direct) * plan.rule.min_repeats * writes
-    write_cap = int(_byte_budget(plan) * trial_sizing.WRITE_SHARE / trials)
-    growth, failed = trial_sizing.grow(
+    write_cap = int(_byte_budget(plan) * sizing.WRITE_SHARE / trials)
+    growth, failed = sizing.grow(
         ctx, targets, workloads, seeds, baselines, plan.trial_time, plan.data_size_limit, write_cap, progress
     )
     for why in failed:
@@ -80,10 +80,10 @@ def size_trials(
     if plan.trial_time <= 0 or not workloads:
         return ctx
     # a slow target's trial stops at the cap: its figure is what it moved in that time
-    ctx = replace(ctx, time_cap=plan.trial_time * trial_sizing.TRIAL_CAP)
+    ctx = replace(ctx, time_cap=plan.trial_time * sizing.TRIAL_CAP)
     baselines = _baselines(plan, list(direct))
     new_file = {name: ctx.write_new_file or targets[name].state is not None for name in direct}
-    passes, found, failed = trial_sizing.calibrate(
+    passes, found, failed = sizing.calibrate(
         ctx,
         targets,
         direct,

@@ -17,12 +17,12 @@ from dataclasses import replace
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.base import DirectIO, Target, cache_files, iter_files
 from cryptbench.engines.apps.base import durable
-from cryptbench.json_types import JsonObject
+from cryptbench.machine.session import Session
 from cryptbench.measure.cache import drop_caches, resident_bytes
+from cryptbench.model.json_types import JsonObject
 from cryptbench.protection import probes
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
 from cryptbench.protection.sight import Entry, contains, look
-from cryptbench.session import Session
 
 MARKER_NAME = ".cryptbench-marker"
 MARKER_REPEATS = 4096  # the token fills 128 KiB, so every block of the file holds it

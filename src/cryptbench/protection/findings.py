@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from cryptbench.json_types import JsonObject
+from cryptbench.model.json_types import JsonObject
 
 
 class Property(StrEnum):

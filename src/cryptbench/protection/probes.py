@@ -29,7 +29,9 @@ from typing import TypeVar
 
 from cryptbench.backends.base import Target
 from cryptbench.engines.apps.base import durable
-from cryptbench.interrupts import signals_blocked
+from cryptbench.machine.interrupts import signals_blocked
+from cryptbench.machine.resources import FITHAW
+from cryptbench.machine.session import Session
 from cryptbench.protection import blocks
 from cryptbench.protection.blocks import Blocks
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
@@ -44,8 +46,6 @@ from cryptbench.protection.sight import (
 )
 from cryptbench.protection.space import allocated, measure
 from cryptbench.protection.tamper import probe_tamper
-from cryptbench.resources import FITHAW
-from cryptbench.session import Session
 
 SIZES = (1, 4095, 4096, 4097, 100_000)  # bytes of the sizes probe's files
 PROBE_PREFIX = ".cryptbench-protection-"

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptbench.backends.base import Target
+from cryptbench.machine.system import which
 from cryptbench.protection import extents
-from cryptbench.system import which
 
 LUKS_MAGIC = b"LUKS\xba\xbe"  # a LUKS1 or LUKS2 header's first bytes
 QCOW_MAGIC = b"QFI\xfb"  # a qcow2 file's first bytes

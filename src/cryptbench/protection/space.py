@@ -31,7 +31,7 @@ from cryptbench.backends.base import Target
 from cryptbench.engines.apps.base import durable
 from cryptbench.engines.apps.data import incompressible, lognormal_sizes, text
 from cryptbench.engines.apps.source_tree import FILES_PER_DIR, LARGEST, MEDIAN_FILE, SIGMA, SMALLEST
-from cryptbench.json_types import JsonObject
+from cryptbench.model.json_types import JsonObject
 from cryptbench.protection import blocks
 from cryptbench.protection.blocks import Blocks
 from cryptbench.protection.sight import is_image

@@ -31,13 +31,13 @@ from pathlib import Path
 import numpy as np
 
 from cryptbench.backends.base import Target, cache_files
-from cryptbench.errors import ProvisionError
+from cryptbench.machine.session import Session
 from cryptbench.measure.cache import drop_caches
+from cryptbench.model.errors import ProvisionError
 from cryptbench.protection import blocks
 from cryptbench.protection.blocks import Blocks, Run
 from cryptbench.protection.findings import Finding, Verdict
 from cryptbench.protection.sight import is_image, wait_write_behind
-from cryptbench.session import Session
 
 TAMPER_BYTES = 64 << 10  # bytes of the probe file: 16 blocks, enough to stand out of metadata
 MAX_TRIES = 4  # changed runs flipped, one after the other, before the probe gives up

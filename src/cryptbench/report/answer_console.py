@@ -21,12 +21,12 @@ from rich.text import Text
 from cryptbench.analysis import ranking, study_summary, tuning
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import LEGEND, change_cell, speed_change
-from cryptbench.metrics import PRIMARY
+from cryptbench.model.metrics import PRIMARY
+from cryptbench.model.result import Comparison, ComparisonKind, Document, Result
+from cryptbench.model.units import format_value
 from cryptbench.report import protection_rows
 from cryptbench.report.narrow import fold
 from cryptbench.report.sentences import SERIOUS, command_lines, header, precision_line
-from cryptbench.result_model import Comparison, ComparisonKind, Document, Result
-from cryptbench.units import format_value
 
 # Rich's SIMPLE box pads each column by one space on either side and puts one between columns.
 PADDING = 3

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cryptbench.json_types import JsonObject
+from cryptbench.model.json_types import JsonObject
 
 INDENT = "    "  # continuation lines of a paragraph
 

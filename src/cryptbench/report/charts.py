@@ -24,10 +24,10 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import speed_change
+from cryptbench.engines.metric_catalog import info
 from cryptbench.measure.cpu_timeline import CpuTimeline
-from cryptbench.metric_catalog import info
-from cryptbench.result_model import ComparisonKind, Document, Result
-from cryptbench.units import format_bytes
+from cryptbench.model.result import ComparisonKind, Document, Result
+from cryptbench.model.units import format_bytes
 
 WIDTH = 7.0  # inches: readable when scaled down to a phone's width, not sparse on a desktop
 # Any: Matplotlib types rc_context's keys as a Literal of every rc name

@@ -8,7 +8,7 @@ from rich.table import Table
 from cryptbench.analysis.speed_change import percent
 from cryptbench.cipher.cryptsetup_bench import REQUEST
 from cryptbench.cipher.document import CipherDocument, UserspaceFigure
-from cryptbench.units import format_bytes, format_rate
+from cryptbench.model.units import format_bytes, format_rate
 
 DM_SECTOR = 4096  # bytes: the sector LUKS2 targets encrypt by
 RAM_KEY_BITS = 512  # the RAM stack's fscrypt encrypts contents with AES-256-XTS

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from cryptbench.analysis.run_comparison import Comparison
 from cryptbench.analysis.speed_change import change_words
-from cryptbench.units import format_value
+from cryptbench.model.units import format_value
 
 
 def _median(n: int, median: float, low: float | None, high: float | None, unit: str) -> str:

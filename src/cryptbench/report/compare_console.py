@@ -10,9 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.analysis.run_comparison import METHOD, Comparison
+from cryptbench.model.units import format_value
 from cryptbench.report.compare_cells import cost_cells, row_cells
 from cryptbench.report.narrow import table_width
-from cryptbench.units import format_value
 
 
 def render(comp: Comparison, out: Console) -> None:

@@ -23,12 +23,9 @@ from cryptbench.analysis.speed_change import (
     speed_change,
     symmetric,
 )
-from cryptbench.metric_catalog import info
-from cryptbench.metrics import PRIMARY
-from cryptbench.report import protection_rows
-from cryptbench.report.narrow import fold, table_width
-from cryptbench.report.sentences import header, stopping_lines
-from cryptbench.result_model import (
+from cryptbench.engines.metric_catalog import info
+from cryptbench.model.metrics import PRIMARY
+from cryptbench.model.result import (
     Comparison,
     ComparisonKind,
     Document,
@@ -38,7 +35,10 @@ from cryptbench.result_model import (
     StudySummary,
     TargetInfo,
 )
-from cryptbench.units import format_bytes, format_mb_per_s, format_value
+from cryptbench.model.units import format_bytes, format_mb_per_s, format_value
+from cryptbench.report import protection_rows
+from cryptbench.report.narrow import fold, table_width
+from cryptbench.report.sentences import header, stopping_lines
 
 
 def _number(value: float) -> str:

@@ -10,10 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.analysis.speed_change import change_cell, change_words
+from cryptbench.model.result import Document, EfficiencyRow, QdPoint
+from cryptbench.model.units import format_mb_per_s
 from cryptbench.report.narrow import table_width
 from cryptbench.report.sentences import sources
-from cryptbench.result_model import Document, EfficiencyRow, QdPoint
-from cryptbench.units import format_mb_per_s
 
 LOW = 0.5  # efficiency below this is shown in red, as a layer that wastes half its bound
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from cryptbench import __version__
 from cryptbench.analysis.run_comparison import METHOD, Comparison
+from cryptbench.model.result import Document
 from cryptbench.report.compare_cells import cost_cells, row_cells
 from cryptbench.report.pages import ENV, PageChart
 from cryptbench.report.sentences import environment_rows
-from cryptbench.result_model import Document
 
 
 def run_rows(a: Document, b: Document) -> list[tuple[str, str, str, bool]]:

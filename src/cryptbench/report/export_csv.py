@@ -17,8 +17,8 @@ import csv
 from typing import TextIO
 
 from cryptbench.analysis.speed_change import speed_change
-from cryptbench.metric_catalog import CATALOG
-from cryptbench.result_model import Document
+from cryptbench.engines.metric_catalog import CATALOG
+from cryptbench.model.result import Document
 from cryptbench.store import Store
 
 RUN_COLUMNS = ("run_id", "run_started_at", "hostname", "kernel", "cpu_model", "tool_version", "suite")

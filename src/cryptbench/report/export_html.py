@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from cryptbench import __version__
 from cryptbench.analysis import ranking
 from cryptbench.analysis.speed_change import LEGEND
+from cryptbench.model.result import Document, RunWarning
+from cryptbench.model.units import format_rate, format_value
 from cryptbench.report import protection_rows
 from cryptbench.report.fleet_rows import SPREAD_NOTE, cost_rows, host_rows
 from cryptbench.report.pages import ENV, PageChart
@@ -26,8 +28,6 @@ from cryptbench.report.sentences import (
     stopping_lines,
     summary_rows,
 )
-from cryptbench.result_model import Document, RunWarning
-from cryptbench.units import format_rate, format_value
 
 # The chart sections, in the page's order: (Chart.kind, heading, a sentence under it).
 CHART_SECTIONS = (

@@ -8,9 +8,9 @@ it stays readable with twenty targets, where a column per target would not.
 
 from __future__ import annotations
 
+from cryptbench.model.result import Document
 from cryptbench.report.fleet_rows import SPREAD_NOTE, cost_rows
 from cryptbench.report.sentences import summary_rows
-from cryptbench.result_model import Document
 
 
 def _escape(text: str) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cryptbench.errors import UsageError
+from cryptbench.model.errors import UsageError
 from cryptbench.report.export_csv import RUN_COLUMNS
 from cryptbench.report.output_files import output_file, replace_file, write_new
 from cryptbench.store import Store

@@ -8,8 +8,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from cryptbench.model.result import Document
 from cryptbench.report.fleet_rows import SPREAD_NOTE, cost_rows, host_rows
-from cryptbench.result_model import Document
 
 
 def render(doc: Document, out: Console) -> None:

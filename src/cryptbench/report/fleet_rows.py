@@ -4,7 +4,7 @@ Markdown alike."""
 from __future__ import annotations
 
 from cryptbench.analysis.speed_change import percent
-from cryptbench.result_model import FleetSection
+from cryptbench.model.result import FleetSection
 
 SPREAD_NOTE = (
     "Each host's figure is its target's change in speed against its own baseline (negative: slower); "

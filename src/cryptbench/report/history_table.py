@@ -12,9 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.analysis.history_model import History, Series
+from cryptbench.model.units import format_value
 from cryptbench.report.narrow import table_width
 from cryptbench.store.rows import HistoryRow
-from cryptbench.units import format_value
 
 BARS = "▁▂▃▄▅▆▇█"
 GAP = "·"  # a run shown above that has no figure for this workload and target

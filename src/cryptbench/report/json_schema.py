@@ -1,5 +1,5 @@
 """The result document's JSON Schema (draft 2020-12), generated from the typed model
-(result_model.py): one definition per dataclass, each field a property of the type its
+(model/result.py): one definition per dataclass, each field a property of the type its
 annotation names, required where the field has no default. docs/result-schema.json is
 this module's output (`python -m cryptbench.report.json_schema > docs/result-schema.json`);
 a test holds the shipped file to it and validates stored documents against it.
@@ -20,12 +20,12 @@ import types
 import typing
 from typing import Any
 
-from cryptbench import result_model
-from cryptbench.json_types import JsonObject
+from cryptbench.model import result
+from cryptbench.model.json_types import JsonObject
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # Wrappers over a stored object (their `raw`), whatever keys the run recorded.
-RAW_OBJECTS = (result_model.RunPlan, result_model.Environment)
+RAW_OBJECTS = (result.RunPlan, result.Environment)
 
 
 def _of(hint: Any, defs: dict[str, JsonObject]) -> JsonObject:
@@ -72,7 +72,7 @@ def _record(cls: type, defs: dict[str, JsonObject]) -> JsonObject:
 def schema() -> JsonObject:
     """The schema of `cryptbench show --json` (and `run --json`, `report --json`)."""
     defs: dict[str, JsonObject] = {}
-    top = _record(result_model.Document, defs)
+    top = _record(result.Document, defs)
     return {
         "$schema": DIALECT,
         "title": "cryptbench result document",

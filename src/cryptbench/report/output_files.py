@@ -7,7 +7,7 @@ import os
 import secrets
 from pathlib import Path
 
-from cryptbench.errors import UsageError
+from cryptbench.model.errors import UsageError
 
 
 def output_file(text: str, what: str) -> Path | None:

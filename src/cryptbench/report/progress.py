@@ -13,8 +13,8 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from cryptbench.runner import TrialSpec
-from cryptbench.units import format_duration
+from cryptbench.model.units import format_duration
+from cryptbench.trial.runner import TrialSpec
 
 LINE_EVERY = 60.0  # seconds between plain progress lines within a long round
 

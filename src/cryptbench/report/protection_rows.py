@@ -5,9 +5,9 @@ Neutral: it renders nothing and imports no renderer."""
 from __future__ import annotations
 
 from cryptbench.analysis.ranking import change
+from cryptbench.model.result import Document, TargetInfo
+from cryptbench.model.units import format_bytes
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
-from cryptbench.result_model import Document, TargetInfo
-from cryptbench.units import format_bytes
 
 SHOWN_AS = {
     Property.CONTENTS: "contents",

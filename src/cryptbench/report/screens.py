@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from cryptbench.model.result import Document
 from cryptbench.report import answer_console, console, cost_console, fleet_console
-from cryptbench.result_model import Document
 
 
 def render(

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from cryptbench import stats
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import change_words, percent, speed_change
 from cryptbench.cipher.kernel import DRIVER_DETAIL, classify
-from cryptbench.json_types import JsonObject
-from cryptbench.metric_catalog import info
-from cryptbench.result_model import Answer, Comparison, ComparisonKind, Document, Result, Stopping
-from cryptbench.suite import command_name
-from cryptbench.units import format_bytes, format_count_range, format_duration, format_value
+from cryptbench.engines.metric_catalog import info
+from cryptbench.model.json_types import JsonObject
+from cryptbench.model.result import Answer, Comparison, ComparisonKind, Document, Result, Stopping
+from cryptbench.model.units import format_bytes, format_count_range, format_duration, format_value
+from cryptbench.planning.suite import command_name
+from cryptbench.stats import estimates
 
 
 def header(doc: Document) -> str:
@@ -99,7 +99,7 @@ def precision_line(doc: Document) -> str:
             groups.setdefault(a.stopped_by or "open", []).append(a)
         order = [*STOPPED, *sorted(set(groups) - set(STOPPED))]
         return ", ".join(_stopped(r, groups[r], st.rule, margin) for r in order if r in groups)
-    equal = [c for c in base if stats.equivalent(stats.Ratio(c.ratio, c.ci_low, c.ci_high), margin)]
+    equal = [c for c in base if estimates.equivalent(estimates.Ratio(c.ratio, c.ci_low, c.ci_high), margin)]
     also = f", {len(equal)} of them equal within ±{(margin or 0) * 100:g}%" if equal else ""
     if reached:
         return f"{len(base)} comparisons, fixed trials: {_halfwidths(reached)}{also}"

@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cryptbench.errors import StoreError
-from cryptbench.interrupts import signals_blocked
-from cryptbench.json_types import DbRow
-from cryptbench.result_model import JsonObject, TargetInfo
+from cryptbench.machine.interrupts import signals_blocked
+from cryptbench.model.errors import StoreError
+from cryptbench.model.json_types import DbRow
+from cryptbench.model.result import JsonObject, TargetInfo
 from cryptbench.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from cryptbench.store.rows import CipherRow, FleetHostRow, HistoryRow, MetricPoint, RunRow, TrialRow
 
@@ -34,7 +34,7 @@ def now_iso() -> str:
 @dataclass
 class TrialRecord:
     """One trial as the store keeps it: made before the trial, filled in by the
-    measurement (runner.py, or a fleet's coordinator), inserted once, ok or failed."""
+    measurement (trial/runner.py, or a fleet's coordinator), inserted once, ok or failed."""
 
     seq: int  # the trial's place in the run's order, from 0
     block: int  # the interleaved block it ran in

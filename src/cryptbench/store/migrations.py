@@ -76,7 +76,7 @@ def _v0_to_v1(db: sqlite3.Connection) -> None:
 
 def _v1_to_v2(db: sqlite3.Connection) -> None:
     # How the run decided to stop repeating: the rule, each question's answer,
-    # what the trials spent (adaptive.py). Runs before this version have '{}'.
+    # what the trials spent (stats/stopping.py). Runs before this version have '{}'.
     db.execute("ALTER TABLE runs ADD COLUMN stopping_json TEXT NOT NULL DEFAULT '{}'")
 
 

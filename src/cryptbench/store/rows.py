@@ -1,6 +1,6 @@
 """What the store gives back: one frozen dataclass per kind of row, its JSON columns
 already parsed. A reader names the fields it uses, and a renamed column fails in the
-type checker, not in a report. (A target comes back as result_model.TargetInfo, the
+type checker, not in a report. (A target comes back as result.TargetInfo, the
 document's own record of it.)"""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from cryptbench.json_types import DbRow
-from cryptbench.result_model import JsonObject
+from cryptbench.model.json_types import DbRow
+from cryptbench.model.result import JsonObject
 
 
 def _json(text: str | None, empty: Any) -> Any:
@@ -29,7 +29,7 @@ class RunRow:
     plan: JsonObject  # plan.Plan.to_json() as the run stored it
     environment: JsonObject  # measure/environment.collect() on the machine
     notes: list[str]  # what the run noted, in order
-    stopping: JsonObject  # adaptive.Stopping's JSON; {} for runs stored before schema 2
+    stopping: JsonObject  # stopping.Stopping's JSON; {} for runs stored before schema 2
 
     @classmethod
     def from_db(cls, row: DbRow) -> RunRow:

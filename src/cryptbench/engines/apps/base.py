@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from cryptbench.json_types import JsonObject, TomlTable
-from cryptbench.metrics import MetricInfo
-from cryptbench.session import Session
+from cryptbench.machine.session import Session
+from cryptbench.model.json_types import JsonObject, TomlTable
+from cryptbench.model.metrics import MetricInfo
 
 if TYPE_CHECKING:
     from cryptbench.engines.command_process import Sandbox
@@ -137,7 +137,7 @@ class AppWorkload(ABC):
     runs_commands: ClassVar[bool] = False  # runs the user's shell commands: needs AppEnv.sandbox
     summary: ClassVar[str]  # one line for `cryptbench suites`, help and docs
     # The figures it reports that no other engine does (its rate, its commands' CPU), each
-    # with its unit, direction and label; metric_catalog.py gathers them.
+    # with its unit, direction and label; engines/metric_catalog.py gathers them.
     metrics: ClassVar[tuple[MetricInfo, ...]] = ()
     # Parts of a trial that are not phases of its task but run beside it, and how their
     # figures are labelled ("probe" -> "the probe's": probe.lat_p99 is "the probe's p99 …").

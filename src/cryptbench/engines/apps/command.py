@@ -41,10 +41,10 @@ from cryptbench.engines.apps.base import (
     remove_tree,
 )
 from cryptbench.engines.command_process import Outcome, Sandbox
-from cryptbench.errors import TrialError, UsageError
-from cryptbench.json_types import JsonObject, TomlTable
-from cryptbench.metrics import MetricInfo
-from cryptbench.units import parse_duration
+from cryptbench.model.errors import TrialError, UsageError
+from cryptbench.model.json_types import JsonObject, TomlTable
+from cryptbench.model.metrics import MetricInfo
+from cryptbench.model.units import parse_duration
 
 KEYS = {
     *("name", "command", "phases", "prepare", "cleanup"),

@@ -13,8 +13,8 @@ from typing import ClassVar
 from cryptbench.engines.apps.base import AppEnv, AppResult, AppWorkload, PhaseClock, remove_tree
 from cryptbench.engines.apps.data import incompressible
 from cryptbench.engines.apps.params import Params
-from cryptbench.json_types import JsonObject, TomlTable
-from cryptbench.metrics import MetricInfo
+from cryptbench.model.json_types import JsonObject, TomlTable
+from cryptbench.model.metrics import MetricInfo
 
 ROW = 1024  # bytes of payload per transaction
 PER_TRANSACTION = 64 << 10  # bytes of --size per transaction, so --size scales the count

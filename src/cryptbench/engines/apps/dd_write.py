@@ -26,8 +26,8 @@ from cryptbench.engines.apps.base import AppEnv, AppResult, AppWorkload, Phase, 
 from cryptbench.engines.apps.data import incompressible, write_from_pool
 from cryptbench.engines.apps.params import Params
 from cryptbench.engines.child import run_child
-from cryptbench.errors import TrialError
-from cryptbench.json_types import JsonObject, TomlTable
+from cryptbench.model.errors import TrialError
+from cryptbench.model.json_types import JsonObject, TomlTable
 
 BLOCK = 1 << 20  # bytes per write, as the study's bs=1m
 POOL = 8 << 20  # bytes of random data the writes draw from (salted per chunk)

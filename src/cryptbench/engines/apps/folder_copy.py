@@ -25,7 +25,7 @@ from cryptbench.engines.apps.base import (
 from cryptbench.engines.apps.data import write_incompressible
 from cryptbench.engines.apps.params import Params
 from cryptbench.engines.apps.photo_import import RAW_SIZE
-from cryptbench.json_types import JsonObject, TomlTable
+from cryptbench.model.json_types import JsonObject, TomlTable
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from cryptbench.engines.apps.base import (
 )
 from cryptbench.engines.apps.data import lognormal_sizes, rng, text
 from cryptbench.engines.apps.params import Params
-from cryptbench.json_types import JsonObject, TomlTable
-from cryptbench.metrics import MetricInfo
+from cryptbench.model.json_types import JsonObject, TomlTable
+from cryptbench.model.metrics import MetricInfo
 
 REPLIES = 42  # study 001's thread
 MEDIAN_MESSAGE = 8 << 10  # bytes of body; log-normal, sigma 1.0

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cryptbench.errors import UsageError
-from cryptbench.json_types import TomlTable
-from cryptbench.units import format_bytes, parse_size
+from cryptbench.model.errors import UsageError
+from cryptbench.model.json_types import TomlTable
+from cryptbench.model.units import format_bytes, parse_size
 
 
 class Params:

@@ -38,8 +38,8 @@ from cryptbench.engines.apps.base import (
 )
 from cryptbench.engines.apps.data import write_incompressible
 from cryptbench.engines.apps.params import Params
-from cryptbench.json_types import JsonObject, TomlTable
-from cryptbench.metrics import MetricInfo
+from cryptbench.model.json_types import JsonObject, TomlTable
+from cryptbench.model.metrics import MetricInfo
 
 MIB = 1 << 20
 RAW_SIZE = 24 * MIB  # bytes: a 21-24 MP camera's RAW file

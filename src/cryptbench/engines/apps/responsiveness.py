@@ -46,8 +46,8 @@ from cryptbench.engines.apps.data import write_incompressible
 from cryptbench.engines.apps.params import Params
 from cryptbench.engines.fio import FioMeasurement, parse_job, run_fio
 from cryptbench.engines.jobs import PERCENTILES, escape_filename
-from cryptbench.errors import TrialError
-from cryptbench.json_types import JsonObject, TomlTable
+from cryptbench.model.errors import TrialError
+from cryptbench.model.json_types import JsonObject, TomlTable
 
 BULK_BLOCK = 1 << 20  # bytes per bulk write
 PROBE_BLOCK = 4096  # bytes per probe read

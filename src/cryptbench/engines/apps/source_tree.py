@@ -33,10 +33,10 @@ from cryptbench.engines.apps.base import (
 from cryptbench.engines.apps.data import lognormal_sizes, rng, text
 from cryptbench.engines.apps.params import Params
 from cryptbench.engines.child import run_child
-from cryptbench.errors import TrialError
-from cryptbench.json_types import JsonObject, TomlTable
-from cryptbench.metrics import MetricInfo
-from cryptbench.system import which
+from cryptbench.machine.system import which
+from cryptbench.model.errors import TrialError
+from cryptbench.model.json_types import JsonObject, TomlTable
+from cryptbench.model.metrics import MetricInfo
 
 MEDIAN_FILE = 6 << 10  # bytes: the median source file (log-normal, sigma 1.0: mean ~10 KiB)
 SIGMA = 1.0

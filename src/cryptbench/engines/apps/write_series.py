@@ -14,7 +14,7 @@ from typing import ClassVar
 from cryptbench.engines.apps.base import AppEnv, AppResult, AppWorkload, Phase, remove_tree
 from cryptbench.engines.apps.data import incompressible, rng, write_from_pool
 from cryptbench.engines.apps.params import Params
-from cryptbench.json_types import JsonObject, TomlTable
+from cryptbench.model.json_types import JsonObject, TomlTable
 
 SMALLEST = 2 << 20  # bytes: Stibium's smallest file
 CHUNK = 1 << 20  # bytes per write() and read()

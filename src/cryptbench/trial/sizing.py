@@ -44,11 +44,19 @@ from dataclasses import dataclass
 
 from cryptbench.backends.base import Target, cache_files
 from cryptbench.engines.fio import FioMeasurement, parse_fio_json, run_fio
-from cryptbench.errors import TrialError
 from cryptbench.measure.cache import drop_caches
-from cryptbench.runner import FioRunner, Progress, Targets, TrialContext, TrialJob, pass_bytes, trial_job
-from cryptbench.suite import WorkloadSpec
-from cryptbench.units import format_bytes, format_duration
+from cryptbench.model.errors import TrialError
+from cryptbench.model.units import format_bytes, format_duration
+from cryptbench.planning.suite import WorkloadSpec
+from cryptbench.trial.runner import (
+    FioRunner,
+    Progress,
+    Targets,
+    TrialContext,
+    TrialJob,
+    pass_bytes,
+    trial_job,
+)
 
 MAX_PASSES = 4096  # a pass of 1 MiB at 4 GB/s lasts 0.26 ms: 4096 of them make a second
 TRIAL_CAP = 2.0  # a trial stops after this many times the trial time of I/O, on any target

@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from cryptbench.json_types import JsonObject
-from cryptbench.metrics import primary_of
+from cryptbench.model.json_types import JsonObject
+from cryptbench.model.metrics import primary_of
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class RunPlan:
         return None if value is None else int(value)
 
     @property
-    def stopping(self) -> JsonObject | None:  # the stopping rule (adaptive.Stopping.to_json)
+    def stopping(self) -> JsonObject | None:  # the stopping rule (stopping.Stopping.to_json)
         return self.raw.get("stopping")
 
     @property
@@ -343,7 +343,7 @@ class Comparison:
     ci_high: float | None
     change_percent: float  # (ratio - 1) * 100: the change in speed, negative when slower
     precision: float | None  # the interval's relative half-width, a fraction
-    stopped_by: str | None  # what ended its repetition (adaptive.StopReason); "baseline" kind only
+    stopped_by: str | None  # what ended its repetition (stopping.StopReason); "baseline" kind only
     # how the interval was made: stats.PAIRED (by round) or stats.UNPAIRED; None in
     # documents recorded before either was named, all of them unpaired
     method: str | None = None
@@ -665,7 +665,7 @@ class Answer:
     target: str
     baseline: str
     metric: str
-    stopped_by: str | None  # an adaptive.StopReason's value; None while still open
+    stopped_by: str | None  # an stopping.StopReason's value; None while still open
     rounds: int  # count of rounds it took part in
     samples: int  # count of trials of the target
     halfwidth: float | None  # its ratio's interval's relative half-width, a fraction
@@ -681,9 +681,9 @@ _ANSWER_KEYS = tuple(Answer.__dataclass_fields__)
 class Stopping:
     """What decided how many trials ran."""
 
-    rule: JsonObject  # adaptive.StoppingRule's JSON: precision, min/max repeats, max bytes, max time
+    rule: JsonObject  # stopping.Stopping's JSON: precision, min/max repeats, max bytes, max time
     answers: list[Answer]
-    stopped_by: str | None  # what ended the run's trials (adaptive.StopReason's value)
+    stopped_by: str | None  # what ended the run's trials (stopping.StopReason's value)
     bytes_written: float  # bytes the trials wrote
     bytes_source: str  # "device" (its own counter) or "workloads" (what fio reported)
     seconds: float  # seconds the trials took

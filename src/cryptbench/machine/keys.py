@@ -16,8 +16,8 @@ from pathlib import Path
 
 import psutil
 
-from cryptbench.errors import UnavailableError, UsageError
-from cryptbench.system import filesystem_of
+from cryptbench.machine.system import filesystem_of
+from cryptbench.model.errors import UnavailableError, UsageError
 
 RAM_FILESYSTEMS = frozenset({"tmpfs", "ramfs"})
 SECRET_DIR_PREFIX = "cryptbench-secrets-"

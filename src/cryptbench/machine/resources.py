@@ -1,7 +1,7 @@
 """Things a run acquires that must be given back: mounts, loop devices,
 daemons, keys and secret files.
 
-Each resource is journaled before it is created (see session.py) and knows how
+Each resource is journaled before it is created (see machine/session.py) and knows how
 to release itself idempotently, so the same code tears down after a normal run,
 an error, a signal, or (through `cryptbench cleanup`) a SIGKILL. Releases
 identify what they remove by path or by pid plus start time, never by name, so
@@ -26,10 +26,10 @@ from typing import ClassVar
 
 import psutil
 
-from cryptbench.errors import ProvisionError
-from cryptbench.json_types import JsonObject
-from cryptbench.system import is_mountpoint, mounts, which
-from cryptbench.throttle import BLKIO, CGROUP, THROTTLE_FILES, v1_rules
+from cryptbench.machine.system import is_mountpoint, mounts, which
+from cryptbench.machine.throttle import BLKIO, CGROUP, THROTTLE_FILES, v1_rules
+from cryptbench.model.errors import ProvisionError
+from cryptbench.model.json_types import JsonObject
 
 
 @dataclass
@@ -516,7 +516,7 @@ class EcryptfsKeys(Resource):
 @dataclass
 class Throttle(Resource):
     """A bytes/s limit, read and write, on a loop device cryptbench attached
-    (throttle.py). cgroup v1: set in the root blkio group; the device number
+    (machine/throttle.py). cgroup v1: set in the root blkio group; the device number
     outlives the attachment (a detached loopN keeps its rule and a later user
     would inherit it), so it is journaled with the rate, and only a rule still
     at that rate is lifted. cgroup v2: set in `cgroup`, a child cgroup

@@ -2,13 +2,13 @@
 
 Here: fio's and the system's figures, and an application task's seconds. The catalog
 with every workload's own figures, and `info()` for any metric name, are
-metric_catalog.py's."""
+engines/metric_catalog.py's."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cryptbench.json_types import JsonObject
+from cryptbench.model.json_types import JsonObject
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ BASE = {
 }
 # Every application workload's whole task, and each phase as <phase>.seconds; a workload's
 # own figures (its rate, its commands' CPU) are its own to declare (AppWorkload.metrics),
-# and metric_catalog.py puts them all together.
+# and engines/metric_catalog.py puts them all together.
 SECONDS = MetricInfo("seconds", "s", False, "seconds")
 BASE[SECONDS.name] = SECONDS
 PRIMARY = "throughput"

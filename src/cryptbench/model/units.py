@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, localcontext
 
-from cryptbench.errors import UsageError
+from cryptbench.model.errors import UsageError
 
 _BINARY = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _DECIMAL = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}

@@ -12,18 +12,18 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from cryptbench import keys
-from cryptbench.adaptive import OVERRUNS, Stopping
 from cryptbench.backends import DEFAULT, REGISTRY
 from cryptbench.backends.base import FILESYSTEMS, STATES, TargetSpec
 from cryptbench.backends.filesystem import probe_fs
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.apps.command import CommandWorkload
-from cryptbench.errors import UnavailableError, UsageError, did_you_mean
-from cryptbench.json_types import JsonObject
-from cryptbench.session import check_target_dir, free_bytes
-from cryptbench.store import default_db_path
-from cryptbench.suite import (
+from cryptbench.machine import keys
+from cryptbench.machine.session import check_target_dir, free_bytes
+from cryptbench.machine.system import is_root
+from cryptbench.model.errors import UnavailableError, UsageError, did_you_mean
+from cryptbench.model.json_types import JsonObject
+from cryptbench.model.units import format_bytes, format_duration, parse_duration, parse_percent, parse_size
+from cryptbench.planning.suite import (
     Suite,
     Workload,
     WorkloadSpec,
@@ -34,8 +34,8 @@ from cryptbench.suite import (
     load_suite,
     primary_metric,
 )
-from cryptbench.system import is_root
-from cryptbench.units import format_bytes, format_duration, parse_duration, parse_percent, parse_size
+from cryptbench.stats.stopping import OVERRUNS, Stopping
+from cryptbench.store import default_db_path
 
 DEFAULT_SIZE = "64M"
 DEFAULT_SUITE = "quick"
@@ -60,11 +60,11 @@ DEFAULT_MAX_BYTES_FRACTION = 0.10
 DEFAULT_MAX_BYTES_CAP = 8 << 30
 DEFAULT_MAX_TIME = 300.0  # seconds
 # Each fio trial lasts at least this much I/O where passes can make it
-# (trial_sizing.py); the environment variable sets the default, 0 turns it off.
+# (trial/sizing.py); the environment variable sets the default, 0 turns it off.
 DEFAULT_TRIAL_TIME = "1s"
 TRIAL_TIME_VARIABLE = "CRYPTBENCH_TRIAL_TIME"
 # of the byte budget, what laying out the grown data files may write together; as much
-# again is left for the minimum rounds' writes (trial_sizing.WRITE_SHARE)
+# again is left for the minimum rounds' writes (sizing.WRITE_SHARE)
 GROWTH_SHARE = 0.25
 MAX_TRIAL_TIME = 600.0  # seconds: a longer trial is a soak test, not a trial
 SIZE_ALIGN = 1 << 20  # data files are whole MiB so that every block size divides them
@@ -109,7 +109,7 @@ class Plan:
     # seconds of I/O each fio trial lasts at least, where passes can make it; 0: one pass
     trial_time: float = 0.0
     # bytes the data file may grow to so that buffered trials last trial_time
-    # (trial_sizing.grow; targets are made to hold it); 0: it keeps `size`
+    # (sizing.grow; targets are made to hold it); 0: it keeps `size`
     data_size_limit: int = 0
     # what a target must be proven to protect to be ranked (--needs: names, sizes, tree, tamper)
     needs: tuple[str, ...] = ()

@@ -14,7 +14,7 @@ import signal
 from collections.abc import Iterator
 from types import FrameType
 
-from cryptbench.errors import Interrupted
+from cryptbench.model.errors import Interrupted
 
 SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 

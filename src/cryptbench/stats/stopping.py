@@ -26,8 +26,8 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from cryptbench import stats
-from cryptbench.json_types import JsonObject
+from cryptbench.model.json_types import JsonObject
+from cryptbench.stats import estimates
 
 
 class StopReason(StrEnum):
@@ -211,7 +211,7 @@ Rounds = dict[tuple[str, str], list[int]]  # (workload, target) -> the round of 
 
 def interval(
     q: Question, samples: Samples, run_seed: int, rounds: Rounds | None = None
-) -> tuple[stats.Ratio | None, int]:
+) -> tuple[estimates.Ratio | None, int]:
     """(the question's ratio and 95 % interval, or None; the target's samples).
 
     Seeded as the result document seeds the same figure, and paired by round as
@@ -220,10 +220,10 @@ def interval(
     if q.baseline is None:
         if len(a) < 2:
             return None, len(a)
-        s = stats.summarize(a, seed=stats.figure_seed(run_seed, q.workload, q.target, q.metric))
+        s = estimates.summarize(a, seed=estimates.figure_seed(run_seed, q.workload, q.target, q.metric))
         assert s.ci_low is not None and s.ci_high is not None
         # its own median as 1.00: the interval relative to it
-        return stats.Ratio(1.0, s.ci_low / s.median, s.ci_high / s.median), len(a)
+        return estimates.Ratio(1.0, s.ci_low / s.median, s.ci_high / s.median), len(a)
     if not a or not samples.get((q.workload, q.baseline)):
         return None, len(a)
     r = _comparison(q.workload, q.target, q.baseline, samples, rounds or {}, q.higher_is_better, run_seed)
@@ -232,14 +232,14 @@ def interval(
 
 def _comparison(
     w: str, t: str, other: str, samples: Samples, rounds: Rounds, higher: bool | None, run_seed: int
-) -> stats.Ratio:
+) -> estimates.Ratio:
     """t's speed over the other's at one workload, as the document's comparison of the two
     (analysis/document.py): its seed, paired by round where they pair."""
-    return stats.speed_ratio(
+    return estimates.speed_ratio(
         samples[(w, t)],
         samples[(w, other)],
         higher,
-        stats.figure_seed(run_seed, w, t, other),
+        estimates.figure_seed(run_seed, w, t, other),
         rounds.get((w, t)),
         rounds.get((w, other)),
     )
@@ -259,7 +259,7 @@ def _speed_pairs(
     w: str, target: str, plain: str, samples: Samples, rounds: Rounds, higher: bool | None
 ) -> list[tuple[float, float]] | None:
     a, b = samples.get((w, target), []), samples.get((w, plain), [])
-    pairs = stats.round_pairs(a, rounds.get((w, target)), b, rounds.get((w, plain)))
+    pairs = estimates.round_pairs(a, rounds.get((w, target)), b, rounds.get((w, plain)))
     if pairs is None or higher is not False:
         return pairs
     return [(y, x) for x, y in pairs]
@@ -278,7 +278,7 @@ Scope = tuple[str, list[str]]
 
 def _geometric_mean(
     groups: RankingGroups, scope: Scope, t: str, other: str, samples: Samples, rounds: Rounds, seed: int
-) -> stats.Ratio | None:
+) -> estimates.Ratio | None:
     """t's speed over the other's over the scope's workloads, as the report ranks
     (analysis/ranking.py), seeded as it seeds: at one workload, the comparison of the two;
     over several, paired where every workload pairs, else unpaired; None while either
@@ -291,15 +291,15 @@ def _geometric_mean(
         return _comparison(w, t, other, samples, rounds, groups.higher_is_better[w], seed)
     per = [_speed_pairs(w, t, other, samples, rounds, groups.higher_is_better[w]) for w in workloads]
     if all(p is not None for p in per):
-        return stats.paired_geometric_mean([p for p in per if p is not None])
+        return estimates.paired_geometric_mean([p for p in per if p is not None])
     sides = [_sides(w, t, other, samples, groups.higher_is_better[w]) for w in workloads]
-    return stats.geometric_mean_ratio(sides, stats.figure_seed(seed, "ranking", name, t, other))
+    return estimates.geometric_mean_ratio(sides, estimates.figure_seed(seed, "ranking", name, t, other))
 
 
 def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds, run_seed: int) -> set[str]:
     """The targets whose trials can still change the ranking: in the overall ranking or a
     family's, the cheapest and every target that its direct comparison with the cheapest
-    does not yet show costlier (stats.standing, as the report ranks; or that has no
+    does not yet show costlier (estimates.standing, as the report ranks; or that has no
     interval yet). A target shown costlier in every scope is decided: more trials cannot
     change where it stands."""
     found: set[str] = set()
@@ -309,7 +309,7 @@ def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds, run_seed
             continue
         scopes: list[Scope] = [("overall", list(groups.family_of)), *_by_family(groups.family_of).items()]
         for scope in scopes:
-            entries: dict[str, stats.Ratio] = {}
+            entries: dict[str, estimates.Ratio] = {}
             for t in ranked:
                 r = _geometric_mean(groups, scope, t, plain, samples, rounds, run_seed)
                 if r is None:
@@ -324,7 +324,7 @@ def contenders(groups: RankingGroups, samples: Samples, rounds: Rounds, run_seed
                 direct = (
                     None if t == best else _geometric_mean(groups, scope, t, best, samples, rounds, run_seed)
                 )
-                if direct is not None and stats.standing(direct, None) == stats.TIED:
+                if direct is not None and estimates.standing(direct, None) == estimates.TIED:
                     tied.append(t)
             if tied:
                 found.update([best, *tied])
@@ -371,10 +371,12 @@ class Controller:
             if a.stopped_by is not None and a.stopped_by not in ANSWERED:
                 continue
             r, a.samples = interval(a.question, samples, self.run_seed, sample_rounds)
-            a.halfwidth = None if r is None else stats.halfwidth(r)
+            a.halfwidth = None if r is None else estimates.halfwidth(r)
             # a target's own median (no baseline) has no change to be equivalent to
             a.equivalent = (
-                a.question.baseline is not None and r is not None and stats.equivalent(r, rule.equivalence)
+                a.question.baseline is not None
+                and r is not None
+                and estimates.equivalent(r, rule.equivalence)
             )
             # A baseline run on for another question changes a closed answer's
             # interval: judged again, and reopened if no longer answered.

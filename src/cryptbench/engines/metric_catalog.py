@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from cryptbench.engines.apps import APPS, AppWorkload
 from cryptbench.engines.apps.command import CommandWorkload
-from cryptbench.metrics import BASE, MetricInfo
+from cryptbench.model.metrics import BASE, MetricInfo
 
 _ENGINES: tuple[type[AppWorkload], ...] = (*APPS.values(), CommandWorkload)
 CATALOG: dict[str, MetricInfo] = {**BASE}

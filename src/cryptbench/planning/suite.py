@@ -17,9 +17,9 @@ from cryptbench.engines.apps import APPS, AppWorkload
 from cryptbench.engines.apps.command import KEYS as COMMAND_KEYS
 from cryptbench.engines.apps.command import CommandWorkload
 from cryptbench.engines.fio_workload import READS, VIEWS, WRITES, WorkloadSpec
-from cryptbench.errors import UsageError, did_you_mean
-from cryptbench.json_types import TomlTable
-from cryptbench.units import parse_size
+from cryptbench.model.errors import UsageError, did_you_mean
+from cryptbench.model.json_types import TomlTable
+from cryptbench.model.units import parse_size
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 MAX_IODEPTH = 1024

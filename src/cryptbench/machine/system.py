@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptbench.errors import ProvisionError
+from cryptbench.model.errors import ProvisionError
 
 
 def which(name: str) -> str | None:

@@ -1,13 +1,13 @@
 """A trial's figures as the store keeps them: what fio or an application task
 measured, with the CPU and device counters taken around it, turned into the
-catalog's metrics (metrics.py) with their units."""
+catalog's metrics (model/metrics.py) with their units."""
 
 from __future__ import annotations
 
 from cryptbench.engines.apps import AppResult, AppWorkload
 from cryptbench.engines.fio import FioMeasurement
+from cryptbench.engines.metric_catalog import CATALOG, info
 from cryptbench.measure.cpu import CpuUsage
-from cryptbench.metric_catalog import CATALOG, info
 from cryptbench.store import MetricValue
 
 

@@ -9,7 +9,7 @@ Layout under the user's target directory:
         journal.jsonl                    resources acquired/released, fsynced per line
 
 Secrets (passwords, key files) never go there: they live in a private 0700
-directory on a RAM filesystem (see keys.py), made by `secret_file()`.
+directory on a RAM filesystem (see machine/keys.py), made by `secret_file()`.
 
 Every resource is journaled *before* it is created, so teardown after a normal
 end, an error, a signal, or a SIGKILL (via `cryptbench cleanup`) walks the same
@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from cryptbench import keys, resources
-from cryptbench.errors import BusyError, CryptbenchError, SafetyError, UsageError
-from cryptbench.interrupts import signals_blocked
-from cryptbench.resources import Mount, Resource, SecretDir, SecretFile
-from cryptbench.system import mounts_under, run_cmd
+from cryptbench.machine import keys, resources
+from cryptbench.machine.interrupts import signals_blocked
+from cryptbench.machine.resources import Mount, Resource, SecretDir, SecretFile
+from cryptbench.machine.system import mounts_under, run_cmd
+from cryptbench.model.errors import BusyError, CryptbenchError, SafetyError, UsageError
 
 SCRATCH_NAME = "cryptbench"
 MARKER = ".cryptbench-scratch"

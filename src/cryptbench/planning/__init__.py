@@ -1,0 +1,1 @@
+"""What to run, checked before anything is provisioned: suites and the plan."""

@@ -1,0 +1,1 @@
+"""Trials: ordering the rounds, sizing a trial, running one, and the figures it yields."""
