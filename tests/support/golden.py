@@ -1,7 +1,9 @@
 """What every renderer prints for the documents recorded by real runs
 (tests/fixtures/documents), kept byte for byte in tests/golden/outputs/ and checked by
-tests/unit/test_golden_outputs.py. The test only reads the files. After a change of
-output that is meant, write them again with this module, which prints the diff:
+tests/unit/test_golden_outputs.py, and the fio job files cryptbench writes, kept in
+tests/golden/ and checked by tests/unit/test_jobs.py. The tests only read the files.
+After a change of output that is meant, write them again with this module, which
+prints the diff (nothing else writes them):
     .venv/bin/python -m tests.support.golden
 
 The JSON kinds are held to their figures to 12 significant digits, not to their last
@@ -24,7 +26,9 @@ from pathlib import Path
 from rich.console import Console
 
 from cryptbench.analysis import diagnosis, document, ranking, warning_rules
+from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.model.result import Document
+from cryptbench.planning.suite import load_suite
 from cryptbench.report import charts, export_html, export_markdown, screens
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
@@ -75,6 +79,24 @@ RENDERERS: dict[str, Callable[[Document], str]] = {
 }
 
 
+def _quick_jobs(direct: bool) -> str:
+    opts = JobOptions(
+        Path("/var/tmp/cryptbench/run-x/targets/plain/cryptbench.dat"), 64 << 20, direct, "io_uring", False, 7
+    )
+    return "".join(render_job(w, opts) + "\n" for w in load_suite("quick").workloads)
+
+
+# The fio job files (tests/golden/NAME): the quick suite's, direct and buffered, and a
+# layout with zeroed data.
+JOBS: dict[str, Callable[[], str]] = {
+    "quick-direct.fio": lambda: _quick_jobs(True),
+    "quick-buffered.fio": lambda: _quick_jobs(False),
+    "layout-zero.fio": lambda: render_layout(
+        JobOptions(Path("/scratch/a:b/cryptbench.dat"), 16 << 20, False, "libaio", True, 1)
+    ),
+}
+
+
 def recorded(name: str) -> Document:
     """The recorded document with what `show` derives from its core built anew (a fixture
     keeps the ranking, sentences and diagnosis of the day it was recorded): the ranking,
@@ -110,25 +132,30 @@ def same(kind: str, text: str, golden: str) -> bool:
     return _figures(json.loads(text)) == _figures(json.loads(golden))
 
 
+def _outputs() -> list[tuple[Path, str, str]]:
+    """(golden file, its kind, what the code writes now) for every golden file."""
+    out = [(GOLDEN.parent / name, name, make()) for name, make in sorted(JOBS.items())]
+    for name in NAMES:
+        doc = recorded(name)
+        out += [(GOLDEN / f"{name}.{kind}", kind, render(doc)) for kind, render in sorted(RENDERERS.items())]
+    return out
+
+
 def write() -> int:
     """Write every golden file anew and print the unified diff of each that changed;
     the number of files changed."""
     changed = 0
-    for name in NAMES:
-        doc = recorded(name)
-        for kind, render in sorted(RENDERERS.items()):
-            path = GOLDEN / f"{name}.{kind}"
-            text = render(doc)
-            old = path.read_text() if path.exists() else ""
-            if same(kind, text, old):
-                continue
-            changed += 1
-            rel = path.relative_to(GOLDEN.parent.parent.parent)
-            sys.stdout.writelines(
-                difflib.unified_diff(old.splitlines(True), text.splitlines(True), f"a/{rel}", f"b/{rel}")
-            )
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+    for path, kind, text in _outputs():
+        old = path.read_text() if path.exists() else ""
+        if same(kind, text, old):
+            continue
+        changed += 1
+        rel = path.relative_to(GOLDEN.parent.parent.parent)
+        sys.stdout.writelines(
+            difflib.unified_diff(old.splitlines(True), text.splitlines(True), f"a/{rel}", f"b/{rel}")
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     print(f"{changed} golden file(s) written anew", file=sys.stderr)
     return changed
 

@@ -1,38 +1,23 @@
-"""Job rendering is a pure function; golden files pin its output.
-
-To accept a deliberate change: CRYPTBENCH_UPDATE_GOLDEN=1 pytest tests/unit/test_jobs.py
+"""Job rendering is a pure function; golden files pin its output (tests/golden/*.fio,
+written by tests/support/golden.py's JOBS). The test only reads them; to accept a
+deliberate change, write them again and read the diff it prints:
+    .venv/bin/python -m tests.support.golden
 """
 
-import os
 from pathlib import Path
 
 import pytest
 
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.planning.suite import builtin_suites, load_suite
+from tests.support.golden import JOBS
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 
 
-def _check(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("CRYPTBENCH_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text()
-
-
-@pytest.mark.parametrize("direct", [True, False])
-def test_quick_suite_jobs_match_golden(direct: bool) -> None:
-    opts = JobOptions(
-        Path("/var/tmp/cryptbench/run-x/targets/plain/cryptbench.dat"), 64 << 20, direct, "io_uring", False, 7
-    )
-    text = "".join(render_job(w, opts) + "\n" for w in load_suite("quick").workloads)
-    _check(f"quick-{'direct' if direct else 'buffered'}.fio", text)
-
-
-def test_layout_and_zero_data_match_golden() -> None:
-    opts = JobOptions(Path("/scratch/a:b/cryptbench.dat"), 16 << 20, False, "libaio", True, 1)
-    _check("layout-zero.fio", render_layout(opts))
+@pytest.mark.parametrize("name", sorted(JOBS))
+def test_job_files_match_golden(name: str) -> None:
+    assert JOBS[name]() == (GOLDEN / name).read_text()
 
 
 def test_writes_end_durable_and_reads_do_not_fsync() -> None:
