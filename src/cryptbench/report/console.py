@@ -102,11 +102,6 @@ def _metric_for(doc: Document, workload: str, metric: str | None) -> str:
     return metric if metric is not None else doc.plan.primary(workload)
 
 
-def _plain_of(t: TargetInfo) -> str | None:
-    """The plain target a target is also held to, where its own baseline is another."""
-    return None if not t.baseline or t.baseline.endswith("plain") else t.baseline
-
-
 def _rows(
     doc: Document, metric: str | None, compact: bool, tight: bool = False
 ) -> list[tuple[TargetInfo, list[list[Any]]]]:

@@ -152,12 +152,6 @@ class CommandWorkload(AppWorkload):
         """The inputs' copy, and room for what the commands write: --size (64M by default)."""
         return self.inputs_bytes + size
 
-    def command_text(self) -> str:
-        """The command as its figures are named: its one command, else its phases' names."""
-        if len(self.phases) == 1:
-            return self.phases[0].command
-        return " → ".join(p.name for p in self.phases)
-
     def describe(self, size: int) -> JsonObject:
         d: JsonObject = {
             **super().describe(size),
