@@ -48,7 +48,7 @@ from cryptbench.stats.stopping import (
     contenders,
     questions,
 )
-from cryptbench.store import MetricValue, Store, TrialRecord
+from cryptbench.store.database import MetricValue, Store, TrialRecord
 from cryptbench.trial.runner import NullProgress, TrialContext, TrialSpec
 from cryptbench.trial.schedule import OneAtATime, Spend, interleave, primary_samples
 

@@ -41,7 +41,7 @@ from cryptbench.engines.metric_catalog import info
 from cryptbench.model.units import format_bytes, parse_percent
 from cryptbench.planning.plan import DEFAULT_EQUIVALENCE, DEFAULT_MAX_REPEATS, DEFAULT_MIN_REPEATS, RunRequest
 from cryptbench.stats.stopping import Controller, Stopping, questions
-from cryptbench.store import Store, split_rounds
+from cryptbench.store.database import Store, split_rounds
 
 GOAL_BYTES = 0.25  # adaptive bytes at most this share of the fixed protocol's
 

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.stats import beta
 
 from cryptbench.stats import estimates
-from cryptbench.store import Store
+from cryptbench.store.database import Store
 
 RECORDED = Path(__file__).resolve().parent / "data" / "aa-plain-twin.json"
 ROUNDS = (3, 5, 10)

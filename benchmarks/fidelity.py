@@ -86,7 +86,7 @@ from cryptbench.model.units import parse_size
 from cryptbench.planning.plan import IO_ENGINES
 from cryptbench.planning.suite import WorkloadSpec, load_suite
 from cryptbench.stats import estimates
-from cryptbench.store import Store
+from cryptbench.store.database import Store
 from cryptbench.trial.runner import TrialContext, TrialSpec, job_options, run_trial
 
 TOLERANCE = 0.05

@@ -25,7 +25,7 @@ from cryptbench.commands import show
 from cryptbench.model.result import Document
 from cryptbench.planning.plan import RunRequest
 from cryptbench.report.protection_rows import cheapest_lines
-from cryptbench.store import Store
+from cryptbench.store.database import Store
 from tests.support.cli import cli
 from tests.support.html_page import Page
 from tests.support.targets import need_backend, requires_root

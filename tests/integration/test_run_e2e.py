@@ -20,7 +20,7 @@ from cryptbench.measure import resident
 from cryptbench.model.errors import UnavailableError
 from cryptbench.planning.plan import DEFAULT_MAX_TIME, RunRequest, not_run
 from cryptbench.planning.suite import load_suite
-from cryptbench.store import Store
+from cryptbench.store.database import Store
 from tests.support.cli import cli
 from tests.support.targets import available, includes
 

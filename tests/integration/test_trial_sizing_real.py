@@ -13,7 +13,7 @@ import pytest
 
 from cryptbench.commands import run as run_cmd
 from cryptbench.planning.plan import GROWTH_SHARE, RunRequest
-from cryptbench.store import Store
+from cryptbench.store.database import Store
 from tests.support.cli import cli
 from tests.support.targets import available
 

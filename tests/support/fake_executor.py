@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any, cast
 
-from cryptbench.store import MetricValue, Store, TrialRecord
+from cryptbench.store.database import MetricValue, Store, TrialRecord
 from cryptbench.trial.runner import NullProgress, TrialContext, TrialSpec
 from cryptbench.trial.schedule import OneAtATime
 

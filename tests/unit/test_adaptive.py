@@ -24,7 +24,7 @@ from cryptbench.stats.stopping import (
     interval,
     questions,
 )
-from cryptbench.store import Store
+from cryptbench.store.database import Store
 from cryptbench.trial.runner import TrialSpec
 from cryptbench.trial.schedule import Spend, interleave
 from tests.support.fake_executor import FakeExecutor

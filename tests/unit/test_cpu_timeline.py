@@ -10,7 +10,7 @@ from cryptbench.backends.base import Helper
 from cryptbench.measure import cpu_timeline
 from cryptbench.measure.cpu import CpuSnapshot
 from cryptbench.measure.cpu_timeline import CpuTimeline, Sampler
-from cryptbench.store import MetricValue, Store, TrialRecord
+from cryptbench.store.database import MetricValue, Store, TrialRecord
 
 
 def _snap(wall: float, busy: float, **helpers: float) -> CpuSnapshot:

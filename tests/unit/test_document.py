@@ -10,7 +10,7 @@ from cryptbench.analysis import document
 from cryptbench.model.errors import UsageError
 from cryptbench.model.result import Comparison, Document, TargetInfo
 from cryptbench.stats.stopping import Question, interval
-from cryptbench.store import MetricValue, Store, TrialRecord
+from cryptbench.store.database import MetricValue, Store, TrialRecord
 from tests.support.bootstrap_spy import spy_on_bootstrap
 
 CONTRACT_TARGET_KEYS = {"name", "backend", "baseline", "io_mode", "encryption_verified"}

@@ -25,7 +25,7 @@ from cryptbench.model.errors import StoreError, TrialError, UsageError
 from cryptbench.model.units import parse_size
 from cryptbench.planning.plan import parse_backend_list
 from cryptbench.planning.suite import _NAME_RE, MAX_BLOCK, load_suite, parse_suite
-from cryptbench.store import parse_run_ref
+from cryptbench.store.database import parse_run_ref
 from tests.support.reliability import count
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "fio"

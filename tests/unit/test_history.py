@@ -17,7 +17,7 @@ from cryptbench.commands.history import HistoryRequest
 from cryptbench.model.errors import StoreError, UsageError
 from cryptbench.model.result import TargetInfo
 from cryptbench.report.history_table import GAP, line, render, runs_table, sparkline
-from cryptbench.store import MetricValue, Store, TrialRecord
+from cryptbench.store.database import MetricValue, Store, TrialRecord
 
 
 def _target(name: str, backend: str, io_mode: str = "direct") -> TargetInfo:

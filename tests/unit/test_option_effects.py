@@ -15,7 +15,7 @@ from cryptbench.analysis import document, option_effects
 from cryptbench.backends.luks import VARIANTS, OptionKind, integrity_detail
 from cryptbench.model.result import Document, TargetInfo
 from cryptbench.report import answer_console, console
-from cryptbench.store import MetricValue, Store, TrialRecord
+from cryptbench.store.database import MetricValue, Store, TrialRecord
 
 STEADY = [100e6, 101e6, 99e6, 100.5e6, 99.5e6]  # bytes/s
 NOQUEUE = {"variant_of": "luks-aes256", "option": "no dm-crypt workqueues",

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.model.errors import StoreError
-from cryptbench.store import MetricValue, Store, TrialRecord
+from cryptbench.store.database import MetricValue, Store, TrialRecord
 from cryptbench.store.migrations import SCHEMA_VERSION
 
 

@@ -46,7 +46,7 @@ from cryptbench.model.result import (
     TrialCounts,
 )
 from cryptbench.stats import estimates
-from cryptbench.store import Store, split_rounds
+from cryptbench.store.database import Store, split_rounds
 
 DOCUMENT_SCHEMA = 5  # 2 added ranking; 3 each target's protection; 4 its tampering and space;
 # 5 every percentage a change in speed, negative when slower (change_percent, not overhead_percent)

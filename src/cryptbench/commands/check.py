@@ -33,7 +33,7 @@ from cryptbench.model.result import ComparisonKind, Document
 from cryptbench.model.units import parse_percent
 from cryptbench.planning.plan import parse_needs
 from cryptbench.report.json_output import print_json
-from cryptbench.store import Store, default_db_path
+from cryptbench.store.database import Store, default_db_path
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from cryptbench.model.result import Document
 from cryptbench.planning.plan import request_from_args
 from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import page_file, write_new
-from cryptbench.store import Store, default_db_path
+from cryptbench.store.database import Store, default_db_path
 
 
 def _document(path: Path, ref: str) -> Document:

@@ -17,7 +17,7 @@ from cryptbench.model.errors import UsageError
 from cryptbench.model.metrics import PRIMARY
 from cryptbench.planning.plan import request_from_args
 from cryptbench.report.json_output import print_json
-from cryptbench.store import Store, default_db_path
+from cryptbench.store.database import Store, default_db_path
 from cryptbench.store.rows import HistoryRow
 
 

@@ -24,7 +24,7 @@ from cryptbench.report import export_csv, export_markdown
 from cryptbench.report.exports import timelines
 from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import output_dir, output_file, page_file, write_new
-from cryptbench.store import Store, default_db_path
+from cryptbench.store.database import Store, default_db_path
 
 if TYPE_CHECKING:
     from cryptbench.report import charts

@@ -15,7 +15,7 @@ from cryptbench.planning.plan import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE, Ru
 from cryptbench.report import exports, screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
-from cryptbench.store import default_db_path
+from cryptbench.store.database import default_db_path
 
 __all__ = ["HELP", "RunOutcome", "RunRequest", "add_arguments", "main", "run"]
 

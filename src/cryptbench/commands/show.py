@@ -12,7 +12,7 @@ from cryptbench.commands.common_args import add_db, add_details, add_json
 from cryptbench.model.result import Document
 from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
-from cryptbench.store import Store, default_db_path
+from cryptbench.store.database import Store, default_db_path
 
 
 def run(*, ref: str = "latest", db: Path | None = None) -> Document:

@@ -32,7 +32,7 @@ from cryptbench.pipeline.provision import provision_all, target_row
 from cryptbench.planning.plan import Plan, RunRequest, build_plan
 from cryptbench.planning.suite import Workload, WorkloadSpec, family, primary_metric
 from cryptbench.stats.stopping import Controller, Question, RankingGroups, questions
-from cryptbench.store import Store
+from cryptbench.store.database import Store
 from cryptbench.trial.runner import NullProgress, Progress, TrialContext, app_env
 from cryptbench.trial.schedule import Executor, Spend, interleave, workload_seeds
 

@@ -13,7 +13,7 @@ from cryptbench.fleet.manifest import Manifest, parse
 from cryptbench.model.errors import UsageError
 from cryptbench.model.units import format_bytes
 from cryptbench.planning.suite import Suite, WorkloadSpec, check_size_range
-from cryptbench.store import Store
+from cryptbench.store.database import Store
 
 MANIFEST_TIMEOUT = 60.0  # seconds for a host's manifest_command (an ssh round trip, say)
 CACHE_NOTE = (

@@ -24,7 +24,7 @@ from cryptbench.machine.interrupts import signals_blocked, take_pending
 from cryptbench.machine.session import Session
 from cryptbench.model.errors import CryptbenchError, Interrupted
 from cryptbench.pipeline.provision import recover_stale
-from cryptbench.store import Store
+from cryptbench.store.database import Store
 from cryptbench.trial.runner import NullProgress, Progress
 
 

@@ -35,7 +35,7 @@ from cryptbench.planning.suite import (
     primary_metric,
 )
 from cryptbench.stats.stopping import OVERRUNS, Stopping
-from cryptbench.store import default_db_path
+from cryptbench.store.database import default_db_path
 
 DEFAULT_SIZE = "64M"
 DEFAULT_SUITE = "quick"

@@ -19,7 +19,7 @@ from typing import TextIO
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.engines.metric_catalog import CATALOG
 from cryptbench.model.result import Document
-from cryptbench.store import Store
+from cryptbench.store.database import Store
 
 RUN_COLUMNS = ("run_id", "run_started_at", "hostname", "kernel", "cpu_model", "tool_version", "suite")
 TRIAL_COLUMNS = (

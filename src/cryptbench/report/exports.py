@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from cryptbench.model.errors import UsageError
 from cryptbench.report.export_csv import RUN_COLUMNS
 from cryptbench.report.output_files import output_file, replace_file, write_new
-from cryptbench.store import Store
+from cryptbench.store.database import Store
 
 if TYPE_CHECKING:
     from cryptbench.report import charts

@@ -8,7 +8,7 @@ from cryptbench.engines.apps import AppResult, AppWorkload
 from cryptbench.engines.fio import FioMeasurement
 from cryptbench.engines.metric_catalog import CATALOG, info
 from cryptbench.measure.cpu import CpuUsage
-from cryptbench.store import MetricValue
+from cryptbench.store.database import MetricValue
 
 
 def _rate(items: int, seconds: float, unit: str) -> float:

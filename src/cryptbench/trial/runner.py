@@ -30,7 +30,7 @@ from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.measure.device import bytes_read, bytes_written
 from cryptbench.model.errors import CryptbenchError, DiskFull, TargetLost, TrialError, UsageError
 from cryptbench.planning.suite import Workload, WorkloadSpec
-from cryptbench.store import Store, TrialRecord, now_iso
+from cryptbench.store.database import Store, TrialRecord, now_iso
 from cryptbench.trial.figures import app_metrics, trial_metrics
 
 DATA_FILE = "cryptbench.dat"

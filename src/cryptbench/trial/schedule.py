@@ -30,7 +30,7 @@ from cryptbench.stats.stopping import (
     StopReason,
     fit_minimum_rounds,
 )
-from cryptbench.store import Store, split_rounds
+from cryptbench.store.database import Store, split_rounds
 from cryptbench.trial.runner import (
     Progress,
     Targets,
