@@ -49,7 +49,7 @@ from cryptbench.stats.stopping import (
     questions,
 )
 from cryptbench.store.database import MetricValue, Store, TrialRecord
-from cryptbench.trial.runner import NullProgress, TrialContext, TrialSpec
+from cryptbench.trial.context import NullProgress, TrialContext, TrialSpec
 from cryptbench.trial.schedule import OneAtATime, Spend, interleave, primary_samples
 
 RECORDED = Path(__file__).resolve().parent / "data" / "noisy-run.json"

@@ -87,7 +87,10 @@ from cryptbench.planning.plan import IO_ENGINES
 from cryptbench.planning.suite import WorkloadSpec, load_suite
 from cryptbench.stats import estimates
 from cryptbench.store.database import Store
-from cryptbench.trial.runner import TrialContext, TrialSpec, job_options, run_trial
+from cryptbench.trial.amount import of as trial_size
+from cryptbench.trial.amount import whole_file
+from cryptbench.trial.context import TrialContext, TrialSpec
+from cryptbench.trial.runner import job_options, run_trial
 
 TOLERANCE = 0.05
 
@@ -125,7 +128,9 @@ def main() -> int:
                 engine = probe_ioengine(session.path("ioengine-probe"), session)
                 ctx = TrialContext(session, store, run_id, size, engine, False)
                 layout = session.path("layout.fio")
-                layout.write_text(render_layout(job_options(ctx, target, direct_io, args.seed)))
+                layout.write_text(
+                    render_layout(job_options(ctx, target, args.seed, whole_file(ctx, direct_io)))
+                )
                 run_fio(layout, session)
                 print(
                     f"plain target on {args.target}, {args.size} per trial, {args.rounds} rounds, "
@@ -136,7 +141,11 @@ def main() -> int:
                 seq = 0
                 for w in (w for w in suite.workloads if isinstance(w, WorkloadSpec)):
                     job = session.path(f"{w.name}.fio")
-                    job.write_text(render_job(w, job_options(ctx, target, direct_io, args.seed)))
+                    job.write_text(
+                        render_job(
+                            w, job_options(ctx, target, args.seed, trial_size(ctx, w, target, direct_io))
+                        )
+                    )
                     direct: list[float] = []
                     for r in range(args.rounds):
                         ways = ["direct", "harness"]

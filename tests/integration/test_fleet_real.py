@@ -27,7 +27,7 @@ from cryptbench.fleet.address import parse as parse_address
 from cryptbench.model.result import TrialCounts
 from cryptbench.pipeline.fleet_run import FleetRequest
 from cryptbench.pipeline.fleet_run import run as fleet_run
-from cryptbench.trial.runner import NullProgress, TrialSpec
+from cryptbench.trial.context import NullProgress, TrialSpec
 from tests.support import fleet_hosts
 from tests.support.cli import cli
 from tests.support.leaks import leftovers

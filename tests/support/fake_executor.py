@@ -7,7 +7,7 @@ import random
 from typing import Any, cast
 
 from cryptbench.store.database import MetricValue, Store, TrialRecord
-from cryptbench.trial.runner import NullProgress, TrialContext, TrialSpec
+from cryptbench.trial.context import NullProgress, TrialContext, TrialSpec
 from cryptbench.trial.schedule import OneAtATime
 
 

@@ -25,7 +25,7 @@ from cryptbench.stats.stopping import (
     questions,
 )
 from cryptbench.store.database import Store
-from cryptbench.trial.runner import TrialSpec
+from cryptbench.trial.context import TrialSpec
 from cryptbench.trial.schedule import Spend, interleave
 from tests.support.fake_executor import FakeExecutor
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from cryptbench.backends.base import Target
 from cryptbench.machine.session import Session
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.trial.runner import DATA_FILE, TrialContext, TrialSpec, prepare
+from cryptbench.trial.context import DATA_FILE, TrialContext, TrialSpec
+from cryptbench.trial.runner import prepare
 
 WRITE = WorkloadSpec("write", "write", 1 << 20, 1)
 READ = WorkloadSpec("read", "read", 1 << 20, 1)

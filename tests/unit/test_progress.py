@@ -6,7 +6,7 @@ from rich.console import Console
 
 from cryptbench.planning.suite import WorkloadSpec
 from cryptbench.report.progress import RichProgress
-from cryptbench.trial.runner import TrialSpec
+from cryptbench.trial.context import TrialSpec
 
 
 class Clock:

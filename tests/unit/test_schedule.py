@@ -9,7 +9,7 @@ from pathlib import Path
 from cryptbench.planning.suite import load_suite
 from cryptbench.stats.stopping import Controller, Stopping, questions
 from cryptbench.store.database import Store
-from cryptbench.trial.runner import TrialSpec
+from cryptbench.trial.context import TrialSpec
 from cryptbench.trial.schedule import Spend, interleave
 from tests.support.fake_executor import FakeExecutor
 

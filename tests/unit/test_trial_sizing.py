@@ -10,7 +10,9 @@ import copy
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -20,8 +22,9 @@ from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.machine.session import Session
 from cryptbench.model.errors import TrialError
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.trial import sizing
-from cryptbench.trial.runner import NullProgress, TrialContext, trial_passes
+from cryptbench.trial import amount, sizing
+from cryptbench.trial.amount import TrialSize
+from cryptbench.trial.context import NullProgress, TrialContext
 from cryptbench.trial.sizing import MARGIN, MAX_PASSES, calibrate, passes_for, within_budget
 
 FIXTURE = json.loads((Path(__file__).parent.parent / "fixtures/fio/rnd4k-q32-read-direct.json").read_text())
@@ -77,12 +80,34 @@ def test_more_passes_need_direct_io_and_are_in_the_job() -> None:
     assert "runtime=1200ms" in limited
 
 
-def test_trial_passes_only_where_a_second_pass_is_honest() -> None:
-    ctx = TrialContext(None, None, 1, SIZE, "psync", False, passes={"seq-read": 9})  # type: ignore[arg-type]
-    assert trial_passes(ctx, "seq-read", direct=True, new_file=False) == 9
-    assert trial_passes(ctx, "seq-read", direct=False, new_file=False) == 1  # the page cache would serve it
-    assert trial_passes(ctx, "seq-read", direct=True, new_file=True) == 1  # a rewrite, not the first write
-    assert trial_passes(ctx, "other", direct=True, new_file=False) == 1  # not calibrated
+def test_a_trials_size_is_decided_in_one_place() -> None:
+    """amount.of: the calibrated passes only where a second pass is honest, the file's
+    size, a slower workload's bytes a pass and the run's cap, in one record."""
+    ctx = TrialContext(
+        None,
+        None,
+        1,
+        SIZE,
+        "psync",
+        False,
+        passes={"seq-read": 9, "seq-write": 5},
+        data_size=2 * SIZE,
+        moved={"slow-read": SIZE},
+        time_cap=2.0,
+    )
+    plain, image = SimpleNamespace(state=None), SimpleNamespace(state="fresh")
+    read = amount.of(ctx, SEQ_READ, plain, direct=True)
+    assert read == TrialSize(True, False, 9, 2 * SIZE, None, 2.0)
+    assert amount.of(ctx, SEQ_READ, plain, direct=False).passes == 1  # the page cache
+    assert amount.of(ctx, SLOW_READ, plain, direct=True) == TrialSize(True, False, 1, 2 * SIZE, SIZE, 2.0)
+    # a write on a target made anew before it writes a new file: one pass, a first write
+    assert amount.of(ctx, SEQ_WRITE, image, direct=True) == TrialSize(True, True, 1, 2 * SIZE, None, 2.0)
+    assert amount.of(ctx, SEQ_WRITE, plain, direct=True).passes == 5  # overwrites
+    # in a run whose writes all make new files, on every target; a read never does
+    every = replace(ctx, write_new_file=True)
+    assert amount.of(every, SEQ_WRITE, plain, direct=True).new_file
+    assert not amount.of(every, SEQ_READ, image, direct=True).new_file
+    assert amount.writes_new_files(ctx, image) and not amount.writes_new_files(ctx, plain)
 
 
 class FakeFio:
@@ -153,7 +178,7 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session
 
 
 def _calibrate(session: Session, fio: FakeFio, names: list[str], **kw: Any) -> Any:
-    ctx = TrialContext(session, None, 1, SIZE, "psync", False)  # type: ignore[arg-type]
+    ctx = TrialContext(session, None, 1, SIZE, "psync", False)
     targets = Dirs(session, names)
     args = {
         "direct": {n: True for n in names},
@@ -290,7 +315,7 @@ def test_slower_workloads_move_only_what_their_trial_time_needs() -> None:
 
 def test_growth_measures_one_buffered_pass_on_each_baseline(session: Session) -> None:
     fio = FakeFio(_rates(plain=(1.2e9, 0.8e9, 40e6), **{"ext4-loop": (1.5e9, 0.7e9, 30e6)}))
-    ctx = TrialContext(session, None, 1, SIZE, "psync", False)  # type: ignore[arg-type]
+    ctx = TrialContext(session, None, 1, SIZE, "psync", False)
     targets = Dirs(session, ["plain", "ext4-loop", "gocryptfs"])
     workloads = [SEQ_READ, SEQ_WRITE, SLOW_READ]
     growth, failed = sizing.grow(
@@ -342,7 +367,7 @@ def test_growth_measures_one_buffered_pass_on_each_baseline(session: Session) ->
 def test_growth_reports_what_it_could_not_measure(session: Session) -> None:
     fio = FakeFio(_rates(plain=(1.2e9, 0.8e9, 40e6)))
     fio.fail = {"seq-read", "seq-write", "slow-read"}
-    ctx = TrialContext(session, None, 1, SIZE, "psync", False)  # type: ignore[arg-type]
+    ctx = TrialContext(session, None, 1, SIZE, "psync", False)
     seeds = {"seq-read": 1, "seq-write": 1, "slow-read": 1}
     growth, failed = sizing.grow(
         ctx, Dirs(session, ["plain"]), [SEQ_READ, SEQ_WRITE, SLOW_READ], seeds, ["plain"], 1.0, 4 << 30,

@@ -29,7 +29,7 @@ from cryptbench.planning.plan import RAM_FRACTION, SIZE_ALIGN, mem_available
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
 from cryptbench.store.database import Store, default_db_path
-from cryptbench.trial.runner import Progress
+from cryptbench.trial.context import Progress
 
 
 def run(

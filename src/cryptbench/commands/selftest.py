@@ -36,7 +36,7 @@ from cryptbench.planning.suite import direction, load_suite
 from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
-from cryptbench.trial.runner import Progress
+from cryptbench.trial.context import Progress
 
 SLOW, FAST, TWIN = "throttle-20", "throttle-40", "throttle-none"
 # bytes/s the kernel lets through, as the backends set it

@@ -40,7 +40,8 @@ from cryptbench.pipeline.provision import Provisioned, provision_all
 from cryptbench.planning.plan import Plan, RunRequest, build_plan, request_from_args
 from cryptbench.report.progress import RichProgress
 from cryptbench.store.database import now_iso
-from cryptbench.trial.runner import DATA_FILE, NullProgress, Progress, target_lost
+from cryptbench.trial.context import DATA_FILE, NullProgress, Progress
+from cryptbench.trial.runner import target_lost
 
 WATCH_INTERVAL = 0.5  # seconds between looks at the fio server and the helpers
 

@@ -39,7 +39,7 @@ from cryptbench.model.errors import Interrupted
 from cryptbench.pipeline.lifecycle import Lifecycle
 from cryptbench.planning.plan import RAM_SLACK
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.trial.runner import NullProgress, Progress
+from cryptbench.trial.context import NullProgress, Progress
 
 DEFAULT_SECONDS = 0.3  # per measurement
 DEFAULT_REPEATS = 3

@@ -33,7 +33,8 @@ from cryptbench.planning.plan import Plan, RunRequest, build_plan
 from cryptbench.planning.suite import Workload, WorkloadSpec, family, primary_metric
 from cryptbench.stats.stopping import Controller, Question, RankingGroups, questions
 from cryptbench.store.database import Store
-from cryptbench.trial.runner import NullProgress, Progress, TrialContext, app_env
+from cryptbench.trial.context import NullProgress, Progress, TrialContext
+from cryptbench.trial.runner import app_env
 from cryptbench.trial.schedule import Executor, Spend, interleave, workload_seeds
 
 

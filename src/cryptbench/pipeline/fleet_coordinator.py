@@ -19,8 +19,8 @@ from cryptbench.model.errors import TrialError
 from cryptbench.pipeline.fleet_hosts import Host
 from cryptbench.planning.suite import Workload, WorkloadSpec
 from cryptbench.store.database import Store, TrialRecord, now_iso
+from cryptbench.trial.context import Progress, TrialSpec
 from cryptbench.trial.figures import fleet_trial_metrics
-from cryptbench.trial.runner import Progress, TrialSpec
 from cryptbench.trial.schedule import note_lost
 
 

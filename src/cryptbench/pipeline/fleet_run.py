@@ -43,7 +43,7 @@ from cryptbench.planning.plan import checked_seed, stopping_rule
 from cryptbench.planning.suite import Suite, WorkloadSpec, load_suite, primary_metric
 from cryptbench.stats.stopping import Controller, Question, Stopping
 from cryptbench.store.database import Store, default_db_path
-from cryptbench.trial.runner import NullProgress, Progress
+from cryptbench.trial.context import NullProgress, Progress
 from cryptbench.trial.schedule import Spend, interleave, workload_seeds
 
 

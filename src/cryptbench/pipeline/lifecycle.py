@@ -25,7 +25,7 @@ from cryptbench.machine.session import Session
 from cryptbench.model.errors import CryptbenchError, Interrupted
 from cryptbench.pipeline.provision import recover_stale
 from cryptbench.store.database import Store
-from cryptbench.trial.runner import NullProgress, Progress
+from cryptbench.trial.context import NullProgress, Progress
 
 
 class Lifecycle:

@@ -20,7 +20,9 @@ from cryptbench.model.errors import DiskFull, ProvisionError, TrialError
 from cryptbench.model.result import TargetInfo
 from cryptbench.pipeline.verify import marker_in_backing, probe_direct_io, probe_protection
 from cryptbench.planning.plan import Plan
-from cryptbench.trial.runner import DATA_FILE, ENOSPC_TEXT, Progress, TrialContext, job_options, target_lost
+from cryptbench.trial import amount
+from cryptbench.trial.context import DATA_FILE, Progress, TrialContext
+from cryptbench.trial.runner import ENOSPC_TEXT, job_options, target_lost
 
 
 def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str]:
@@ -189,7 +191,11 @@ class Provisioned:
         # written anew from its start: a short one left by a failed write goes first
         self.session.check_inside(target.path / DATA_FILE).unlink(missing_ok=True)
         layout.write_text(
-            render_layout(job_options(self.ctx, target, self.direct[target.name], self.plan.seed))
+            render_layout(
+                job_options(
+                    self.ctx, target, self.plan.seed, amount.whole_file(self.ctx, self.direct[target.name])
+                )
+            )
         )
         try:
             run_fio(layout, self.session)

@@ -11,8 +11,8 @@ from cryptbench.model.units import format_duration
 from cryptbench.pipeline.provision import Provisioned
 from cryptbench.planning.plan import Plan, default_max_bytes
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.trial import sizing
-from cryptbench.trial.runner import Progress, Targets, TrialContext
+from cryptbench.trial import amount, sizing
+from cryptbench.trial.context import Progress, Targets, TrialContext
 
 
 def _sized_workloads(plan: Plan) -> list[WorkloadSpec]:
@@ -82,7 +82,7 @@ def size_trials(
     # a slow target's trial stops at the cap: its figure is what it moved in that time
     ctx = replace(ctx, time_cap=plan.trial_time * sizing.TRIAL_CAP)
     baselines = _baselines(plan, list(direct))
-    new_file = {name: ctx.write_new_file or targets[name].state is not None for name in direct}
+    new_file = {name: amount.writes_new_files(ctx, targets[name]) for name in direct}
     passes, found, failed = sizing.calibrate(
         ctx,
         targets,

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from cryptbench.model.units import format_duration
-from cryptbench.trial.runner import TrialSpec
+from cryptbench.trial.context import TrialSpec
 
 LINE_EVERY = 60.0  # seconds between plain progress lines within a long round
 

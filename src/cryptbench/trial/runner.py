@@ -8,12 +8,14 @@ deletion synced) before a write trial. A read trial whose data file is missing
 or short (its write failed) gets it laid out again first.
 """
 
+from __future__ import annotations
+
 import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import partial
 from itertools import chain
 from pathlib import Path
@@ -29,120 +31,30 @@ from cryptbench.measure import cpu, cpu_timeline
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.measure.device import bytes_read, bytes_written
 from cryptbench.model.errors import CryptbenchError, DiskFull, TargetLost, TrialError, UsageError
-from cryptbench.planning.suite import Workload, WorkloadSpec
-from cryptbench.store.database import Store, TrialRecord, now_iso
+from cryptbench.planning.suite import WorkloadSpec
+from cryptbench.store.database import TrialRecord, now_iso
+from cryptbench.trial import amount
+from cryptbench.trial.amount import TrialSize
+from cryptbench.trial.context import DATA_FILE, Targets, TrialContext, TrialSpec
 from cryptbench.trial.figures import app_metrics, trial_metrics
 
-DATA_FILE = "cryptbench.dat"
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class TrialSpec:
-    seq: int  # position in the run
-    block: int  # interleaving block: one (repeat, workload), every target once
-    repeat: int
-    workload: Workload
-    target: str
-
-
-class Progress(Protocol):
-    def phase(self, text: str) -> None: ...
-    def say(self, text: str) -> None: ...
-    def add_trials(self, count: int) -> None: ...
-    def trial_done(self, spec: TrialSpec, ok: bool) -> None: ...
-    def round_started(self, number: int, seconds_left: float | None) -> None: ...
-
-
-class NullProgress:
-    def phase(self, text: str) -> None:
-        pass
-
-    def say(self, text: str) -> None:
-        pass
-
-    def add_trials(self, count: int) -> None:
-        pass
-
-    def trial_done(self, spec: TrialSpec, ok: bool) -> None:
-        pass
-
-    def round_started(self, number: int, seconds_left: float | None) -> None:
-        pass
-
-
-@dataclass(frozen=True)
-class TrialContext:
-    session: Session
-    store: Store
-    run_id: int
-    size: int  # bytes
-    ioengine: str
-    zero_data: bool
-    write_new_file: bool = False  # write trials write a new file instead of overwriting
-    device: str | None = None  # the block device under the scratch space (vda), for its write counter
-    # fio workload -> passes over the data file per trial, where a trial may make
-    # several (trial_passes); calibrated before the first round (trial/sizing.py)
-    passes: Mapping[str, int] = field(default_factory=dict)
-    # bytes of fio's data file where it grew past `size` so that buffered trials last
-    # the trial time (sizing.grow); 0: `size`
-    data_size: int = 0
-    # fio workload -> bytes a pass moves, where fewer than the data file (a slow
-    # workload over a file grown for a fast one)
-    moved: Mapping[str, int] = field(default_factory=dict)
-    # seconds of I/O after which fio stops a trial (runtime=: its passes or this, whichever
-    # ends first), so that a slow target's trial lasts no longer than a fast one's by more
-    # than sizing.TRIAL_CAP; None: no cap (--trial-time 0, one whole pass)
-    time_cap: float | None = None
-
-    @property
-    def file_bytes(self) -> int:
-        """Bytes of fio's data file on each target."""
-        return self.data_size or self.size
-
-
-class Targets(Protocol):
-    """The provisioned targets, by name, and how to make a stateful one anew."""
-
-    def __getitem__(self, name: str) -> Target: ...
-    def reset(self, name: str) -> Target: ...
-    def lay_out(self, target: Target) -> None: ...
-
-
-def job_options(
-    ctx: TrialContext,
-    target: Target,
-    direct: bool,
-    seed: int,
-    new_file: bool = False,
-    passes: int = 1,
-    workload: str | None = None,
-) -> JobOptions:
-    """A job's options on `target`; with `workload`, the bytes its passes move."""
+def job_options(ctx: TrialContext, target: Target, seed: int, sized: TrialSize) -> JobOptions:
+    """A job's options on `target`, of the size `sized`."""
     return JobOptions(
         filename=ctx.session.check_inside(target.path / DATA_FILE),
-        size=ctx.file_bytes,
-        direct=direct,
+        size=sized.file_bytes,
+        direct=sized.direct,
         ioengine=ctx.ioengine,
         zero_data=ctx.zero_data,
         seed=seed,
-        new_file=new_file,
-        passes=passes,
-        io_size=ctx.moved.get(workload) if workload is not None else None,
+        new_file=sized.new_file,
+        passes=sized.passes,
+        io_size=sized.io_size,
+        time_limit=sized.time_limit,
     )
-
-
-def pass_bytes(ctx: TrialContext, workload: str) -> int:
-    """Bytes one pass of `workload` moves: the data file, or fewer where sizing said so."""
-    return ctx.moved.get(workload, ctx.file_bytes)
-
-
-def trial_passes(ctx: TrialContext, workload: str, direct: bool, new_file: bool) -> int:
-    """Passes over the data file a trial of `workload` makes on a target: the calibrated
-    count with direct I/O, else one. A buffered second pass would be served from the page
-    cache; and a write that makes a new file (a fresh image, a suite that writes new
-    files) measures a first write, which a second pass would turn into a rewrite."""
-    return ctx.passes.get(workload, 1) if direct and not new_file else 1
 
 
 class FioRunner(Protocol):
@@ -166,20 +78,10 @@ class TrialJob:
 
 
 def trial_job(
-    ctx: TrialContext,
-    workload: WorkloadSpec,
-    target: Target,
-    direct: bool,
-    seed: int,
-    new_file: bool,
-    fio: FioRunner,
-    passes: int,
-    time_limit: float | None = None,
+    ctx: TrialContext, workload: WorkloadSpec, target: Target, sized: TrialSize, seed: int, fio: FioRunner
 ) -> TrialJob:
-    """The job a trial of `workload` on `target` runs, and how to run it; `time_limit`
-    (seconds) stops it early: calibration's, or the run's cap (TrialContext.time_cap)."""
-    opts = job_options(ctx, target, direct, seed, new_file, passes, workload.name)
-    opts = replace(opts, time_limit=time_limit)
+    """The job a trial of `workload` on `target` runs, of the size `sized`, and how to run it."""
+    opts = job_options(ctx, target, seed, sized)
     if workload.view == "backing":
         opts = replace(opts, filename=backing_file(ctx.session, target))
         fio = partial(fio, readonly=True)
@@ -198,10 +100,6 @@ def backing_file(session: Session, target: Target) -> Path:
     return session.check_inside(max(files, key=lambda p: p.stat().st_size))
 
 
-def writes_new_file(ctx: TrialContext, spec: TrialSpec, target: Target) -> bool:
-    return spec.workload.is_write and (ctx.write_new_file or target.state is not None)
-
-
 def prepare(ctx: TrialContext, spec: TrialSpec, targets: Targets) -> Target:
     """Bring the target into the state the trial needs; outside the clock.
 
@@ -216,7 +114,7 @@ def prepare(ctx: TrialContext, spec: TrialSpec, targets: Targets) -> Target:
     if isinstance(spec.workload, AppWorkload):
         return target  # its own setup runs with the trial (run_app_trial)
     datafile = ctx.session.check_inside(target.path / DATA_FILE)
-    if writes_new_file(ctx, spec, target):
+    if amount.makes_new_file(ctx, spec.workload, target):
         if datafile.exists():
             datafile.unlink()
             os.sync()  # the freed blocks are the filesystem's again before the clock starts
@@ -344,9 +242,9 @@ def run_trial(
     helper died, and DiskFull when the target filesystem filled up.
     """
     assert isinstance(spec.workload, WorkloadSpec)
-    new_file = writes_new_file(ctx, spec, target)
-    passes = trial_passes(ctx, spec.workload.name, direct, new_file)
-    job = trial_job(ctx, spec.workload, target, direct, workload_seed, new_file, fio, passes, ctx.time_cap)
+    job = trial_job(
+        ctx, spec.workload, target, amount.of(ctx, spec.workload, target, direct), workload_seed, fio
+    )
     row = _trial_row(spec, target, job.text)
     try:
         try:

@@ -9,6 +9,8 @@ The controller (`stats/stopping.py`) says which targets the next round needs;
 budgets are checked before each block.
 """
 
+from __future__ import annotations
+
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -31,15 +33,8 @@ from cryptbench.stats.stopping import (
     fit_minimum_rounds,
 )
 from cryptbench.store.database import Store, split_rounds
-from cryptbench.trial.runner import (
-    Progress,
-    Targets,
-    TrialContext,
-    TrialSpec,
-    prepare,
-    run_app_trial,
-    run_trial,
-)
+from cryptbench.trial.context import Progress, Targets, TrialContext, TrialSpec
+from cryptbench.trial.runner import prepare, run_app_trial, run_trial
 
 
 def round_blocks(

@@ -15,7 +15,7 @@ less over more passes. A workload's passes are the most any baseline needs, and 
 target makes them, so that its trials do its baseline's work.
 
 Several passes only with direct I/O, and never for a write that makes a new file
-(runner.trial_passes). Buffered trials make one pass: instead, where the data file's
+(trial/amount.py). Buffered trials make one pass: instead, where the data file's
 size is the tool's default (not --size, not a study's), it grows before it is laid out
 (`grow`), so that one buffered pass lasts the trial time on the baselines, up to the
 plan's limit (its share of the free space and of the byte budget); a workload slower
@@ -48,15 +48,9 @@ from cryptbench.measure.cache import drop_caches
 from cryptbench.model.errors import TrialError
 from cryptbench.model.units import format_bytes, format_duration
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.trial.runner import (
-    FioRunner,
-    Progress,
-    Targets,
-    TrialContext,
-    TrialJob,
-    pass_bytes,
-    trial_job,
-)
+from cryptbench.trial import amount
+from cryptbench.trial.context import Progress, Targets, TrialContext
+from cryptbench.trial.runner import FioRunner, TrialJob, trial_job
 
 MAX_PASSES = 4096  # a pass of 1 MiB at 4 GB/s lasts 0.26 ms: 4096 of them make a second
 TRIAL_CAP = 2.0  # a trial stops after this many times the trial time of I/O, on any target
@@ -217,7 +211,8 @@ def grow(
         progress.phase(f"sizing the data file for {w.name}")
         for name in baselines:
             target = targets[name]
-            job = trial_job(ctx, w, target, False, seeds[w.name], False, fio, 1, trial_time * MARGIN)
+            sized = amount.calibrating(ctx, w, False, 1, trial_time * MARGIN)
+            job = trial_job(ctx, w, target, sized, seeds[w.name], fio)
             try:
                 m = _measure_job(ctx, target, job, f"grow-{w.name}-{name}")
             except (TrialError, OSError) as e:
@@ -267,9 +262,9 @@ def _pass_seconds(
     for run in range(CALIBRATION_RUNS):
         # The first run stops at the trial time: a pass that lasts longer needs no more.
         limit = trial_time * MARGIN if run == 0 else None
-        job = trial_job(ctx, w, target, True, seed, False, fio, passes, limit)
+        job = trial_job(ctx, w, target, amount.calibrating(ctx, w, True, passes, limit), seed, fio)
         m = _measure_job(ctx, target, job, f"calibrate-{w.name}-{name}-{run}")
-        one = pass_bytes(ctx, w.name)
+        one = amount.pass_bytes(ctx, w.name)
         if m.io_bytes < passes * one:  # stopped at the limit: one pass is long enough
             return _seconds(m) * passes * one / max(m.io_bytes, 1), 1
         per_pass = _seconds(m) / passes
@@ -322,7 +317,9 @@ def calibrate(
         w.name: sum(direct[t] and not new_file[t] for t in direct) for w in writes if w.name in wanted
     }
     single = {w.name: len(direct) - repeating.get(w.name, 0) for w in writes}
-    size = {w.name: pass_bytes(ctx, w.name) for w in writes}
+    size = {w.name: amount.pass_bytes(ctx, w.name) for w in writes}
     passes = within_budget(wanted, repeating, single, size, rounds, budget)
-    calibrations = [Calibration(w, t, s, p, passes[w], pass_bytes(ctx, w)) for w, (t, s, p) in found.items()]
+    calibrations = [
+        Calibration(w, t, s, p, passes[w], amount.pass_bytes(ctx, w)) for w, (t, s, p) in found.items()
+    ]
     return passes, calibrations, failed
