@@ -72,7 +72,7 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
                 store.add_note(run_id, f"added {name} as a baseline")
             for name, reason in plan.skipped:
                 store.add_note(run_id, f"skipped {name}: {reason}")
-            _ok, failed = _measure(plan, store, run_id, session, progress, plan_versions)
+            _ok, failed = _measure(plan, store, run_id, session, progress, env)
         completed = True
     signum = life.last_signal()
     if run_id is None and signum is not None:  # a signal came before anything was stored
@@ -86,10 +86,10 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
 
 
 def _measure(
-    plan: Plan, store: Store, run_id: int, session: Session, progress: Progress, plan_versions: dict[str, str]
+    plan: Plan, store: Store, run_id: int, session: Session, progress: Progress, env: JsonObject
 ) -> tuple[int, int]:
     """Provision, prove, lay out and run every trial; teardown is the caller's.
-    `plan_versions`: its backends' programs' versions (backends.versions).
+    `env`: the environment stored with the run, completed here once the targets are up.
 
     Returns (trials that succeeded, trials that failed or could not run)."""
     with ExitStack() as stack:
@@ -100,7 +100,8 @@ def _measure(
         engine = probe_ioengine(session.path("ioengine-probe"), session, plan.ioengine)
         # fio's code, resident since the probe, survives every drop of the cache (measure/resident.py).
         held = stack.enter_context(resident.hold(resident.program_files("fio")))
-        env = environment.collect(plan.target_dir, plan_versions)  # now with xts(aes) instantiated
+        # /proc/crypto lists a template such as xts(aes) only once a target instantiated it
+        env["kernel_crypto"] = environment.kernel_crypto()
         env["ioengine"] = engine
         env["fio_code_held_bytes"] = held.bytes
         store.update_environment(run_id, env)
