@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.model.result import Document
+from cryptbench.model.result import Document, RunPlan
 
 DOCS = sorted((Path(__file__).parent.parent / "fixtures" / "documents").glob("*.json"))
 
@@ -41,3 +41,22 @@ def test_a_document_without_optional_sections_writes_none_of_their_keys() -> Non
     out = Document.from_json(d).to_json()
     assert not {"stopping", "device_writes", "study_summary", "fleet"} & out.keys()
     assert list(out) == list(d)
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.stem)
+def test_the_plan_is_written_as_every_recorded_run_stored_it(path: Path) -> None:
+    """RunPlan.write, which a local run's Plan and a fleet run's coordinator both call,
+    writes back each recorded run's plan: the same keys and values, and a local run's in
+    the order it stored them (the fleet fixture's keys were stored sorted)."""
+    raw = json.loads(path.read_text())["plan"]
+    written = RunPlan.write(**raw).raw
+    assert written == raw
+    if "fleet" not in raw:
+        assert list(written) == list(raw)
+
+
+def test_a_plan_leaves_out_what_only_the_other_kind_of_run_records() -> None:
+    raw = json.loads((DOCS[0].parent / "fleet-three-hosts.json").read_text())["plan"]
+    local_only = {"not_run", "target_dir", "space_needed", "keys", "needs", "trial_time", "ioengine"}
+    assert not local_only & set(RunPlan.write(**raw).raw)
+    assert RunPlan.write(**{**raw, "summary": None}).raw["summary"] is None  # both record it, None or not

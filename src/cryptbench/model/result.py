@@ -29,11 +29,92 @@ from cryptbench.model.metrics import primary_of
 
 @dataclass(frozen=True)
 class RunPlan:
-    """The plan a run followed, as plan.Plan.to_json stored it (a fleet run's, as its
-    coordinator made it). `raw` is the stored object, written back untouched: older runs
-    lack newer keys, so each choice has its default where it was not recorded."""
+    """The plan a run followed, as `write` made it for the store (from planning/plan.Plan
+    for a local run, from pipeline/fleet_run for a fleet run's coordinator). `raw` is the
+    stored object, written back untouched: older runs lack newer keys, so each choice has
+    its default where it was not recorded."""
 
     raw: JsonObject
+
+    @classmethod
+    def write(
+        cls,
+        *,
+        suite: str,
+        workloads: list[str],  # in the suite's order
+        primary_metrics: dict[str, str],  # workload -> the metric it is compared on
+        workload_specs: dict[str, JsonObject],  # fio workload -> rw, bs (bytes), iodepth, view
+        apps: dict[str, JsonObject],  # application workload -> what its task does (describe())
+        backends: list[str],
+        targets: list[str],
+        states: list[str],
+        fs: str,
+        write_new_file: bool,
+        added_baselines: list[str],
+        skipped: list[JsonObject],  # {backend, reason}
+        size: int,  # bytes of data per target
+        repeats: int | None,  # a fixed count of rounds; None: adaptive
+        stopping: JsonObject,  # the stopping rule (stopping.Stopping.to_json)
+        seed: int,
+        io_mode: str,
+        data: str,  # "random" or "zero" write buffers
+        summary: str | None,
+        as_published: list[str],
+        ram: bool,
+        ram_bytes: int,  # bytes of RAM the RAM twins may take
+        # a local run's (None: not recorded, as in a fleet run's plan)
+        not_run: list[JsonObject] | None = None,  # {workload, target, reason}
+        target_dir: str | None = None,
+        space_needed: int | None = None,  # bytes
+        target_bytes: int | None = None,  # bytes per target
+        keys: str | None = None,  # where the keys came from, in words (keys.describe)
+        needs: list[str] | None = None,
+        protection_probes: bool | None = None,
+        trial_time: float | None = None,  # seconds of I/O a fio trial lasts at least; 0: one pass
+        data_size_limit: int | None = None,  # bytes a buffered data file may grow to
+        ioengine: str | None = None,  # fio's engine asked for, or "auto"
+        # a fleet run's (None: a local run)
+        fleet: JsonObject | None = None,  # {hosts: [name, ...]}
+    ) -> RunPlan:
+        """The plan as every run stores it: a local run's (planning/plan.Plan.to_json) and
+        a fleet run's (pipeline/fleet_run) alike, its keys in the order they have always
+        had; a key given None that only one kind of run records is left out."""
+        ordered: list[tuple[str, object, bool]] = [  # (key, value, written even when None)
+            ("suite", suite, True),
+            ("workloads", workloads, True),
+            ("primary_metrics", primary_metrics, True),
+            ("workload_specs", workload_specs, True),
+            ("apps", apps, True),
+            ("backends", backends, True),
+            ("targets", targets, True),
+            ("states", states, True),
+            ("fs", fs, True),
+            ("write_new_file", write_new_file, True),
+            ("not_run", not_run, False),
+            ("added_baselines", added_baselines, True),
+            ("skipped", skipped, True),
+            ("target_dir", target_dir, False),
+            ("size", size, True),
+            ("repeats", repeats, True),
+            ("stopping", stopping, True),
+            ("seed", seed, True),
+            ("io_mode", io_mode, True),
+            ("data", data, True),
+            ("space_needed", space_needed, False),
+            ("target_bytes", target_bytes, False),
+            ("keys", keys, False),
+            ("summary", summary, True),
+            ("as_published", as_published, True),
+            ("needs", needs, False),
+            ("protection_probes", protection_probes, False),
+            ("ram", ram, True),
+            ("trial_time", trial_time, False),
+            ("data_size_limit", data_size_limit, False),
+            ("ram_bytes", ram_bytes, True),
+            ("ioengine", ioengine, False),
+            ("fleet", fleet, False),
+        ]
+        return cls({key: value for key, value, always in ordered if always or value is not None})
 
     @property
     def workloads(self) -> list[str]:  # in the suite's order

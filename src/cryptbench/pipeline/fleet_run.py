@@ -27,7 +27,7 @@ from cryptbench.machine.interrupts import interruptible
 from cryptbench.measure import environment
 from cryptbench.model.errors import UnavailableError, UsageError
 from cryptbench.model.json_types import JsonObject
-from cryptbench.model.result import Document
+from cryptbench.model.result import Document, RunPlan
 from cryptbench.pipeline.execute import workload_questions
 from cryptbench.pipeline.fleet_coordinator import Coordinator
 from cryptbench.pipeline.fleet_hosts import (
@@ -74,7 +74,7 @@ class FleetOutcome:
     exit_code: int = 0
 
 
-def plan_json(
+def fleet_plan(
     suite: Suite,
     workloads: list[WorkloadSpec],
     hosts: list[Host],
@@ -83,35 +83,35 @@ def plan_json(
     rule: Stopping,
     seed: int,
     targets: list[str],
-) -> JsonObject:
+) -> RunPlan:
     """The run's plan as a local run's document holds it, with each host's name."""
-    return {
-        "suite": suite.name,
-        "workloads": [w.name for w in workloads],
-        "primary_metrics": {w.name: primary_metric(w) for w in workloads},
-        "workload_specs": {
+    return RunPlan.write(
+        suite=suite.name,
+        workloads=[w.name for w in workloads],
+        primary_metrics={w.name: primary_metric(w) for w in workloads},
+        workload_specs={
             w.name: {"rw": w.rw, "bs": w.bs, "iodepth": w.iodepth, "view": w.view} for w in workloads
         },
-        "apps": {},
-        "backends": sorted({t.backend for h in hosts if h.manifest for t in h.manifest.targets}),
-        "targets": targets,
-        "states": [],
-        "fs": "ext4",
-        "write_new_file": False,
-        "added_baselines": [],
-        "skipped": [],
-        "size": size,
-        "repeats": rule.max_repeats,
-        "stopping": rule.to_json(),
-        "seed": seed,
-        "io_mode": "each host's",
-        "data": "zero" if zero else "random",
-        "summary": None,
-        "as_published": [],
-        "ram": False,
-        "ram_bytes": 0,
-        "fleet": {"hosts": [h.spec.name for h in hosts]},
-    }
+        apps={},
+        backends=sorted({t.backend for h in hosts if h.manifest for t in h.manifest.targets}),
+        targets=targets,
+        states=[],
+        fs="ext4",
+        write_new_file=False,
+        added_baselines=[],
+        skipped=[],
+        size=size,
+        repeats=rule.max_repeats,
+        stopping=rule.to_json(),
+        seed=seed,
+        io_mode="each host's",
+        data="zero" if zero else "random",
+        summary=None,
+        as_published=[],
+        ram=False,
+        ram_bytes=0,
+        fleet={"hosts": [h.spec.name for h in hosts]},
+    )
 
 
 def coordinator_environment() -> JsonObject:
@@ -157,7 +157,7 @@ def execute(
     ]
     run_id = store.insert_run(
         suite.name,
-        plan_json(suite, workloads, hosts, size, zero, rule, seed, targets),
+        fleet_plan(suite, workloads, hosts, size, zero, rule, seed, targets).raw,
         coordinator_environment(),
         __version__,
     )

@@ -22,6 +22,7 @@ from cryptbench.machine.session import check_target_dir, free_bytes
 from cryptbench.machine.system import is_root
 from cryptbench.model.errors import UnavailableError, UsageError, did_you_mean
 from cryptbench.model.json_types import JsonObject
+from cryptbench.model.result import RunPlan
 from cryptbench.model.units import format_bytes, format_duration, parse_duration, parse_percent, parse_size
 from cryptbench.planning.suite import (
     Suite,
@@ -149,51 +150,49 @@ class Plan:
         return TargetSpec(base, spec.state if REGISTRY[base].stateful else None, spec.fs, spec.medium).name
 
     def to_json(self) -> JsonObject:
-        return {
-            "suite": self.suite.name,
-            "workloads": [w.name for w in self.suite.workloads],
-            "primary_metrics": {w.name: primary_metric(w) for w in self.suite.workloads},
-            "workload_specs": {
+        return RunPlan.write(
+            suite=self.suite.name,
+            workloads=[w.name for w in self.suite.workloads],
+            primary_metrics={w.name: primary_metric(w) for w in self.suite.workloads},
+            workload_specs={
                 w.name: {"rw": w.rw, "bs": w.bs, "iodepth": w.iodepth, "view": w.view}
                 for w in self.suite.workloads
                 if isinstance(w, WorkloadSpec)
             },
-            "apps": {
-                w.name: w.describe(self.size) for w in self.suite.workloads if isinstance(w, AppWorkload)
-            },
-            "backends": list(self.backends),
-            "targets": [t.name for t in self.targets],
-            "states": list(self.states),
-            "fs": self.fs,
-            "write_new_file": self.write_new_file,
-            "not_run": [
+            apps={w.name: w.describe(self.size) for w in self.suite.workloads if isinstance(w, AppWorkload)},
+            backends=list(self.backends),
+            targets=[t.name for t in self.targets],
+            states=list(self.states),
+            fs=self.fs,
+            write_new_file=self.write_new_file,
+            not_run=[
                 {"workload": w, "target": t, "reason": why}
                 for w, targets in self.not_run().items()
                 for t, why in targets.items()
             ],
-            "added_baselines": list(self.added_baselines),
-            "skipped": [{"backend": b, "reason": r} for b, r in self.skipped],
-            "target_dir": str(self.target_dir),
-            "size": self.size,
-            "repeats": self.repeats,
-            "stopping": self.rule.to_json(),
-            "seed": self.seed,
-            "io_mode": self.io_mode,
-            "data": "zero" if self.zero_data else "random",
-            "space_needed": self.space_needed,
-            "target_bytes": self.target_bytes,
-            "keys": keys.describe(self.passphrase),
-            "summary": self.suite.summary,
+            added_baselines=list(self.added_baselines),
+            skipped=[{"backend": b, "reason": r} for b, r in self.skipped],
+            target_dir=str(self.target_dir),
+            size=self.size,
+            repeats=self.repeats,
+            stopping=self.rule.to_json(),
+            seed=self.seed,
+            io_mode=self.io_mode,
+            data="zero" if self.zero_data else "random",
+            space_needed=self.space_needed,
+            target_bytes=self.target_bytes,
+            keys=keys.describe(self.passphrase),
+            summary=self.suite.summary,
             # the study's own commands, faults included, run beside the corrected workloads
-            "as_published": [w.name for w in self.suite.as_published] if self.as_published else [],
-            "needs": list(self.needs),
-            "protection_probes": self.protection_probes,
-            "ram": self.ram_bytes > 0,
-            "trial_time": self.trial_time,
-            "data_size_limit": self.data_size_limit,
-            "ram_bytes": self.ram_bytes,
-            "ioengine": self.ioengine or "auto",
-        }
+            as_published=[w.name for w in self.suite.as_published] if self.as_published else [],
+            needs=list(self.needs),
+            protection_probes=self.protection_probes,
+            ram=self.ram_bytes > 0,
+            trial_time=self.trial_time,
+            data_size_limit=self.data_size_limit,
+            ram_bytes=self.ram_bytes,
+            ioengine=self.ioengine or "auto",
+        ).raw
 
 
 def checked_seed(seed: int | None) -> int:
