@@ -17,12 +17,13 @@ from cryptbench.analysis import ranking, warning_rules
 from cryptbench.backends.base import Target
 from cryptbench.machine.session import Session
 from cryptbench.model.errors import UsageError
+from cryptbench.model.warning_kinds import WarningKind
 from cryptbench.pipeline import verify
 from cryptbench.planning.plan import parse_needs
 from cryptbench.protection import probes, space
 from cryptbench.protection.findings import Finding, Property, Protection, Verdict
 from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, look
-from cryptbench.report import console, protection_rows, sentences
+from cryptbench.report import console, protection_rows
 from tests.support.documents import doc_with
 
 
@@ -352,7 +353,7 @@ def test_a_finding_against_the_documentation_is_a_serious_warning() -> None:
         ("gocryptfs", "gocryptfs is said to hide names (its docs); here they were shown: seen shown")
     ]  # shown to a block agrees with "shown"; an undecided probe disagrees with nothing
     assert list(warning_rules.protection_unproven(doc)) == []
-    assert "protection-disagrees" in sentences.SERIOUS
+    assert WarningKind.PROTECTION_DISAGREES.serious
 
 
 def test_a_broken_control_is_said_once_and_silences_the_disagreements() -> None:

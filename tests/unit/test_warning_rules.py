@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from cryptbench.analysis import warning_rules
-from cryptbench.analysis.warning_rules import WarningKind
-from cryptbench.model.result import Document, RunWarning
+from cryptbench.model.result import Document
+from cryptbench.model.warning_kinds import RunWarning, WarningKind
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
 

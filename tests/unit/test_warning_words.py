@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from cryptbench.analysis import warning_rules as rules
-from cryptbench.model.result import Document, Result, RunWarning
+from cryptbench.model.result import Document, Result
+from cryptbench.model.warning_kinds import RunWarning
 from cryptbench.store.rows import TrialRow
 
 DOCS = Path(__file__).parent.parent / "fixtures" / "documents"

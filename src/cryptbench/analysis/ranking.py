@@ -29,9 +29,9 @@ from cryptbench.model.result import (
     Result,
     RunPlan,
     TargetInfo,
-    WarningKind,
     WorkloadRanking,
 )
+from cryptbench.model.warning_kinds import WarningKind
 from cryptbench.planning.suite import FAMILIES, direction_of_rw, family_of_rw
 from cryptbench.stats import estimates
 

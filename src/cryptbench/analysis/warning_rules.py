@@ -1,5 +1,6 @@
-"""Warnings a run can raise, each kind with the rule that finds it and the rule's
-thresholds beside it. Flagged in the report, never averaged away.
+"""The rules that find the warnings a run can raise, each with its thresholds beside it;
+each kind's words and weight are its own (model/warning_kinds.py), and a rule supplies
+the facts. Flagged in the report, never averaged away.
 
 The rules read the result document (and, for the per-trial ones, the stored
 trials); `find` applies them in the order the document lists its warnings:
@@ -14,8 +15,16 @@ from collections.abc import Iterator
 
 from cryptbench.cipher.ceilings import cipher_use
 from cryptbench.engines.metric_catalog import info
-from cryptbench.model.result import Document, Result, RunWarning, WarningKind
+from cryptbench.model.result import Document, Result
 from cryptbench.model.units import format_value
+from cryptbench.model.warning_kinds import (
+    FEW_SAMPLES_DROPPED,
+    FEW_SAMPLES_MORE,
+    GENERIC_AES_ALTHOUGH,
+    IMPRECISE_NOT_NARROWING,
+    RunWarning,
+    WarningKind,
+)
 from cryptbench.protection.findings import Protection, Verdict
 from cryptbench.stats import estimates
 from cryptbench.stats.stopping import BUDGETS, StopReason
@@ -28,18 +37,12 @@ Found = Iterator[RunWarning]
 
 def interrupted(doc: Document) -> Found:
     if doc.status == "interrupted":
-        yield RunWarning(
-            WarningKind.INTERRUPTED, "the run was interrupted; figures cover the trials that finished"
-        )
+        yield WarningKind.INTERRUPTED.warn()
 
 
 def cache_drop_limited(doc: Document) -> Found:
     if doc.environment.cache_drop == "fadvise":
-        yield RunWarning(
-            WarningKind.CACHE_DROP_LIMITED,
-            "not run as root: caches were dropped with fadvise only, so the backing files of "
-            "layered targets may have been read from memory; run as root for drop_caches",
-        )
+        yield WarningKind.CACHE_DROP_LIMITED.warn()
 
 
 def _kernel_aes(backend: str) -> bool:
@@ -52,23 +55,15 @@ def _kernel_aes(backend: str) -> bool:
 def generic_kernel_aes(doc: Document) -> Found:
     env = doc.environment
     if env.kernel_crypto.get("generic_software_aes") and any(_kernel_aes(t.backend) for t in doc.targets):
-        has = " although the CPU has AES instructions" if "aes" in env.cpu_flags else ""
+        although = GENERIC_AES_ALTHOUGH if "aes" in env.cpu_flags else ""
         driver = env.driver("xts(aes)") or env.driver("aes")
-        yield RunWarning(
-            WarningKind.GENERIC_KERNEL_AES,
-            f"the kernel's AES is a generic software implementation ({driver})"
-            f"{has}: kernel encryption (fscrypt, dm-crypt) runs without AES-NI here, which makes it slow",
-        )
+        yield WarningKind.GENERIC_KERNEL_AES.warn(driver=driver, although=although)
 
 
 def encryption_unverified(doc: Document) -> Found:
     for t in doc.targets:
         if t.encrypted and t.encryption_verified is not True:
-            yield RunWarning(
-                WarningKind.ENCRYPTION_UNVERIFIED,
-                "the proof of encryption did not pass for this target",
-                target=t.name,
-            )
+            yield WarningKind.ENCRYPTION_UNVERIFIED.warn(target=t.name)
 
 
 # A declaration and a finding, in words ("gocryptfs is said to detect tampering; here a
@@ -99,11 +94,13 @@ def protection_disagrees(doc: Document) -> Found:
             continue
         for prop, f in p.findings.items():
             if f.disagrees and f.declared is not None:
-                yield RunWarning(
-                    WarningKind.PROTECTION_DISAGREES,
-                    f"{t.backend} is said to {SAID[f.declared[0]].format(prop=prop)} ({f.declared[1]}); "
-                    f"here {FOUND[f.verdict].format(prop=prop)}: {f.evidence}",
+                yield WarningKind.PROTECTION_DISAGREES.warn(
                     target=t.name,
+                    backend=t.backend,
+                    said=SAID[f.declared[0]].format(prop=prop),
+                    source=f.declared[1],
+                    found=FOUND[f.verdict].format(prop=prop),
+                    evidence=f.evidence,
                 )
 
 
@@ -112,10 +109,7 @@ def protection_unproven(doc: Document) -> Found:
         (t.protection["broken"] for t in doc.targets if t.protection and t.protection.get("broken")), None
     )
     if broken:
-        yield RunWarning(
-            WarningKind.PROTECTION_UNPROVEN,
-            f"what each target hides is not proven: {broken}; the probe is broken here",
-        )
+        yield WarningKind.PROTECTION_UNPROVEN.warn(why=broken)
 
 
 # --- each result of a workload's primary metric ----------------------------
@@ -130,15 +124,10 @@ def few_samples(doc: Document, r: Result) -> Found:
         a.workload == r.workload and a.stopped_by == StopReason.DROPPED for a in doc.stopping.answers
     ):
         # more repeats would not have run it again: the time budget dropped it
-        advice = "its workload was dropped to fit the time budget (--max-time longer, or --overrun extend)"
+        advice = FEW_SAMPLES_DROPPED
     else:
-        advice = f"use --repeats {MIN_SAMPLES} or more"
-    yield RunWarning(
-        WarningKind.FEW_SAMPLES,
-        f"{r.n} sample(s): the interval is at best their range; {advice}",
-        r.workload,
-        r.target,
-    )
+        advice = FEW_SAMPLES_MORE.format(least=MIN_SAMPLES)
+    yield WarningKind.FEW_SAMPLES.warn(r.workload, r.target, n=r.n, advice=advice)
 
 
 HIGH_CV = 0.10  # coefficient of variation above which a result is flagged
@@ -146,23 +135,19 @@ HIGH_CV = 0.10  # coefficient of variation above which a result is flagged
 
 def high_variation(_doc: Document, r: Result) -> Found:
     if r.cv > HIGH_CV:
-        yield RunWarning(
-            WarningKind.HIGH_VARIATION,
-            f"{info(r.metric).label} varies by {r.cv:.0%} (CV) between trials",
-            r.workload,
-            r.target,
-        )
+        yield WarningKind.HIGH_VARIATION.warn(r.workload, r.target, label=info(r.metric).label, cv=r.cv)
 
 
 def outlier(_doc: Document, r: Result) -> Found:
     values = r.samples
     for i in estimates.outliers(values):
-        yield RunWarning(
-            WarningKind.OUTLIER,
-            f"trial {i + 1} of {r.n} is an outlier ({format_value(values[i], r.unit)} "
-            f"against a median of {format_value(r.median, r.unit)}); kept, not dropped",
+        yield WarningKind.OUTLIER.warn(
             r.workload,
             r.target,
+            number=i + 1,
+            n=r.n,
+            value=format_value(values[i], r.unit),
+            median=format_value(r.median, r.unit),
         )
 
 
@@ -170,13 +155,8 @@ def drift(_doc: Document, r: Result) -> Found:
     d = estimates.drift(r.samples)
     if d is not None:
         way = "down" if d.change < 0 else "up"
-        yield RunWarning(
-            WarningKind.DRIFT,
-            f"{info(r.metric).label} drifts {way} by {abs(d.change):.0%} from the first trial "
-            f"to the last (Spearman rho {d.rho:+.2f}, p = {d.p:.1g}): the machine changed during "
-            "the run (a cache filling, throttling, a neighbour); the median mixes its states",
-            r.workload,
-            r.target,
+        yield WarningKind.DRIFT.warn(
+            r.workload, r.target, label=info(r.metric).label, way=way, change=abs(d.change), rho=d.rho, p=d.p
         )
 
 
@@ -184,14 +164,13 @@ def bimodal(_doc: Document, r: Result) -> Found:
     groups = estimates.modes(r.samples)
     if groups is not None:
         low, high = groups
-        yield RunWarning(
-            WarningKind.BIMODAL,
-            f"the samples form two groups, {len(low)} around "
-            f"{format_value(statistics.median(low), r.unit)} and {len(high)} around "
-            f"{format_value(statistics.median(high), r.unit)}: the median describes neither; "
-            "find what switches between them before trusting the comparison",
+        yield WarningKind.BIMODAL.warn(
             r.workload,
             r.target,
+            low=len(low),
+            low_median=format_value(statistics.median(low), r.unit),
+            high=len(high),
+            high_median=format_value(statistics.median(high), r.unit),
         )
 
 
@@ -206,13 +185,7 @@ def slow_first_trial(_doc: Document, r: Result) -> Found:
     # The first trial's speed relative to the others' (a time inverted).
     speed = mid / values[0] if info(r.metric).higher_is_better is False else values[0] / mid
     if speed < SLOW_FIRST:
-        yield RunWarning(
-            WarningKind.SLOW_FIRST_TRIAL,
-            f"the first trial ran at {speed:.0%} of the others' median speed; "
-            "a warm-up effect (caches, allocation) may be mixed in",
-            r.workload,
-            r.target,
-        )
+        yield WarningKind.SLOW_FIRST_TRIAL.warn(r.workload, r.target, speed=speed)
 
 
 # --- the stored trials ------------------------------------------------------
@@ -224,7 +197,7 @@ def failed_trials(trials: list[TrialRow]) -> Found:
         if t.status != "ok":
             failed[(t.workload, t.target)].append(t.error or "unknown error")
     for (w, tn), errors in failed.items():
-        yield RunWarning(WarningKind.FAILED_TRIALS, f"{len(errors)} trial(s) failed: {errors[0]}", w, tn)
+        yield WarningKind.FAILED_TRIALS.warn(w, tn, count=len(errors), first=errors[0])
 
 
 CACHE_TOLERANCE = 0.01  # fraction of the data size allowed to stay resident
@@ -241,12 +214,7 @@ def cache_not_dropped(doc: Document, trials: list[TrialRow]) -> Found:
         if t.target not in on_ram and cached > CACHE_TOLERANCE * size:
             resident[key] = max(resident[key], cached)
     for (w, tn), n in resident.items():
-        yield RunWarning(
-            WarningKind.CACHE_NOT_DROPPED,
-            f"up to {n // 1024} KiB of the data stayed in the page cache before a trial",
-            w,
-            tn,
-        )
+        yield WarningKind.CACHE_NOT_DROPPED.warn(w, tn, kib=n // 1024)
 
 
 # --- the comparisons --------------------------------------------------------
@@ -267,10 +235,7 @@ def imprecise(doc: Document) -> Found:
     for c in doc.comparisons:
         if c.stopped_by not in SHORT or c.precision is None:
             continue
-        message = (
-            f"±{c.precision * 100:.1f}% against {c.baseline}, not the asked "
-            f"±{rule['precision'] * 100:g}% (stopped by {c.stopped_by})"
-        )
+        narrowing = ""
         ra = results.get((c.workload, c.target, c.metric))
         rb = results.get((c.workload, c.baseline, c.metric))
         a, b = (ra.samples, rb.samples) if ra and rb else ([], [])
@@ -287,11 +252,18 @@ def imprecise(doc: Document) -> Found:
                 )
             )
             if early is not None and c.precision >= NOT_NARROWING * early:
-                message += (
-                    f"; it is not narrowing (±{early * 100:.1f}% after {k} trials, "
-                    f"±{c.precision * 100:.1f}% after {len(a)}): more trials alone will not help"
+                narrowing = IMPRECISE_NOT_NARROWING.format(
+                    early=early * 100, k=k, now=c.precision * 100, n=len(a)
                 )
-        yield RunWarning(WarningKind.IMPRECISE, message, c.workload, c.target)
+        yield WarningKind.IMPRECISE.warn(
+            c.workload,
+            c.target,
+            precision=c.precision * 100,
+            baseline=c.baseline,
+            asked=rule["precision"] * 100,
+            stopped_by=c.stopped_by,
+            narrowing=narrowing,
+        )
 
 
 def io_mode_mismatch(doc: Document) -> Found:
@@ -301,11 +273,12 @@ def io_mode_mismatch(doc: Document) -> Found:
         pair = (c.target, c.baseline)
         if modes.get(pair[0]) != modes.get(pair[1]) and pair not in seen:
             seen.add(pair)
-            yield RunWarning(
-                WarningKind.IO_MODE_MISMATCH,
-                f"{pair[0]} ran {modes[pair[0]]} I/O but {pair[1]} ran {modes[pair[1]]}: "
-                "the comparison mixes page-cache cost with the layer's",
+            yield WarningKind.IO_MODE_MISMATCH.warn(
                 target=pair[0],
+                one=pair[0],
+                one_mode=modes[pair[0]],
+                other=pair[1],
+                other_mode=modes[pair[1]],
             )
 
 
@@ -328,16 +301,7 @@ def short_trial(doc: Document) -> Found:
                 continue
             durations = [b / r for b, r in zip(moved, rate, strict=True) if r > 0]
             if durations and (seconds := statistics.median(durations)) < MIN_TRIAL_SECONDS:
-                yield RunWarning(
-                    WarningKind.SHORT_TRIAL,
-                    f"trials shorter than {MIN_TRIAL_SECONDS:g} s of I/O (median, fio's runtime): "
-                    f"{seconds * 1e3:.0f} ms; over so short a run fio's start-up and the device's ramp "
-                    "weigh in the figure; buffered trials and writes to a new file make one pass over "
-                    "the data file (a larger --size lengthens them), direct ones as many as "
-                    "--trial-time and the byte budget allow",
-                    workload=w,
-                    target=t.name,
-                )
+                yield WarningKind.SHORT_TRIAL.warn(w, t.name, least=MIN_TRIAL_SECONDS, ms=seconds * 1e3)
 
 
 RUN_RULES = (

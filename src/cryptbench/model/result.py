@@ -25,6 +25,7 @@ from enum import StrEnum
 
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.metrics import primary_of
+from cryptbench.model.warning_kinds import RunWarning
 
 
 @dataclass(frozen=True)
@@ -439,49 +440,6 @@ class Comparison:
 
 
 _COMPARISON_KEYS = tuple(Comparison.__dataclass_fields__)
-
-
-class WarningKind(StrEnum):
-    HIGH_VARIATION = "high-variation"  # coefficient of variation above HIGH_CV
-    OUTLIER = "outlier"  # a sample with modified Z-score above 3.5 (stats.outliers)
-    SLOW_FIRST_TRIAL = "slow-first-trial"  # the first trial stands apart from the rest
-    FEW_SAMPLES = "few-samples"  # fewer than MIN_SAMPLES: the interval is no more than their range
-    FAILED_TRIALS = "failed-trials"  # some trials failed; their figures are missing
-    CACHE_NOT_DROPPED = "cache-not-dropped"  # data still resident before a read trial
-    CACHE_DROP_LIMITED = "cache-drop-limited"  # not root: only fadvise, backing may stay cached
-    GENERIC_KERNEL_AES = "generic-kernel-aes"  # the kernel's AES is software, not AES-NI
-    IO_MODE_MISMATCH = "io-mode-mismatch"  # a comparison crosses direct and buffered I/O
-    ENCRYPTION_UNVERIFIED = "encryption-unverified"  # the proof of encryption did not pass
-    INTERRUPTED = "interrupted"  # the run stopped early; results are partial
-    DRIFT = "drift"  # a trend across the trials: the machine changed during the run
-    BIMODAL = "bimodal"  # two clusters of samples: the median describes neither
-    IMPRECISE = "imprecise"  # a comparison stopped short of the asked precision
-    SHORT_TRIAL = "short-trial"  # fio's trials ran less than MIN_TRIAL_SECONDS of I/O
-    PROTECTION_DISAGREES = "protection-disagrees"  # a probe proved the opposite of the documentation
-    PROTECTION_UNPROVEN = "protection-unproven"  # a positive control failed: no probe is evidence
-
-
-@dataclass(frozen=True)
-class RunWarning:
-    """Something the reader must know before trusting a figure (analysis/warning_rules.py
-    holds the rules, one per kind)."""
-
-    kind: WarningKind
-    message: str  # one sentence a user can act on
-    workload: str | None = None
-    target: str | None = None
-
-    def to_json(self) -> dict[str, str | None]:
-        return {
-            "kind": str(self.kind),
-            "message": self.message,
-            "workload": self.workload,
-            "target": self.target,
-        }
-
-    @classmethod
-    def from_json(cls, d: JsonObject) -> RunWarning:
-        return cls(WarningKind(d["kind"]), d["message"], d.get("workload"), d.get("target"))
 
 
 @dataclass(frozen=True)

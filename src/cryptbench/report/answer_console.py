@@ -26,7 +26,7 @@ from cryptbench.model.result import Comparison, ComparisonKind, Document, Result
 from cryptbench.model.units import format_value
 from cryptbench.report import protection_rows
 from cryptbench.report.narrow import fold
-from cryptbench.report.sentences import SERIOUS, command_lines, header, precision_line
+from cryptbench.report.sentences import command_lines, header, precision_line
 
 # Rich's SIMPLE box pads each column by one space on either side and puts one between columns.
 PADDING = 3
@@ -165,11 +165,11 @@ def warnings_lines(doc: Document) -> list[Text]:
     if not counts:
         line.append("No warnings")
     else:
-        kinds = sorted(counts, key=lambda k: (k not in SERIOUS, -counts[k]))
+        kinds = sorted(counts, key=lambda k: (not k.serious, -counts[k]))
         line.append("Warnings: ")
         for i, k in enumerate(kinds):
             line.append(", " if i else "")
-            line.append(f"{counts[k]} {k}", style="red" if k in SERIOUS else "yellow")
+            line.append(f"{counts[k]} {k}", style="red" if k.serious else "yellow")
     line.append(".")
     return [
         line,

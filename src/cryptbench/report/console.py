@@ -31,11 +31,11 @@ from cryptbench.model.result import (
     Document,
     Result,
     RunPlan,
-    RunWarning,
     StudySummary,
     TargetInfo,
 )
 from cryptbench.model.units import format_bytes, format_mb_per_s, format_value
+from cryptbench.model.warning_kinds import RunWarning
 from cryptbench.report import protection_rows
 from cryptbench.report.narrow import fold, table_width
 from cryptbench.report.sentences import header, stopping_lines

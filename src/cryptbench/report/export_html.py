@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from cryptbench import __version__
 from cryptbench.analysis import ranking
 from cryptbench.analysis.speed_change import LEGEND
-from cryptbench.model.result import Document, RunWarning
+from cryptbench.model.result import Document
 from cryptbench.model.units import format_rate, format_value
+from cryptbench.model.warning_kinds import RunWarning, WarningKind
 from cryptbench.report import protection_rows
 from cryptbench.report.fleet_rows import SPREAD_NOTE, cost_rows, host_rows
 from cryptbench.report.pages import ENV, PageChart
 from cryptbench.report.sentences import (
-    SERIOUS,
     command_lines,
     environment_rows,
     precision_line,
@@ -97,11 +97,11 @@ class WarningGroup:
 
 def warning_groups(doc: Document) -> list[WarningGroup]:
     """The warnings by kind, serious kinds (failed trials, unproven encryption, …) first."""
-    groups: dict[str, list[RunWarning]] = {}
+    groups: dict[WarningKind, list[RunWarning]] = {}
     for w in doc.warnings:
         groups.setdefault(w.kind, []).append(w)
-    order = sorted(groups, key=lambda k: (k not in SERIOUS, -len(groups[k])))
-    return [WarningGroup(k, k in SERIOUS, groups[k]) for k in order]
+    order = sorted(groups, key=lambda k: (not k.serious, -len(groups[k])))
+    return [WarningGroup(k, k.serious, groups[k]) for k in order]
 
 
 def render(doc: Document, charts: Sequence[PageChart], space: PageChart | None = None) -> str:

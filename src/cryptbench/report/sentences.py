@@ -106,17 +106,6 @@ def precision_line(doc: Document) -> str:
     return f"{len(base)} comparisons, without intervals"
 
 
-SERIOUS = (
-    "interrupted",
-    "failed-trials",
-    "encryption-unverified",
-    "io-mode-mismatch",
-    "cache-not-dropped",
-    "protection-disagrees",
-    "protection-unproven",
-)
-
-
 def _time(seconds: float, digits_of: float | None = None) -> str:
     """Seconds to three figures, in ms below one second; `digits_of` sets the scale
     (an interval's bounds are written like its median)."""
