@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from cryptbench.engines.metric_catalog import info
+from cryptbench.model.vocabulary import TrialStatus
 from cryptbench.planning.suite import load_suite
 from cryptbench.stats.stopping import (
     Controller,
@@ -84,7 +85,9 @@ class Replay(OneAtATime):
         value, seconds = self.trials[spec.workload.name][spec.target][str(recorded)]
         self.now += seconds
         self.count += 1
-        row = TrialRecord(spec.seq, spec.block, spec.repeat, spec.workload.name, spec.target, "x", "ok")
+        row = TrialRecord(
+            spec.seq, spec.block, spec.repeat, spec.workload.name, spec.target, "x", TrialStatus.OK
+        )
         self.ctx.store.insert_trial(
             self.ctx.run_id, row, [MetricValue(self.metric[spec.workload.name], "", value)]
         )

@@ -34,6 +34,7 @@ from cryptbench.model.result import (
     WorkloadFinding,
 )
 from cryptbench.model.units import format_fraction, format_rate
+from cryptbench.model.vocabulary import Medium
 
 DEVICE_NEAR = 0.90  # at least this share of plain's speed: the device sets it
 CIPHER_NEAR = 0.70  # at least this share of a cipher ceiling below plain's: the cipher sets it
@@ -222,7 +223,7 @@ def _layer_bound(f: Facts) -> str | None:
     ceiling: then the layer's work and any extra I/O it sends the device
     cannot be told apart, and the sentence says so."""
     e = f.e
-    on_ram = f.target.medium == "ram"
+    on_ram = f.target.medium == Medium.RAM
     if not on_ram and f.twin is None:
         return _layer_bound_without_twin(f)
     rate = e.achieved if on_ram else f.twin
@@ -318,13 +319,13 @@ def facts(doc: Document, e: EfficiencyRow, index: Index | None = None) -> Facts:
         driver = t.details.get(DRIVER_DETAIL) or env.driver(e.cipher.algorithm)
         acceleration = classify(driver) if driver else ""
     twin = twin_plain = None
-    if t.medium == "device":
+    if t.medium == Medium.DEVICE:
         twin = m.get((w, RAM_PREFIX + name, "throughput"))
         twin_plain = m.get((w, RAM_PREFIX + "plain", "throughput"))
     return Facts(
         e=e,
         target=t,
-        where="on RAM" if t.medium == "ram" else "on the device",
+        where="on RAM" if t.medium == Medium.RAM else "on the device",
         helper_cores=helper_s / wall if helper_s is not None and wall else None,
         helper=helper,
         cpu_utilization=m.get((w, name, "cpu_utilization")),

@@ -45,6 +45,7 @@ from cryptbench.model.result import (
     TargetInfo,
     TrialCounts,
 )
+from cryptbench.model.vocabulary import Medium, TrialStatus
 from cryptbench.stats import estimates
 from cryptbench.store.database import Store, split_rounds
 
@@ -133,8 +134,8 @@ def build(store: Store, run_id: int) -> Document:
         results=results,
         comparisons=comparisons,
         trials=TrialCounts(
-            ok=sum(t.status == "ok" for t in trials),
-            failed=sum(t.status != "ok" for t in trials),
+            ok=sum(t.status == TrialStatus.OK for t in trials),
+            failed=sum(t.status != TrialStatus.OK for t in trials),
         ),
         notes=run.notes,
         stopping=stopping,
@@ -197,7 +198,7 @@ def efficiency(store: Store, run_id: int, doc: Document) -> list[ceilings.Effici
             achieved = medians.get((w, t.name, PRIMARY))
             if not t.encrypted or achieved is None:
                 continue
-            candidate = RAM_PREFIX + "plain" if t.medium == "ram" else "plain"
+            candidate = RAM_PREFIX + "plain" if t.medium == Medium.RAM else "plain"
             plain = candidate if candidate in names and (w, candidate, PRIMARY) in medians else None
             ceiling, cores = resolver.resolve(t.name, t.backend, w)
             out.append(
@@ -268,7 +269,7 @@ def _baselines(t: TargetInfo, tmap: dict[str, TargetInfo]) -> list[tuple[str, Co
     differs; for a target with a RAM twin (--ram), the twin: what the device costs it; and for
     a variant (one LUKS option changed), the target it varies: what the option changes."""
     out = []
-    ram = t.medium == "ram"
+    ram = t.medium == Medium.RAM
     plain = RAM_PREFIX + "plain" if ram else "plain"
     if t.baseline and t.baseline in tmap:
         out.append((t.baseline, ComparisonKind.BASELINE))

@@ -31,6 +31,7 @@ from cryptbench.model.result import (
     TargetInfo,
     WorkloadRanking,
 )
+from cryptbench.model.vocabulary import Medium
 from cryptbench.model.warning_kinds import WarningKind
 from cryptbench.planning.suite import FAMILIES, direction_of_rw, family_of_rw
 from cryptbench.stats import estimates
@@ -282,7 +283,7 @@ def _where(section: RankingSection, several: bool) -> str:
     if not several:
         return ""
     place = [f"on {section.host}"] if section.host else []
-    if section.medium == "ram":
+    if section.medium == Medium.RAM:
         place.append("on RAM")
     text = " ".join(place) or "on the device"
     return text[0].upper() + text[1:] + ": "
@@ -394,13 +395,13 @@ def sentences(doc: Document) -> list[str]:
             line = f"{where}no encrypted target to rank."
         elif len(entries) == 1:
             line = f"{where}only {entries[0].target} was measured encrypted: {change(entries[0])} {over}."
-        elif all(e.verdict == "equal" for e in entries[1:]):
+        elif all(e.verdict == estimates.EQUAL for e in entries[1:]):
             line = (
                 f"{where}the {len(entries)} encrypted targets cost the same within {margin}: "
                 + ", ".join(f"{e.target} {change(e)}" for e in entries)
                 + f", {over}."
             )
-        elif all(e.verdict != "costlier" for e in entries):
+        elif all(e.verdict != estimates.COSTLIER for e in entries):
             line = (
                 f"{where}the {len(entries)} encrypted targets cannot be told apart: "
                 + ", ".join(f"{e.target} {change(e)}" for e in entries)

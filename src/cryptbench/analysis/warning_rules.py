@@ -17,6 +17,7 @@ from cryptbench.cipher.ceilings import cipher_use
 from cryptbench.engines.metric_catalog import info
 from cryptbench.model.result import Document, Result
 from cryptbench.model.units import format_value
+from cryptbench.model.vocabulary import Medium, RunStatus, TrialStatus
 from cryptbench.model.warning_kinds import (
     FEW_SAMPLES_DROPPED,
     FEW_SAMPLES_MORE,
@@ -36,7 +37,7 @@ Found = Iterator[RunWarning]
 
 
 def interrupted(doc: Document) -> Found:
-    if doc.status == "interrupted":
+    if doc.status == RunStatus.INTERRUPTED:
         yield WarningKind.INTERRUPTED.warn()
 
 
@@ -194,7 +195,7 @@ def slow_first_trial(_doc: Document, r: Result) -> Found:
 def failed_trials(trials: list[TrialRow]) -> Found:
     failed: dict[tuple[str, str], list[str]] = defaultdict(list)
     for t in trials:
-        if t.status != "ok":
+        if t.status != TrialStatus.OK:
             failed[(t.workload, t.target)].append(t.error or "unknown error")
     for (w, tn), errors in failed.items():
         yield WarningKind.FAILED_TRIALS.warn(w, tn, count=len(errors), first=errors[0])
@@ -207,7 +208,7 @@ def cache_not_dropped(doc: Document, trials: list[TrialRow]) -> Found:
     size = doc.plan.size or 0
     resident: dict[tuple[str, str], int] = defaultdict(int)
     # On a RAM twin every page is resident by nature: that is its medium, not a cache.
-    on_ram = {t.name for t in doc.targets if t.medium == "ram"}
+    on_ram = {t.name for t in doc.targets if t.medium == Medium.RAM}
     for t in trials:
         key = (t.workload, t.target)
         cached = t.cache_resident_bytes or 0

@@ -13,6 +13,7 @@ from typing import ClassVar
 from cryptbench.machine.resources import Process
 from cryptbench.machine.session import Session
 from cryptbench.model.json_types import JsonObject
+from cryptbench.model.vocabulary import Medium
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,12 @@ class TargetSpec:
     fs: str = "ext4"  # filesystem inside images; others ignore it
     # device: in the scratch space on the target filesystem; ram: the same
     # stack on a tmpfs of the run's (--ram), to tell device cost from layer cost
-    medium: str = "device"
+    medium: Medium = Medium.DEVICE
 
     @property
     def name(self) -> str:
         name = self.backend if self.state is None else f"{self.backend}@{self.state}"
-        return RAM_PREFIX + name if self.medium == "ram" else name
+        return RAM_PREFIX + name if self.medium == Medium.RAM else name
 
     @property
     def slug(self) -> str:
@@ -102,7 +103,7 @@ class Target:
     # Files outside `backing` whose page cache the data also passes through
     # (e.g. the file a FUSE export presents to a loop device).
     cached: tuple[Path, ...] = ()
-    medium: str = "device"  # device or ram, as the spec asked
+    medium: Medium = Medium.DEVICE  # as the spec asked
     # A cgroup (v2) that fio must run in for this target: a known-answer
     # target's throttle lives there (machine/throttle.py). None elsewhere.
     cgroup: Path | None = None
@@ -214,7 +215,7 @@ def cache_files(target: Target, *extra: Path) -> list[Path]:
 def target_root(session: Session, spec: TargetSpec) -> Path:
     """Where `spec`'s provisionings live: the run's directory, or its tmpfs for a RAM
     twin (mounted on first use)."""
-    return session.ram_dir() if spec.medium == "ram" else session.run_dir
+    return session.ram_dir() if spec.medium == Medium.RAM else session.run_dir
 
 
 def target_dir(session: Session, spec: TargetSpec) -> Path:

@@ -31,6 +31,7 @@ from cryptbench.model.errors import UsageError
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.result import ComparisonKind, Document
 from cryptbench.model.units import parse_percent
+from cryptbench.model.vocabulary import Medium
 from cryptbench.planning.plan import parse_needs
 from cryptbench.report.json_output import print_json
 from cryptbench.store.database import Store, default_db_path
@@ -146,7 +147,7 @@ def evaluate(doc: Document, floor: float | None, require: tuple[str, ...] = ()) 
     proven to protect."""
     comps = {(c.workload, c.target): c for c in doc.comparisons if c.kind == ComparisonKind.BASELINE}
     findings = []
-    gated = [t for t in doc.targets if t.encrypted and t.medium != "ram"]
+    gated = [t for t in doc.targets if t.encrypted and t.medium != Medium.RAM]
     protection = [Required(t.name, unmet_need(require, t)) for t in gated] if require else []
     for t in gated:
         if floor is None or not t.baseline:

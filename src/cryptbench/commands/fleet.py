@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_stopping
+from cryptbench.model.vocabulary import RunStatus
 from cryptbench.pipeline.fleet_run import FleetRequest, run
 from cryptbench.planning.plan import request_from_args
 from cryptbench.report import screens
@@ -48,6 +49,6 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
         print_json(outcome.document.to_json())
     else:
         screens.render(outcome.document, out, details=args.details, quiet=args.quiet)
-    if outcome.status == "interrupted":
+    if outcome.status == RunStatus.INTERRUPTED:
         err.print(f"interrupted; {outcome.document.trials.ok} finished trial(s) kept as run {outcome.run_id}")
     return outcome.exit_code

@@ -10,6 +10,7 @@ import argparse
 from rich.console import Console
 
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_provisioning, add_stopping
+from cryptbench.model.vocabulary import RunStatus
 from cryptbench.pipeline.execute import RunOutcome, run
 from cryptbench.planning.plan import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE, RunRequest
 from cryptbench.report import exports, screens
@@ -128,9 +129,9 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         screens.render(outcome.document, out, details=args.details, quiet=args.quiet)
     failed = outcome.document.trials.failed
-    if outcome.status == "complete" and outcome.exit_code == 1:
+    if outcome.status == RunStatus.COMPLETE and outcome.exit_code == 1:
         err.print(f"{failed} trial(s) failed or could not run; the notes above say why")
-    if outcome.status == "interrupted":
+    if outcome.status == RunStatus.INTERRUPTED:
         err.print(
             f"interrupted: torn down; {outcome.document.trials.ok} finished trial(s) "
             f"kept as run {outcome.run_id}"

@@ -25,6 +25,7 @@ from enum import StrEnum
 
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.metrics import primary_of
+from cryptbench.model.vocabulary import Medium, RunStatus
 from cryptbench.model.warning_kinds import RunWarning
 
 
@@ -305,7 +306,7 @@ class TargetInfo:
     marker_in_backing: bool | None  # the plaintext marker was found in the backing store
     encryption_verified: bool | None  # the proof of encryption passed; None: not encrypted
     details: JsonObject  # the backend's own facts: cipher, mount, helpers, state, …
-    medium: str = "device"  # "device" or "ram"
+    medium: Medium = Medium.DEVICE
     host: str | None = None  # a fleet run's host label; None on one machine
     # what its backing hides, probed (protection/findings.py); None in runs before the probes
     protection: JsonObject | None = None
@@ -342,7 +343,7 @@ class TargetInfo:
             d["marker_in_backing"],
             d["encryption_verified"],
             d["details"],
-            d.get("medium", "device"),
+            Medium(d.get("medium", "device")),
             d.get("host"),
             d.get("protection"),
         )
@@ -575,7 +576,7 @@ class RankingSection:
     """The encrypted targets beside one plain target: one host and medium."""
 
     host: str | None  # a fleet run's host label; None on one machine
-    medium: str  # "device" or "ram"
+    medium: Medium
     plain: str  # the plain target they are set against
     workloads: list[str]  # those plain has a result at
     overall: list[RankEntry]  # cheapest first, over every workload
@@ -776,7 +777,7 @@ class Document:
 
     schema_version: int
     run_id: int
-    status: str  # "complete", "interrupted", "failed", or "running"
+    status: RunStatus
     started_at: str  # ISO 8601, UTC
     finished_at: str | None  # ISO 8601, UTC; None while running
     tool_version: str
@@ -844,7 +845,7 @@ class Document:
         return cls(
             schema_version=d["schema_version"],
             run_id=d["run_id"],
-            status=d["status"],
+            status=RunStatus(d["status"]),
             started_at=d["started_at"],
             finished_at=d["finished_at"],
             tool_version=d["tool_version"],

@@ -36,6 +36,7 @@ from cryptbench.machine.session import Session
 from cryptbench.measure import resident
 from cryptbench.measure.cache import drop_caches
 from cryptbench.model.errors import Interrupted
+from cryptbench.model.vocabulary import Medium
 from cryptbench.pipeline.lifecycle import Lifecycle
 from cryptbench.planning.plan import RAM_SLACK
 from cryptbench.planning.suite import WorkloadSpec
@@ -87,7 +88,7 @@ def measure_ram_stack(target_dir: Path, size: int, repeats: int, progress: Progr
             targets: dict[str, Target] = {}
             for name in RAM_BACKENDS:
                 progress.phase(f"provisioning ram:{name}")
-                spec = TargetSpec(name, medium="ram")
+                spec = TargetSpec(name, medium=Medium.RAM)
                 targets[name] = stack.enter_context(REGISTRY[name].provision(session, spec, size))
             engine = probe_ioengine(session.path("ioengine-probe"), session)
             stack.enter_context(resident.hold(resident.program_files("fio")))  # measure/resident.py

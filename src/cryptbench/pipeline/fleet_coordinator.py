@@ -16,6 +16,7 @@ from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.fleet import client
 from cryptbench.fleet.manifest import ManifestTarget
 from cryptbench.model.errors import TrialError
+from cryptbench.model.vocabulary import HostStatus, TrialStatus
 from cryptbench.pipeline.fleet_hosts import Host
 from cryptbench.planning.suite import Workload, WorkloadSpec
 from cryptbench.store.database import Store, TrialRecord, now_iso
@@ -76,7 +77,7 @@ class Coordinator:
         if h.failed is not None:
             return
         h.failed = why
-        self.store.set_fleet_host(self.run_id, host, "failed", why)
+        self.store.set_fleet_host(self.run_id, host, HostStatus.FAILED, why)
         assert h.manifest is not None
         for t in h.manifest.targets:
             target = f"{host}/{t.name}"
@@ -159,7 +160,7 @@ class Coordinator:
             )
             self.seq += 1
             if r.measurement is not None:
-                row.status = "ok"
+                row.status = TrialStatus.OK
                 self.store.insert_trial(self.run_id, row, fleet_trial_metrics(r.measurement))
                 self.ok += 1
             else:

@@ -12,6 +12,7 @@ from cryptbench.fleet.hosts import HostSpec
 from cryptbench.fleet.manifest import Manifest, parse
 from cryptbench.model.errors import UsageError
 from cryptbench.model.units import format_bytes
+from cryptbench.model.vocabulary import HostStatus
 from cryptbench.planning.suite import Suite, WorkloadSpec, check_size_range
 from cryptbench.store.database import Store
 
@@ -148,7 +149,7 @@ def store_hosts(store: Store, run_id: int, hosts: list[Host]) -> None:
             run_id, h.spec.name, str(h.spec.address), h.manifest.stored() if h.manifest else None
         )
         if h.manifest is None:
-            store.set_fleet_host(run_id, h.spec.name, "unusable", h.failed)
+            store.set_fleet_host(run_id, h.spec.name, HostStatus.UNUSABLE, h.failed)
             store.add_note(run_id, f"host {h.spec.name} left out: {h.failed}")
             continue
         for t in h.manifest.targets:

@@ -23,6 +23,7 @@ from types import TracebackType
 from cryptbench.machine.interrupts import signals_blocked, take_pending
 from cryptbench.machine.session import Session
 from cryptbench.model.errors import CryptbenchError, Interrupted
+from cryptbench.model.vocabulary import RunStatus
 from cryptbench.pipeline.provision import recover_stale
 from cryptbench.store.database import Store
 from cryptbench.trial.context import NullProgress, Progress
@@ -68,11 +69,11 @@ class Lifecycle:
                     self._finish(self)
         return self.interrupted is not None
 
-    def status(self, completed: bool) -> str:
+    def status(self, completed: bool) -> RunStatus:
         """The status a run stores: interrupted, else complete or failed."""
         if self.interrupted is not None:
-            return "interrupted"
-        return "complete" if completed else "failed"
+            return RunStatus.INTERRUPTED
+        return RunStatus.COMPLETE if completed else RunStatus.FAILED
 
     def last_signal(self) -> int | None:
         """The signal the exit status reports: the later one when two came."""

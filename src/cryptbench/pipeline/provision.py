@@ -18,6 +18,7 @@ from cryptbench.machine.interrupts import signals_blocked
 from cryptbench.machine.session import MARKER, Session, candidate_run_dirs, recover, scratch_root
 from cryptbench.model.errors import DiskFull, ProvisionError, TrialError
 from cryptbench.model.result import TargetInfo
+from cryptbench.model.vocabulary import Medium
 from cryptbench.pipeline.verify import marker_in_backing, probe_direct_io, probe_protection
 from cryptbench.planning.plan import Plan
 from cryptbench.trial import amount
@@ -97,7 +98,7 @@ def decide_io_modes(requested: str, targets: dict[str, Target]) -> tuple[dict[st
     in the page cache" says nothing there, and must not turn the device targets
     buffered.
     """
-    ram = {n: t for n, t in targets.items() if t.medium == "ram"}
+    ram = {n: t for n, t in targets.items() if t.medium == Medium.RAM}
     device = {n: t for n, t in targets.items() if n not in ram}
     modes, note = _decide_device(requested, device)
     follow = bool(device) and all(modes.values()) if requested == "auto" else requested == "direct"

@@ -24,6 +24,7 @@ from cryptbench.model.errors import UnavailableError, UsageError, did_you_mean
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.result import RunPlan
 from cryptbench.model.units import format_bytes, format_duration, parse_duration, parse_percent, parse_size
+from cryptbench.model.vocabulary import Medium
 from cryptbench.planning.suite import (
     Suite,
     Workload,
@@ -338,9 +339,9 @@ def _expand(
 ) -> tuple[TargetSpec, ...]:
     """Backends x states on the device, then (--ram) the same on RAM where it means something."""
     specs: list[TargetSpec] = []
-    for medium in ("device", "ram") if ram else ("device",):
+    for medium in (Medium.DEVICE, Medium.RAM) if ram else (Medium.DEVICE,):
         for name in ordered:
-            if medium == "ram" and not REGISTRY[name].ram:
+            if medium == Medium.RAM and not REGISTRY[name].ram:
                 continue
             for state in states if REGISTRY[name].stateful else (None,):
                 specs.append(TargetSpec(name, state, fs, medium))
@@ -673,7 +674,7 @@ def _ram_bytes(targets: tuple[TargetSpec, ...], target_bytes: int) -> int:
     """Bytes of memory the RAM twins take; refused beyond RAM_FRACTION of what is available."""
     if not is_root():
         raise UnavailableError("--ram needs root (to mount the tmpfs the RAM twins live on)")
-    twins = [t for t in targets if t.medium == "ram"]
+    twins = [t for t in targets if t.medium == Medium.RAM]
     ram_bytes = sum(REGISTRY[t.backend].space_needed(t, target_bytes) for t in twins) + RAM_SLACK
     memory = mem_available()
     if ram_bytes > memory * RAM_FRACTION:
@@ -699,7 +700,7 @@ def _space(
 ) -> int:
     """Bytes the plan needs on the target filesystem; refused when they and the margin are not free."""
     space = input_bytes + sum(
-        REGISTRY[t.backend].space_needed(t, target_bytes) for t in targets if t.medium == "device"
+        REGISTRY[t.backend].space_needed(t, target_bytes) for t in targets if t.medium == Medium.DEVICE
     )
     free = free_bytes(target_dir)
     if space + SPACE_MARGIN > free:

@@ -19,11 +19,13 @@ from rich.table import Table
 from rich.text import Text
 
 from cryptbench.analysis import ranking, study_summary, tuning
+from cryptbench.analysis.diagnosis import Rule
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import LEGEND, change_cell, speed_change
 from cryptbench.model.metrics import PRIMARY
 from cryptbench.model.result import Comparison, ComparisonKind, Document, Result
 from cryptbench.model.units import format_value
+from cryptbench.model.vocabulary import HostStatus
 from cryptbench.report import protection_rows
 from cryptbench.report.narrow import fold
 from cryptbench.report.sentences import command_lines, header, precision_line
@@ -147,11 +149,11 @@ def limit_lines(doc: Document) -> list[str]:
             continue
         counts = Counter(f.rule for f in findings)
         # the diagnosis orders its groups (known rules before unknown, then by count)
-        rule = min(counts, key=lambda r: (r == "unknown", -counts[r]))
+        rule = min(counts, key=lambda r: (r == Rule.UNKNOWN, -counts[r]))
         effs = sorted(f.efficiency for f in findings if f.efficiency is not None)
         median = f" (median {effs[len(effs) // 2]:.0%} of its bound)" if effs else ""
         hint = ""
-        if rule == "unknown" and any("cryptbench cipher" in f.sentence for f in findings):
+        if rule == Rule.UNKNOWN and any("cryptbench cipher" in f.sentence for f in findings):
             hint = "; `cryptbench cipher` measures its cipher"
         lines.append(
             f"{d.target}: {LIMITS.get(rule, rule)} at {counts[rule]} of {len(findings)}{median}{hint}"
@@ -228,7 +230,7 @@ def render(doc: Document, console: Console) -> None:
         console.print()
         console.print(f"Fleet: {len(fleet.hosts)} hosts; each overhead's spread over them is in the details.")
         for h in fleet.hosts:
-            if h.status != "ok":
+            if h.status != HostStatus.OK:
                 console.print(Text(f"{h.name} {h.status}: {h.reason or 'no reason recorded'}", style="red"))
     advice = tuning.advise(doc)
     if advice is not None:

@@ -28,6 +28,8 @@ from cryptbench.engines.metric_catalog import info
 from cryptbench.measure.cpu_timeline import CpuTimeline
 from cryptbench.model.result import ComparisonKind, Document, Result
 from cryptbench.model.units import format_bytes
+from cryptbench.model.vocabulary import Medium
+from cryptbench.stats import estimates
 
 WIDTH = 7.0  # inches: readable when scaled down to a phone's width, not sparse on a desktop
 # Any: Matplotlib types rc_context's keys as a Literal of every rc name
@@ -106,7 +108,7 @@ def colours(doc: Document) -> dict[str, str]:
     grey = colour = 0
     for t in doc.targets:
         name = t.name
-        twin = name.split(":", 1)[1] if t.medium == "ram" and ":" in name else None
+        twin = name.split(":", 1)[1] if t.medium == Medium.RAM and ":" in name else None
         if twin in out:
             out[name] = out[twin]
         elif t.encrypted:
@@ -223,7 +225,7 @@ def bar_charts(doc: Document) -> list[Chart]:
             direction = "" if better is None else (" (higher is better)" if better else " (lower is better)")
             ax.set_ylabel(f"{info(metric).label}, {axis_unit}{direction}")
             ax.legend(ncols=min(len(targets), 4), loc="upper center", bbox_to_anchor=(0.5, -0.12))
-            where = "on RAM" if medium == "ram" else "on the device"
+            where = "on RAM" if medium == Medium.RAM else "on the device"
             title = f"{titles[slug]}, {where}" if len(media) > 1 else titles[slug]
             ax.set_title(title)
             charts.append(
@@ -302,7 +304,7 @@ def ranking_chart(doc: Document) -> Chart | None:
             where = " ".join(
                 [
                     *([f"on {s.host}"] if s.host else []),
-                    "on RAM" if s.medium == "ram" else "on the device",
+                    "on RAM" if s.medium == Medium.RAM else "on the device",
                 ]
             )
             where = f" {where}"
@@ -316,7 +318,7 @@ def ranking_chart(doc: Document) -> Chart | None:
             bars: list[Bar] = []
             for e in entries:
                 pct, interval, clear = speed_change(e)
-                label = e.target + ("" if e.verdict == "costlier" else f" ({e.verdict})")
+                label = e.target + ("" if e.verdict == estimates.COSTLIER else f" ({e.verdict})")
                 bars.append((label, pct, interval, clear))
             panels.append((title, GREYS[0], bars))
     figure = _change_figure(panels, "change in speed against plain, % (negative: slower)", colours(doc))
@@ -508,9 +510,9 @@ def cpu_chart(doc: Document, timelines: list[TrialTimeline]) -> Chart | None:
     )
 
 
-def _hatch(target: str, media: dict[str, str]) -> str | None:
+def _hatch(target: str, media: dict[str, Medium]) -> str | None:
     """RAM twins share their device twin's colour; stripes tell them apart."""
-    return "////" if media.get(target) == "ram" else None
+    return "////" if media.get(target) == Medium.RAM else None
 
 
 def file_size_chart(doc: Document) -> Chart | None:

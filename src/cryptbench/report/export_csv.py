@@ -19,6 +19,7 @@ from typing import TextIO
 from cryptbench.analysis.speed_change import speed_change
 from cryptbench.engines.metric_catalog import CATALOG
 from cryptbench.model.result import Document
+from cryptbench.model.vocabulary import Medium
 from cryptbench.store.database import Store
 
 RUN_COLUMNS = ("run_id", "run_started_at", "hostname", "kernel", "cpu_model", "tool_version", "suite")
@@ -93,7 +94,7 @@ def rows(store: Store, run_id: int) -> tuple[list[str], list[CsvRow]]:
             "target": t.target,
             "host": None if target is None else target.host,
             "backend": None if target is None else target.backend,
-            "medium": "device" if target is None else target.medium,
+            "medium": Medium.DEVICE if target is None else target.medium,
             "baseline": None if target is None else target.baseline,
             "encrypted": target is not None and target.encrypted,
             "io_mode": None if target is None else target.io_mode,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cryptbench.analysis.speed_change import percent
 from cryptbench.model.result import FleetSection
+from cryptbench.model.vocabulary import HostStatus
 
 SPREAD_NOTE = (
     "Each host's figure is its target's change in speed against its own baseline (negative: slower); "
@@ -28,8 +29,8 @@ def host_rows(fleet: FleetSection) -> list[dict[str, str]]:
         {
             "host": h.name,
             "address": h.address,
-            "ok": "yes" if h.status == "ok" else "",
-            "status": h.status if h.status == "ok" else f"{h.status}: {h.reason}",
+            "ok": "yes" if h.status == HostStatus.OK else "",
+            "status": h.status if h.status == HostStatus.OK else f"{h.status}: {h.reason}",
             "machine": f"{h.hostname or '?'} ({h.cpu_model or '?'})",
             "kernel": h.kernel or "?",
             "xts_aes": h.xts_aes or "?",

@@ -16,6 +16,7 @@ from cryptbench.engines.metric_catalog import info
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.result import Answer, Comparison, ComparisonKind, Document, Result, Stopping
 from cryptbench.model.units import format_bytes, format_count_range, format_duration, format_value
+from cryptbench.model.vocabulary import RunStatus
 from cryptbench.planning.suite import command_name
 from cryptbench.stats import estimates
 
@@ -32,7 +33,7 @@ def header(doc: Document) -> str:
     text = f"{kind.capitalize()} {doc.run_id} ({doc.suite} suite"
     if fleet:
         text += f", {len(fleet['hosts'])} hosts"
-    text += ")" if doc.status == "complete" else f", {doc.status})"
+    text += ")" if doc.status == RunStatus.COMPLETE else f", {doc.status})"
     text += f": {len(doc.targets)} targets, {trials}"
     dw = doc.device_writes
     if dw:

@@ -18,6 +18,7 @@ from cryptbench.machine.interrupts import signals_blocked
 from cryptbench.model.errors import StoreError
 from cryptbench.model.json_types import DbRow
 from cryptbench.model.result import JsonObject, TargetInfo
+from cryptbench.model.vocabulary import HostStatus, Medium, TrialStatus
 from cryptbench.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from cryptbench.store.rows import CipherRow, FleetHostRow, HistoryRow, MetricPoint, RunRow, TrialRow
 
@@ -42,7 +43,7 @@ class TrialRecord:
     workload: str
     target: str
     started_at: str  # ISO 8601, UTC
-    status: str = "failed"  # ok or failed; ok only once the trial's figures are in
+    status: TrialStatus = TrialStatus.FAILED  # OK only once the trial's figures are in
     error: str | None = None  # why it failed, in words
     cache_method: str | None = None  # how the caches were dropped before it
     cache_resident_bytes: int | None = None  # bytes of its files still in the page cache after the drop
@@ -224,7 +225,7 @@ class Store:
         with self.transaction():
             self.db.execute(
                 "INSERT INTO fleet_hosts (run_id, name, address, status, manifest_json) VALUES (?,?,?,?,?)",
-                (run_id, name, address, "ok", None if manifest is None else json.dumps(manifest)),
+                (run_id, name, address, HostStatus.OK, None if manifest is None else json.dumps(manifest)),
             )
 
     def set_fleet_host(self, run_id: int, name: str, status: str, reason: str | None) -> None:
@@ -322,7 +323,10 @@ class Store:
             " cache_method, cache_resident_bytes FROM trials WHERE run_id=? ORDER BY seq",
             (run_id,),
         )
-        return [TrialRow(*r) for r in cur.fetchall()]
+        return [
+            TrialRow(id_, seq, block, repeat, workload, target, started, TrialStatus(status), *rest)
+            for id_, seq, block, repeat, workload, target, started, status, *rest in cur.fetchall()
+        ]
 
     def samples(self, run_id: int) -> dict[tuple[str, str, str], list[float]]:
         """Every metric value of a run by (workload, target, metric), in trial order."""
@@ -480,7 +484,7 @@ def _target(row: DbRow) -> TargetInfo:
         marker_in_backing=flag(row["marker_in_backing"]),
         encryption_verified=flag(row["encryption_verified"]),
         details=json.loads(row["details_json"]),
-        medium=row["medium"] or "device",
+        medium=Medium(row["medium"] or "device"),
         host=row["host"],  # a fleet run's host label; None on one machine
         protection=json.loads(row["protection_json"]) if row["protection_json"] else None,
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from cryptbench.model.json_types import DbRow
 from cryptbench.model.result import JsonObject
+from cryptbench.model.vocabulary import HostStatus, RunStatus, TrialStatus
 
 
 def _json(text: str | None, empty: Any) -> Any:
@@ -23,7 +24,7 @@ class RunRow:
     id: int
     started_at: str  # ISO 8601, UTC
     finished_at: str | None  # ISO 8601, UTC; None while running or after a crash
-    status: str  # running, complete, interrupted, failed
+    status: RunStatus
     tool_version: str
     suite: str
     plan: JsonObject  # plan.Plan.to_json() as the run stored it
@@ -56,7 +57,7 @@ class TrialRow:
     workload: str
     target: str
     started_at: str  # ISO 8601, UTC
-    status: str  # ok or failed
+    status: TrialStatus
     error: str | None  # why it failed
     cache_method: str | None  # how the page cache was dropped before it
     cache_resident_bytes: int | None  # bytes of data and backing still cached at its start
@@ -66,13 +67,19 @@ class TrialRow:
 class FleetHostRow:
     name: str  # the label from hosts.toml
     address: str  # its fio server, as the coordinator reached it
-    status: str  # ok, failed (stopped answering), unusable (no manifest)
+    status: HostStatus
     reason: str | None  # why, when not ok
     manifest: JsonObject  # what it served, as its manifest_command printed it; {} when none
 
     @classmethod
     def from_db(cls, row: DbRow) -> FleetHostRow:
-        return cls(row["name"], row["address"], row["status"], row["reason"], _json(row["manifest_json"], {}))
+        return cls(
+            row["name"],
+            row["address"],
+            HostStatus(row["status"]),
+            row["reason"],
+            _json(row["manifest_json"], {}),
+        )
 
 
 @dataclass(frozen=True)
@@ -103,7 +110,7 @@ class HistoryRow:
     id: int
     started_at: str  # ISO 8601, UTC
     finished_at: str | None  # ISO 8601, UTC
-    status: str
+    status: RunStatus
     suite: str
     host: str | None  # the machine's hostname; a fleet run's coordinator
     ok_trials: int  # count
@@ -124,7 +131,7 @@ class HistoryRow:
             row["id"],
             row["started_at"],
             row["finished_at"],
-            row["status"],
+            RunStatus(row["status"]),
             row["suite"],
             row["host"],
             row["ok_trials"],

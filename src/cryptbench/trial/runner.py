@@ -31,6 +31,7 @@ from cryptbench.measure import cpu, cpu_timeline
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.measure.device import bytes_read, bytes_written
 from cryptbench.model.errors import CryptbenchError, DiskFull, TargetLost, TrialError, UsageError
+from cryptbench.model.vocabulary import TrialStatus
 from cryptbench.planning.suite import WorkloadSpec
 from cryptbench.store.database import TrialRecord, now_iso
 from cryptbench.trial import amount
@@ -217,7 +218,7 @@ def _store_failure(
     ctx: TrialContext, spec: TrialSpec, target: Target, row: TrialRecord, e: TrialError
 ) -> None:
     """Store the failed trial; raise DiskFull if the target filled up, TargetLost again if lost."""
-    row.status, row.error = "failed", str(e)
+    row.status, row.error = TrialStatus.FAILED, str(e)
     ctx.store.insert_trial(ctx.run_id, row, [])
     if ENOSPC_TEXT in str(e):
         raise DiskFull(
@@ -270,7 +271,7 @@ def run_trial(
     except TrialError as e:
         _store_failure(ctx, spec, target, row, e)
         return False
-    row.status = "ok"
+    row.status = TrialStatus.OK
     metrics = trial_metrics(measurement, meters.cpu, meters.device_written, synced)
     ctx.store.insert_trial(ctx.run_id, row, metrics)
     return True
@@ -340,7 +341,7 @@ def run_app_trial(ctx: TrialContext, spec: TrialSpec, target: Target, workload_s
                     f"command is broken, not the target: {e}"
                 ) from None
             return False
-    row.status = "ok"
+    row.status = TrialStatus.OK
     row.raw_output = json.dumps(result.to_json(), sort_keys=True)
     metrics = app_metrics(workload, result, meters.cpu, meters.device_written, meters.device_read)
     ctx.store.insert_trial(ctx.run_id, row, metrics)
