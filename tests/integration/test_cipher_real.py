@@ -25,7 +25,9 @@ SEQ_SUITE = Path(__file__).parent.parent / "fixtures" / "suites" / "seq.toml"
 @requires_root
 def test_cipher_measures_userspace_kernel_and_the_ram_stack(target_dir: Path, tmp_path: Path) -> None:
     db = tmp_path / "c.sqlite"
-    measured = cipher.run(seconds="0.05s", repeats=2, ram_size="16M", target=str(target_dir), db=db)
+    measured = cipher.run(
+        cipher.CipherRequest(seconds="0.05s", repeats=2, ram_size="16M", target=str(target_dir), db=db)
+    )
     doc = measured.to_json()  # the JSON contract, as `cipher --json` prints it
     cores = userspace.cores()
     assert len(doc["userspace"]) == len(userspace.CASES) * (1 if cores == 1 else 2)

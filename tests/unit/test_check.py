@@ -110,7 +110,7 @@ def test_a_run_without_encrypted_targets_is_an_error() -> None:
 @pytest.mark.parametrize("bound", ["-5%", "101%", "30 percent"])
 def test_bad_bounds_are_refused(bound: str, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--max-overhead"):
-        check.run(max_overhead=bound, db=tmp_path / "none.sqlite")
+        check.run(check.CheckRequest(max_overhead=bound, db=tmp_path / "none.sqlite"))
 
 
 def _fleet(worse_on_b: str) -> dict[str, Any]:
@@ -186,4 +186,4 @@ def test_check_refuses_a_gate_of_nothing_and_unknown_properties(
     flags: dict[str, str], message: str, tmp_path: Path
 ) -> None:
     with pytest.raises(UsageError, match=message):
-        check.run(db=tmp_path / "none.sqlite", **flags)
+        check.run(check.CheckRequest(db=tmp_path / "none.sqlite", **flags))

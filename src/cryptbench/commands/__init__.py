@@ -3,8 +3,11 @@
 Each has `HELP`, `add_arguments(parser)`, `main(args, out, err)` (calls `run`, prints
 the answer, returns the exit status; `--json` goes through `report/json_output`) and
 a `run` that tests call directly, taking one frozen request of what the user asked
-(`plan.request_from_args` builds it from the flags, so no command copies them by
-hand). Flags several commands share (`--db`, `--json`, `--details`, the stopping
+(`RunRequest`, `CheckRequest`, `CipherRequest`, …; `planning/plan.request_from_args`
+builds it from the flags, so no command copies them by hand), and keyword arguments
+only for what a test or another process hands in (progress, a registry); a command of
+one or two choices (`show`, `suites`, `cleanup`; `backends` has none) takes them as
+keyword arguments instead. Flags several commands share (`--db`, `--json`, `--details`, the stopping
 options) are declared once in `common_args.py`, asv's pattern. No command imports
 another: what two share lives in `pipeline/` or `analysis/`. Matplotlib is imported
 only inside the commands that draw (`report`, `compare --html`), so the command line

@@ -32,7 +32,7 @@ from cryptbench.model.json_types import JsonObject
 from cryptbench.model.result import ComparisonKind, Document
 from cryptbench.model.units import parse_percent
 from cryptbench.model.vocabulary import Medium
-from cryptbench.planning.plan import parse_needs
+from cryptbench.planning.plan import parse_needs, request_from_args
 from cryptbench.report.json_output import print_json
 from cryptbench.store.database import Store, default_db_path
 
@@ -166,13 +166,18 @@ def evaluate(doc: Document, floor: float | None, require: tuple[str, ...] = ()) 
     return Result(doc.run_id, floor, findings, require, protection)
 
 
-def run(
-    *,
-    ref: str = "latest",
-    max_overhead: str | None = None,
-    require: str | None = None,
-    db: Path | None = None,
-) -> Result:
+@dataclass(frozen=True)
+class CheckRequest:
+    """What `cryptbench check` was asked, as typed."""
+
+    ref: str = "latest"  # a run id, or latest
+    max_overhead: str | None = None  # percent, as typed ("30%")
+    require: str | None = None  # comma-separated properties every encrypted target must protect
+    db: Path | None = None  # None: the default database
+
+
+def run(request: CheckRequest) -> Result:
+    ref, max_overhead, require, db = request.ref, request.max_overhead, request.require, request.db
     if max_overhead is None and require is None:
         raise UsageError("check needs --max-overhead, --require or both")
     floor = None
@@ -215,7 +220,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> int:
-    result = run(ref=args.ref, max_overhead=args.max_overhead, require=args.require, db=args.db)
+    result = run(request_from_args(CheckRequest, args))
     if args.json:
         print_json(result.to_json())
         return 0 if result.passed else 1

@@ -5,7 +5,7 @@ The measuring is pipeline/cipher_speed.py's, which a run also uses for its own l
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -32,17 +32,39 @@ from cryptbench.store.database import Store, default_db_path
 from cryptbench.trial.context import Progress
 
 
-def run(
-    *,
-    seconds: str = f"{DEFAULT_SECONDS}s",
-    repeats: int = DEFAULT_REPEATS,
-    kernel_stack: bool = True,
-    ram_size: str = DEFAULT_RAM_SIZE,
-    target: str = "/var/tmp",
-    db: Path | None = None,
-    store: bool = True,
-    progress: Progress | None = None,
-) -> CipherDocument:
+@dataclass(frozen=True)
+class CipherRequest:
+    """What `cryptbench cipher` was asked, as typed."""
+
+    seconds: str = f"{DEFAULT_SECONDS}s"  # per figure, a duration as typed
+    repeats: int = DEFAULT_REPEATS  # count per figure
+    kernel_stack: bool = True  # also time the RAM stack (--no-kernel-stack: not)
+    ram_size: str = DEFAULT_RAM_SIZE  # bytes of the RAM stack, as typed
+    target: str = "/var/tmp"  # the directory the scratch space goes in
+    db: Path | None = None  # None: the default database
+    store: bool = True  # keep the figures in the database (--no-store: not)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> CipherRequest:
+        return cls(
+            seconds=args.seconds,
+            repeats=args.repeats,
+            kernel_stack=not args.no_kernel_stack,
+            ram_size=args.ram_size,
+            target=args.target,
+            db=args.db,
+            store=not args.no_store,
+        )
+
+
+def run(request: CipherRequest, *, progress: Progress | None = None) -> CipherDocument:
+    seconds, repeats, kernel_stack, ram_size = (
+        request.seconds,
+        request.repeats,
+        request.kernel_stack,
+        request.ram_size,
+    )
+    target, db, store = request.target, request.db, request.store
     secs = parse_duration(seconds, what="--seconds")
     if not 0.05 <= secs <= 60:
         raise UsageError(f"--seconds must be from 0.05s to 60s, not {seconds}")
@@ -97,16 +119,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     from cryptbench.report import cipher_table
 
     with RichProgress(err) as progress:
-        doc = run(
-            seconds=args.seconds,
-            repeats=args.repeats,
-            kernel_stack=not args.no_kernel_stack,
-            ram_size=args.ram_size,
-            target=args.target,
-            db=args.db,
-            store=not args.no_store,
-            progress=progress,
-        )
+        doc = run(CipherRequest.from_args(args), progress=progress)
     if args.json:
         print_json(doc.to_json())
     else:
