@@ -1,5 +1,5 @@
-"""What the FUSE overlay filesystems from the distribution (securefs, CryFS,
-EncFS) share: a ciphertext directory and a mountpoint in the scratch space,
+"""What the FUSE overlay filesystems from the distribution (gocryptfs, securefs, CryFS,
+EncFS, rclone's crypt) share: a ciphertext directory and a mountpoint in the scratch space,
 a daemon in the foreground, and a secret that reaches the tool through a 0600
 file in RAM or a pipe to its standard input, never a command line.
 
@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from cryptbench.backends import daemon as daemon_mod
-from cryptbench.backends.base import Availability, Backend, Target, TargetSpec, target_dir
+from cryptbench.backends.base import Availability, Backend, DirectIO, Target, TargetSpec, target_dir
 from cryptbench.machine import keys
 from cryptbench.machine.resources import Mount, SecretFile
 from cryptbench.machine.session import Session
@@ -62,6 +62,9 @@ class FuseOverlayBackend(Backend):
     cipher_label: ClassVar[str]
     write_behind: ClassVar[float] = 0.0  # seconds (Target.write_behind)
     sync_backing: ClassVar[bool] = False  # its fsync does not reach the backing (Target.sync_backing)
+    # Why its trials run buffered whatever O_DIRECT does on the mount (gocryptfs writes its
+    # ciphertext through the page cache); None: the provisioning's O_DIRECT probe decides.
+    buffered_reason: ClassVar[str | None] = None
 
     def version(self) -> str:
         return package_version(self.package)
@@ -105,6 +108,11 @@ class FuseOverlayBackend(Backend):
     def details(self) -> dict[str, str]:
         return {}
 
+    def _direct_io(self) -> dict[str, Any]:
+        if self.buffered_reason is None:
+            return {}
+        return {"direct_io": DirectIO.BUFFERED, "direct_io_reason": self.buffered_reason}
+
     @contextmanager
     def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
         base = target_dir(session, spec)
@@ -139,8 +147,9 @@ class FuseOverlayBackend(Backend):
                 write_behind=self.write_behind,
                 sync_backing=self.sync_backing,
                 writes_from_start=bool(self.writes_from_start),
+                **self._direct_io(),
                 details={
-                    "version": package_version(self.package),
+                    "version": self.version(),
                     "cipher": self.cipher_label,
                     "password": keys.describe(session.passphrase),
                     "mount": f"fuse.{self.tool}",
