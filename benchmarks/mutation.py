@@ -39,13 +39,15 @@ from mutmut.stats import status_by_exit_code
 
 REPO = Path(__file__).resolve().parent.parent
 # The modules whose decisions a user acts on: the ranking, the statistics and the stopping
-# rule, the protection probes and the tamper probe, the diagnosis and the warnings.
+# rule, the protection probes and the tamper probe, the diagnosis, and the warnings' rules
+# and words.
 DECIDING = (
     "stats/estimates.py",
     "stats/stopping.py",
     "analysis/ranking.py",
     "analysis/diagnosis.py",
     "analysis/warning_rules.py",
+    "model/warning_kinds.py",
     "protection/probes.py",
     "protection/tamper.py",
 )
