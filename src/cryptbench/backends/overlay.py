@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cryptbench.backends import daemon as daemon_mod
 from cryptbench.backends.base import Availability, Backend, DirectIO, Target, TargetSpec, target_dir
@@ -108,11 +108,6 @@ class FuseOverlayBackend(Backend):
     def details(self) -> dict[str, str]:
         return {}
 
-    def _direct_io(self) -> dict[str, Any]:
-        if self.buffered_reason is None:
-            return {}
-        return {"direct_io": DirectIO.BUFFERED, "direct_io_reason": self.buffered_reason}
-
     @contextmanager
     def provision(self, session: Session, spec: TargetSpec, data_bytes: int) -> Iterator[Target]:
         base = target_dir(session, spec)
@@ -147,7 +142,8 @@ class FuseOverlayBackend(Backend):
                 write_behind=self.write_behind,
                 sync_backing=self.sync_backing,
                 writes_from_start=bool(self.writes_from_start),
-                **self._direct_io(),
+                direct_io=DirectIO.HONOURED if self.buffered_reason is None else DirectIO.BUFFERED,
+                direct_io_reason=self.buffered_reason or "",
                 details={
                     "version": self.version(),
                     "cipher": self.cipher_label,

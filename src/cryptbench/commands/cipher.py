@@ -25,7 +25,7 @@ from cryptbench.pipeline.cipher_speed import (
     measure,
     ram_stack_bytes,
 )
-from cryptbench.planning.plan import RAM_FRACTION, SIZE_ALIGN, mem_available
+from cryptbench.planning.plan import RAM_FRACTION, SIZE_ALIGN, mem_available, request_from_args
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
 from cryptbench.store.database import Store, default_db_path
@@ -46,15 +46,9 @@ class CipherRequest:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CipherRequest:
-        return cls(
-            seconds=args.seconds,
-            repeats=args.repeats,
-            kernel_stack=not args.no_kernel_stack,
-            ram_size=args.ram_size,
-            target=args.target,
-            db=args.db,
-            store=not args.no_store,
-        )
+        # its --no-* flags say what is left out; the request, what is kept
+        asked = request_from_args(cls, args)
+        return replace(asked, kernel_stack=not args.no_kernel_stack, store=not args.no_store)
 
 
 def run(request: CipherRequest, *, progress: Progress | None = None) -> CipherDocument:

@@ -28,6 +28,23 @@ from cryptbench.model.metrics import primary_of
 from cryptbench.model.vocabulary import Medium, RunStatus
 from cryptbench.model.warning_kinds import RunWarning
 
+# The plan's keys only one kind of run records (RunPlan.write's parameters with a default).
+_ONE_KIND = frozenset(
+    {
+        "not_run",
+        "target_dir",
+        "space_needed",
+        "target_bytes",
+        "keys",
+        "needs",
+        "protection_probes",
+        "trial_time",
+        "data_size_limit",
+        "ioengine",
+        "fleet",
+    }
+)
+
 
 @dataclass(frozen=True)
 class RunPlan:
@@ -42,6 +59,8 @@ class RunPlan:
     def write(
         cls,
         *,
+        # in the order runs have always stored the keys; those with a default only one
+        # kind of run records (None: left out)
         suite: str,
         workloads: list[str],  # in the suite's order
         primary_metrics: dict[str, str],  # workload -> the metric it is compared on
@@ -52,71 +71,35 @@ class RunPlan:
         states: list[str],
         fs: str,
         write_new_file: bool,
+        not_run: list[JsonObject] | None = None,  # a local run's: {workload, target, reason}
         added_baselines: list[str],
         skipped: list[JsonObject],  # {backend, reason}
+        target_dir: str | None = None,  # a local run's
         size: int,  # bytes of data per target
         repeats: int | None,  # a fixed count of rounds; None: adaptive
         stopping: JsonObject,  # the stopping rule (stopping.Stopping.to_json)
         seed: int,
         io_mode: str,
         data: str,  # "random" or "zero" write buffers
+        space_needed: int | None = None,  # a local run's: bytes
+        target_bytes: int | None = None,  # a local run's: bytes per target
+        keys: str | None = None,  # a local run's: where the keys came from, in words (keys.describe)
         summary: str | None,
         as_published: list[str],
+        needs: list[str] | None = None,  # a local run's
+        protection_probes: bool | None = None,  # a local run's
         ram: bool,
+        trial_time: float | None = None,  # a local run's: seconds of I/O a fio trial lasts at least
+        data_size_limit: int | None = None,  # a local run's: bytes a buffered data file may grow to
         ram_bytes: int,  # bytes of RAM the RAM twins may take
-        # a local run's (None: not recorded, as in a fleet run's plan)
-        not_run: list[JsonObject] | None = None,  # {workload, target, reason}
-        target_dir: str | None = None,
-        space_needed: int | None = None,  # bytes
-        target_bytes: int | None = None,  # bytes per target
-        keys: str | None = None,  # where the keys came from, in words (keys.describe)
-        needs: list[str] | None = None,
-        protection_probes: bool | None = None,
-        trial_time: float | None = None,  # seconds of I/O a fio trial lasts at least; 0: one pass
-        data_size_limit: int | None = None,  # bytes a buffered data file may grow to
-        ioengine: str | None = None,  # fio's engine asked for, or "auto"
-        # a fleet run's (None: a local run)
-        fleet: JsonObject | None = None,  # {hosts: [name, ...]}
+        ioengine: str | None = None,  # a local run's: fio's engine asked for, or "auto"
+        fleet: JsonObject | None = None,  # a fleet run's: {hosts: [name, ...]}
     ) -> RunPlan:
         """The plan as every run stores it: a local run's (planning/plan.Plan.to_json) and
-        a fleet run's (pipeline/fleet_run) alike, its keys in the order they have always
-        had; a key given None that only one kind of run records is left out."""
-        ordered: list[tuple[str, object, bool]] = [  # (key, value, written even when None)
-            ("suite", suite, True),
-            ("workloads", workloads, True),
-            ("primary_metrics", primary_metrics, True),
-            ("workload_specs", workload_specs, True),
-            ("apps", apps, True),
-            ("backends", backends, True),
-            ("targets", targets, True),
-            ("states", states, True),
-            ("fs", fs, True),
-            ("write_new_file", write_new_file, True),
-            ("not_run", not_run, False),
-            ("added_baselines", added_baselines, True),
-            ("skipped", skipped, True),
-            ("target_dir", target_dir, False),
-            ("size", size, True),
-            ("repeats", repeats, True),
-            ("stopping", stopping, True),
-            ("seed", seed, True),
-            ("io_mode", io_mode, True),
-            ("data", data, True),
-            ("space_needed", space_needed, False),
-            ("target_bytes", target_bytes, False),
-            ("keys", keys, False),
-            ("summary", summary, True),
-            ("as_published", as_published, True),
-            ("needs", needs, False),
-            ("protection_probes", protection_probes, False),
-            ("ram", ram, True),
-            ("trial_time", trial_time, False),
-            ("data_size_limit", data_size_limit, False),
-            ("ram_bytes", ram_bytes, True),
-            ("ioengine", ioengine, False),
-            ("fleet", fleet, False),
-        ]
-        return cls({key: value for key, value, always in ordered if always or value is not None})
+        a fleet run's (pipeline/fleet_run) alike, its keys in the order of the parameters;
+        a key given None that only one kind of run records is left out."""
+        given = {key: value for key, value in locals().items() if key != "cls"}  # parameter order
+        return cls({key: value for key, value in given.items() if value is not None or key not in _ONE_KIND})
 
     @property
     def workloads(self) -> list[str]:  # in the suite's order
