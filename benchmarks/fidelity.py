@@ -59,6 +59,13 @@ kernel io_uring hands every read and write on a tmpfs to a kernel worker thread,
 so what a trial there measures depends on what the other core was doing; a by-hand
 side that ran its RAM trials back to back measured in a state the run never does.
 
+Why fio by hand mounts its tmpfs afresh each round, and lays its files out with the
+run's layout options (1 MiB blocks at depth 8, the file made by the job's own open):
+each run mounts a tmpfs of its own and lays out with its layout job, and on the
+development VM a file laid out again on a tmpfs that earlier rounds had used read
+and wrote more slowly than one on a tmpfs mounted just before. The by-hand side
+then differs from the run in its fio invocation alone.
+
     .venv/bin/python benchmarks/fidelity.py [--size 64M] [--rounds 5] [--target /var/tmp]
     .venv/bin/python benchmarks/fidelity.py --whole-run [--size 256M] [--rounds 3] [--ram] [--ioengine libaio]
 """
@@ -73,13 +80,13 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptbench.backends import REGISTRY, TargetSpec
 from cryptbench.engines.fio import parse_fio_json, probe_ioengine, run_fio
-from cryptbench.engines.jobs import render_job, render_layout
+from cryptbench.engines.jobs import LAYOUT_BLOCK, LAYOUT_DEPTH, render_job, render_layout
 from cryptbench.machine.session import Session
 from cryptbench.measure.cache import drop_caches
 from cryptbench.model.units import parse_size
@@ -232,9 +239,10 @@ def _common(data: Path, size: str, direct: bool, engine: str) -> list[str]:
 
 
 def lay_out(data: Path, size: str, direct: bool, engine: str) -> None:
-    """The data file written anew by fio, as a user's first fio run would."""
+    """The data file written anew by fio, with the options of the run's layout job."""
     data.unlink(missing_ok=True)
-    subprocess.run(["fio", "--name=layout", *_common(data, size, direct, engine), "--rw=write", "--bs=1M",
+    subprocess.run(["fio", "--name=layout", *_common(data, size, direct, engine), "--rw=write",
+                    f"--bs={LAYOUT_BLOCK}", f"--iodepth={LAYOUT_DEPTH}", "--create_on_open=1",
                     "--end_fsync=1"], check=True, capture_output=True)  # fmt: skip
 
 
@@ -257,7 +265,7 @@ def by_hand(
 @contextmanager
 def memory_backed(folder: Path, size: str) -> Iterator[Path]:
     """A tmpfs of its own for fio by hand, twice the data file, unmounted however this ends."""
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={2 * parse_size(size)}", "tmpfs", str(folder)], check=True
     )
@@ -275,9 +283,10 @@ def whole_run(args: argparse.Namespace) -> int:
     run: dict[str, list[float]] = {w.name: [] for w in specs}
     hand: dict[str, list[float]] = {w.name: [] for w in specs}
     target = "ram:plain" if args.ram else "plain"  # the run's target compared with fio by hand
-    with tempfile.TemporaryDirectory(dir=args.target) as tmp, ExitStack() as stack:
-        hand_dir = stack.enter_context(memory_backed(Path(tmp) / "ram", args.size)) if args.ram else Path(tmp)
-        engine = probe_ioengine(hand_dir / "probe", wanted=args.ioengine)
+    with tempfile.TemporaryDirectory(dir=args.target) as tmp:
+        hand_dir = Path(tmp) / "ram" if args.ram else Path(tmp)
+        with memory_backed(hand_dir, args.size) if args.ram else nullcontext(hand_dir):
+            engine = probe_ioengine(hand_dir / "probe", wanted=args.ioengine)
         print(
             f"whole run on {target} at {args.target}{' (both sides on tmpfs)' if args.ram else ''}, "
             f"{args.size}, {args.rounds} rounds, {args.io_mode} I/O, ioengine {engine}",
@@ -296,20 +305,22 @@ def whole_run(args: argparse.Namespace) -> int:
                 rng.shuffle(ways)
             for way in ways:
                 if way == "by hand":
-                    for f in data.values():
-                        drop_caches([f])
-                        lay_out(f, args.size, direct, engine)
-                    # each target's trial of each workload (one a round: --repeats 1)
-                    sized = {(t.target, t.workload): t for t in trials}
-                    for w in specs:  # unmeasured, as the run's calibration on its baselines
-                        for name, f in data.items():
-                            if (t := sized.get((name, w.name))) is not None:  # a failed trial: none
-                                by_hand(w, f, args.size, direct, engine, t.passes, t.runtime_ms)
-                    for t in trials:
-                        w = by_name[t.workload]
-                        bw = by_hand(w, data[t.target], args.size, direct, engine, t.passes, t.runtime_ms)
-                        if t.target == target:
-                            hand[t.workload].append(bw)
+                    # a tmpfs mounted for this round only, as each run mounts its own
+                    with memory_backed(hand_dir, args.size) if args.ram else nullcontext(hand_dir):
+                        for f in data.values():
+                            drop_caches([f])
+                            lay_out(f, args.size, direct, engine)
+                        # each target's trial of each workload (one a round: --repeats 1)
+                        sized = {(t.target, t.workload): t for t in trials}
+                        for w in specs:  # unmeasured, as the run's calibration on its baselines
+                            for name, f in data.items():
+                                if (t := sized.get((name, w.name))) is not None:  # a failed trial: none
+                                    by_hand(w, f, args.size, direct, engine, t.passes, t.runtime_ms)
+                        for t in trials:
+                            w = by_name[t.workload]
+                            bw = by_hand(w, data[t.target], args.size, direct, engine, t.passes, t.runtime_ms)
+                            if t.target == target:
+                                hand[t.workload].append(bw)
                     continue
                 argv = [
                     "run",
