@@ -56,6 +56,7 @@ SMOKE: dict[str, tuple[list[str], str, set[int]]] = {
     ),
     "mutation.py": (["--smoke"], "score over 1 module(s)", {0}),
     "startup.py": (["--rounds", "2"], "neither SciPy nor Matplotlib", {0}),
+    "tmpfs-state.py": (["--size", "4M", "--rounds", "2"], "fresh against reused", {0}),
     "trial-length.py": (
         ["--pairs", "1", "--repeats", "1", "--size", "4M", "--trial-time", "0.1s"],
         "one pass / sized",
