@@ -63,8 +63,8 @@ Why fio by hand mounts its tmpfs afresh each round, and lays its files out with 
 run's layout options (1 MiB blocks at depth 8, the file made by the job's own open):
 each run mounts a tmpfs of its own and lays out with its layout job, and on the
 development VM a file laid out again on a tmpfs that earlier rounds had used read
-and wrote more slowly than one on a tmpfs mounted just before. The by-hand side
-then differs from the run in its fio invocation alone.
+and wrote more slowly than one on a tmpfs mounted just before (benchmarks/tmpfs-state.py
+measures both). The by-hand side then differs from the run in its fio invocation alone.
 
     .venv/bin/python benchmarks/fidelity.py [--size 64M] [--rounds 5] [--target /var/tmp]
     .venv/bin/python benchmarks/fidelity.py --whole-run [--size 256M] [--rounds 3] [--ram] [--ioengine libaio]
