@@ -71,7 +71,9 @@ def test_each_variant_holds_exactly_its_options_on_6_12(target_dir: Path, backen
 
 
 @pytest.mark.lab("6.12")
-def test_high_priority_reaches_dm_crypts_table_on_6_12(target_dir: Path, tmp_path: Path) -> None:
+def test_high_priority_reaches_dm_crypts_table_on_6_12(
+    target_dir: Path, tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
     """dm-crypt's high_priority (Linux 6.10) on Debian 13's kernel: the variant is
     provisioned, proven encrypted and measured, its mapping's table carries the flag, and
     the target says how the flag got there (with Debian 12's cryptsetup 2.6.1, which the
@@ -84,6 +86,7 @@ def test_high_priority_reaches_dm_crypts_table_on_6_12(target_dir: Path, tmp_pat
     _holds_its_options(HIGH_PRIORITY_VARIANT, details)
     assert details["workqueues"] == "kcryptd at high priority (--perf-high_priority)"
     print(f"high_priority: {details['high_priority']}")
+    record_property("dmsetup table", details["dm_table"])  # in the lab's section of the log
     assert details["high_priority"].startswith(
         ("set by cryptsetup open", "set by reloading the mapping's table")
     )
