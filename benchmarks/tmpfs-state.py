@@ -29,8 +29,7 @@ import random
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from pathlib import Path
 
 from cryptbench.engines.fio import parse_fio_json
@@ -85,7 +84,7 @@ def main() -> int:
                 sides = [(FRESH, "fresh"), (FRESH, "reused"), (LAYOUT, "run's"), (LAYOUT, "fio's")]
                 rng.shuffle(sides)
                 for comparison, side in sides:
-                    with memory_backed(fresh, args.size) if side != "reused" else _kept(used) as folder:
+                    with memory_backed(fresh, args.size) if side != "reused" else nullcontext(used) as folder:
                         data = folder / "data.dat"
                         lay_out(data, args.size, args.ioengine, runs_options=side != "fio's")
                         for kind in KINDS:
@@ -104,12 +103,6 @@ def main() -> int:
             ma, mb = estimates.summarize(a).median, estimates.summarize(b).median
             print(f"{comparison:28} {kind:6} {ma / 1e6:11.1f} {mb / 1e6:12.1f} {q.ratio:6.3f}  {interval}")
     return 0
-
-
-@contextmanager
-def _kept(folder: Path) -> Iterator[Path]:
-    """The tmpfs mounted once, as it is: nothing to mount or unmount."""
-    yield folder
 
 
 if __name__ == "__main__":
