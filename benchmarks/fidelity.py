@@ -238,12 +238,14 @@ def _common(data: Path, size: str, direct: bool, engine: str) -> list[str]:
     return [f"--filename={data}", f"--size={size}", f"--direct={int(direct)}", f"--ioengine={engine}"]
 
 
-def lay_out(data: Path, size: str, direct: bool, engine: str) -> None:
-    """The data file written anew by fio, with the options of the run's layout job."""
+def lay_out(data: Path, size: str, direct: bool, engine: str, runs_options: bool = True) -> None:
+    """The data file written anew by fio, with the options of the run's layout job (depth
+    and the file made by the job's own open), or with fio's defaults (tmpfs-state.py)."""
     data.unlink(missing_ok=True)
+    options = [f"--iodepth={LAYOUT_DEPTH}", "--create_on_open=1"] if runs_options else []
     subprocess.run(["fio", "--name=layout", *_common(data, size, direct, engine), "--rw=write",
-                    f"--bs={LAYOUT_BLOCK}", f"--iodepth={LAYOUT_DEPTH}", "--create_on_open=1",
-                    "--end_fsync=1"], check=True, capture_output=True)  # fmt: skip
+                    f"--bs={LAYOUT_BLOCK}", *options, "--end_fsync=1"],
+                   check=True, capture_output=True)  # fmt: skip
 
 
 def by_hand(

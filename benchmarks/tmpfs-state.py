@@ -26,43 +26,21 @@ from __future__ import annotations
 
 import argparse
 import random
-import subprocess
 import sys
 import tempfile
 from contextlib import nullcontext
 from pathlib import Path
 
-from cryptbench.engines.fio import parse_fio_json
-from cryptbench.engines.jobs import LAYOUT_BLOCK, LAYOUT_DEPTH
+from cryptbench.engines.fio_workload import WorkloadSpec
 from cryptbench.measure.cache import drop_caches
 from cryptbench.stats import estimates
-from fidelity import memory_backed  # beside this script: the same tmpfs as fio by hand's
+from fidelity import by_hand, lay_out, memory_backed  # beside this script: fio by hand's own
 
-KINDS = ("read", "write")
+# the whole file at 1 MiB, depth 8: the sequential workloads of the fidelity check
+TRIALS = {kind: WorkloadSpec(f"seq1m-q8-{kind}", kind, 1 << 20, 8) for kind in ("read", "write")}
+
 FRESH = "fresh against reused"
 LAYOUT = "run's layout against fio's"
-
-
-def _fio(*args: str) -> str:
-    return subprocess.run(["fio", *args], capture_output=True, text=True, check=True).stdout
-
-
-def lay_out(data: Path, size: str, engine: str, runs_options: bool) -> None:
-    """The data file written anew, with the run's layout options or with fio's defaults."""
-    data.unlink(missing_ok=True)
-    drop_caches([])
-    options = [f"--iodepth={LAYOUT_DEPTH}", "--create_on_open=1"] if runs_options else []
-    _fio("--name=layout", f"--filename={data}", f"--size={size}", f"--ioengine={engine}",
-         "--rw=write", f"--bs={LAYOUT_BLOCK}", *options, "--end_fsync=1")  # fmt: skip
-
-
-def measure(data: Path, size: str, engine: str, kind: str) -> float:
-    """bytes/s: fio reading or writing the whole file at 1 MiB, depth 8, after a cache drop."""
-    drop_caches([data])
-    sync = ["--end_fsync=1"] if kind == "write" else []
-    out = _fio("--name=t", f"--filename={data}", f"--size={size}", f"--ioengine={engine}",
-               f"--rw={kind}", "--bs=1M", "--iodepth=8", *sync, "--output-format=json")  # fmt: skip
-    return parse_fio_json(out).throughput
 
 
 def main() -> int:
@@ -86,17 +64,18 @@ def main() -> int:
                 for comparison, side in sides:
                     with memory_backed(fresh, args.size) if side != "reused" else nullcontext(used) as folder:
                         data = folder / "data.dat"
-                        lay_out(data, args.size, args.ioengine, runs_options=side != "fio's")
-                        for kind in KINDS:
+                        drop_caches([data])
+                        lay_out(data, args.size, False, args.ioengine, runs_options=side != "fio's")
+                        for kind, w in TRIALS.items():
                             got.setdefault((comparison, side, kind), []).append(
-                                measure(data, args.size, args.ioengine, kind)
+                                by_hand(w, data, args.size, False, args.ioengine, 1, None)
                             )
     print(f"{'comparison':28} {'kind':6} {'first MB/s':>11} {'second MB/s':>12} {'ratio':>6}  95% interval")
     for comparison, first, second in (
         (FRESH, "fresh", "reused"),
         (LAYOUT, "run's", "fio's"),
     ):
-        for kind in KINDS:
+        for kind in TRIALS:
             a, b = got[(comparison, first, kind)], got[(comparison, second, kind)]
             q = estimates.ratio(a, b, seed=args.seed)
             interval = f"[{q.ci_low:.3f}, {q.ci_high:.3f}]" if q.ci_low is not None else "[none]"
