@@ -6,6 +6,9 @@ per host (`hostname` and `port` say which) plus an "All clients" sum, which is
 ignored: every figure is a host's own. A host that fails to connect or drops
 mid-job has no entry; fio says why in a line naming it ("client: host=X
 disconnected", "fio: failed to connect to X:PORT"), and may still exit 0.
+fio drops a host without a word when the job cannot be sent to it: a server
+killed just as the invocation connects accepts the connection, then resets
+it. Such a host gets a probe job before it is taken for gone (run_clients).
 A host that freezes between jobs is found by a probe job (PATIENCE below).
 """
 
@@ -49,9 +52,12 @@ class HostResult:
     raw: str | None  # the host's client_stats entry, as fio printed it (JSON)
     error: str | None  # why it failed
     lost: bool = False  # the host stopped answering: its remaining trials cannot run
-    # the host answered, but the invocation was stopped for another host's
-    # silence: its trial never finished and may be run again
+    # the host answers, but its job was lost with the invocation (stopped for
+    # another host's silence, or dropped by fio without a word): it may run again
     innocent: bool = False
+    # fio left the host out without a line naming it: only a probe can tell
+    # a gone host from one whose job alone was lost
+    unexplained: bool = False
 
 
 def check_job(text: str, scratch: str) -> None:
@@ -111,7 +117,32 @@ def run_clients(
             )
             for h in hosts
         }
-    return split(done.stdout, done.stderr, hosts)
+    results = split(done.stdout, done.stderr, hosts)
+    dropped = {h: hosts[h] for h, r in results.items() if r.unexplained}
+    if dropped:
+        results |= _judge_dropped(dropped, silent_hosts(dropped, probe))
+    return results
+
+
+def _judge_dropped(dropped: dict[str, Address], silent: dict[str, str]) -> dict[str, HostResult]:
+    """Hosts fio dropped without a word: gone if they fail a probe job too; otherwise
+    answering, their trial lost with the invocation alone and free to run again."""
+    return {
+        h: HostResult(
+            None,
+            None,
+            f"{h} ({a}) stopped answering: {silent[h]} (fio had dropped it without a word)",
+            lost=True,
+        )
+        if h in silent
+        else HostResult(
+            None,
+            None,
+            f"fio dropped {h} ({a}) from its invocation without a word, yet it then ran a probe job",
+            innocent=True,
+        )
+        for h, a in dropped.items()
+    }
 
 
 def silent_hosts(hosts: dict[str, Address], timeout: float) -> dict[str, str]:
@@ -173,12 +204,16 @@ def _matches(entry: JsonObject, address: Address) -> bool:
     return address.kind == AddressKind.SOCK or entry.get("port") == address.port
 
 
-def _why_missing(address: Address, messages: list[str]) -> str:
+def _why_missing(address: Address, messages: list[str], doc: JsonObject | None) -> str | None:
+    """What fio said of a host it returned no result for; None when it said nothing."""
     names = {address.host, f"{address.host}:{address.port}", f"host={address.host}"}
     said = [m.strip() for m in messages if any(n in m for n in names) and not m.startswith("<")]
+    if not said and doc is None:
+        # no document at all: fio failed as a whole, and its own lines say why
+        said = [m.strip() for m in messages if m.strip() and not m.startswith("<")][-2:]
     # fio repeats a timeout once per command it waited for: say each thing once
     said = list(dict.fromkeys(said))
-    return "; ".join(said[:2]) if said else "fio returned no result for it"
+    return "; ".join(said[:2]) if said else None
 
 
 def split(stdout: str, stderr: str, hosts: dict[str, Address]) -> dict[str, HostResult]:
@@ -193,8 +228,14 @@ def split(stdout: str, stderr: str, hosts: dict[str, Address]) -> dict[str, Host
     for host, address in hosts.items():
         mine = [e for e in entries if e.get("jobname") != AGGREGATE and _matches(e, address)]
         if not mine:
-            why = _why_missing(address, messages)
-            results[host] = HostResult(None, None, f"{host} ({address}) did not answer: {why}", lost=True)
+            why = _why_missing(address, messages, doc)
+            results[host] = HostResult(
+                None,
+                None,
+                f"{host} ({address}) did not answer: {why or 'fio returned no result for it'}",
+                lost=True,
+                unexplained=why is None,
+            )
             continue
         entry = mine[0]
         raw = json.dumps(entry, indent=1)

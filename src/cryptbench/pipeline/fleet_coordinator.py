@@ -3,8 +3,8 @@ their hosts, each group one `fio --client` invocation over every host that serve
 and each host's figure stored as its own trial. A RoundExecutor (schedule.interleave).
 
 A host that stops answering is marked failed with fio's words for it and its remaining
-trials are not run; a host whose trial was stopped only because another fell silent
-runs it again at once, without the silent one."""
+trials are not run; a host whose trial was lost with its invocation while it answered
+(another host fell silent, or fio dropped it without a word) runs it again once."""
 
 from __future__ import annotations
 
@@ -83,8 +83,11 @@ class Coordinator:
             target = f"{host}/{t.name}"
             self.lost.setdefault(target, f"{target}: host {host} stopped answering ({why})")
 
-    def lay_out(self, name: str, hosts: list[str]) -> None:
-        """Write each host's data file for `name` before any read trial; outside every clock."""
+    def lay_out(self, name: str, hosts: list[str], again: bool = True) -> None:
+        """Write each host's data file for `name` before any read trial; outside every clock.
+
+        Hosts whose layout was stopped for no fault of their own write it again
+        once (`again`); a second such stop loses their data file."""
         live = [h for h in hosts if f"{h}/{name}" not in self.lost]
         if not live:
             return
@@ -99,24 +102,25 @@ class Coordinator:
             for h in live:
                 self.lost[f"{h}/{name}"] = f"{h}/{name}: its data file could not be written: {e}"
             return
-        again = []
+        rerun = []
         for h, r in results.items():
             if r.lost:
                 self._lose_host(h, r.error or "no answer")
-            elif r.innocent:
-                again.append(h)  # stopped for another host's silence: that one is out now
+            elif r.innocent and again:
+                rerun.append(h)  # its job was lost with the invocation, not for its own silence
             elif r.error is not None:
                 self.lost[f"{h}/{name}"] = f"{h}/{name}: its data file could not be written: {r.error}"
-        if again:
-            self.lay_out(name, again)
+        if rerun:
+            self.lay_out(name, rerun, again=False)
 
     def block(
         self, workload: WorkloadSpec, name: str, hosts: list[str], repeat: int, block: int, again: bool = True
     ) -> None:
         """One trial of `name` on each of `hosts` at once, each stored as its host's trial.
 
-        Hosts whose trial was stopped only because another host fell silent run
-        it again at once (`again`), in an invocation without the silent host."""
+        Hosts whose trial was lost with the invocation, not for their own silence
+        (another host fell silent, or fio dropped them without a word yet they
+        then ran a probe job), run it again at once (`again`), without the silent host."""
         live = []
         for h in hosts:
             target = f"{h}/{name}"
