@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.fleet_h
 
 from tests.support import fleet_hosts
 
+from cryptbench.commands.fleet import run as fleet_run
 from cryptbench.pipeline.fleet_run import FleetRequest
-from cryptbench.pipeline.fleet_run import run as fleet_run
 
 
 def main() -> int:

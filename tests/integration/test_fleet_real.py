@@ -22,11 +22,11 @@ import numpy as np
 import psutil
 import pytest
 
+from cryptbench.commands.fleet import run as fleet_run
 from cryptbench.fleet import client
 from cryptbench.fleet.address import parse as parse_address
 from cryptbench.model.result import TrialCounts
 from cryptbench.pipeline.fleet_run import FleetRequest
-from cryptbench.pipeline.fleet_run import run as fleet_run
 from cryptbench.trial.context import NullProgress, TrialSpec
 from tests.support import fleet_hosts
 from tests.support.cli import cli

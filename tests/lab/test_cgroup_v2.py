@@ -44,7 +44,7 @@ def test_selftest_throttles_through_io_max(target_dir: Path, tmp_path: Path) -> 
     result = selftest.run(asked)
     assert not loop_throttles()
     assert result.run.exit_code == 0 and len(result.checks) == 6
-    twin = selftest.unthrottled(result.run.document)
+    twin = selftest.unthrottled(result.document)
     print(f"selftest in the lab: {[(c.what, c.measured, c.ci_low, c.ci_high) for c in result.checks]}")
     print(f"its stack unthrottled (bytes/s): {twin}")
     for c in result.checks:

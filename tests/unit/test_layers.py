@@ -67,6 +67,9 @@ def layer_of(module: str) -> int:
 # Packages of one layer that never import each other: a stage of a run renders nothing
 # itself, and a renderer runs no stage.
 SIBLINGS = {"report", "pipeline"}
+# The pipeline writes a run to the store and returns where; the commands read its
+# document back (analysis/document.read), as `show` does: a stage computes no figure.
+WRITES_ONLY = ("pipeline", "analysis")
 
 MODULES = sorted(PACKAGE.rglob("*.py"))
 SHARED = "cryptbench.commands.common_args"
@@ -95,6 +98,8 @@ def test_no_import_runs_up_or_across_commands(path: Path) -> None:
             raise AssertionError(
                 f"{me} imports {dep}: {' and '.join(sorted(SIBLINGS))} never import each other"
             )
+        if (mine, theirs) == WRITES_ONLY:
+            raise AssertionError(f"{me} imports {dep}: the pipeline writes runs, the commands read them")
         # common_args is the options several commands declare, not a command
         if me.startswith("cryptbench.commands.") and dep.startswith("cryptbench.commands.") and dep != SHARED:
             raise AssertionError(f"{me} imports another command, {dep}: move what they share to pipeline/")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, replace
+from pathlib import Path
 
 from cryptbench.analysis import diagnosis, ranking, study_summary, warning_rules
 from cryptbench.analysis.speed_change import change_words, percent, speed_change
@@ -52,6 +53,15 @@ from cryptbench.store.database import Store, split_rounds
 DOCUMENT_SCHEMA = 5  # 2 added ranking; 3 each target's protection; 4 its tampering and space;
 # 5 every percentage a change in speed, negative when slower (change_percent, not overhead_percent)
 STORED_CIPHERS = 20  # newest standalone cipher measurements searched for this machine's
+
+
+def read(db: Path, ref: str) -> Document:
+    """The document of a stored run (`ref`: its id, or latest) in database `db`."""
+    store = Store.open(db, create=False)
+    try:
+        return build(store, store.resolve_run(ref))
+    finally:
+        store.close()
 
 
 def build(store: Store, run_id: int) -> Document:

@@ -16,19 +16,10 @@ from rich.console import Console
 from cryptbench.analysis import document, run_comparison
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.model.errors import UsageError
-from cryptbench.model.result import Document
 from cryptbench.planning.plan import request_from_args
 from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import page_file, write_new
-from cryptbench.store.database import Store, default_db_path
-
-
-def _document(path: Path, ref: str) -> Document:
-    store = Store.open(path, create=False)
-    try:
-        return document.build(store, store.resolve_run(ref))
-    finally:
-        store.close()
+from cryptbench.store.database import default_db_path
 
 
 @dataclass(frozen=True)
@@ -55,8 +46,8 @@ def run(request: CompareRequest) -> CompareOutcome:
     html_path = page_file(r.html, "--html") if r.html is not None else None
     path_a = r.db or default_db_path()
     path_b = r.db_b or path_a
-    doc_a = _document(path_a, r.a)
-    doc_b = _document(path_b, r.b)
+    doc_a = document.read(path_a, r.a)
+    doc_b = document.read(path_b, r.b)
     metric = r.metric
     if doc_a.run_id == doc_b.run_id and path_a.resolve() == path_b.resolve():
         raise UsageError(f"A and B are the same run ({doc_a.run_id}): give two runs to compare")

@@ -1,24 +1,45 @@
 """`cryptbench run`: provision, prove, lay out, run interleaved trials, tear down.
 
 The work is pipeline/execute.py's, which `selftest` shares; this module is the
-command's entry point, as cli.py and the tests call it."""
+command's entry point, as cli.py and the tests call it: the run, then its document
+read back from the store, as `show` reads it."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from rich.console import Console
 
+from cryptbench.analysis import document
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_provisioning, add_stopping
+from cryptbench.model.result import Document
 from cryptbench.model.vocabulary import RunStatus
-from cryptbench.pipeline.execute import RunOutcome, run
+from cryptbench.pipeline import execute
 from cryptbench.planning.plan import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE, RunRequest
 from cryptbench.report import exports, screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
 from cryptbench.store.database import default_db_path
+from cryptbench.trial.context import Progress
 
 __all__ = ["HELP", "RunOutcome", "RunRequest", "add_arguments", "main", "run"]
+
+
+@dataclass
+class RunOutcome:
+    run_id: int
+    status: str  # complete, interrupted, failed
+    document: Document
+    recovered: list[str] = field(default_factory=list)  # what stale runs left and we removed
+    exit_code: int = 0
+
+
+def run(request: RunRequest, *, progress: Progress | None = None, registry: Path | None = None) -> RunOutcome:
+    done = execute.run(request, progress=progress, registry=registry)
+    doc = document.read(done.db_path, str(done.run_id))
+    return RunOutcome(done.run_id, done.status, doc, done.recovered, done.exit_code)
 
 
 # What exit status 1 means for this command (its --help lists every status).

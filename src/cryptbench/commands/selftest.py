@@ -24,13 +24,15 @@ from typing import cast
 
 from rich.console import Console
 
+from cryptbench.analysis import document
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.known import ThrottledBackend
 from cryptbench.commands.common_args import add_db, add_json, add_target
 from cryptbench.model.errors import UnavailableError, UsageError
 from cryptbench.model.result import Document
 from cryptbench.model.units import format_bytes, format_value, parse_size
-from cryptbench.pipeline import execute as run_cmd
+from cryptbench.pipeline import execute
+from cryptbench.pipeline.execute import Executed
 from cryptbench.planning.plan import RunRequest, request_from_args
 from cryptbench.planning.suite import direction, load_suite
 from cryptbench.report import screens
@@ -87,7 +89,8 @@ class Check:
 
 @dataclass(frozen=True)
 class SelftestOutcome:
-    run: run_cmd.RunOutcome
+    run: Executed
+    document: Document  # the run's, read back from the store
     checks: list[Check]
 
     @property
@@ -200,8 +203,9 @@ def run(request: SelftestRequest, *, progress: Progress | None = None) -> Selfte
         db=db,
         skip_protection=True,
     )
-    outcome = run_cmd.run(asked, progress=progress)
-    return SelftestOutcome(outcome, checks(outcome.document))
+    done = execute.run(asked, progress=progress)
+    doc = document.read(done.db_path, str(done.run_id))
+    return SelftestOutcome(done, doc, checks(doc))
 
 
 # What exit status 1 means for this command (its --help lists every status).
@@ -231,9 +235,9 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
     with RichProgress(err) as progress:
         result = run(request_from_args(SelftestRequest, args), progress=progress)
     if args.json:
-        print_json(result.run.document.to_json())
+        print_json(result.document.to_json())
     else:
-        screens.render(result.run.document, out)
+        screens.render(result.document, out)
         out.print()
     for c in result.checks:
         interval = (
@@ -248,7 +252,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"{_check_value(c.low, c.unit)} to {_check_value(c.high, c.unit)}"
             + (f"; cannot be checked here: {c.unreachable}" if c.unreachable else "")
         )
-    twin = unthrottled(result.run.document)
+    twin = unthrottled(result.document)
     if twin:
         moved = ", ".join(f"{w} {format_value(v, 'bytes/s')}" for w, v in twin.items())
         err.print(

@@ -12,15 +12,11 @@ from cryptbench.commands.common_args import add_db, add_details, add_json
 from cryptbench.model.result import Document
 from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
-from cryptbench.store.database import Store, default_db_path
+from cryptbench.store.database import default_db_path
 
 
 def run(*, ref: str = "latest", db: Path | None = None) -> Document:
-    store = Store.open(db or default_db_path(), create=False)
-    try:
-        return document.build(store, store.resolve_run(ref))
-    finally:
-        store.close()
+    return document.read(db or default_db_path(), ref)
 
 
 HELP = "one stored run again"

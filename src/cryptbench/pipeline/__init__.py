@@ -15,6 +15,8 @@ cleanup), so that no command imports another.
   manifests and the Coordinator that runs its rounds.
 
 `planning/`, `trial/` and `stats/` are shared too, but sit lower down. `pipeline/` and
-`report/` are siblings that never import each other: the document is built through
-`analysis/`, below both, and the renderers read it.
+`report/` are siblings that never import each other. A stage writes a run to the store
+and returns where (`execute.Executed`); it builds no document and imports nothing of
+`analysis/`: the command reads the run back (`analysis/document.read`), as `show` does,
+and the renderers print what it read.
 """

@@ -1,7 +1,8 @@
 """A whole run of a plan: the session and its scratch lock, recovery of dead runs,
 provisioning, the cipher figures, the data files, the interleaved trials, and
 teardown on every way out (success, error, SIGINT/SIGTERM). `cryptbench run` and
-`cryptbench selftest` are this with their own plans."""
+`cryptbench selftest` are this with their own plans. What it returns says where the
+run is stored; the command reads its document from there, as `show` does."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptbench import __version__
-from cryptbench.analysis import document
 from cryptbench.backends import REGISTRY, versions
 from cryptbench.cipher import ceilings, userspace
 from cryptbench.engines.apps import AppWorkload
@@ -25,7 +25,6 @@ from cryptbench.measure import environment, resident
 from cryptbench.measure.device import device_of
 from cryptbench.model.errors import Interrupted
 from cryptbench.model.json_types import JsonObject
-from cryptbench.model.result import Document
 from cryptbench.pipeline import cipher_speed, sizing
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
 from cryptbench.pipeline.provision import provision_all, target_row
@@ -38,16 +37,18 @@ from cryptbench.trial.runner import app_env
 from cryptbench.trial.schedule import Executor, Spend, interleave, workload_seeds
 
 
-@dataclass
-class RunOutcome:
+@dataclass(frozen=True)
+class Executed:
+    """A run done (or stopped) and stored."""
+
     run_id: int
     status: str  # complete, interrupted, failed
-    document: Document
+    db_path: Path  # the database it is stored in
     recovered: list[str] = field(default_factory=list)  # what stale runs left and we removed
     exit_code: int = 0
 
 
-def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None = None) -> RunOutcome:
+def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None = None) -> Executed:
     run_id: int | None = None
     completed = False  # the trials ended without an error or a signal
 
@@ -80,9 +81,7 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
     assert run_id is not None  # open() and insert_run raise, unless a signal came
     # Complete, but a script checking the exit status must hear of failures.
     exit_code = life.exit_code(1 if failed else 0)
-    return RunOutcome(
-        run_id, life.status(completed), document.build(store, run_id), life.recovered, exit_code
-    )
+    return Executed(run_id, life.status(completed), plan.db_path, life.recovered, exit_code)
 
 
 def _measure(
@@ -217,7 +216,7 @@ def ranking_groups(plan: Plan) -> RankingGroups:
     )
 
 
-def run(request: RunRequest, *, progress: Progress | None = None, registry: Path | None = None) -> RunOutcome:
+def run(request: RunRequest, *, progress: Progress | None = None, registry: Path | None = None) -> Executed:
     plan = build_plan(request)
     # A core dump of a run would hold its keys.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -20,15 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptbench import __version__
-from cryptbench.analysis import document
 from cryptbench.engines.fio import fio_version
 from cryptbench.fleet import hosts as hosts_mod
 from cryptbench.machine.interrupts import interruptible
 from cryptbench.measure import environment
 from cryptbench.model.errors import UnavailableError, UsageError
 from cryptbench.model.json_types import JsonObject
-from cryptbench.model.result import Document, RunPlan
-from cryptbench.pipeline.execute import workload_questions
+from cryptbench.model.result import RunPlan
+from cryptbench.pipeline.execute import Executed, workload_questions
 from cryptbench.pipeline.fleet_coordinator import Coordinator
 from cryptbench.pipeline.fleet_hosts import (
     MANIFEST_TIMEOUT,
@@ -64,14 +63,6 @@ class FleetRequest:
     seed: int | None = None  # None: a random one
     db: Path | None = None  # None: the default database
     manifest_timeout: float = MANIFEST_TIMEOUT  # seconds for each host's manifest_command
-
-
-@dataclass
-class FleetOutcome:
-    run_id: int
-    status: str  # complete, interrupted, failed
-    document: Document
-    exit_code: int = 0
 
 
 def fleet_plan(
@@ -149,7 +140,7 @@ def execute(
     seed: int,
     store: Store,
     progress: Progress,
-) -> FleetOutcome:
+) -> Executed:
     size, zero = check_manifests(hosts, workloads)
     usable = [h for h in hosts if h.manifest is not None]
     targets = [
@@ -184,12 +175,10 @@ def execute(
         if not alive:
             store.add_note(run_id, "every host stopped answering")
         completed, exit_code = True, 1 if failed or len(alive) < len(hosts) else 0
-    return FleetOutcome(
-        run_id, life.status(completed), document.build(store, run_id), life.exit_code(exit_code)
-    )
+    return Executed(run_id, life.status(completed), store.path, exit_code=life.exit_code(exit_code))
 
 
-def run(request: FleetRequest, *, progress: Progress | None = None) -> FleetOutcome:
+def run(request: FleetRequest, *, progress: Progress | None = None) -> Executed:
     """The request checked (hosts file, suite, stopping rule, seed), every host's manifest
     read, then the run; a host whose manifest cannot be read is left out, with why."""
     r = request
