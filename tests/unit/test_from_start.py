@@ -79,7 +79,7 @@ def test_a_suite_it_can_run_nothing_of_is_refused(tmp_path: Path, rclone_here: N
 def test_the_plan_leaves_out_each_random_write_on_it_and_says_why(tmp_path: Path, rclone_here: None) -> None:
     plan = plan_with(tmp_path, backends="rclone-crypt,gocryptfs", suite="quick")
     left = {"rclone-crypt": FROM_START}
-    assert plan.not_run() == {"rnd4k-q32-write": left, "rnd4k-q1-write": left}
+    assert plan.skip == {"rnd4k-q32-write": left, "rnd4k-q1-write": left}
     stored = plan.to_json()["not_run"]
     assert {(d["workload"], d["target"]) for d in stored} == {
         ("rnd4k-q32-write", "rclone-crypt"),
@@ -89,14 +89,14 @@ def test_the_plan_leaves_out_each_random_write_on_it_and_says_why(tmp_path: Path
     # no question is asked of a trial not run; every other one is
     asked = {(q.workload, q.target) for q in run_questions(plan)}
     assert ("rnd4k-q1-write", "gocryptfs") in asked and ("rnd4k-q1-read", "rclone-crypt") in asked
-    assert not {(w, "rclone-crypt") for w in plan.not_run()} & asked
+    assert not {(w, "rclone-crypt") for w in plan.skip} & asked
     # and no block holds one: every round, every other target runs
     quick = plan.suite.workloads
     for seed in range(20):
         for w, names in round_blocks(
-            random.Random(seed), quick, ["plain", "rclone-crypt", "gocryptfs"], None, plan.not_run()
+            random.Random(seed), quick, ["plain", "rclone-crypt", "gocryptfs"], None, plan.skip
         ):
-            assert ("rclone-crypt" in names) is (w.name not in plan.not_run())
+            assert ("rclone-crypt" in names) is (w.name not in plan.skip)
             assert {"plain", "gocryptfs"} <= set(names)
 
 
@@ -109,9 +109,9 @@ def test_among_the_defaults_it_runs_what_it_can(tmp_path: Path, rclone_here: Non
 def test_with_it_every_targets_writes_make_a_new_file(tmp_path: Path, rclone_here: None) -> None:
     plan = plan_with(tmp_path, backends="rclone-crypt,plain", suite="example-gocryptfs-bench")
     assert plan.suite.write_new_file is False
-    assert plan.from_start() == ["rclone-crypt"]
+    assert plan.from_start == ("rclone-crypt",)
     assert plan.write_new_file is True and plan.to_json()["write_new_file"] is True
-    assert plan.not_run() == {}
+    assert plan.skip == {}
 
 
 def _opts(new_file: bool) -> JobOptions:

@@ -90,7 +90,7 @@ def test_image_targets_expand_by_state_with_baselines_in_the_same_state(tmp_path
         "image-qcow2-aes256@fresh",
         "image-qcow2-aes256@rewrite",
     ]
-    base = {t.name: plan.baseline_of(t) for t in plan.targets}
+    base = plan.baselines
     assert base["image-qcow2-aes256@rewrite"] == "image-qcow2@rewrite"
     assert base["image-qcow2@fresh"] == "plain" and base["plain"] is None
 

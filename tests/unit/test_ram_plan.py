@@ -27,8 +27,8 @@ def test_every_target_gets_a_ram_twin_compared_within_its_medium(tmp_path: Path)
     names = [t.name for t in plan.targets]
     assert names == ["plain", "ext4-loop", "ram:plain", "ram:ext4-loop"]
     by_name = {t.name: t for t in plan.targets}
-    assert plan.baseline_of(by_name["ram:ext4-loop"]) == "ram:plain"
-    assert plan.baseline_of(by_name["ext4-loop"]) == "plain"
+    assert plan.baselines[by_name["ram:ext4-loop"].name] == "ram:plain"
+    assert plan.baselines[by_name["ext4-loop"].name] == "plain"
     assert by_name["ram:ext4-loop"].slug == "ram-ext4-loop"
     # the tmpfs holds the twins' images, not the device targets'
     assert plan.ram_bytes > 8 << 20

@@ -190,19 +190,15 @@ def _calibrate(session: Session, fio: FakeFio, names: list[str], **kw: Any) -> A
         "budget": None,
     }
     args.update(kw)
-    return calibrate(
-        ctx,
-        targets,
-        args["direct"],
-        args["workloads"],
+    asked = sizing.Asked(
+        tuple(args["workloads"]),
         {w.name: 1 for w in args["workloads"]},
-        args["baselines"],
         args["trial_time"],
-        args["new_file"],
-        NullProgress(),
         rounds=args["rounds"],
         budget=args["budget"],
-        fio=fio,
+    )
+    return calibrate(
+        ctx, targets, args["direct"], asked, args["baselines"], args["new_file"], NullProgress(), fio
     )
 
 
@@ -318,18 +314,8 @@ def test_growth_measures_one_buffered_pass_on_each_baseline(session: Session) ->
     ctx = TrialContext(session, None, 1, SIZE, "psync", False)
     targets = Dirs(session, ["plain", "ext4-loop", "gocryptfs"])
     workloads = [SEQ_READ, SEQ_WRITE, SLOW_READ]
-    growth, failed = sizing.grow(
-        ctx,
-        targets,
-        workloads,
-        {w.name: 1 for w in workloads},
-        ["plain", "ext4-loop"],
-        1.0,
-        4 << 30,
-        4 << 30,
-        NullProgress(),
-        fio,
-    )
+    asked = sizing.Asked(tuple(workloads), {w.name: 1 for w in workloads}, 1.0, limit=4 << 30)
+    growth, failed = sizing.grow(ctx, targets, asked, ["plain", "ext4-loop"], 4 << 30, NullProgress(), fio)
     assert failed == [] and growth is not None
     # one run per workload and baseline, buffered, one pass, cut at the trial time
     assert sorted(t for t, _ in fio.jobs) == ["ext4-loop"] * 3 + ["plain"] * 3
@@ -345,16 +331,7 @@ def test_growth_measures_one_buffered_pass_on_each_baseline(session: Session) ->
     # a limit below what the trial time needs: grown to the limit, and said so
     fio.jobs.clear()
     capped, _ = sizing.grow(
-        ctx,
-        targets,
-        workloads,
-        {w.name: 1 for w in workloads},
-        ["plain"],
-        1.0,
-        512 << 20,
-        100 << 20,
-        NullProgress(),
-        fio,
+        ctx, targets, replace(asked, limit=512 << 20), ["plain"], 100 << 20, NullProgress(), fio
     )
     assert capped is not None and capped.size == 512 << 20
     assert capped.moved["seq-write"] == 100 << 20  # a write's share of the byte budget
@@ -369,10 +346,10 @@ def test_growth_reports_what_it_could_not_measure(session: Session) -> None:
     fio.fail = {"seq-read", "seq-write", "slow-read"}
     ctx = TrialContext(session, None, 1, SIZE, "psync", False)
     seeds = {"seq-read": 1, "seq-write": 1, "slow-read": 1}
+    asked = sizing.Asked((SEQ_READ, SEQ_WRITE, SLOW_READ), seeds, 1.0, limit=4 << 30)
     growth, failed = sizing.grow(
-        ctx, Dirs(session, ["plain"]), [SEQ_READ, SEQ_WRITE, SLOW_READ], seeds, ["plain"], 1.0, 4 << 30,
-        4 << 30, NullProgress(), fio,
-    )  # fmt: skip
+        ctx, Dirs(session, ["plain"]), asked, ["plain"], 4 << 30, NullProgress(), fio
+    )
     assert growth is None and len(failed) == 3 and failed[0].startswith("seq-read on plain: fio exited")
 
 
@@ -381,3 +358,9 @@ def test_a_pass_over_part_of_the_file_is_in_the_job() -> None:
     assert "io_size=83886080" in render_job(SLOW_READ, opts)
     whole = JobOptions(Path("/x/d"), 1 << 30, False, "psync", False, 1, io_size=1 << 30)
     assert "io_size" not in render_job(SLOW_READ, whole)
+
+
+def test_the_baselines_of_some_targets_are_those_compared_with_else_all_of_them() -> None:
+    asked = sizing.Asked((SEQ_READ,), {"seq-read": 1}, 1.0, bases=frozenset({"plain", "ext4-loop"}))
+    assert asked.baselines(["gocryptfs", "ext4-loop", "fscrypt", "plain"]) == ["ext4-loop", "plain"]
+    assert asked.baselines(["gocryptfs", "cryfs"]) == ["gocryptfs", "cryfs"]

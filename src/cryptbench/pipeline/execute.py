@@ -119,16 +119,17 @@ def _measure(
         )
         provisioned.ctx = ctx
         seeds = workload_seeds(plan.seed, plan.suite.workloads)
-        ctx = provisioned.ctx = sizing.grow_data_file(plan, ctx, provisioned, direct, seeds, progress)
+        asked = sizing.asked(plan, seeds)
+        ctx = provisioned.ctx = sizing.grow_data_file(asked, ctx, provisioned, direct, progress)
         if any(isinstance(w, WorkloadSpec) and not w.is_write for w in plan.suite.workloads):
             for t in targets.values():
                 provisioned.lay_out(t)
         fio_writes = any(isinstance(w, WorkloadSpec) and w.is_write for w in plan.suite.workloads)
-        if plan.from_start() and not plan.suite.write_new_file and fio_writes:
+        if plan.from_start and not plan.suite.write_new_file and fio_writes:
             store.add_note(
                 run_id,
                 "every target's write trials write a new file, since "
-                f"{', '.join(plan.from_start())} can write a file only from its start",
+                f"{', '.join(plan.from_start)} can write a file only from its start",
             )
         if any(isinstance(w, AppWorkload) and w.runs_commands for w in plan.suite.workloads):
             store.add_note(run_id, f"your commands run each in a process group of its own, {cgroup_mode()}")
@@ -138,12 +139,13 @@ def _measure(
                 w.make_inputs(app_env(ctx, w, next(iter(targets.values())), seeds[w.name]))
         writes = {w.name for w in plan.suite.workloads if w.is_write}
         spend = Spend(ctx, writes)  # before calibration: its writes and time are the run's too
-        ctx = provisioned.ctx = sizing.size_trials(plan, ctx, provisioned, direct, seeds, progress)
+        ctx = provisioned.ctx = sizing.size_trials(asked, ctx, provisioned, direct, progress)
         executor = Executor(ctx, provisioned, direct, seeds, progress)
         controller = Controller(plan.rule, run_questions(plan), plan.seed, ranking_groups(plan))
-        skip = plan.not_run()
-        note_not_run(skip, store, run_id)
-        return interleave(executor, controller, spend, plan.suite.workloads, list(targets), plan.seed, skip)
+        note_not_run(plan.skip, store, run_id)
+        return interleave(
+            executor, controller, spend, plan.suite.workloads, list(targets), plan.seed, plan.skip
+        )
 
 
 def note_not_run(skip: dict[str, dict[str, str]], store: Store, run_id: int) -> None:
@@ -184,11 +186,8 @@ def run_questions(plan: Plan) -> list[Question]:
     """What the run must answer: per workload's primary metric, each target asked for (not a
     baseline cryptbench added) against its baseline."""
     asked = {t.name for t in plan.targets if t.backend not in plan.added_baselines}
-    asked_all = workload_questions(
-        plan.suite.workloads, {t.name: plan.baseline_of(t) for t in plan.targets}, asked
-    )
-    skip = plan.not_run()
-    return [q for q in asked_all if q.target not in skip.get(q.workload, {})]
+    asked_all = workload_questions(plan.suite.workloads, plan.baselines, asked)
+    return [q for q in asked_all if q.target not in plan.skip.get(q.workload, {})]
 
 
 def workload_questions(

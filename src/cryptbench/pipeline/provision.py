@@ -170,7 +170,7 @@ class Provisioned:
         except BaseException:
             stack.close()
             raise
-        t.name, t.baseline, t.medium = spec.name, self.plan.baseline_of(spec), spec.medium
+        t.name, t.baseline, t.medium = spec.name, self.plan.baselines[spec.name], spec.medium
         self._stacks[spec.name], self._specs[spec.name], self.targets[spec.name] = stack, spec, t
         return t
 

@@ -117,38 +117,25 @@ class Plan:
     needs: tuple[str, ...] = ()
     protection_probes: bool = True  # False: --skip-protection
     ioengine: str | None = None  # fio's engine as asked (--ioengine); None: the best that works here
+    # target name -> the name of the target it is compared with (None: a baseline itself)
+    baselines: dict[str, str | None] = field(default_factory=dict)
+    # the run's backends that write a file only from its start (Backend.writes_from_start)
+    from_start: tuple[str, ...] = ()
+    # workload -> {target: why} for the trials the run leaves out: a target that writes a
+    # file only from its start, at a workload that writes at other offsets
+    skip: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def write_new_file(self) -> bool:
         """Each write trial writes a new file: as the suite asks, or on every target where one
         of them can write a file only from its start (Backend.writes_from_start), so that
         every target's writes are alike."""
-        return self.suite.write_new_file or bool(self.from_start())
-
-    def from_start(self) -> list[str]:
-        """The run's backends that write a file only from its start."""
-        return [b for b in self.backends if REGISTRY[b].writes_from_start]
-
-    def not_run(self) -> dict[str, dict[str, str]]:
-        """workload -> {target: why} for the trials the run leaves out: a target that writes
-        a file only from its start, at a workload that writes at other offsets."""
-        out: dict[str, dict[str, str]] = {}
-        for t in self.targets:
-            for w in not_run(t.backend, self.suite):
-                out.setdefault(w, {})[t.name] = REGISTRY[t.backend].writes_from_start
-        return out
+        return self.suite.write_new_file or bool(self.from_start)
 
     @property
     def repeats(self) -> int:
         """Trials per (workload, target): exactly, or at most when adaptive."""
         return self.rule.max_repeats
-
-    def baseline_of(self, spec: TargetSpec) -> str | None:
-        """The name of the target `spec` is compared with: its baseline, in the same state."""
-        base = REGISTRY[spec.backend].baseline
-        if base is None:
-            return None
-        return TargetSpec(base, spec.state if REGISTRY[base].stateful else None, spec.fs, spec.medium).name
 
     def to_json(self) -> JsonObject:
         return RunPlan.write(
@@ -168,7 +155,7 @@ class Plan:
             write_new_file=self.write_new_file,
             not_run=[
                 {"workload": w, "target": t, "reason": why}
-                for w, targets in self.not_run().items()
+                for w, targets in self.skip.items()
                 for t, why in targets.items()
             ],
             added_baselines=list(self.added_baselines),
@@ -447,7 +434,27 @@ def build_plan(request: RunRequest) -> Plan:
         needs=_needs(r),
         protection_probes=not r.skip_protection,
         ioengine=r.ioengine,
+        baselines={t.name: _baseline_of(t) for t in targets},
+        from_start=tuple(b for b in ordered if REGISTRY[b].writes_from_start),
+        skip=_skip(targets, suite),
     )
+
+
+def _skip(targets: tuple[TargetSpec, ...], suite: Suite) -> dict[str, dict[str, str]]:
+    """workload -> {target: why} for the trials a run leaves out (Plan.skip)."""
+    out: dict[str, dict[str, str]] = {}
+    for t in targets:
+        for w in not_run(t.backend, suite):
+            out.setdefault(w, {})[t.name] = REGISTRY[t.backend].writes_from_start
+    return out
+
+
+def _baseline_of(spec: TargetSpec) -> str | None:
+    """The name of the target `spec` is compared with: its baseline, in the same state."""
+    base = REGISTRY[spec.backend].baseline
+    if base is None:
+        return None
+    return TargetSpec(base, spec.state if REGISTRY[base].stateful else None, spec.fs, spec.medium).name
 
 
 def _needs(r: RunRequest) -> tuple[str, ...]:

@@ -63,6 +63,24 @@ WRITE_SHARE = 0.25
 
 
 @dataclass(frozen=True)
+class Asked:
+    """What a run asks of trial sizing, read from its plan once (pipeline/sizing.asked)."""
+
+    workloads: tuple[WorkloadSpec, ...]  # the fio workloads sized (a study's own commands are not)
+    seeds: Mapping[str, int]  # per workload, fio's random seed
+    trial_time: float  # seconds of I/O a trial lasts at least; 0: one pass
+    bases: frozenset[str] = frozenset()  # the targets others are compared with
+    rounds: int = 1  # count: the minimum rounds every target runs
+    budget: int | None = None  # bytes the run may write; None: no budget
+    limit: int = 0  # bytes the data file may grow to; 0: it keeps its size
+
+    def baselines(self, names: Iterable[str]) -> list[str]:
+        """Of `names`, the targets others are compared with; all of them when none is."""
+        names = list(names)
+        return [name for name in names if name in self.bases] or names
+
+
+@dataclass(frozen=True)
 class Calibration:
     """What one workload's calibration found."""
 
@@ -190,23 +208,20 @@ class Growth:
 def grow(
     ctx: TrialContext,
     targets: Targets,
-    workloads: Iterable[WorkloadSpec],
-    seeds: Mapping[str, int],
+    asked: Asked,
     baselines: list[str],
-    trial_time: float,
-    limit: int,
     write_cap: int,
     progress: Progress,
     fio: FioRunner = run_fio,
 ) -> tuple[Growth | None, list[str]]:
-    """The data file's size (at most `limit` bytes) and each workload's bytes a pass (a
+    """The data file's size (at most asked.limit bytes) and each workload's bytes a pass (a
     write workload's at most `write_cap`), from one buffered pass of each workload over
     the file as asked (already laid out on `baselines`, buffered targets); None when
     nothing could be measured. Also what failed, in words."""
     rates: dict[str, float] = {}
     blocks: dict[str, int] = {}
     failed: list[str] = []
-    workloads = list(workloads)
+    workloads, seeds, trial_time, limit = asked.workloads, asked.seeds, asked.trial_time, asked.limit
     for w in workloads:
         progress.phase(f"sizing the data file for {w.name}")
         for name in baselines:
@@ -279,25 +294,20 @@ def calibrate(
     ctx: TrialContext,
     targets: Targets,
     direct: Mapping[str, bool],
-    workloads: Iterable[WorkloadSpec],
-    seeds: Mapping[str, int],
+    asked: Asked,
     baselines: list[str],
-    trial_time: float,
     new_file: Mapping[str, bool],
     progress: Progress,
-    *,
-    rounds: int,
-    budget: int | None,
     fio: FioRunner = run_fio,
 ) -> tuple[dict[str, int], list[Calibration], list[str]]:
     """Each fio workload's passes per trial, what calibration found, and what failed.
 
     `baselines`: the targets to calibrate on; `new_file`: per target, whether its write
-    trials write a new file (and so make one pass); `rounds` (the minimum every target
-    runs) and `budget` (bytes; None: none) bound the writes' passes."""
+    trials write a new file (and so make one pass); asked.rounds (the minimum every
+    target runs) and asked.budget bound the writes' passes."""
     found: dict[str, tuple[str, float, int]] = {}
     failed: list[str] = []
-    workloads = list(workloads)
+    workloads, seeds, trial_time = asked.workloads, asked.seeds, asked.trial_time
     for w in workloads:
         names = [b for b in baselines if direct[b] and not (w.is_write and new_file[b])]
         if trial_time <= 0 or not names:
@@ -318,7 +328,7 @@ def calibrate(
     }
     single = {w.name: len(direct) - repeating.get(w.name, 0) for w in writes}
     size = {w.name: amount.pass_bytes(ctx, w.name) for w in writes}
-    passes = within_budget(wanted, repeating, single, size, rounds, budget)
+    passes = within_budget(wanted, repeating, single, size, asked.rounds, asked.budget)
     calibrations = [
         Calibration(w, t, s, p, passes[w], amount.pass_bytes(ctx, w)) for w, (t, s, p) in found.items()
     ]
