@@ -11,19 +11,16 @@ from pathlib import Path
 from cryptbench.backends import REGISTRY, DirectIO, Target, TargetSpec, helper_programs
 from cryptbench.cipher import kernel
 from cryptbench.engines.apps import AppWorkload
-from cryptbench.engines.fio import run_fio
-from cryptbench.engines.jobs import render_layout
 from cryptbench.machine import resources
 from cryptbench.machine.interrupts import signals_blocked
 from cryptbench.machine.session import MARKER, Session, candidate_run_dirs, recover, scratch_root
-from cryptbench.model.errors import DiskFull, ProvisionError, TrialError
+from cryptbench.model.errors import ProvisionError
 from cryptbench.model.result import TargetInfo
 from cryptbench.model.vocabulary import Medium
 from cryptbench.pipeline.verify import marker_in_backing, probe_direct_io, probe_protection
 from cryptbench.planning.plan import Plan
-from cryptbench.trial import amount
-from cryptbench.trial.context import DATA_FILE, Progress, TrialContext
-from cryptbench.trial.runner import ENOSPC_TEXT, job_options, target_lost
+from cryptbench.trial import layout
+from cryptbench.trial.context import Progress, TrialContext
 
 
 def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str]:
@@ -187,27 +184,9 @@ class Provisioned:
         """Write the data file the read trials read, before any clock starts."""
         assert self.ctx is not None
         self.progress.phase(f"writing the {self.ctx.file_bytes >> 20} MiB data file on {target.name}")
-        layout = self.session.path("jobs", f"layout-{self._specs[target.name].slug}.fio")
-        layout.parent.mkdir(exist_ok=True)
-        # written anew from its start: a short one left by a failed write goes first
-        self.session.check_inside(target.path / DATA_FILE).unlink(missing_ok=True)
-        layout.write_text(
-            render_layout(
-                job_options(
-                    self.ctx, target, self.plan.seed, amount.whole_file(self.ctx, self.direct[target.name])
-                )
-            )
+        layout.lay_out(
+            self.ctx, target, self._specs[target.name].slug, self.direct[target.name], self.plan.seed
         )
-        try:
-            run_fio(layout, self.session)
-        except TrialError as e:
-            if ENOSPC_TEXT in str(e):
-                raise DiskFull(
-                    f"the target filesystem filled up during the data file's layout on {target.name} "
-                    f"({ENOSPC_TEXT}); the run stopped"
-                ) from None
-            why = target_lost(target, "while the data file was written") or str(e)
-            raise ProvisionError(f"could not write the data file on {target.name}: {why}") from None
 
     def close(self) -> None:
         while self._stacks:

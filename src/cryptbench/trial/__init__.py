@@ -1,1 +1,2 @@
-"""Trials: ordering the rounds, sizing a trial, running one, and the figures it yields."""
+"""Trials: ordering the rounds, sizing a trial, laying out its data file, running one, and
+the figures it yields."""
