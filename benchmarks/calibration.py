@@ -26,7 +26,7 @@ from pathlib import Path
 from scipy import stats as sps
 
 from cryptbench.commands import run as run_cmd
-from cryptbench.planning.plan import RunRequest
+from cryptbench.planning.request import RunRequest
 
 NOMINAL = 0.95
 

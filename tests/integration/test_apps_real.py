@@ -13,7 +13,7 @@ import pytest
 
 from cryptbench.commands import run as run_cmd
 from cryptbench.engines.apps.responsiveness import BULK_BYTES
-from cryptbench.planning.plan import RunRequest
+from cryptbench.planning.request import RunRequest
 from cryptbench.store.database import Store
 from tests.support.targets import need_backend, requires_root
 

@@ -12,7 +12,7 @@ from cryptbench.cipher import kernel, userspace
 from cryptbench.cipher.ceilings import separate
 from cryptbench.commands import cipher
 from cryptbench.commands import run as run_cmd
-from cryptbench.planning.plan import RunRequest
+from cryptbench.planning.request import RunRequest
 from cryptbench.store.database import Store
 from tests.support.cli import cli
 from tests.support.targets import need_backend, requires_root

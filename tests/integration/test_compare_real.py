@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.commands import run as run_cmd
-from cryptbench.planning.plan import RunRequest
+from cryptbench.planning.request import RunRequest
 from tests.support.cli import cli
 from tests.support.html_page import Page
 from tests.support.targets import need_backend, requires_root

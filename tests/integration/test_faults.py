@@ -26,7 +26,7 @@ import pytest
 
 from cryptbench.commands import run
 from cryptbench.model.errors import DiskFull
-from cryptbench.planning.plan import RunRequest
+from cryptbench.planning.request import RunRequest
 from cryptbench.trial.context import NullProgress, TrialSpec
 from tests.support.cli import cli
 from tests.support.leaks import leftovers

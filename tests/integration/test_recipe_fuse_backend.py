@@ -21,7 +21,7 @@ from cryptbench.commands import backends as backends_cmd
 from cryptbench.commands import run as run_cmd
 from cryptbench.machine.session import Session
 from cryptbench.machine.system import run_cmd as system_run
-from cryptbench.planning.plan import RunRequest
+from cryptbench.planning.request import RunRequest
 from tests.support.targets import requires_root
 
 pytestmark = pytest.mark.integration

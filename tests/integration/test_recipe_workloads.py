@@ -20,7 +20,7 @@ from cryptbench.engines.apps.base import PhaseClock, remove_tree
 from cryptbench.engines.apps.params import Params
 from cryptbench.model.json_types import JsonObject, TomlTable
 from cryptbench.model.metrics import MetricInfo
-from cryptbench.planning.plan import RunRequest
+from cryptbench.planning.request import RunRequest
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from cryptbench.analysis import ranking
 from cryptbench.commands import run as run_cmd
 from cryptbench.commands import show
 from cryptbench.model.result import Document
-from cryptbench.planning.plan import RunRequest
+from cryptbench.planning.request import RunRequest
 from cryptbench.report.protection_rows import cheapest_lines
 from cryptbench.store.database import Store
 from tests.support.cli import cli

@@ -18,8 +18,10 @@ from cryptbench.commands import show
 from cryptbench.engines.fio import probe_ioengine
 from cryptbench.measure import resident
 from cryptbench.model.errors import UnavailableError
-from cryptbench.planning.plan import DEFAULT_MAX_TIME, RunRequest, not_run
+from cryptbench.planning.request import RunRequest
+from cryptbench.planning.stopping_rule import DEFAULT_MAX_TIME
 from cryptbench.planning.suite import load_suite
+from cryptbench.planning.targets import not_run
 from cryptbench.store.database import Store
 from tests.support.cli import cli
 from tests.support.targets import available, includes

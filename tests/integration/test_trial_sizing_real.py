@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from cryptbench.commands import run as run_cmd
-from cryptbench.planning.plan import GROWTH_SHARE, RunRequest
+from cryptbench.planning.plan import GROWTH_SHARE
+from cryptbench.planning.request import RunRequest
 from cryptbench.store.database import Store
 from tests.support.cli import cli
 from tests.support.targets import available

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from cryptbench.model.result import Document
-from cryptbench.planning.plan import Plan, RunRequest, build_plan
+from cryptbench.planning.plan import Plan, build_plan
+from cryptbench.planning.request import RunRequest
 
 DOCUMENTS = Path(__file__).parents[1] / "fixtures" / "documents"  # JSON documents run printed
 

@@ -13,7 +13,8 @@ from rich.console import Console
 from cryptbench.engines.apps.command import DEFAULT_TIMEOUT, SINGLE_PHASE, CommandWorkload
 from cryptbench.model.errors import UsageError
 from cryptbench.model.result import Document
-from cryptbench.planning.plan import RunRequest, build_plan
+from cryptbench.planning.plan import build_plan
+from cryptbench.planning.request import RunRequest
 from cryptbench.planning.suite import command_suite, load_suite, parse_suite
 from cryptbench.report import console
 

@@ -16,8 +16,8 @@ from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.model.errors import UsageError
 from cryptbench.model.result import RunPlan
 from cryptbench.pipeline.execute import run_questions
-from cryptbench.planning.plan import cannot_run, not_run, writes_at_an_offset
 from cryptbench.planning.suite import WorkloadSpec, builtin_suites, load_suite
+from cryptbench.planning.targets import cannot_run, not_run, writes_at_an_offset
 from cryptbench.trial.runner import durable
 from cryptbench.trial.schedule import round_blocks
 from tests.support.documents import plan_with

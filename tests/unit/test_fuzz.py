@@ -23,8 +23,8 @@ from cryptbench.engines.fio import parse_fio_json
 from cryptbench.machine.keys import MAX_PASSPHRASE, read_passphrase_file
 from cryptbench.model.errors import StoreError, TrialError, UsageError
 from cryptbench.model.units import parse_size
-from cryptbench.planning.plan import parse_backend_list
 from cryptbench.planning.suite import _NAME_RE, MAX_BLOCK, load_suite, parse_suite
+from cryptbench.planning.targets import parse_backend_list
 from cryptbench.store.database import parse_run_ref
 from tests.support.reliability import count
 

@@ -37,7 +37,8 @@ from cryptbench.backends.luks import (
     with_table_options,
 )
 from cryptbench.model.errors import ProvisionError, UnavailableError
-from cryptbench.planning.plan import RunRequest, build_plan
+from cryptbench.planning.plan import build_plan
+from cryptbench.planning.request import RunRequest
 from cryptbench.planning.suite import load_suite
 
 KEY = Path("/dev/shm/cryptbench-secrets-x/luks-1")

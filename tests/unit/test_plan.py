@@ -6,7 +6,7 @@ import pytest
 
 from cryptbench.commands import run as run_cmd
 from cryptbench.model.errors import SafetyError, UnavailableError, UsageError
-from cryptbench.planning.plan import RunRequest
+from cryptbench.planning.request import RunRequest
 from tests.support.documents import plan_with
 
 
@@ -178,12 +178,12 @@ def test_as_published_on_a_suite_without_it_is_refused(tmp_path: Path) -> None:
 def test_how_many_trials_adaptive_by_default_fixed_when_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cryptbench.planning import plan
-    from cryptbench.planning.plan import DEFAULT_MAX_BYTES_CAP
+    from cryptbench.planning import stopping_rule
+    from cryptbench.planning.stopping_rule import DEFAULT_MAX_BYTES_CAP
 
     # Free space read once, not twice around other writers: the budget must match it exactly.
-    monkeypatch.setattr(plan, "free_bytes", lambda _path: 50 << 30)
-    free_bytes = plan.free_bytes
+    monkeypatch.setattr(stopping_rule, "free_bytes", lambda _path: 50 << 30)
+    free_bytes = stopping_rule.free_bytes
 
     default = plan_with(tmp_path, repeats=None).rule
     assert (default.precision, default.min_repeats, default.max_repeats) == (0.05, 3, 10)
@@ -229,7 +229,8 @@ def test_a_run_request_has_a_field_for_every_flag_of_run_and_no_other() -> None:
 
 
 def test_the_data_file_may_grow_only_where_its_size_is_the_tools(tmp_path: Path) -> None:
-    from cryptbench.planning.plan import GROWTH_SHARE, SIZE_ALIGN, default_max_bytes
+    from cryptbench.planning.plan import GROWTH_SHARE, SIZE_ALIGN
+    from cryptbench.planning.stopping_rule import default_max_bytes
 
     grown = plan_with(tmp_path, size=None, trial_time="1s", backends="plain,ext4-loop")
     share = int(default_max_bytes(tmp_path) * GROWTH_SHARE / len(grown.targets)) // SIZE_ALIGN * SIZE_ALIGN

@@ -153,7 +153,7 @@ class Backend(ABC):
     programs: ClassVar[tuple[str, ...]] = ()
     # Why it writes a file only from its start to its end (no write at another offset, no
     # rewrite in place), or "" where it writes anywhere. A run's workloads that write at an
-    # offset cannot run on it (planning/plan.py), and its write trials make a new file each.
+    # offset cannot run on it (planning/targets.py), and its write trials make a new file each.
     writes_from_start: ClassVar[str] = ""
 
     def same_format_as(self) -> str | None:

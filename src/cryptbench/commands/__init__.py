@@ -3,7 +3,7 @@
 Each has `HELP`, `add_arguments(parser)`, `main(args, out, err)` (calls `run`, prints
 the answer, returns the exit status; `--json` goes through `report/json_output`) and
 a `run` that tests call directly, taking one frozen request of what the user asked
-(`RunRequest`, `CheckRequest`, `CipherRequest`, …; `planning/plan.request_from_args`
+(`RunRequest`, `CheckRequest`, `CipherRequest`, …; `planning/request.request_from_args`
 builds it from the flags, so no command copies them by hand), and keyword arguments
 only for what a test or another process hands in (progress, a registry); a command of
 one or two choices (`show`, `suites`, `cleanup`; `backends` has none) takes them as

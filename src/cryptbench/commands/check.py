@@ -32,7 +32,8 @@ from cryptbench.model.json_types import JsonObject
 from cryptbench.model.result import ComparisonKind, Document
 from cryptbench.model.units import parse_percent
 from cryptbench.model.vocabulary import Medium
-from cryptbench.planning.plan import parse_needs, request_from_args
+from cryptbench.planning.plan import parse_needs
+from cryptbench.planning.request import request_from_args
 from cryptbench.report.json_output import print_json
 from cryptbench.store.database import Store, default_db_path
 

@@ -25,7 +25,8 @@ from cryptbench.pipeline.cipher_speed import (
     measure,
     ram_stack_bytes,
 )
-from cryptbench.planning.plan import RAM_FRACTION, SIZE_ALIGN, mem_available, request_from_args
+from cryptbench.planning.plan import RAM_FRACTION, SIZE_ALIGN, mem_available
+from cryptbench.planning.request import request_from_args
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress
 from cryptbench.store.database import Store, default_db_path

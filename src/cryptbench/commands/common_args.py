@@ -7,13 +7,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cryptbench.planning.plan import (
+from cryptbench.planning.plan import IO_ENGINES
+from cryptbench.planning.stopping_rule import (
     DEFAULT_EQUIVALENCE,
     DEFAULT_MAX_REPEATS,
     DEFAULT_MAX_TIME,
     DEFAULT_MIN_REPEATS,
     DEFAULT_PRECISION,
-    IO_ENGINES,
 )
 from cryptbench.stats.stopping import OVERRUNS
 

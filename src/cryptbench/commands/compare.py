@@ -16,7 +16,7 @@ from rich.console import Console
 from cryptbench.analysis import document, run_comparison
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.model.errors import UsageError
-from cryptbench.planning.plan import request_from_args
+from cryptbench.planning.request import request_from_args
 from cryptbench.report.json_output import print_json
 from cryptbench.report.output_files import page_file, write_new
 from cryptbench.store.database import default_db_path
@@ -24,7 +24,7 @@ from cryptbench.store.database import default_db_path
 
 @dataclass(frozen=True)
 class CompareRequest:
-    """What `compare` was asked, as given (plan.request_from_args builds it)."""
+    """What `compare` was asked, as given (request.request_from_args builds it)."""
 
     a: str  # run id, or latest
     b: str  # run id, or latest

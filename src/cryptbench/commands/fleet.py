@@ -17,7 +17,7 @@ from cryptbench.model.result import Document
 from cryptbench.model.vocabulary import RunStatus
 from cryptbench.pipeline import fleet_run
 from cryptbench.pipeline.fleet_run import FleetRequest
-from cryptbench.planning.plan import request_from_args
+from cryptbench.planning.request import request_from_args
 from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress

@@ -15,7 +15,7 @@ from cryptbench.analysis.history_model import History, Point, Series
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.model.errors import UsageError
 from cryptbench.model.metrics import PRIMARY
-from cryptbench.planning.plan import request_from_args
+from cryptbench.planning.request import request_from_args
 from cryptbench.report.json_output import print_json
 from cryptbench.store.database import Store, default_db_path
 from cryptbench.store.rows import HistoryRow
@@ -52,7 +52,7 @@ def _series(
 
 @dataclass(frozen=True)
 class HistoryRequest:
-    """What `history` was asked, as given (plan.request_from_args builds it)."""
+    """What `history` was asked, as given (request.request_from_args builds it)."""
 
     limit: int = 20  # runs, newest first
     db: Path | None = None  # None: the default database

@@ -19,7 +19,7 @@ from cryptbench.analysis import document
 from cryptbench.commands.common_args import add_db, add_json
 from cryptbench.model.errors import UsageError
 from cryptbench.model.json_types import JsonObject
-from cryptbench.planning.plan import request_from_args
+from cryptbench.planning.request import request_from_args
 from cryptbench.report import export_csv, export_markdown
 from cryptbench.report.exports import timelines
 from cryptbench.report.json_output import print_json
@@ -49,7 +49,7 @@ def write_images(made: list[charts.Chart], paths: list[Path], fmt: str) -> list[
 
 @dataclass(frozen=True)
 class ReportRequest:
-    """What `report` was asked, as given (plan.request_from_args builds it)."""
+    """What `report` was asked, as given (request.request_from_args builds it)."""
 
     ref: str = "latest"  # run id, or latest
     db: Path | None = None  # None: the default database

@@ -17,7 +17,8 @@ from cryptbench.commands.common_args import add_db, add_details, add_json, add_p
 from cryptbench.model.result import Document
 from cryptbench.model.vocabulary import RunStatus
 from cryptbench.pipeline import execute
-from cryptbench.planning.plan import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE, RunRequest
+from cryptbench.planning.plan import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE
+from cryptbench.planning.request import RunRequest
 from cryptbench.report import exports, screens
 from cryptbench.report.json_output import print_json
 from cryptbench.report.progress import RichProgress

@@ -33,7 +33,7 @@ from cryptbench.model.result import Document
 from cryptbench.model.units import format_bytes, format_value, parse_size
 from cryptbench.pipeline import execute
 from cryptbench.pipeline.execute import Executed
-from cryptbench.planning.plan import RunRequest, request_from_args
+from cryptbench.planning.request import RunRequest, request_from_args
 from cryptbench.planning.suite import direction, load_suite
 from cryptbench.report import screens
 from cryptbench.report.json_output import print_json
@@ -171,7 +171,7 @@ def checks(doc: Document) -> list[Check]:
 
 @dataclass(frozen=True)
 class SelftestRequest:
-    """What `selftest` was asked, as given (plan.request_from_args builds it)."""
+    """What `selftest` was asked, as given (request.request_from_args builds it)."""
 
     target: str = "/var/tmp"  # the directory the scratch space goes in
     db: Path | None = None  # None: the default database

@@ -37,7 +37,8 @@ from cryptbench.model.errors import ProvisionError, UsageError
 from cryptbench.model.result import JsonObject
 from cryptbench.pipeline.lifecycle import Lifecycle
 from cryptbench.pipeline.provision import Provisioned, provision_all
-from cryptbench.planning.plan import Plan, RunRequest, build_plan, request_from_args
+from cryptbench.planning.plan import Plan, build_plan
+from cryptbench.planning.request import RunRequest, request_from_args
 from cryptbench.report.progress import RichProgress
 from cryptbench.store.database import now_iso
 from cryptbench.trial.context import DATA_FILE, NullProgress, Progress
@@ -56,7 +57,7 @@ class ServeOutcome:
 
 @dataclass(frozen=True)
 class ServeRequest:
-    """What `serve` was asked, as given (plan.request_from_args builds it)."""
+    """What `serve` was asked, as given (request.request_from_args builds it)."""
 
     listen: str = "127.0.0.1:8765"  # where fio's server listens: HOST[:PORT], [IPv6]:PORT, unix:/PATH
     allow_remote: bool = False  # a non-loopback address: fio's server has no authentication

@@ -28,7 +28,8 @@ from cryptbench.model.json_types import JsonObject
 from cryptbench.pipeline import cipher_speed, sizing
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
 from cryptbench.pipeline.provision import provision_all, target_row
-from cryptbench.planning.plan import Plan, RunRequest, build_plan
+from cryptbench.planning.plan import Plan, build_plan
+from cryptbench.planning.request import RunRequest
 from cryptbench.planning.suite import Workload, WorkloadSpec, family, primary_metric
 from cryptbench.stats.stopping import Controller, Question, RankingGroups, questions
 from cryptbench.store.database import Store

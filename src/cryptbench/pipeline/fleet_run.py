@@ -38,7 +38,8 @@ from cryptbench.pipeline.fleet_hosts import (
     store_hosts,
 )
 from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
-from cryptbench.planning.plan import checked_seed, stopping_rule
+from cryptbench.planning.request import checked_seed
+from cryptbench.planning.stopping_rule import stopping_rule
 from cryptbench.planning.suite import Suite, WorkloadSpec, load_suite, primary_metric
 from cryptbench.stats.stopping import Controller, Question, Stopping
 from cryptbench.store.database import Store, default_db_path
@@ -49,7 +50,7 @@ from cryptbench.trial.schedule import Spend, interleave, workload_seeds
 @dataclass(frozen=True)
 class FleetRequest:
     """What the user asked of a fleet run, as given (durations and percents unparsed):
-    built once from the command line (plan.request_from_args) or by a caller."""
+    built once from the command line (request.request_from_args) or by a caller."""
 
     hosts: Path  # hosts.toml: each host's address and manifest_command
     suite: str = "quick"  # a built-in suite's name or a TOML file of fio workloads

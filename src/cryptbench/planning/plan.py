@@ -5,81 +5,76 @@ A plan that cannot run fails here, with the reason, before a byte is written.
 
 from __future__ import annotations
 
-import argparse
 import os
-import secrets
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
 
-from cryptbench.backends import DEFAULT, REGISTRY
-from cryptbench.backends.base import FILESYSTEMS, STATES, TargetSpec
-from cryptbench.backends.filesystem import probe_fs
+from cryptbench.backends import REGISTRY
+from cryptbench.backends.base import TargetSpec
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.apps.command import CommandWorkload
 from cryptbench.machine import keys
 from cryptbench.machine.session import check_target_dir, free_bytes
 from cryptbench.machine.system import is_root
-from cryptbench.model.errors import UnavailableError, UsageError, did_you_mean
+from cryptbench.model.errors import UnavailableError, UsageError
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.result import RunPlan
-from cryptbench.model.units import format_bytes, format_duration, parse_duration, parse_percent, parse_size
+from cryptbench.model.units import format_bytes, format_duration, parse_duration, parse_size
 from cryptbench.model.vocabulary import Medium
+from cryptbench.planning.request import RunRequest, checked_seed
+from cryptbench.planning.stopping_rule import default_max_bytes, stopping_rule
 from cryptbench.planning.suite import (
     Suite,
-    Workload,
     WorkloadSpec,
     builtin_suites,
-    check_repeats_range,
     check_size_range,
     command_suite,
     load_suite,
     primary_metric,
 )
-from cryptbench.stats.stopping import OVERRUNS, Stopping
+from cryptbench.planning.targets import (
+    baseline_of,
+    choose_backends,
+    expand,
+    skipped_trials,
+    states_and_fs,
+)
+from cryptbench.stats.stopping import Stopping
 from cryptbench.store.database import default_db_path
 
 DEFAULT_SIZE = "64M"
+
 DEFAULT_SUITE = "quick"
-DEFAULT_PRECISION = "5%"
-# Within this much of no change, a whole interval is "no measurable cost" and two
-# targets are "equal": the user would not notice, and more trials would not change it.
-DEFAULT_EQUIVALENCE = "3%"
-EQUIVALENCE_RANGE = (0.1, 50.0)  # percent
-DEFAULT_MIN_REPEATS = 3
-DEFAULT_MAX_REPEATS = 10
-PRECISION_RANGE = (0.1, 50.0)  # percent
-# Adaptive runs' default budgets. Bytes: a tenth of the free space, at most
-# 8 GiB (wear is the user's cost; more only when asked, --max-bytes). Time:
-# five minutes of trials: on the 2-core development VM the default run's first
-# round of 42 trials (seven targets, the quick suite, each trial stopped at
-# twice the trial time) took about 80 s, so its three rounds fit with room for
-# a fourth where the ranking is open; four minutes did not, and every run
-# dropped workloads. With provisioning, the probes, the data files and the
-# teardown the default run takes about seven. A fixed count (--repeats, a
-# study's suite) is run in full unless a budget is given.
-DEFAULT_MAX_BYTES_FRACTION = 0.10
-DEFAULT_MAX_BYTES_CAP = 8 << 30
-DEFAULT_MAX_TIME = 300.0  # seconds
+
 # Each fio trial lasts at least this much I/O where passes can make it
 # (trial/sizing.py); the environment variable sets the default, 0 turns it off.
 DEFAULT_TRIAL_TIME = "1s"
+
 TRIAL_TIME_VARIABLE = "CRYPTBENCH_TRIAL_TIME"
+
 # of the byte budget, what laying out the grown data files may write together; as much
 # again is left for the minimum rounds' writes (sizing.WRITE_SHARE)
 GROWTH_SHARE = 0.25
+
 MAX_TRIAL_TIME = 600.0  # seconds: a longer trial is a soak test, not a trial
+
 SIZE_ALIGN = 1 << 20  # data files are whole MiB so that every block size divides them
+
 # --ram: the twins may take at most half the memory the kernel calls available,
 # so that the page cache and fio keep room; the tmpfs gets a little slack for
 # markers and probe files.
 RAM_FRACTION = 0.5
+
 RAM_SLACK = 64 << 20  # bytes
+
 SPACE_MARGIN = 256 << 20  # bytes kept free on the target filesystem beyond the plan's need
+
 IO_MODES = ("auto", "direct", "buffered")
+
 # fio's engines a run may be asked for (--ioengine); without one, the first of
 # these that works here (engines/fio.probe_ioengine)
 IO_ENGINES = ("io_uring", "libaio", "psync")
+
 DATA_KINDS = ("random", "zero")
 
 
@@ -183,158 +178,6 @@ class Plan:
         ).raw
 
 
-def checked_seed(seed: int | None) -> int:
-    """The seed asked for (--seed), checked, or a random one."""
-    if seed is None:
-        return secrets.randbits(32)
-    if not 0 <= seed < 2**32:
-        raise UsageError("--seed must be from 0 to 4294967295")
-    return seed
-
-
-R = TypeVar("R")  # a request: a frozen dataclass of what the user asked
-
-
-def request_from_args(cls: type[R], args: argparse.Namespace) -> R:
-    """A request (a frozen dataclass) from an argparse namespace: each field its flag's
-    value, where the command has that flag; the others keep their defaults."""
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    given: dict[str, Any] = {n: getattr(args, n) for n in names if hasattr(args, n)}
-    return cls(**given)
-
-
-class AsksStopping(Protocol):
-    """The stopping flags of a request (RunRequest, a fleet's FleetRequest), as typed."""
-
-    @property
-    def repeats(self) -> int | None: ...
-    @property
-    def precision(self) -> str | None: ...
-    @property
-    def equivalence(self) -> str | None: ...
-    @property
-    def overrun(self) -> str: ...
-    @property
-    def min_repeats(self) -> int | None: ...
-    @property
-    def max_repeats(self) -> int | None: ...
-    @property
-    def max_time(self) -> str | None: ...
-
-
-def stopping_rule(
-    suite: Suite, request: AsksStopping, *, max_bytes: str | None, target_dir: Path | None
-) -> Stopping:
-    """Adaptive unless the number of rounds is fixed: by --repeats, or by a
-    suite that reproduces a study's count (unless --precision asks otherwise).
-
-    Without a local `target_dir` (a fleet run writes on its hosts) there is no
-    default byte budget: each host writes at most max-repeats trials' data."""
-    repeats, precision, equivalence = request.repeats, request.precision, request.equivalence
-    min_repeats, max_repeats = request.min_repeats, request.max_repeats
-    max_time, overrun = request.max_time, request.overrun
-    adaptive_flags = [
-        f
-        for f, v in (
-            ("--precision", precision),
-            ("--min-repeats", min_repeats),
-            ("--max-repeats", max_repeats),
-        )
-        if v is not None
-    ]
-    if repeats is not None and adaptive_flags:
-        raise UsageError(
-            f"--repeats fixes the number of trials; {adaptive_flags[0]} is for adaptive repetition: give one"
-        )
-    budget: int | None = None
-    if max_bytes is not None:
-        budget = parse_size(max_bytes, what="--max-bytes")
-        if budget <= 0:
-            raise UsageError("--max-bytes must be more than zero")
-    seconds = parse_duration(max_time, what="--max-time") if max_time is not None else None
-    if overrun not in OVERRUNS:
-        raise UsageError(f"--overrun must be one of {', '.join(OVERRUNS)}")
-    low, high = EQUIVALENCE_RANGE
-    margin = parse_percent(equivalence or DEFAULT_EQUIVALENCE, what="--equivalence", low=low, high=high)
-    fixed = repeats if repeats is not None else (None if adaptive_flags else suite.repeats)
-    if fixed is not None:
-        check_repeats_range(fixed, "--repeats")
-        return Stopping(None, fixed, fixed, budget, seconds, margin, overrun)
-    if budget is None and target_dir is not None:
-        budget = default_max_bytes(target_dir)
-    if seconds is None:
-        seconds = DEFAULT_MAX_TIME
-    low, high = PRECISION_RANGE
-    fraction = parse_percent(precision or DEFAULT_PRECISION, what="--precision", low=low, high=high)
-    least = min_repeats if min_repeats is not None else DEFAULT_MIN_REPEATS
-    most = max_repeats if max_repeats is not None else max(DEFAULT_MAX_REPEATS, least)
-    check_repeats_range(least, "--min-repeats")
-    check_repeats_range(most, "--max-repeats")
-    if least < 2:
-        raise UsageError("--min-repeats must be at least 2: one trial has no interval to judge")
-    if most < least:
-        raise UsageError(f"--max-repeats {most} is below --min-repeats {least}")
-    return Stopping(fraction, least, most, budget, seconds, margin, overrun)
-
-
-def _with_baselines(names: list[str]) -> tuple[list[str], list[str]]:
-    ordered: list[str] = []
-    added: list[str] = []
-
-    def visit(name: str, requested: bool) -> None:
-        baseline = REGISTRY[name].baseline
-        if baseline is not None:
-            visit(baseline, False)
-        if name not in ordered:
-            ordered.append(name)
-            if not requested and name not in names:
-                added.append(name)
-
-    for n in names:
-        visit(n, True)
-    return ordered, added
-
-
-def parse_backend_list(text: str) -> list[str]:
-    """--backends: comma-separated names from the registry, each once."""
-    return list(_parse_choices(text.split(","), tuple(REGISTRY), "--backends", "backend"))
-
-
-def parse_states(text: str | tuple[str, ...], what: str = "--state") -> tuple[str, ...]:
-    return _parse_choices(text.split(",") if isinstance(text, str) else text, STATES, what, "state")
-
-
-def _parse_choices(
-    items: list[str] | tuple[str, ...], known: tuple[str, ...], what: str, noun: str
-) -> tuple[str, ...]:
-    """Names from `known`, each once, at least one; `what` and `noun` word the errors."""
-    chosen = [i.strip() for i in items if i.strip()]
-    if not chosen:
-        raise UsageError(f"{what} names no {noun}")
-    for name in chosen:
-        if name not in known:
-            listed = ", ".join(known) if len(known) <= 10 else f"cryptbench {noun}s lists all {len(known)}"
-            hint = did_you_mean(name, known)
-            raise UsageError(f"{what}: unknown {noun} {name[:40]!r}{hint or f' ({listed})'}")
-    if len(set(chosen)) != len(chosen):
-        raise UsageError(f"{what} names a {noun} twice")
-    return tuple(chosen)
-
-
-def _expand(
-    ordered: list[str], states: tuple[str, ...], fs: str, ram: bool = False
-) -> tuple[TargetSpec, ...]:
-    """Backends x states on the device, then (--ram) the same on RAM where it means something."""
-    specs: list[TargetSpec] = []
-    for medium in (Medium.DEVICE, Medium.RAM) if ram else (Medium.DEVICE,):
-        for name in ordered:
-            if medium == Medium.RAM and not REGISTRY[name].ram:
-                continue
-            for state in states if REGISTRY[name].stateful else (None,):
-                specs.append(TargetSpec(name, state, fs, medium))
-    return tuple(specs)
-
-
 def mem_available() -> int:
     """Bytes of memory the kernel says can be used without swapping (MemAvailable)."""
     with open("/proc/meminfo") as f:
@@ -342,46 +185,6 @@ def mem_available() -> int:
             if line.startswith("MemAvailable:"):
                 return int(line.split()[1]) * 1024
     return 0
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """What the user asked of a run, as given (sizes and durations unparsed): built once
-    from the command line (`from_args`) or by a caller, and checked by `build_plan`."""
-
-    suite: str | None = None  # a built-in suite's name or a TOML file; None: quick, or --command's
-    commands: tuple[str, ...] | list[str] | None = None  # the user's own commands, a workload each
-    prepare: str | None = None  # with commands: before each trial, outside the clock
-    cleanup: str | None = None  # with commands: after each trial, outside the clock
-    inputs: str | None = None  # with commands: a path copied onto each target once
-    backends: str | None = None  # comma-separated; None: the suite's, else every available default one
-    size: str | None = None  # bytes, as typed ("64M"); None: the suite's, else DEFAULT_SIZE
-    repeats: int | None = None  # a fixed count of trials; None: adaptive
-    seed: int | None = None  # None: a random one
-    target: str = "/var/tmp"  # the directory the scratch space goes in
-    io_mode: str = "auto"  # auto, direct or buffered
-    ioengine: str | None = None  # fio's engine; None: the best that works here
-    data: str = "random"  # random or zero write buffers
-    db: Path | None = None  # None: the default database
-    passphrase_file: str | None = None
-    state: str | None = None  # image backends' states, comma-separated
-    fs: str | None = None  # the filesystem inside image backends
-    as_published: bool = False
-    precision: str | None = None  # percent, as typed ("5%")
-    equivalence: str | None = None  # percent, as typed ("3%")
-    overrun: str = "drop"  # when the minimum rounds cannot fit --max-time: drop workloads, or extend it
-    min_repeats: int | None = None  # count
-    max_repeats: int | None = None  # count
-    max_bytes: str | None = None  # bytes, as typed
-    max_time: str | None = None  # a duration, as typed ("5m")
-    ram: bool = False  # also run each stack on RAM
-    trial_time: str | None = None  # a duration, as typed ("1s", "0"); None: $CRYPTBENCH_TRIAL_TIME, else 1s
-    needs: str | None = None  # comma-separated properties a ranked target must be proven to protect
-    skip_protection: bool = False  # no protection probes at provisioning
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> RunRequest:
-        return request_from_args(cls, args)
 
 
 def build_plan(request: RunRequest) -> Plan:
@@ -400,9 +203,9 @@ def build_plan(request: RunRequest) -> Plan:
     target_dir = check_target_dir(Path(r.target))
     rule = stopping_rule(suite, r, max_bytes=r.max_bytes, target_dir=target_dir)
     passphrase = keys.read_passphrase_file(r.passphrase_file) if r.passphrase_file is not None else None
-    ordered, added, skipped = _backends(r, suite)
-    states, fs = _states_and_fs(r, suite, ordered)
-    targets = _expand(ordered, states, fs, r.ram)
+    ordered, added, skipped = choose_backends(r, suite)
+    states, fs = states_and_fs(r, suite, ordered)
+    targets = expand(ordered, states, fs, r.ram)
     ram_bytes = _ram_bytes(targets, target_bytes) if r.ram else 0
     trial_time = _trial_time(r)
     limit = _growth_limit(r, suite, size, targets, rule, target_dir, trial_time)
@@ -434,27 +237,10 @@ def build_plan(request: RunRequest) -> Plan:
         needs=_needs(r),
         protection_probes=not r.skip_protection,
         ioengine=r.ioengine,
-        baselines={t.name: _baseline_of(t) for t in targets},
+        baselines={t.name: baseline_of(t) for t in targets},
         from_start=tuple(b for b in ordered if REGISTRY[b].writes_from_start),
-        skip=_skip(targets, suite),
+        skip=skipped_trials(targets, suite),
     )
-
-
-def _skip(targets: tuple[TargetSpec, ...], suite: Suite) -> dict[str, dict[str, str]]:
-    """workload -> {target: why} for the trials a run leaves out (Plan.skip)."""
-    out: dict[str, dict[str, str]] = {}
-    for t in targets:
-        for w in not_run(t.backend, suite):
-            out.setdefault(w, {})[t.name] = REGISTRY[t.backend].writes_from_start
-    return out
-
-
-def _baseline_of(spec: TargetSpec) -> str | None:
-    """The name of the target `spec` is compared with: its baseline, in the same state."""
-    base = REGISTRY[spec.backend].baseline
-    if base is None:
-        return None
-    return TargetSpec(base, spec.state if REGISTRY[base].stateful else None, spec.fs, spec.medium).name
 
 
 def _needs(r: RunRequest) -> tuple[str, ...]:
@@ -486,11 +272,6 @@ def _growth_limit(
         budget = min(budget, rule.max_bytes)
     limit = int(budget * GROWTH_SHARE / max(1, len(targets))) // SIZE_ALIGN * SIZE_ALIGN
     return limit if limit > size else 0
-
-
-def default_max_bytes(target_dir: Path) -> int:
-    """The byte budget of an adaptive run that gives none: a tenth of the free space, at most 8 GiB."""
-    return min(int(free_bytes(target_dir) * DEFAULT_MAX_BYTES_FRACTION), DEFAULT_MAX_BYTES_CAP)
 
 
 NEEDS = ("names", "sizes", "tree", "tamper")  # what --needs can ask a ranked target to protect
@@ -574,107 +355,6 @@ def _size(r: RunRequest, suite: Suite) -> tuple[int, int, int]:
     # so the needs add up rather than taking the largest.
     target_bytes = (size_bytes if fio else 0) + sum(a.target_bytes(size_bytes) for a in apps)
     return size_bytes, target_bytes, sum(a.input_bytes(size_bytes) for a in apps)
-
-
-def writes_at_an_offset(w: Workload) -> bool:
-    """Whether `w` writes anywhere but from a file's start to its end: fio's writes other
-    than `write`, and the built-in tasks that write (a database, a mail store). Your own
-    commands are run as they are: a write the target refuses fails their trial, with its
-    own message."""
-    if isinstance(w, WorkloadSpec):
-        return w.is_write and w.rw != "write"
-    return w.writes and not w.runs_commands
-
-
-def not_run(name: str, suite: Suite) -> list[str]:
-    """The suite's workloads backend `name` cannot run: it writes a file only from its start
-    (Backend.writes_from_start), and they write at other offsets."""
-    if not REGISTRY[name].writes_from_start:
-        return []
-    return [w.name for w in suite.workloads if writes_at_an_offset(w)]
-
-
-def cannot_run(name: str, suite: Suite) -> str | None:
-    """Why backend `name` can run none of the suite's workloads, or None."""
-    offsets = not_run(name, suite)
-    if not offsets or len(offsets) < len(suite.workloads):
-        return None
-    why = REGISTRY[name].writes_from_start
-    return f"{why}; every workload of the {suite.name} suite writes at other offsets"
-
-
-def _backends(r: RunRequest, suite: Suite) -> tuple[list[str], list[str], list[tuple[str, str]]]:
-    """(every backend in run order, the baselines added to them, (backend, reason) skipped)."""
-    skipped: list[tuple[str, str]] = []
-    if r.backends is None:
-        # The suite's own list, else the default one: what can run here, the
-        # rest skipped with the reason.
-        candidates = (
-            _parse_choices(suite.backends, tuple(REGISTRY), "the suite's backends", "backend")
-            if suite.backends
-            else DEFAULT
-        )
-        # Each backend probed once, baselines too.
-        names = [n for c in candidates for n in (c, REGISTRY[c].baseline) if n]
-        probes = {n: REGISTRY[n].probe() for n in dict.fromkeys(names)}
-        wanted = []
-        for name in candidates:
-            why = probes[name].reason if not probes[name].ok else cannot_run(name, suite)
-            if why is None:
-                wanted.append(name)
-            else:
-                skipped.append((name, why))
-        # An encrypted target whose baseline cannot run has nothing to be compared with.
-        for name in list(wanted):
-            base = REGISTRY[name].baseline
-            if base is not None and not probes[base].ok:
-                wanted.remove(name)
-                skipped.append((name, f"its baseline {base} is unavailable"))
-        if not wanted:
-            raise UnavailableError(
-                "no backend of this run is available here: "
-                + "; ".join(f"{b}: {why}" for b, why in skipped[:3])
-            )
-        requested = wanted
-    else:
-        requested = parse_backend_list(r.backends)
-    ordered, added = _with_baselines(requested)
-    if r.backends is not None:
-        # The backends asked for first, so the error names what the user typed.
-        for name in [*requested, *added]:
-            avail = REGISTRY[name].probe()
-            if not avail.ok:
-                users = ", ".join(n for n in ordered if REGISTRY[n].baseline == name)
-                why = f" (needed as the baseline of {users})" if name in added else ""
-                raise UnavailableError(f"backend {name} is not available here{why}: {avail.reason}")
-            refused = cannot_run(name, suite)
-            if refused is not None:
-                raise UsageError(f"backend {name} cannot run this suite: {refused}")
-    return ordered, added, skipped
-
-
-def _states_and_fs(r: RunRequest, suite: Suite, ordered: list[str]) -> tuple[tuple[str, ...], str]:
-    """The image backends' states and the filesystem inside them."""
-    stateful = [n for n in ordered if REGISTRY[n].stateful]
-    if r.state is not None and not stateful:
-        raise UsageError("--state applies to image backends (image-*), and this run has none")
-    if r.fs is not None and not stateful:
-        raise UsageError("--fs applies to image backends (image-*), and this run has none")
-    states: tuple[str, ...] = ()
-    if stateful:
-        states = (
-            parse_states(r.state)
-            if r.state is not None
-            else (parse_states(suite.states, "the suite's states") if suite.states else ("fresh",))
-        )
-    fs = r.fs if r.fs is not None else (suite.fs or "ext4")
-    if fs not in FILESYSTEMS:
-        raise UsageError(f"--fs must be one of {', '.join(FILESYSTEMS)}, not {fs[:40]!r}")
-    if stateful:
-        avail = probe_fs(fs)
-        if not avail.ok:
-            raise UnavailableError(f"--fs {fs} cannot be used here: {avail.reason}")
-    return states, fs
 
 
 def _ram_bytes(targets: tuple[TargetSpec, ...], target_bytes: int) -> int:
