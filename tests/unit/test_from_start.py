@@ -14,7 +14,7 @@ from cryptbench.backends.rclone import FROM_START
 from cryptbench.engines.fio import FioMeasurement
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.model.errors import UsageError
-from cryptbench.model.result import RunPlan
+from cryptbench.model.stored_run import RunPlan
 from cryptbench.pipeline.execute import run_questions
 from cryptbench.planning.suite import WorkloadSpec, builtin_suites, load_suite
 from cryptbench.planning.targets import cannot_run, not_run, writes_at_an_offset

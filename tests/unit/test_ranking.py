@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from cryptbench.analysis import ranking
-from cryptbench.model.result import Answer, Document, RankEntry, RankingSection, Result, RunPlan, TargetInfo
+from cryptbench.model.ranking_section import RankEntry, RankingSection
+from cryptbench.model.result import Answer, Document, Result, TargetInfo
+from cryptbench.model.stored_run import RunPlan
 from cryptbench.stats import estimates
 from cryptbench.stats.stopping import RankingGroups, contenders
 from tests.support.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile

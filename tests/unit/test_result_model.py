@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cryptbench.model.result import Document, RunPlan
+from cryptbench.model.result import Document
+from cryptbench.model.stored_run import RunPlan
 
 DOCS = sorted((Path(__file__).parent.parent / "fixtures" / "documents").glob("*.json"))
 

@@ -12,7 +12,9 @@ from rich.console import Console
 
 from cryptbench.analysis import study_summary
 from cryptbench.analysis.study_summary import build, drop_min_max, twin_of
-from cryptbench.model.result import Result, RunPlan, StudySummary
+from cryptbench.model.result import Result
+from cryptbench.model.stored_run import RunPlan
+from cryptbench.model.study import StudySummary
 from cryptbench.report import console as console_report
 
 MIB = 1 << 20

@@ -37,15 +37,14 @@ from cryptbench.model.result import (
     ComparisonKind,
     DeviceWrites,
     Document,
-    Environment,
     QdCurve,
     QdPoint,
     Result,
-    RunPlan,
     Stopping,
     TargetInfo,
     TrialCounts,
 )
+from cryptbench.model.stored_run import Environment, RunPlan
 from cryptbench.model.vocabulary import Medium, TrialStatus
 from cryptbench.stats import estimates
 from cryptbench.store.database import Store, split_rounds

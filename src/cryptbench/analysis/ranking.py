@@ -20,17 +20,15 @@ import statistics
 from dataclasses import replace
 
 from cryptbench.engines.metric_catalog import info
-from cryptbench.model.result import (
-    Document,
+from cryptbench.model.ranking_section import (
     FamilyRanking,
     NotRanked,
     RankEntry,
     RankingSection,
-    Result,
-    RunPlan,
-    TargetInfo,
     WorkloadRanking,
 )
+from cryptbench.model.result import Document, Result, TargetInfo
+from cryptbench.model.stored_run import RunPlan
 from cryptbench.model.vocabulary import Medium
 from cryptbench.model.warning_kinds import WarningKind
 from cryptbench.planning.suite import FAMILIES, direction_of_rw, family_of_rw

@@ -30,7 +30,8 @@ from cryptbench.analysis.speed_change import change_words, speed_change
 from cryptbench.engines.metric_catalog import info
 from cryptbench.model.errors import UsageError
 from cryptbench.model.json_types import JsonObject
-from cryptbench.model.result import ComparisonKind, Document, Environment, Result, RunPlan
+from cryptbench.model.result import ComparisonKind, Document, Result
+from cryptbench.model.stored_run import Environment, RunPlan
 from cryptbench.model.units import format_bytes
 from cryptbench.stats import estimates
 

@@ -13,7 +13,8 @@ side with one trial) says so with NO_INTERVAL instead of looking like any other.
 
 from __future__ import annotations
 
-from cryptbench.model.result import Comparison, RankEntry
+from cryptbench.model.ranking_section import RankEntry
+from cryptbench.model.result import Comparison
 
 
 def speed_change(c: Comparison | RankEntry) -> tuple[float, tuple[float, float] | None, bool]:

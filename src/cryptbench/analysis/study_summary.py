@@ -20,7 +20,8 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cryptbench.model.result import PageCacheRatio, RunPlan, StudyRow, StudySummary
+from cryptbench.model.stored_run import RunPlan
+from cryptbench.model.study import PageCacheRatio, StudyRow, StudySummary
 from cryptbench.model.units import format_mb_per_s
 from cryptbench.stats import estimates
 

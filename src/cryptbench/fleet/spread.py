@@ -19,17 +19,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from cryptbench.model.result import (
-    Comparison,
-    ComparisonKind,
-    Document,
-    FleetCost,
-    FleetHost,
-    FleetSection,
-    HostChange,
-    StandOut,
-    TargetInfo,
-)
+from cryptbench.model.fleet_section import FleetCost, FleetHost, FleetSection, HostChange, StandOut
+from cryptbench.model.result import Comparison, ComparisonKind, Document, TargetInfo
 from cryptbench.store.rows import FleetHostRow
 
 STAND_OUT_MIN_HOSTS = 3  # with two, "the others" is one host: nothing to stand out from

@@ -26,7 +26,7 @@ from cryptbench.machine.interrupts import interruptible
 from cryptbench.measure import environment
 from cryptbench.model.errors import UnavailableError, UsageError
 from cryptbench.model.json_types import JsonObject
-from cryptbench.model.result import RunPlan
+from cryptbench.model.stored_run import RunPlan
 from cryptbench.pipeline.execute import Executed, workload_questions
 from cryptbench.pipeline.fleet_coordinator import Coordinator
 from cryptbench.pipeline.fleet_hosts import (

@@ -18,7 +18,7 @@ from cryptbench.machine.session import check_target_dir, free_bytes
 from cryptbench.machine.system import is_root
 from cryptbench.model.errors import UnavailableError, UsageError
 from cryptbench.model.json_types import JsonObject
-from cryptbench.model.result import RunPlan
+from cryptbench.model.stored_run import RunPlan
 from cryptbench.model.units import format_bytes, format_duration, parse_duration, parse_size
 from cryptbench.model.vocabulary import Medium
 from cryptbench.planning.request import RunRequest, checked_seed

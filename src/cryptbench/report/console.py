@@ -25,15 +25,9 @@ from cryptbench.analysis.speed_change import (
 )
 from cryptbench.engines.metric_catalog import info
 from cryptbench.model.metrics import PRIMARY
-from cryptbench.model.result import (
-    Comparison,
-    ComparisonKind,
-    Document,
-    Result,
-    RunPlan,
-    StudySummary,
-    TargetInfo,
-)
+from cryptbench.model.result import Comparison, ComparisonKind, Document, Result, TargetInfo
+from cryptbench.model.stored_run import RunPlan
+from cryptbench.model.study import StudySummary
 from cryptbench.model.units import format_bytes, format_mb_per_s, format_value
 from cryptbench.model.warning_kinds import RunWarning
 from cryptbench.report import protection_rows

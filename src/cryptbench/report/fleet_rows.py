@@ -4,7 +4,7 @@ Markdown alike."""
 from __future__ import annotations
 
 from cryptbench.analysis.speed_change import percent
-from cryptbench.model.result import FleetSection
+from cryptbench.model.fleet_section import FleetSection
 from cryptbench.model.vocabulary import HostStatus
 
 SPREAD_NOTE = (

@@ -1,6 +1,7 @@
 """The result document's JSON Schema (draft 2020-12), generated from the typed model
-(model/result.py): one definition per dataclass, each field a property of the type its
-annotation names, required where the field has no default. docs/result-schema.json is
+(model/result.py and the sections and records it holds): one definition per dataclass,
+each field a property of the type its annotation names, required where the field has
+no default. docs/result-schema.json is
 this module's output (`python -m cryptbench.report.json_schema > docs/result-schema.json`);
 a test holds the shipped file to it and validates stored documents against it.
 
@@ -20,12 +21,12 @@ import types
 import typing
 from typing import Any
 
-from cryptbench.model import result
+from cryptbench.model import result, stored_run
 from cryptbench.model.json_types import JsonObject
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # Wrappers over a stored object (their `raw`), whatever keys the run recorded.
-RAW_OBJECTS = (result.RunPlan, result.Environment)
+RAW_OBJECTS = (stored_run.RunPlan, stored_run.Environment)
 
 
 def _of(hint: Any, defs: dict[str, JsonObject]) -> JsonObject:
