@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from cryptbench.backends.base import Target
+from cryptbench.model.vocabulary import Verdict
 from cryptbench.protection import probes
-from cryptbench.protection.findings import Finding, Verdict
+from cryptbench.protection.findings import Finding
 from cryptbench.protection.sight import Entry, Sight
 
 S = probes.SIZES  # 1, 4095, 4096, 4097, 100000 bytes

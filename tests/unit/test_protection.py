@@ -17,11 +17,12 @@ from cryptbench.analysis import ranking, warning_rules
 from cryptbench.backends.base import Target
 from cryptbench.machine.session import Session
 from cryptbench.model.errors import UsageError
+from cryptbench.model.vocabulary import Property, Verdict
 from cryptbench.model.warning_kinds import WarningKind
 from cryptbench.pipeline import verify
 from cryptbench.planning.plan import parse_needs
 from cryptbench.protection import probes, space
-from cryptbench.protection.findings import Finding, Property, Protection, Verdict
+from cryptbench.protection.findings import Finding, Protection
 from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, look
 from cryptbench.report import console, protection_rows
 from tests.support.documents import doc_with

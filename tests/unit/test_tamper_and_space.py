@@ -20,10 +20,11 @@ from cryptbench.analysis import warning_rules
 from cryptbench.backends.base import Helper, Target
 from cryptbench.machine.session import Session
 from cryptbench.model.errors import ProvisionError
+from cryptbench.model.vocabulary import Verdict
 from cryptbench.pipeline.verify import with_ratios
 from cryptbench.protection import blocks, tamper
 from cryptbench.protection.blocks import HOLE, Run
-from cryptbench.protection.findings import Finding, Verdict
+from cryptbench.protection.findings import Finding
 from cryptbench.report import charts, export_html, protection_rows
 from tests.support.documents import doc_with
 from tests.support.html_page import Page

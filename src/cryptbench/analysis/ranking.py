@@ -29,7 +29,7 @@ from cryptbench.model.ranking_section import (
 )
 from cryptbench.model.result import Document, Result, TargetInfo
 from cryptbench.model.stored_run import RunPlan
-from cryptbench.model.vocabulary import Medium
+from cryptbench.model.vocabulary import Medium, Property, Verdict
 from cryptbench.model.warning_kinds import WarningKind
 from cryptbench.planning.suite import FAMILIES, direction_of_rw, family_of_rw
 from cryptbench.stats import estimates
@@ -211,7 +211,7 @@ def _why_not(doc: Document, t: TargetInfo, workloads: list[str]) -> str | None:
 def unmet_need(needs: list[str] | tuple[str, ...], t: TargetInfo) -> str | None:
     """The first need (--needs, check --require) the target was not proven to meet, in words."""
     for prop in needs:
-        want = "detected" if prop == "tamper" else "hidden"
+        want = Verdict.DETECTED if prop == Property.TAMPER else Verdict.HIDDEN
         found = (t.protection or {}).get(prop)
         if t.protection is None or t.protection.get("broken"):
             return f"needs {prop} {want}: not proven here"

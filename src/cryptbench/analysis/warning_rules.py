@@ -17,7 +17,7 @@ from cryptbench.cipher.ceilings import cipher_use
 from cryptbench.engines.metric_catalog import info
 from cryptbench.model.result import Document, Result
 from cryptbench.model.units import format_value
-from cryptbench.model.vocabulary import Medium, RunStatus, TrialStatus
+from cryptbench.model.vocabulary import Medium, RunStatus, TrialStatus, Verdict
 from cryptbench.model.warning_kinds import (
     FEW_SAMPLES_DROPPED,
     FEW_SAMPLES_MORE,
@@ -26,7 +26,7 @@ from cryptbench.model.warning_kinds import (
     RunWarning,
     WarningKind,
 )
-from cryptbench.protection.findings import Protection, Verdict
+from cryptbench.protection.findings import Protection
 from cryptbench.stats import estimates
 from cryptbench.stats.stopping import BUDGETS, StopReason
 from cryptbench.store.rows import TrialRow

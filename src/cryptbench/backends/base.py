@@ -13,7 +13,7 @@ from typing import ClassVar
 from cryptbench.machine.resources import Process
 from cryptbench.machine.session import Session
 from cryptbench.model.json_types import JsonObject
-from cryptbench.model.vocabulary import Medium
+from cryptbench.model.vocabulary import Medium, Property, Verdict
 
 
 @dataclass(frozen=True)
@@ -126,10 +126,13 @@ class Target:
 # What an unencrypted backing shows: everything (the positive controls' declaration).
 NOTHING_HIDDEN = {
     **{
-        p: ("shown", "no encryption: the backing holds the files as they are")
-        for p in ("contents", "names", "sizes", "tree")
+        p: (Verdict.SHOWN, "no encryption: the backing holds the files as they are")
+        for p in (Property.CONTENTS, Property.NAMES, Property.SIZES, Property.TREE)
     },
-    "tamper": ("silent", "no encryption and no checksum of the data: a changed byte reads back changed"),
+    Property.TAMPER: (
+        Verdict.SILENT,
+        "no encryption and no checksum of the data: a changed byte reads back changed",
+    ),
 }
 
 
@@ -163,10 +166,10 @@ class Backend(ABC):
         and its findings are this one's too (pipeline/verify.py)."""
         return None
 
-    def declared(self) -> dict[str, tuple[str, str]]:
+    def declared(self) -> dict[Property, tuple[Verdict, str]]:
         """What its documentation promises it hides from someone who reads its backing at
-        rest, per property (contents, names, sizes, tree: "hidden" | "shown" | "block";
-        tamper: "detected" | "silent"), with the source. The protection probes' findings are
+        rest, per property (contents, names, sizes, tree: hidden, shown or block; tamper:
+        detected or silent), with the source. The protection probes' findings are
         held to it; {}: nothing declared."""
         return {}
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from cryptbench.backends.base import CipherUse
 from cryptbench.backends.overlay import FuseOverlayBackend, Layout
+from cryptbench.model.vocabulary import Property, Verdict
 
 
 class CryfsBackend(FuseOverlayBackend):
@@ -29,14 +30,14 @@ class CryfsBackend(FuseOverlayBackend):
     # is ChaCha20-Poly1305 on 4 KiB.
     cipher_use = CipherUse("userspace", "chacha20-poly1305", 4096, parallel=False)
 
-    def declared(self) -> dict[str, tuple[str, str]]:
+    def declared(self) -> dict[Property, tuple[Verdict, str]]:
         src = "gocryptfs-website docs/comparison.md"
         return {
-            "contents": ("hidden", f"{src}: File Contents, CryFS: GCM"),
-            "names": ("hidden", f"{src}: File Names, CryFS: GCM (dir DB)"),
-            "sizes": ("hidden", f"{src}: File size obfuscation: yes (chunked storage)"),
-            "tree": ("hidden", f"{src}: Directory flattening: yes"),
-            "tamper": ("detected", f"{src}: File Contents, Integrity, CryFS: GCM"),
+            Property.CONTENTS: (Verdict.HIDDEN, f"{src}: File Contents, CryFS: GCM"),
+            Property.NAMES: (Verdict.HIDDEN, f"{src}: File Names, CryFS: GCM (dir DB)"),
+            Property.SIZES: (Verdict.HIDDEN, f"{src}: File size obfuscation: yes (chunked storage)"),
+            Property.TREE: (Verdict.HIDDEN, f"{src}: Directory flattening: yes"),
+            Property.TAMPER: (Verdict.DETECTED, f"{src}: File Contents, Integrity, CryFS: GCM"),
         }
 
     def mount_env(self, layout: Layout) -> dict[str, str]:

@@ -34,6 +34,7 @@ from cryptbench.machine.resources import EcryptfsKeys, Mount
 from cryptbench.machine.session import Session
 from cryptbench.machine.system import is_root, kernel_config, kernel_module, run_cmd, which
 from cryptbench.model.errors import ProvisionError
+from cryptbench.model.vocabulary import Property, Verdict
 
 KEY_BYTES = 32  # AES-256
 MAX_PASSPHRASE = 64  # bytes: ecryptfs-utils' ECRYPTFS_MAX_PASSWORD_LENGTH
@@ -87,14 +88,17 @@ class EcryptfsBackend(Backend):
     # writing thread; no eCryptfs ceiling is measured yet, so its ceiling is unknown.
     cipher_use = CipherUse("kernel", "cbc(aes)", 4096, parallel=False)
 
-    def declared(self) -> dict[str, tuple[str, str]]:
+    def declared(self) -> dict[Property, tuple[Verdict, str]]:
         src = "gocryptfs-website docs/comparison.md"
         return {
-            "contents": ("hidden", f"{src}: File Contents, ecryptfs: CBC"),
-            "names": ("hidden", f"{src}: File Names, ecryptfs: CBC (with fnek, as mounted here)"),
-            "sizes": ("block", f"{src}: File size obfuscation: yes (4 KB increments)"),
-            "tree": ("shown", f"{src}: Directory flattening: no"),
-            "tamper": ("silent", f"{src}: File Contents, Integrity, ecryptfs: none"),
+            Property.CONTENTS: (Verdict.HIDDEN, f"{src}: File Contents, ecryptfs: CBC"),
+            Property.NAMES: (
+                Verdict.HIDDEN,
+                f"{src}: File Names, ecryptfs: CBC (with fnek, as mounted here)",
+            ),
+            Property.SIZES: (Verdict.BLOCK, f"{src}: File size obfuscation: yes (4 KB increments)"),
+            Property.TREE: (Verdict.SHOWN, f"{src}: Directory flattening: no"),
+            Property.TAMPER: (Verdict.SILENT, f"{src}: File Contents, Integrity, ecryptfs: none"),
         }
 
     def probe(self) -> Availability:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from cryptbench.backends.base import CipherUse
 from cryptbench.backends.overlay import FuseOverlayBackend, Layout
+from cryptbench.model.vocabulary import Property, Verdict
 
 
 class EncfsBackend(FuseOverlayBackend):
@@ -21,14 +22,17 @@ class EncfsBackend(FuseOverlayBackend):
     summary = "EncFS FUSE overlay (AES-192-CBC, --standard) over a directory on the target filesystem"
     cipher_use = CipherUse("userspace", "aes-192-cbc", 1024, parallel=False)
 
-    def declared(self) -> dict[str, tuple[str, str]]:
+    def declared(self) -> dict[Property, tuple[Verdict, str]]:
         src = "gocryptfs-website docs/comparison.md"
         return {
-            "contents": ("hidden", f"{src}: File Contents, encfs default: CBC"),
-            "names": ("hidden", f"{src}: File Names, encfs default: CBC, path chaining"),
-            "sizes": ("shown", f"{src}: File size obfuscation: no"),
-            "tree": ("shown", f"{src}: Directory flattening: no"),
-            "tamper": ("silent", f"{src}: File Contents, Integrity, encfs default (--standard): none"),
+            Property.CONTENTS: (Verdict.HIDDEN, f"{src}: File Contents, encfs default: CBC"),
+            Property.NAMES: (Verdict.HIDDEN, f"{src}: File Names, encfs default: CBC, path chaining"),
+            Property.SIZES: (Verdict.SHOWN, f"{src}: File size obfuscation: no"),
+            Property.TREE: (Verdict.SHOWN, f"{src}: Directory flattening: no"),
+            Property.TAMPER: (
+                Verdict.SILENT,
+                f"{src}: File Contents, Integrity, encfs default (--standard): none",
+            ),
         }
 
     def mount_argv(self, layout: Layout) -> list[str]:

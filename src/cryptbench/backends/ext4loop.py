@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from cryptbench.backends.base import NOTHING_HIDDEN, Availability, Backend, Target, TargetSpec
 from cryptbench.backends.ext4image import ext4_on_loop, image_size, probe_ext4_loop
 from cryptbench.machine.session import Session
+from cryptbench.model.vocabulary import Property, Verdict
 
 
 class Ext4LoopBackend(Backend):
@@ -16,7 +17,7 @@ class Ext4LoopBackend(Backend):
     baseline: str | None = "plain"  # what the image + loop layer costs over the bare filesystem
     summary = "ext4 in an image file on a loop device, no encryption (fscrypt's baseline)"
 
-    def declared(self) -> dict[str, tuple[str, str]]:
+    def declared(self) -> dict[Property, tuple[Verdict, str]]:
         return NOTHING_HIDDEN
 
     def probe(self) -> Availability:

@@ -29,6 +29,7 @@ from cryptbench.machine.resources import FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, Fscry
 from cryptbench.machine.session import Session
 from cryptbench.machine.system import crypto_missing, kernel_config, mount_entry
 from cryptbench.model.errors import ProvisionError
+from cryptbench.model.vocabulary import Property, Verdict
 
 FS_IOC_SET_ENCRYPTION_POLICY = 0x800C6613
 FS_IOC_GET_ENCRYPTION_POLICY_EX = 0xC0096616
@@ -167,15 +168,18 @@ class FscryptBackend(Backend):
     encrypted = True
     baseline = "ext4-loop"
 
-    def declared(self) -> dict[str, tuple[str, str]]:
+    def declared(self) -> dict[Property, tuple[Verdict, str]]:
         src = "Linux Documentation/filesystems/fscrypt.rst, Introduction"
         meta = f"{src}: except for filenames, fscrypt does not encrypt filesystem metadata"
         return {
-            "contents": ("hidden", f"{src}: transparent encryption of files' contents"),
-            "names": ("hidden", meta),
-            "sizes": ("shown", meta),
-            "tree": ("shown", meta),
-            "tamper": ("silent", f"{src}, Encryption modes: XTS, CTS-CBC and Adiantum, none authenticated"),
+            Property.CONTENTS: (Verdict.HIDDEN, f"{src}: transparent encryption of files' contents"),
+            Property.NAMES: (Verdict.HIDDEN, meta),
+            Property.SIZES: (Verdict.SHOWN, meta),
+            Property.TREE: (Verdict.SHOWN, meta),
+            Property.TAMPER: (
+                Verdict.SILENT,
+                f"{src}, Encryption modes: XTS, CTS-CBC and Adiantum, none authenticated",
+            ),
         }
 
     def __init__(

@@ -15,6 +15,7 @@ from cryptbench.backends.base import CipherUse
 from cryptbench.backends.overlay import FuseOverlayBackend, Layout
 from cryptbench.machine.session import Session
 from cryptbench.machine.system import run_cmd
+from cryptbench.model.vocabulary import Property, Verdict
 
 
 @functools.cache  # asked once a process: the environment and each target record it
@@ -42,14 +43,14 @@ class GocryptfsBackend(FuseOverlayBackend):
         "gocryptfs accepts O_DIRECT on the mount but writes its ciphertext files through the page cache"
     )
 
-    def declared(self) -> dict[str, tuple[str, str]]:
+    def declared(self) -> dict[Property, tuple[Verdict, str]]:
         src = "gocryptfs-website docs/comparison.md"
         return {
-            "contents": ("hidden", f"{src}: File Contents, GCM"),
-            "names": ("hidden", f"{src}: File Names, EME with a per-directory IV"),
-            "sizes": ("shown", f"{src}: File size obfuscation: no"),
-            "tree": ("shown", f"{src}: Directory flattening: no"),
-            "tamper": ("detected", f"{src}: File Contents, Integrity: GCM"),
+            Property.CONTENTS: (Verdict.HIDDEN, f"{src}: File Contents, GCM"),
+            Property.NAMES: (Verdict.HIDDEN, f"{src}: File Names, EME with a per-directory IV"),
+            Property.SIZES: (Verdict.SHOWN, f"{src}: File size obfuscation: no"),
+            Property.TREE: (Verdict.SHOWN, f"{src}: Directory flattening: no"),
+            Property.TAMPER: (Verdict.DETECTED, f"{src}: File Contents, Integrity: GCM"),
         }
 
     def version(self) -> str:

@@ -72,6 +72,7 @@ from cryptbench.machine.resources import Mount, Process
 from cryptbench.machine.session import Session
 from cryptbench.machine.system import run_cmd, which
 from cryptbench.model.errors import ProvisionError, UnavailableError
+from cryptbench.model.vocabulary import Property, Verdict
 
 MIB = 1 << 20
 # LUKS header and keyslots (2 MiB in qemu's LUKS1), qcow2 tables, slack.
@@ -127,12 +128,18 @@ class ImageBackend(Backend):
     encrypted: bool
     stateful = True
 
-    def declared(self) -> dict[str, tuple[str, str]]:
+    def declared(self) -> dict[Property, tuple[Verdict, str]]:
         if not self.encrypted:
             return NOTHING_HIDDEN
         src = "qemu docs, qcow2/LUKS encryption: the guest's sectors are encrypted"
-        said = {p: ("hidden", src) for p in ("contents", "names", "sizes", "tree")}
-        return {**said, "tamper": ("silent", "qemu docs, LUKS: AES-XTS sectors, no authentication tag")}
+        said = {
+            p: (Verdict.HIDDEN, src)
+            for p in (Property.CONTENTS, Property.NAMES, Property.SIZES, Property.TREE)
+        }
+        return {
+            **said,
+            Property.TAMPER: (Verdict.SILENT, "qemu docs, LUKS: AES-XTS sectors, no authentication tag"),
+        }
 
     def __init__(self, kind: ImageKind, cipher: str | None) -> None:
         self.kind = kind

@@ -57,6 +57,7 @@ from cryptbench.machine.resources import DmCrypt
 from cryptbench.machine.session import Session
 from cryptbench.machine.system import crypto_missing, kernel_module, run_cmd
 from cryptbench.model.errors import ProvisionError, UnavailableError
+from cryptbench.model.vocabulary import Property, Verdict
 
 LUKS2_HEADER = 16 << 20  # bytes: cryptsetup's default LUKS2 header and keyslot area
 SECTOR_SIZE = 4096  # bytes per encryption data unit, as fscrypt's
@@ -519,16 +520,22 @@ class LuksBackend(Backend):
             else None
         )
 
-    def declared(self) -> dict[str, tuple[str, str]]:
+    def declared(self) -> dict[Property, tuple[Verdict, str]]:
         src = "cryptsetup(8), dm-crypt: the whole block device is encrypted"
-        said = {p: ("hidden", src) for p in ("contents", "names", "sizes", "tree")}
+        said = {
+            p: (Verdict.HIDDEN, src)
+            for p in (Property.CONTENTS, Property.NAMES, Property.SIZES, Property.TREE)
+        }
         if self.variant.integrity:
-            said["tamper"] = (
-                "detected",
+            said[Property.TAMPER] = (
+                Verdict.DETECTED,
                 "integritysetup(8): dm-integrity's tags, for authenticated encryption",
             )
         else:
-            said["tamper"] = ("silent", "cryptsetup-luksFormat(8): authenticated only with --integrity")
+            said[Property.TAMPER] = (
+                Verdict.SILENT,
+                "cryptsetup-luksFormat(8): authenticated only with --integrity",
+            )
         return said
 
     def __init__(self, name: str) -> None:

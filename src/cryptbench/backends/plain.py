@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 from cryptbench.backends.base import NOTHING_HIDDEN, Availability, Backend, Target, TargetSpec, target_dir
 from cryptbench.machine.session import Session
+from cryptbench.model.vocabulary import Property, Verdict
 
 SLACK = 16 << 20  # bytes: marker and probe files
 
@@ -17,7 +18,7 @@ class PlainBackend(Backend):
     baseline: str | None = None
     summary = "a directory on the target filesystem, no encryption"
 
-    def declared(self) -> dict[str, tuple[str, str]]:
+    def declared(self) -> dict[Property, tuple[Verdict, str]]:
         return NOTHING_HIDDEN
 
     def probe(self) -> Availability:

@@ -27,6 +27,7 @@ from cryptbench.backends.base import CipherUse
 from cryptbench.backends.overlay import FuseOverlayBackend, Layout
 from cryptbench.machine.session import Session
 from cryptbench.machine.system import run_cmd
+from cryptbench.model.vocabulary import Property, Verdict
 
 REMOTE = "cryptbench"  # the crypt remote's name in the config file
 CACHE_MODE = "off"
@@ -71,13 +72,25 @@ class RcloneCryptBackend(FuseOverlayBackend):
     writes_from_start = FROM_START
     sync_backing = True
 
-    def declared(self) -> dict[str, tuple[str, str]]:
+    def declared(self) -> dict[Property, tuple[Verdict, str]]:
         return {
-            "contents": ("hidden", f"{DOCS}: File encryption: XSalsa20 and Poly1305 (NaCl secretbox)"),
-            "names": ("hidden", f"{DOCS}: Name encryption, standard: EME with AES-256"),
-            "sizes": ("shown", f"{DOCS}: File encryption: a 32-byte header and 16 bytes per 64 KiB chunk"),
-            "tree": ("shown", f"{DOCS}: each directory is a directory on the remote, its name encrypted"),
-            "tamper": ("detected", f"{DOCS}: File encryption: each chunk authenticated by Poly1305"),
+            Property.CONTENTS: (
+                Verdict.HIDDEN,
+                f"{DOCS}: File encryption: XSalsa20 and Poly1305 (NaCl secretbox)",
+            ),
+            Property.NAMES: (Verdict.HIDDEN, f"{DOCS}: Name encryption, standard: EME with AES-256"),
+            Property.SIZES: (
+                Verdict.SHOWN,
+                f"{DOCS}: File encryption: a 32-byte header and 16 bytes per 64 KiB chunk",
+            ),
+            Property.TREE: (
+                Verdict.SHOWN,
+                f"{DOCS}: each directory is a directory on the remote, its name encrypted",
+            ),
+            Property.TAMPER: (
+                Verdict.DETECTED,
+                f"{DOCS}: File encryption: each chunk authenticated by Poly1305",
+            ),
         }
 
     def create(self, session: Session, layout: Layout, password: bytes) -> None:

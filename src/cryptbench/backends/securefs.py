@@ -11,6 +11,7 @@ from cryptbench.backends.base import CipherUse
 from cryptbench.backends.overlay import FuseOverlayBackend, Layout
 from cryptbench.machine.session import Session
 from cryptbench.machine.system import run_cmd
+from cryptbench.model.vocabulary import Property, Verdict
 
 
 class SecurefsBackend(FuseOverlayBackend):
@@ -24,15 +25,24 @@ class SecurefsBackend(FuseOverlayBackend):
     # One FUSE request's blocks are sealed by the thread serving it (Crypto++).
     cipher_use = CipherUse("userspace", "aes-256-gcm", 4096, parallel=False)
 
-    def declared(self) -> dict[str, tuple[str, str]]:
+    def declared(self) -> dict[Property, tuple[Verdict, str]]:
         lite = "securefs docs/design.md, lite format (format 4): normal directory entries"
         return {
-            "contents": ("hidden", "gocryptfs-website docs/comparison.md: File Contents, securefs: GCM"),
-            "names": ("hidden", "gocryptfs-website docs/comparison.md: File Names, securefs: AES-SIV"),
-            "sizes": ("shown", "gocryptfs-website docs/comparison.md: File size obfuscation: no"),
-            "tree": ("shown", lite),
-            "tamper": (
-                "detected",
+            Property.CONTENTS: (
+                Verdict.HIDDEN,
+                "gocryptfs-website docs/comparison.md: File Contents, securefs: GCM",
+            ),
+            Property.NAMES: (
+                Verdict.HIDDEN,
+                "gocryptfs-website docs/comparison.md: File Names, securefs: AES-SIV",
+            ),
+            Property.SIZES: (
+                Verdict.SHOWN,
+                "gocryptfs-website docs/comparison.md: File size obfuscation: no",
+            ),
+            Property.TREE: (Verdict.SHOWN, lite),
+            Property.TAMPER: (
+                Verdict.DETECTED,
                 "gocryptfs-website docs/comparison.md: File Contents, Integrity, securefs: GCM",
             ),
         }

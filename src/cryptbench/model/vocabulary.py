@@ -32,3 +32,22 @@ class HostStatus(StrEnum):
     OK = "ok"
     FAILED = "failed"  # stopped answering during the run
     UNUSABLE = "unusable"  # no manifest, or one the run cannot use
+
+
+class Property(StrEnum):
+    """What a way of encrypting may hide from someone who reads its backing at rest."""
+
+    CONTENTS = "contents"  # the bytes of the files
+    NAMES = "names"  # the files' and directories' names
+    SIZES = "sizes"  # each file's size
+    TREE = "tree"  # how many files there are, and which directory holds which
+    TAMPER = "tamper"  # a flipped ciphertext byte: detected (an error), or read back silently
+
+
+class Verdict(StrEnum):
+    HIDDEN = "hidden"  # the backing did not show it
+    SHOWN = "shown"  # the backing showed it (sizes: exactly, to the byte)
+    BLOCK = "block"  # sizes only: shown to within a block (the finding names it)
+    DETECTED = "detected"  # tamper only: reading a flipped byte back failed
+    SILENT = "silent"  # tamper only: a flipped byte came back as other data, without an error
+    UNKNOWN = "unknown"  # no reader here for the backing's structure, or the probe failed

@@ -20,8 +20,9 @@ from cryptbench.engines.apps.base import durable
 from cryptbench.machine.session import Session
 from cryptbench.measure.cache import drop_caches, resident_bytes
 from cryptbench.model.json_types import JsonObject
+from cryptbench.model.vocabulary import Property, Verdict
 from cryptbench.protection import probes
-from cryptbench.protection.findings import Finding, Property, Protection, Verdict
+from cryptbench.protection.findings import Finding, Protection
 from cryptbench.protection.sight import Entry, contains, look
 
 MARKER_NAME = ".cryptbench-marker"
@@ -123,8 +124,7 @@ def probe_protection(session: Session, targets: dict[str, Target]) -> None:
         found[name] = replace(
             p,
             findings={
-                prop: replace(f, declared=(Verdict(said[prop][0]), said[prop][1])) if prop in said else f
-                for prop, f in findings.items()
+                prop: replace(f, declared=said[prop]) if prop in said else f for prop, f in findings.items()
             },
         )
     broken = None

@@ -4,29 +4,9 @@ as the store keeps it (the `protection` of each target in the result document)."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from cryptbench.model.json_types import JsonObject
-
-
-class Property(StrEnum):
-    """What a way of encrypting may hide from someone who reads its backing at rest."""
-
-    CONTENTS = "contents"  # the bytes of the files
-    NAMES = "names"  # the files' and directories' names
-    SIZES = "sizes"  # each file's size
-    TREE = "tree"  # how many files there are, and which directory holds which
-    TAMPER = "tamper"  # a flipped ciphertext byte: detected (an error), or read back silently
-
-
-class Verdict(StrEnum):
-    HIDDEN = "hidden"  # the backing did not show it
-    SHOWN = "shown"  # the backing showed it (sizes: exactly, to the byte)
-    BLOCK = "block"  # sizes only: shown to within a block (the finding names it)
-    DETECTED = "detected"  # tamper only: reading a flipped byte back failed
-    SILENT = "silent"  # tamper only: a flipped byte came back as other data, without an error
-    UNKNOWN = "unknown"  # no reader here for the backing's structure, or the probe failed
-
+from cryptbench.model.vocabulary import Property, Verdict
 
 PROTECTING = (Verdict.HIDDEN, Verdict.DETECTED)
 

@@ -32,9 +32,10 @@ from cryptbench.engines.apps.base import durable
 from cryptbench.machine.interrupts import signals_blocked
 from cryptbench.machine.resources import FITHAW
 from cryptbench.machine.session import Session
+from cryptbench.model.vocabulary import Property, Verdict
 from cryptbench.protection import blocks
 from cryptbench.protection.blocks import Blocks
-from cryptbench.protection.findings import Finding, Property, Protection, Verdict
+from cryptbench.protection.findings import Finding, Protection
 from cryptbench.protection.sight import (
     LUKS_MAGIC,
     QCOW_MAGIC,

@@ -34,9 +34,10 @@ from cryptbench.backends.base import Target, cache_files
 from cryptbench.machine.session import Session
 from cryptbench.measure.cache import drop_caches
 from cryptbench.model.errors import ProvisionError
+from cryptbench.model.vocabulary import Verdict
 from cryptbench.protection import blocks
 from cryptbench.protection.blocks import Blocks, Run
-from cryptbench.protection.findings import Finding, Verdict
+from cryptbench.protection.findings import Finding
 from cryptbench.protection.sight import is_image, wait_write_behind
 
 TAMPER_BYTES = 64 << 10  # bytes of the probe file: 16 blocks, enough to stand out of metadata

@@ -7,7 +7,8 @@ from __future__ import annotations
 from cryptbench.analysis.ranking import change
 from cryptbench.model.result import Document, TargetInfo
 from cryptbench.model.units import format_bytes
-from cryptbench.protection.findings import Finding, Property, Protection, Verdict
+from cryptbench.model.vocabulary import Property, Verdict
+from cryptbench.protection.findings import Finding, Protection
 
 SHOWN_AS = {
     Property.CONTENTS: "contents",
