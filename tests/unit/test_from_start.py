@@ -137,3 +137,19 @@ def test_the_backings_sync_is_inside_the_clock() -> None:
     assert m.iops == pytest.approx(100.0 * 2.0 / 2.5)
     assert m.lat_p99 == 0.02  # each write's latency is its own
     assert durable(_fio(2.0), None) == _fio(2.0)
+
+
+def test_the_new_file_writes_have_room_of_their_own_beside_the_data_file(
+    tmp_path: Path, rclone_here: None
+) -> None:
+    plan = plan_with(tmp_path, backends="rclone-crypt,gocryptfs", suite="quick")
+    assert plan.write_new_file and plan.write_bytes == max(plan.size, plan.data_size_limit) > 0
+    spec = next(t for t in plan.targets if t.backend == "gocryptfs")
+    assert plan.bytes_on(spec) == plan.target_bytes + plan.write_bytes
+    # writes that overwrite the data file need no more room
+    alone = plan_with(tmp_path, backends="gocryptfs", suite="quick")
+    assert alone.write_bytes == 0 and alone.bytes_on(alone.targets[-1]) == alone.target_bytes
+    # a disk image made anew before each write writes its data file: no room beside it
+    images = plan_with(tmp_path, backends="image-raw-aes256", suite="images", size="16M")
+    image = next(t for t in images.targets if t.backend == "image-raw-aes256")
+    assert images.write_bytes > 0 and images.bytes_on(image) == images.target_bytes

@@ -1,5 +1,6 @@
-"""Before each trial: stateful targets are made anew before writes, new-file suites
-delete the old file, and reads get a missing data file laid out again."""
+"""Before each trial: stateful targets are made anew before writes, new-file writes
+delete the last one's file (beside the data file, which the reads keep), and reads get
+a missing data file laid out again."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 from cryptbench.backends.base import Target
 from cryptbench.machine.session import Session
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.trial.context import DATA_FILE, TrialContext, TrialSpec
-from cryptbench.trial.runner import prepare
+from cryptbench.trial import amount
+from cryptbench.trial.context import DATA_FILE, WRITE_FILE, TrialContext, TrialSpec
+from cryptbench.trial.runner import job_options, prepare
 
 WRITE = WorkloadSpec("write", "write", 1 << 20, 1)
 READ = WorkloadSpec("read", "read", 1 << 20, 1)
@@ -76,15 +78,41 @@ def test_a_stateful_target_is_made_anew_before_each_write_only(tmp_path: Path) -
         assert targets.resets == 2
 
 
-def test_new_file_suites_delete_the_old_file_before_a_write(tmp_path: Path) -> None:
+def test_new_file_writes_go_beside_the_data_file_which_the_reads_keep(tmp_path: Path) -> None:
     with _session(tmp_path) as session:
         targets = FakeTargets(session, None)
         data = targets.current.path / DATA_FILE
         data.write_bytes(b"\0" * SIZE)
+        laid = data.stat().st_ino
         prepare(_ctx(session, new_file=False), _spec(WRITE), targets)
         assert data.exists()  # overwritten in place, as KDiskMark does
+        written = targets.current.path / WRITE_FILE
+        written.write_bytes(b"\0" * SIZE)  # what the last new-file write left
         prepare(_ctx(session, new_file=True), _spec(WRITE), targets)
-        assert not data.exists() and targets.resets == 0
+        assert not written.exists() and targets.resets == 0  # this write makes it anew
+        # the reads' file stays as laid out: no layout again after each write
+        assert data.stat().st_ino == laid
+        prepare(_ctx(session, new_file=True), _spec(READ), targets)
+        assert targets.layouts == 0
+
+
+def test_a_new_file_write_names_its_own_file_but_the_data_file_on_a_target_made_anew(
+    tmp_path: Path,
+) -> None:
+    with _session(tmp_path) as session:
+        ctx = _ctx(session, new_file=True)
+        where = session.path("targets", "t")
+        plain = Target("t", "fake", False, None, where, (where,))
+        image = Target("t", "fake", True, None, where, (where,), state="fresh")
+        assert job_options(ctx, plain, 1, amount.of(ctx, WRITE, plain, False)).filename.name == WRITE_FILE
+        assert job_options(ctx, plain, 1, amount.of(ctx, READ, plain, False)).filename.name == DATA_FILE
+        # made anew before each write: the write's file is the one the next read reads
+        assert job_options(ctx, image, 1, amount.of(ctx, WRITE, image, False)).filename.name == DATA_FILE
+        overwrite = _ctx(session, new_file=False)
+        assert (
+            job_options(overwrite, plain, 1, amount.of(overwrite, WRITE, plain, False)).filename.name
+            == DATA_FILE
+        )
 
 
 def test_a_read_after_a_failed_write_gets_its_file_laid_out_again(tmp_path: Path) -> None:

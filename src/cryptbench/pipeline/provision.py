@@ -162,7 +162,7 @@ class Provisioned:
         stack = ExitStack()
         try:
             t = stack.enter_context(
-                REGISTRY[spec.backend].provision(self.session, spec, self.plan.target_bytes)
+                REGISTRY[spec.backend].provision(self.session, spec, self.plan.bytes_on(spec))
             )
         except BaseException:
             stack.close()

@@ -116,9 +116,17 @@ class Plan:
     baselines: dict[str, str | None] = field(default_factory=dict)
     # the run's backends that write a file only from its start (Backend.writes_from_start)
     from_start: tuple[str, ...] = ()
+    # bytes a write that makes a new file writes beside the data file, on a target not made
+    # anew before it (trial/amount.file_name); 0 where the writes overwrite the data file
+    write_bytes: int = 0
     # workload -> {target: why} for the trials the run leaves out: a target that writes a
     # file only from its start, at a workload that writes at other offsets
     skip: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def bytes_on(self, spec: TargetSpec) -> int:
+        """Bytes target `spec` must hold at once: target_bytes, and the new-file writes'
+        own file where the target is not made anew before each write."""
+        return _bytes_on(spec, self.target_bytes, self.write_bytes)
 
     @property
     def write_new_file(self) -> bool:
@@ -206,12 +214,17 @@ def build_plan(request: RunRequest) -> Plan:
     ordered, added, skipped = choose_backends(r, suite)
     states, fs = states_and_fs(r, suite, ordered)
     targets = expand(ordered, states, fs, r.ram)
-    ram_bytes = _ram_bytes(targets, target_bytes) if r.ram else 0
+    from_start = tuple(b for b in ordered if REGISTRY[b].writes_from_start)
+    fio_writes = any(isinstance(w, WorkloadSpec) and w.is_write for w in suite.workloads)
+    new_files = (suite.write_new_file or bool(from_start)) and fio_writes
+    ram_bytes = _ram_bytes(targets, target_bytes, size if new_files else 0) if r.ram else 0
     trial_time = _trial_time(r)
     limit = _growth_limit(r, suite, size, targets, rule, target_dir, trial_time)
     if limit:
         target_bytes += limit - size  # each target holds the data file grown to its limit
-    space = _space(targets, target_bytes, input_bytes, target_dir, _inputs_note(suite, len(targets)))
+    write_bytes = max(size, limit) if new_files else 0
+    note = _inputs_note(suite, len(targets))
+    space = _space(targets, target_bytes, write_bytes, input_bytes, target_dir, note)
     return Plan(
         suite=suite,
         backends=tuple(ordered),
@@ -238,7 +251,8 @@ def build_plan(request: RunRequest) -> Plan:
         protection_probes=not r.skip_protection,
         ioengine=r.ioengine,
         baselines={t.name: baseline_of(t) for t in targets},
-        from_start=tuple(b for b in ordered if REGISTRY[b].writes_from_start),
+        from_start=from_start,
+        write_bytes=write_bytes,
         skip=skipped_trials(targets, suite),
     )
 
@@ -357,12 +371,19 @@ def _size(r: RunRequest, suite: Suite) -> tuple[int, int, int]:
     return size_bytes, target_bytes, sum(a.input_bytes(size_bytes) for a in apps)
 
 
-def _ram_bytes(targets: tuple[TargetSpec, ...], target_bytes: int) -> int:
+def _bytes_on(spec: TargetSpec, target_bytes: int, write_bytes: int) -> int:
+    return target_bytes + (0 if REGISTRY[spec.backend].stateful else write_bytes)
+
+
+def _ram_bytes(targets: tuple[TargetSpec, ...], target_bytes: int, write_bytes: int) -> int:
     """Bytes of memory the RAM twins take; refused beyond RAM_FRACTION of what is available."""
     if not is_root():
         raise UnavailableError("--ram needs root (to mount the tmpfs the RAM twins live on)")
     twins = [t for t in targets if t.medium == Medium.RAM]
-    ram_bytes = sum(REGISTRY[t.backend].space_needed(t, target_bytes) for t in twins) + RAM_SLACK
+    ram_bytes = (
+        sum(REGISTRY[t.backend].space_needed(t, _bytes_on(t, target_bytes, write_bytes)) for t in twins)
+        + RAM_SLACK
+    )
     memory = mem_available()
     if ram_bytes > memory * RAM_FRACTION:
         raise UsageError(
@@ -383,11 +404,18 @@ def _inputs_note(suite: Suite, targets: int) -> str:
 
 
 def _space(
-    targets: tuple[TargetSpec, ...], target_bytes: int, input_bytes: int, target_dir: Path, note: str = ""
+    targets: tuple[TargetSpec, ...],
+    target_bytes: int,
+    write_bytes: int,
+    input_bytes: int,
+    target_dir: Path,
+    note: str = "",
 ) -> int:
     """Bytes the plan needs on the target filesystem; refused when they and the margin are not free."""
     space = input_bytes + sum(
-        REGISTRY[t.backend].space_needed(t, target_bytes) for t in targets if t.medium == Medium.DEVICE
+        REGISTRY[t.backend].space_needed(t, _bytes_on(t, target_bytes, write_bytes))
+        for t in targets
+        if t.medium == Medium.DEVICE
     )
     free = free_bytes(target_dir)
     if space + SPACE_MARGIN > free:

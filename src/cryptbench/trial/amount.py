@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from cryptbench.backends.base import Target
 from cryptbench.planning.suite import Workload, WorkloadSpec
-from cryptbench.trial.context import TrialContext
+from cryptbench.trial.context import DATA_FILE, WRITE_FILE, TrialContext
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,14 @@ def writes_new_files(ctx: TrialContext, target: Target) -> bool:
 
 def makes_new_file(ctx: TrialContext, workload: Workload, target: Target) -> bool:
     return workload.is_write and writes_new_files(ctx, target)
+
+
+def file_name(target: Target, new_file: bool) -> str:
+    """The file a trial's job names: the data file, but a file of its own for a write that
+    makes a new file on a target that is not made anew before it (a run whose writes all
+    make one), so that the data file the reads read is laid out once, not after every
+    write. On a target made anew (a disk image's state) the write's file is the data file."""
+    return WRITE_FILE if new_file and target.state is None else DATA_FILE
 
 
 def of(ctx: TrialContext, workload: WorkloadSpec, target: Target, direct: bool) -> TrialSize:

@@ -13,6 +13,9 @@ from cryptbench.planning.suite import Workload
 from cryptbench.store.database import Store
 
 DATA_FILE = "cryptbench.dat"
+# Where a write that makes a new file writes, on a target not made anew before it: beside
+# the data file the reads read, which then stays as laid out (amount.file_name).
+WRITE_FILE = "cryptbench-write.dat"
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ T = TypeVar("T")
 def job_options(ctx: TrialContext, target: Target, seed: int, sized: TrialSize) -> JobOptions:
     """A job's options on `target`, of the size `sized`."""
     return JobOptions(
-        filename=ctx.session.check_inside(target.path / DATA_FILE),
+        filename=ctx.session.check_inside(target.path / amount.file_name(target, sized.new_file)),
         size=sized.file_bytes,
         direct=sized.direct,
         ioengine=ctx.ioengine,
@@ -116,8 +116,9 @@ def prepare(ctx: TrialContext, spec: TrialSpec, targets: Targets) -> Target:
         return target  # its own setup runs with the trial (run_app_trial)
     datafile = ctx.session.check_inside(target.path / DATA_FILE)
     if amount.makes_new_file(ctx, spec.workload, target):
-        if datafile.exists():
-            datafile.unlink()
+        made = ctx.session.check_inside(target.path / amount.file_name(target, True))
+        if made.exists():  # the last write's: this one writes it anew
+            made.unlink()
             os.sync()  # the freed blocks are the filesystem's again before the clock starts
     elif not spec.workload.is_write:
         try:
