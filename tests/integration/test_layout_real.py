@@ -14,6 +14,7 @@ from cryptbench.machine.session import Session
 from cryptbench.model.errors import DiskFull, ProvisionError
 from cryptbench.trial.context import DATA_FILE, TrialContext
 from cryptbench.trial.layout import lay_out
+from tests.support.sessions import scratch_session
 
 pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
@@ -34,11 +35,8 @@ def tiny(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def session(tiny: Path) -> Iterator[Session]:
-    s = Session.create(tiny, registry=tiny / "reg")
-    try:
+    with scratch_session(tiny) as s:
         yield s
-    finally:
-        s.close()
 
 
 def _target(session: Session, name: str) -> Target:

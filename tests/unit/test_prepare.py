@@ -4,8 +4,6 @@ a missing data file laid out again."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from cryptbench.backends.base import Target
@@ -14,6 +12,7 @@ from cryptbench.planning.suite import WorkloadSpec
 from cryptbench.trial import amount
 from cryptbench.trial.context import DATA_FILE, WRITE_FILE, TrialContext, TrialSpec
 from cryptbench.trial.runner import job_options, prepare
+from tests.support.sessions import scratch_session
 
 WRITE = WorkloadSpec("write", "write", 1 << 20, 1)
 READ = WorkloadSpec("read", "read", 1 << 20, 1)
@@ -48,15 +47,6 @@ class FakeTargets:
         (target.path / DATA_FILE).write_bytes(b"\0" * SIZE)
 
 
-@contextmanager
-def _session(tmp_path: Path) -> Iterator[Session]:
-    s = Session.create(tmp_path, registry=tmp_path / "reg")
-    try:
-        yield s
-    finally:
-        s.close()
-
-
 def _ctx(session: Session, new_file: bool) -> TrialContext:
     return TrialContext(session, None, 1, SIZE, "psync", False, new_file)  # type: ignore[arg-type]
 
@@ -66,7 +56,7 @@ def _spec(w: WorkloadSpec) -> TrialSpec:
 
 
 def test_a_stateful_target_is_made_anew_before_each_write_only(tmp_path: Path) -> None:
-    with _session(tmp_path) as session:
+    with scratch_session(tmp_path) as session:
         targets = FakeTargets(session, "fresh")
         ctx = _ctx(session, new_file=False)
         first = prepare(ctx, _spec(WRITE), targets)
@@ -79,7 +69,7 @@ def test_a_stateful_target_is_made_anew_before_each_write_only(tmp_path: Path) -
 
 
 def test_new_file_writes_go_beside_the_data_file_which_the_reads_keep(tmp_path: Path) -> None:
-    with _session(tmp_path) as session:
+    with scratch_session(tmp_path) as session:
         targets = FakeTargets(session, None)
         data = targets.current.path / DATA_FILE
         data.write_bytes(b"\0" * SIZE)
@@ -99,7 +89,7 @@ def test_new_file_writes_go_beside_the_data_file_which_the_reads_keep(tmp_path: 
 def test_a_new_file_write_names_its_own_file_but_the_data_file_on_a_target_made_anew(
     tmp_path: Path,
 ) -> None:
-    with _session(tmp_path) as session:
+    with scratch_session(tmp_path) as session:
         ctx = _ctx(session, new_file=True)
         where = session.path("targets", "t")
         plain = Target("t", "fake", False, None, where, (where,))
@@ -116,7 +106,7 @@ def test_a_new_file_write_names_its_own_file_but_the_data_file_on_a_target_made_
 
 
 def test_a_read_after_a_failed_write_gets_its_file_laid_out_again(tmp_path: Path) -> None:
-    with _session(tmp_path) as session:
+    with scratch_session(tmp_path) as session:
         targets = FakeTargets(session, None)
         data = targets.current.path / DATA_FILE
         data.write_bytes(b"\0" * (SIZE // 2))  # a write that stopped half way

@@ -26,6 +26,7 @@ from cryptbench.trial import amount, sizing
 from cryptbench.trial.amount import TrialSize
 from cryptbench.trial.context import NullProgress, TrialContext
 from cryptbench.trial.sizing import MARGIN, MAX_PASSES, calibrate, passes_for, within_budget
+from tests.support.sessions import scratch_session
 
 FIXTURE = json.loads((Path(__file__).parent.parent / "fixtures/fio/rnd4k-q32-read-direct.json").read_text())
 SIZE = 64 << 20
@@ -170,11 +171,8 @@ class Dirs:
 def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session]:
     # direct I/O has no page cache to drop; dropping the host's would only slow the test
     monkeypatch.setattr(sizing, "drop_caches", lambda files: None)
-    s = Session.create(tmp_path, registry=tmp_path / "reg")
-    try:
+    with scratch_session(tmp_path) as s:
         yield s
-    finally:
-        s.close()
 
 
 def _calibrate(session: Session, fio: FakeFio, names: list[str], **kw: Any) -> Any:

@@ -54,11 +54,12 @@ DOCUMENT_SCHEMA = 5  # 2 added ranking; 3 each target's protection; 4 its tamper
 STORED_CIPHERS = 20  # newest standalone cipher measurements searched for this machine's
 
 
-def read(db: Path, ref: str) -> Document:
-    """The document of a stored run (`ref`: its id, or latest) in database `db`."""
+def read(db: Path, run: int | str) -> Document:
+    """The document of a stored run in database `db`: `run` is its id, or a reference as
+    the user typed it (an id, or latest)."""
     store = Store.open(db, create=False)
     try:
-        return build(store, store.resolve_run(ref))
+        return build(store, store.resolve_run(run) if isinstance(run, str) else run)
     finally:
         store.close()
 

@@ -39,9 +39,7 @@ class FleetOutcome:
 
 def run(request: FleetRequest, *, progress: Progress | None = None) -> FleetOutcome:
     done = fleet_run.run(request, progress=progress)
-    return FleetOutcome(
-        done.run_id, done.status, document.read(done.db_path, str(done.run_id)), done.exit_code
-    )
+    return FleetOutcome(done.run_id, done.status, document.read(done.db_path, done.run_id), done.exit_code)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -39,7 +39,7 @@ class RunOutcome:
 
 def run(request: RunRequest, *, progress: Progress | None = None, registry: Path | None = None) -> RunOutcome:
     done = execute.run(request, progress=progress, registry=registry)
-    doc = document.read(done.db_path, str(done.run_id))
+    doc = document.read(done.db_path, done.run_id)
     return RunOutcome(done.run_id, done.status, doc, done.recovered, done.exit_code)
 
 

@@ -204,7 +204,7 @@ def run(request: SelftestRequest, *, progress: Progress | None = None) -> Selfte
         skip_protection=True,
     )
     done = execute.run(asked, progress=progress)
-    doc = document.read(done.db_path, str(done.run_id))
+    doc = document.read(done.db_path, done.run_id)
     return SelftestOutcome(done, doc, checks(doc))
 
 

@@ -133,7 +133,7 @@ class Plan:
         """Each write trial writes a new file: as the suite asks, or on every target where one
         of them can write a file only from its start (Backend.writes_from_start), so that
         every target's writes are alike."""
-        return self.suite.write_new_file or bool(self.from_start)
+        return _writes_new_files(self.suite, self.from_start)
 
     @property
     def repeats(self) -> int:
@@ -216,7 +216,7 @@ def build_plan(request: RunRequest) -> Plan:
     targets = expand(ordered, states, fs, r.ram)
     from_start = tuple(b for b in ordered if REGISTRY[b].writes_from_start)
     fio_writes = any(isinstance(w, WorkloadSpec) and w.is_write for w in suite.workloads)
-    new_files = (suite.write_new_file or bool(from_start)) and fio_writes
+    new_files = _writes_new_files(suite, from_start) and fio_writes
     ram_bytes = _ram_bytes(targets, target_bytes, size if new_files else 0) if r.ram else 0
     trial_time = _trial_time(r)
     limit = _growth_limit(r, suite, size, targets, rule, target_dir, trial_time)
@@ -369,6 +369,10 @@ def _size(r: RunRequest, suite: Suite) -> tuple[int, int, int]:
     # so the needs add up rather than taking the largest.
     target_bytes = (size_bytes if fio else 0) + sum(a.target_bytes(size_bytes) for a in apps)
     return size_bytes, target_bytes, sum(a.input_bytes(size_bytes) for a in apps)
+
+
+def _writes_new_files(suite: Suite, from_start: tuple[str, ...]) -> bool:
+    return suite.write_new_file or bool(from_start)
 
 
 def _bytes_on(spec: TargetSpec, target_bytes: int, write_bytes: int) -> int:

@@ -114,13 +114,13 @@ def prepare(ctx: TrialContext, spec: TrialSpec, targets: Targets) -> Target:
             raise TargetLost(f"{spec.target} could not be made anew ({target.state}): {e}") from None
     if isinstance(spec.workload, AppWorkload):
         return target  # its own setup runs with the trial (run_app_trial)
-    datafile = ctx.session.check_inside(target.path / DATA_FILE)
     if amount.makes_new_file(ctx, spec.workload, target):
         made = ctx.session.check_inside(target.path / amount.file_name(target, True))
         if made.exists():  # the last write's: this one writes it anew
             made.unlink()
             os.sync()  # the freed blocks are the filesystem's again before the clock starts
     elif not spec.workload.is_write:
+        datafile = ctx.session.check_inside(target.path / DATA_FILE)
         try:
             short = datafile.stat().st_size < ctx.file_bytes
         except FileNotFoundError:
