@@ -48,6 +48,7 @@ from cryptbench.model.stored_run import Environment, RunPlan
 from cryptbench.model.vocabulary import Medium, TrialStatus
 from cryptbench.stats import estimates
 from cryptbench.store.database import Store, split_rounds
+from cryptbench.store.rows import CipherRow
 
 DOCUMENT_SCHEMA = 5  # 2 added ranking; 3 each target's protection; 4 its tampering and space;
 # 5 every percentage a change in speed, negative when slower (change_percent, not overhead_percent)
@@ -65,15 +66,28 @@ def read(db: Path, run: int | str) -> Document:
 
 
 def build(store: Store, run_id: int) -> Document:
+    # everything the document is built from, read at once; the rest is computed
     run = store.run_row(run_id)
-    plan, env = RunPlan(run.plan), Environment(run.environment)
-    seed = plan.seed
     targets = store.target_rows(run_id)
     trials = store.trial_rows(run_id)
     samples, rounds = split_rounds(store.samples_by_round(run_id))
+    fleet_hosts = store.fleet_host_rows(run_id)
+    # Efficiency and diagnosis hold a target to plain and to its cipher's
+    # ceiling on its own machine: a fleet run takes neither per host (yet),
+    # and the coordinator's stored ceilings describe another machine.
+    ciphers = (
+        None if fleet_hosts else (store.cipher_rows(run_id), store.cipher_rows(None, limit=STORED_CIPHERS))
+    )
 
-    workloads = [w for w in plan.workloads if any(t.workload == w for t in trials)]
+    plan, env = RunPlan(run.plan), Environment(run.environment)
+    seed = plan.seed
+    tmap = {t.name: t for t in targets}
+    compared = [(t, baseline, kind) for t in targets for baseline, kind in _baselines(t, tmap)]
     target_names = [t.name for t in targets]
+    summary = study_summary.build(
+        plan, samples, target_names, lambda *parts: estimates.figure_seed(seed, *parts)
+    )
+    workloads = [w for w in plan.workloads if any(t.workload == w for t in trials)]
     # The catalog's metrics in its order, then an app's phase metrics as it recorded them.
     names = list(dict.fromkeys([*CATALOG, *(m for (_w, _t, m) in samples)]))
     results = []
@@ -94,40 +108,38 @@ def build(store: Store, run_id: int) -> Document:
     stopping = Stopping.from_json(run.stopping) if run.stopping else None
     answers = {(a.workload, a.target, a.baseline): a for a in stopping.answers} if stopping else {}
     comparisons = []
-    tmap = {t.name: t for t in targets}
     for w in workloads:
         metric = plan.primary(w)
-        for t in targets:
-            for baseline, kind in _baselines(t, tmap):
-                a = samples.get((w, t.name, metric))
-                b = samples.get((w, baseline, metric))
-                if not a or not b:
-                    continue
-                r = estimates.speed_ratio(
-                    a,
-                    b,
-                    info(metric).higher_is_better,
-                    estimates.figure_seed(seed, w, t.name, baseline),
-                    rounds[(w, t.name, metric)],
-                    rounds[(w, baseline, metric)],
+        for t, baseline, kind in compared:
+            a = samples.get((w, t.name, metric))
+            b = samples.get((w, baseline, metric))
+            if not a or not b:
+                continue
+            r = estimates.speed_ratio(
+                a,
+                b,
+                info(metric).higher_is_better,
+                estimates.figure_seed(seed, w, t.name, baseline),
+                rounds[(w, t.name, metric)],
+                rounds[(w, baseline, metric)],
+            )
+            answer = answers.get((w, t.name, baseline)) if kind == ComparisonKind.BASELINE else None
+            comparisons.append(
+                Comparison(
+                    workload=w,
+                    target=t.name,
+                    baseline=baseline,
+                    kind=kind,
+                    metric=metric,
+                    ratio=r.ratio,
+                    ci_low=r.ci_low,
+                    ci_high=r.ci_high,
+                    change_percent=(r.ratio - 1) * 100,
+                    precision=estimates.halfwidth(r),
+                    stopped_by=None if answer is None else answer.stopped_by,
+                    method=r.method,
                 )
-                answer = answers.get((w, t.name, baseline)) if kind == ComparisonKind.BASELINE else None
-                comparisons.append(
-                    Comparison(
-                        workload=w,
-                        target=t.name,
-                        baseline=baseline,
-                        kind=kind,
-                        metric=metric,
-                        ratio=r.ratio,
-                        ci_low=r.ci_low,
-                        ci_high=r.ci_high,
-                        change_percent=(r.ratio - 1) * 100,
-                        precision=estimates.halfwidth(r),
-                        stopped_by=None if answer is None else answer.stopped_by,
-                        method=r.method,
-                    )
-                )
+            )
 
     written = [v for (_w, _t, m), vs in samples.items() if m == "device_bytes_written" for v in vs]
     doc = Document(
@@ -151,20 +163,15 @@ def build(store: Store, run_id: int) -> Document:
         stopping=stopping,
         # what wears the device: its own counter over every trial, layers' overhead included
         device_writes=DeviceWrites(env.scratch_device, sum(written), len(written)) if written else None,
-        study_summary=study_summary.build(
-            plan, samples, target_names, lambda *parts: estimates.figure_seed(seed, *parts)
-        ),
+        study_summary=summary,
     )
-    fleet_hosts = store.fleet_host_rows(run_id)
-    # Efficiency and diagnosis hold a target to plain and to its cipher's
-    # ceiling on its own machine: a fleet run takes neither per host (yet),
-    # and the coordinator's stored ceilings describe another machine.
+    # the warnings read the figures and the trials; what follows reads the warnings too
+    doc = replace(doc, warnings=warning_rules.find(doc, trials))
     doc = replace(
         doc,
-        efficiency=[] if fleet_hosts else [e.row() for e in efficiency(store, run_id, doc)],
+        efficiency=[] if ciphers is None else [e.row() for e in efficiency(*ciphers, doc)],
         qd_curves=qd_curves(doc),
     )
-    doc = replace(doc, warnings=warning_rules.find(doc, trials))
     doc = replace(doc, ranking=ranking.build(doc))
     doc = replace(doc, conclusions=conclusions(doc))
     doc = replace(doc, diagnosis=[] if fleet_hosts else diagnosis.diagnose(doc))
@@ -173,13 +180,15 @@ def build(store: Store, run_id: int) -> Document:
     return doc
 
 
-def efficiency(store: Store, run_id: int, doc: Document) -> list[ceilings.Efficiency]:
+def efficiency(
+    run_rows: list[CipherRow], machine_rows: list[CipherRow], doc: Document
+) -> list[ceilings.Efficiency]:
     """Each encrypted target's throughput against the lower of plain's on its
-    medium and its cipher's (cipher/ceilings.py), per workload."""
-    run_rows = store.cipher_rows(run_id)
+    medium and its cipher's (cipher/ceilings.py), per workload: `run_rows` the run's own
+    cipher figures, `machine_rows` the newest standalone ones (this machine's among them)."""
     stored = [
         ceilings.StoredCipher(r.id, r.measured_at, r.environment, CipherDocument.from_json(r.result))
-        for r in store.cipher_rows(None, limit=STORED_CIPHERS)
+        for r in machine_rows
     ]
     medians = {
         (r.workload, r.target, r.metric): r.median
