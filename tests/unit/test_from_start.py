@@ -15,7 +15,6 @@ from cryptbench.engines.fio import FioMeasurement
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.model.errors import UsageError
 from cryptbench.model.stored_run import RunPlan
-from cryptbench.pipeline.execute import run_questions
 from cryptbench.planning.suite import WorkloadSpec, builtin_suites, load_suite
 from cryptbench.planning.targets import cannot_run, not_run, writes_at_an_offset
 from cryptbench.trial.runner import durable
@@ -87,7 +86,7 @@ def test_the_plan_leaves_out_each_random_write_on_it_and_says_why(tmp_path: Path
     }
     assert RunPlan(plan.to_json()).not_run[("rnd4k-q1-write", "rclone-crypt")] == FROM_START
     # no question is asked of a trial not run; every other one is
-    asked = {(q.workload, q.target) for q in run_questions(plan)}
+    asked = {(q.workload, q.target) for q in plan.questions}
     assert ("rnd4k-q1-write", "gocryptfs") in asked and ("rnd4k-q1-read", "rclone-crypt") in asked
     assert not {(w, "rclone-crypt") for w in plan.skip} & asked
     # and no block holds one: every round, every other target runs
@@ -145,11 +144,11 @@ def test_the_new_file_writes_have_room_of_their_own_beside_the_data_file(
     plan = plan_with(tmp_path, backends="rclone-crypt,gocryptfs", suite="quick")
     assert plan.write_new_file and plan.write_bytes == max(plan.size, plan.data_size_limit) > 0
     spec = next(t for t in plan.targets if t.backend == "gocryptfs")
-    assert plan.bytes_on(spec) == plan.target_bytes + plan.write_bytes
+    assert plan.holds[spec.name] == plan.target_bytes + plan.write_bytes
     # writes that overwrite the data file need no more room
     alone = plan_with(tmp_path, backends="gocryptfs", suite="quick")
-    assert alone.write_bytes == 0 and alone.bytes_on(alone.targets[-1]) == alone.target_bytes
+    assert alone.write_bytes == 0 and alone.holds[alone.targets[-1].name] == alone.target_bytes
     # a disk image made anew before each write writes its data file: no room beside it
     images = plan_with(tmp_path, backends="image-raw-aes256", suite="images", size="16M")
     image = next(t for t in images.targets if t.backend == "image-raw-aes256")
-    assert images.write_bytes > 0 and images.bytes_on(image) == images.target_bytes
+    assert images.write_bytes > 0 and images.holds[image.name] == images.target_bytes

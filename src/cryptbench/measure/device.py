@@ -7,7 +7,10 @@ ciphertext padding) and anything else the machine wrote meanwhile.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+
+from cryptbench.machine import system
 
 SYS = Path("/sys")
 SECTOR = 512  # bytes: the unit of /sys/block/*/stat, whatever the device's own sector size
@@ -46,3 +49,28 @@ def _counter(device: str | None, field: int, sys: Path) -> int | None:
         return int(fields[field]) * SECTOR
     except (OSError, IndexError, ValueError):
         return None
+
+
+def filesystem_of(path: Path) -> dict[str, str]:
+    """The filesystem holding `path` as the environment records it: its mount, and the
+    device under it (whether it rotates, its model) where /sys/block names one."""
+    best = system.filesystem_of(path)
+    if best is None:
+        return {}
+    info = {
+        "mountpoint": str(best.mountpoint),
+        "source": best.source,
+        "fstype": best.fstype,
+        "options": best.options,
+    }
+    dev = re.sub(r"^/dev/", "", best.source)
+    for candidate in (dev, re.sub(r"p?\d+$", "", dev)):
+        rot = Path(f"/sys/block/{candidate}/queue/rotational")
+        if candidate and rot.exists():
+            info["device"] = candidate
+            info["rotational"] = rot.read_text().strip()
+            model = Path(f"/sys/block/{candidate}/device/model")
+            if model.exists():
+                info["model"] = model.read_text().strip()
+            break
+    return info

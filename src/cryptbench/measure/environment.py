@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import socket
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from cryptbench import __version__
+from cryptbench.backends import versions
 from cryptbench.cipher import kernel
 from cryptbench.engines.fio import fio_version
-from cryptbench.machine import system
 from cryptbench.machine.system import is_root
 from cryptbench.measure.cache import drop_method
-from cryptbench.measure.device import device_of
+from cryptbench.measure.device import device_of, filesystem_of
 from cryptbench.model.json_types import JsonObject
 
 CPU_FLAGS_OF_INTEREST = ("aes", "vaes", "pclmulqdq", "vpclmulqdq", "avx2", "avx512f", "sha_ni")
@@ -67,29 +67,6 @@ def kernel_crypto() -> JsonObject:
     }
 
 
-def filesystem_of(path: Path) -> dict[str, str]:
-    best = system.filesystem_of(path)
-    if best is None:
-        return {}
-    info = {
-        "mountpoint": str(best.mountpoint),
-        "source": best.source,
-        "fstype": best.fstype,
-        "options": best.options,
-    }
-    dev = re.sub(r"^/dev/", "", best.source)
-    for candidate in (dev, re.sub(r"p?\d+$", "", dev)):
-        rot = Path(f"/sys/block/{candidate}/queue/rotational")
-        if candidate and rot.exists():
-            info["device"] = candidate
-            info["rotational"] = rot.read_text().strip()
-            model = Path(f"/sys/block/{candidate}/device/model")
-            if model.exists():
-                info["model"] = model.read_text().strip()
-            break
-    return info
-
-
 def _os_name() -> str:
     try:
         for line in Path("/etc/os-release").read_text().splitlines():
@@ -100,10 +77,14 @@ def _os_name() -> str:
     return platform.system()
 
 
-def collect(target_dir: Path, versions: dict[str, str] | None = None) -> JsonObject:
+def collect(target_dir: Path, backends: Iterable[str] = ()) -> JsonObject:
     """Facts about this machine a reader needs to judge whether the figures apply to them;
-    `versions`: each backend's own program's (backends.versions), where the run has any."""
+    with the version of each of `backends`' own programs, where the run has any."""
     model, flags = _cpuinfo()
+    # whose write counter each trial's device_bytes_written comes from; None: none (tmpfs)
+    device = device_of(target_dir)
+    filesystem = filesystem_of(target_dir)
+    found = versions(backends)
     return {
         "hostname": socket.gethostname(),
         "os": _os_name(),
@@ -118,8 +99,7 @@ def collect(target_dir: Path, versions: dict[str, str] | None = None) -> JsonObj
         "cryptbench": __version__,
         "root": is_root(),
         "cache_drop": str(drop_method()),
-        "target_filesystem": filesystem_of(target_dir),
-        # whose write counter each trial's device_bytes_written comes from; None: none (tmpfs)
-        "scratch_device": device_of(target_dir),
-        **({"versions": versions} if versions else {}),
+        "target_filesystem": filesystem,
+        "scratch_device": device,
+        **({"versions": found} if found else {}),
     }

@@ -7,35 +7,31 @@ run is stored; the command reads its document from there, as `show` does."""
 from __future__ import annotations
 
 import resource
-from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptbench import __version__
-from cryptbench.backends import REGISTRY, versions
 from cryptbench.cipher import ceilings, userspace
 from cryptbench.engines.apps import AppWorkload
 from cryptbench.engines.command_process import cgroup_mode
 from cryptbench.engines.fio import probe_ioengine
-from cryptbench.engines.metric_catalog import info
 from cryptbench.machine.interrupts import interruptible
 from cryptbench.machine.session import Session
 from cryptbench.measure import environment, resident
-from cryptbench.measure.device import device_of
 from cryptbench.model.errors import Interrupted
 from cryptbench.model.json_types import JsonObject
 from cryptbench.pipeline import cipher_speed, sizing
-from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
+from cryptbench.pipeline.lifecycle import Lifecycle
 from cryptbench.pipeline.provision import provision_all, target_row
 from cryptbench.planning.plan import Plan, build_plan
 from cryptbench.planning.request import RunRequest
-from cryptbench.planning.suite import Workload, WorkloadSpec, family, primary_metric
-from cryptbench.stats.stopping import Controller, Question, RankingGroups, questions
+from cryptbench.planning.suite import WorkloadSpec
+from cryptbench.stats.stopping import Controller
 from cryptbench.store.database import Store
 from cryptbench.trial.context import NullProgress, Progress, TrialContext
 from cryptbench.trial.runner import app_env
-from cryptbench.trial.schedule import Executor, Spend, interleave, workload_seeds
+from cryptbench.trial.schedule import Executor, Spend, interleave
 
 
 @dataclass(frozen=True)
@@ -62,18 +58,16 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
         store.finish_run(run_id, life.status(completed))
 
     failed = 0
-    plan_versions = versions(plan.backends)
     with Lifecycle(progress, finish) as life:
         session = life.open(plan.target_dir, registry)
         session.passphrase = plan.passphrase
         session.ram_bytes = plan.ram_bytes
-        env = environment.collect(plan.target_dir, plan_versions)
-        run_id = store.insert_run(plan.suite.name, plan.to_json(), env, __version__)
-        with failure_kept(store, run_id):
-            for name in plan.added_baselines:
-                store.add_note(run_id, f"added {name} as a baseline")
-            for name, reason in plan.skipped:
-                store.add_note(run_id, f"skipped {name}: {reason}")
+        stored_plan = plan.to_json()
+        env = environment.collect(plan.target_dir, plan.backends)
+        run_id = store.insert_run(plan.suite.name, stored_plan, env, __version__)
+        with store.failure_kept(run_id):
+            for note in plan.notes:
+                store.add_note(run_id, note)
             _ok, failed = _measure(plan, store, run_id, session, progress, env)
         completed = True
     signum = life.last_signal()
@@ -95,6 +89,7 @@ def _measure(
     with ExitStack() as stack:
         provisioned, note = provision_all(plan, session, progress, stack)
         targets, direct = provisioned.targets, provisioned.direct
+        rows = [target_row(t, direct[t.name]) for t in targets.values()]
         if note:
             store.add_note(run_id, note)
         engine = probe_ioengine(session.path("ioengine-probe"), session, plan.ioengine)
@@ -105,9 +100,11 @@ def _measure(
         env["ioengine"] = engine
         env["fio_code_held_bytes"] = held.bytes
         store.update_environment(run_id, env)
-        for t in targets.values():
-            store.insert_target(run_id, target_row(t, direct[t.name]))
+        for row in rows:
+            store.insert_target(run_id, row)
         time_ciphers(plan, store, run_id, env, progress)
+        # the device whose write counter the environment names: the trials' and the run's alike
+        device = env["scratch_device"]
         ctx = TrialContext(
             session,
             store,
@@ -116,47 +113,28 @@ def _measure(
             engine,
             plan.zero_data,
             plan.write_new_file,
-            device_of(plan.target_dir),
+            device if isinstance(device, str) else None,
         )
         provisioned.ctx = ctx
-        seeds = workload_seeds(plan.seed, plan.suite.workloads)
-        asked = sizing.asked(plan, seeds)
+        asked = sizing.asked(plan)
         ctx = provisioned.ctx = sizing.grow_data_file(asked, ctx, provisioned, direct, progress)
         if any(isinstance(w, WorkloadSpec) and not w.is_write for w in plan.suite.workloads):
             for t in targets.values():
                 provisioned.lay_out(t)
-        fio_writes = any(isinstance(w, WorkloadSpec) and w.is_write for w in plan.suite.workloads)
-        if plan.from_start and not plan.suite.write_new_file and fio_writes:
-            store.add_note(
-                run_id,
-                "every target's write trials write a new file, since "
-                f"{', '.join(plan.from_start)} can write a file only from its start",
-            )
         if any(isinstance(w, AppWorkload) and w.runs_commands for w in plan.suite.workloads):
             store.add_note(run_id, f"your commands run each in a process group of its own, {cgroup_mode()}")
         for w in plan.suite.workloads:
             if isinstance(w, AppWorkload):
                 progress.phase(f"making the inputs of {w.name}")
-                w.make_inputs(app_env(ctx, w, next(iter(targets.values())), seeds[w.name]))
+                w.make_inputs(app_env(ctx, w, next(iter(targets.values())), plan.seeds[w.name]))
         writes = {w.name for w in plan.suite.workloads if w.is_write}
         spend = Spend(ctx, writes)  # before calibration: its writes and time are the run's too
         ctx = provisioned.ctx = sizing.size_trials(asked, ctx, provisioned, direct, progress)
-        executor = Executor(ctx, provisioned, direct, seeds, progress)
-        controller = Controller(plan.rule, run_questions(plan), plan.seed, ranking_groups(plan))
-        note_not_run(plan.skip, store, run_id)
+        executor = Executor(ctx, provisioned, direct, plan.seeds, progress)
+        controller = Controller(plan.rule, plan.questions, plan.seed, plan.ranking)
         return interleave(
             executor, controller, spend, plan.suite.workloads, list(targets), plan.seed, plan.skip
         )
-
-
-def note_not_run(skip: dict[str, dict[str, str]], store: Store, run_id: int) -> None:
-    """A run note per target the plan leaves out of some workloads: which, and why."""
-    by_target: dict[str, list[str]] = {}
-    for w, left in skip.items():
-        for name in left:
-            by_target.setdefault(name, []).append(w)
-    for name, ws in by_target.items():
-        store.add_note(run_id, f"{', '.join(ws)} not run on {name}: {skip[ws[0]][name]}")
 
 
 CIPHER_SECONDS = 0.2  # per cipher figure the run takes: enough for a ceiling, not a study
@@ -181,39 +159,6 @@ def time_ciphers(plan: Plan, store: Store, run_id: int, env: JsonObject, progres
         progress=progress,
     )
     store.insert_cipher(run_id, doc.to_json(), env, __version__)
-
-
-def run_questions(plan: Plan) -> list[Question]:
-    """What the run must answer: per workload's primary metric, each target asked for (not a
-    baseline cryptbench added) against its baseline."""
-    asked = {t.name for t in plan.targets if t.backend not in plan.added_baselines}
-    asked_all = workload_questions(plan.suite.workloads, plan.baselines, asked)
-    return [q for q in asked_all if q.target not in plan.skip.get(q.workload, {})]
-
-
-def workload_questions(
-    workloads: Sequence[Workload], baselines: dict[str, str | None], asked: set[str]
-) -> list[Question]:
-    """Per workload's primary metric, each target of `asked` against its baseline
-    (`baselines`: target -> its baseline's name, None for a baseline): a local run's
-    questions and a fleet's, whose targets are HOST/NAME."""
-    wanted = [(w.name, (primary_metric(w), info(primary_metric(w)).higher_is_better)) for w in workloads]
-    return questions(wanted, baselines, asked)
-
-
-def ranking_groups(plan: Plan) -> RankingGroups:
-    """Each encrypted target and the plain of its medium it is ranked against, as the
-    ranking (analysis/ranking.py) groups them; the workloads' kinds of work."""
-    plains = {t.medium: t.name for t in plan.targets if t.backend == "plain"}
-    plain_of = {
-        t.name: plains[t.medium] for t in plan.targets if REGISTRY[t.backend].encrypted and t.medium in plains
-    }
-    workloads = plan.suite.workloads
-    return RankingGroups(
-        plain_of,
-        {w.name: family(w) for w in workloads},
-        {w.name: info(primary_metric(w)).higher_is_better for w in workloads},
-    )
 
 
 def run(request: RunRequest, *, progress: Progress | None = None, registry: Path | None = None) -> Executed:

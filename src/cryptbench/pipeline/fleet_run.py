@@ -27,7 +27,7 @@ from cryptbench.measure import environment
 from cryptbench.model.errors import UnavailableError, UsageError
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.stored_run import RunPlan
-from cryptbench.pipeline.execute import Executed, workload_questions
+from cryptbench.pipeline.execute import Executed
 from cryptbench.pipeline.fleet_coordinator import Coordinator
 from cryptbench.pipeline.fleet_hosts import (
     MANIFEST_TIMEOUT,
@@ -37,14 +37,15 @@ from cryptbench.pipeline.fleet_hosts import (
     read_manifest,
     store_hosts,
 )
-from cryptbench.pipeline.lifecycle import Lifecycle, failure_kept
+from cryptbench.pipeline.lifecycle import Lifecycle
+from cryptbench.planning.questions import workload_questions, workload_seeds
 from cryptbench.planning.request import checked_seed
 from cryptbench.planning.stopping_rule import stopping_rule
 from cryptbench.planning.suite import Suite, WorkloadSpec, load_suite, primary_metric
 from cryptbench.stats.stopping import Controller, Question, Stopping
 from cryptbench.store.database import Store, default_db_path
 from cryptbench.trial.context import NullProgress, Progress
-from cryptbench.trial.schedule import Spend, interleave, workload_seeds
+from cryptbench.trial.schedule import Spend, interleave
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def coordinator_environment() -> JsonObject:
     }
 
 
-def run_questions(workloads: list[WorkloadSpec], hosts: list[Host]) -> list[Question]:
+def run_questions(workloads: list[WorkloadSpec], hosts: list[Host]) -> tuple[Question, ...]:
     """Each host's targets (HOST/NAME) against its own baselines on the same host; the
     baselines a host's serve added are not asked about."""
     baselines: dict[str, str | None] = {}
@@ -159,7 +160,7 @@ def execute(
         # In the held section: the status is stored before a late signal can cut in.
         store.finish_run(run_id, life.status(completed))
 
-    with Lifecycle(progress, finish) as life, failure_kept(store, run_id):
+    with Lifecycle(progress, finish) as life, store.failure_kept(run_id):
         store_hosts(store, run_id, hosts)
         seeds = workload_seeds(seed, workloads)
         with tempfile.TemporaryDirectory(prefix="cryptbench-fleet-") as jobs_dir:

@@ -15,17 +15,15 @@ finished; cipher raises it again).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
 from cryptbench.machine.interrupts import signals_blocked, take_pending
 from cryptbench.machine.session import Session
-from cryptbench.model.errors import CryptbenchError, Interrupted
+from cryptbench.model.errors import Interrupted
 from cryptbench.model.vocabulary import RunStatus
 from cryptbench.pipeline.provision import recover_stale
-from cryptbench.store.database import Store
 from cryptbench.trial.context import NullProgress, Progress
 
 
@@ -85,14 +83,3 @@ class Lifecycle:
         """128 + the last signal's number, or `otherwise` when no signal came."""
         signum = self.last_signal()
         return otherwise if signum is None else 128 + signum
-
-
-@contextmanager
-def failure_kept(store: Store, run_id: int) -> Iterator[None]:
-    """A run's error is noted with the run, and raised again saying what is kept: the
-    trials it finished, which `show` reads like those of any other run."""
-    try:
-        yield
-    except CryptbenchError as e:
-        store.add_note(run_id, f"failed: {e}")
-        raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None

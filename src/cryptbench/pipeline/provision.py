@@ -162,7 +162,7 @@ class Provisioned:
         stack = ExitStack()
         try:
             t = stack.enter_context(
-                REGISTRY[spec.backend].provision(self.session, spec, self.plan.bytes_on(spec))
+                REGISTRY[spec.backend].provision(self.session, spec, self.plan.holds[spec.name])
             )
         except BaseException:
             stack.close()

@@ -5,7 +5,6 @@ the run. What they need of the plan is read from it once (`asked`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 
 from cryptbench.model.units import format_duration
@@ -17,7 +16,7 @@ from cryptbench.trial import amount, sizing
 from cryptbench.trial.context import Progress, Targets, TrialContext
 
 
-def asked(plan: Plan, seeds: Mapping[str, int]) -> sizing.Asked:
+def asked(plan: Plan) -> sizing.Asked:
     """What the run asks of trial sizing: the fio workloads it applies to (a study's own
     commands run as it ran them), the targets others are compared with, the trial time,
     the minimum rounds, the byte budget and the data file's limit."""
@@ -30,7 +29,7 @@ def asked(plan: Plan, seeds: Mapping[str, int]) -> sizing.Asked:
     # still needs one (the adaptive default)
     budget = plan.rule.max_bytes if plan.rule.max_bytes is not None else default_max_bytes(plan.target_dir)
     return sizing.Asked(
-        workloads, seeds, plan.trial_time, bases, plan.rule.min_repeats, budget, plan.data_size_limit
+        workloads, plan.seeds, plan.trial_time, bases, plan.rule.min_repeats, budget, plan.data_size_limit
     )
 
 

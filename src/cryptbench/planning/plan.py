@@ -21,6 +21,7 @@ from cryptbench.model.json_types import JsonObject
 from cryptbench.model.stored_run import RunPlan
 from cryptbench.model.units import format_bytes, format_duration, parse_duration, parse_size
 from cryptbench.model.vocabulary import Medium
+from cryptbench.planning.questions import ranking_groups, workload_questions, workload_seeds
 from cryptbench.planning.request import RunRequest, checked_seed
 from cryptbench.planning.stopping_rule import default_max_bytes, stopping_rule
 from cryptbench.planning.suite import (
@@ -39,7 +40,7 @@ from cryptbench.planning.targets import (
     skipped_trials,
     states_and_fs,
 )
-from cryptbench.stats.stopping import Stopping
+from cryptbench.stats.stopping import Question, RankingGroups, Stopping
 from cryptbench.store.database import default_db_path
 
 DEFAULT_SIZE = "64M"
@@ -122,11 +123,19 @@ class Plan:
     # workload -> {target: why} for the trials the run leaves out: a target that writes a
     # file only from its start, at a workload that writes at other offsets
     skip: dict[str, dict[str, str]] = field(default_factory=dict)
-
-    def bytes_on(self, spec: TargetSpec) -> int:
-        """Bytes target `spec` must hold at once: target_bytes, and the new-file writes'
-        own file where the target is not made anew before each write."""
-        return _bytes_on(spec, self.target_bytes, self.write_bytes)
+    # target name -> bytes it must hold at once: target_bytes, and the new-file writes' own
+    # file where the target is not made anew before each write; it is provisioned for them
+    holds: dict[str, int] = field(default_factory=dict)
+    # what the run notes of its plan, before any trial: baselines added, backends skipped,
+    # writes made new files on every target, trials left out
+    notes: tuple[str, ...] = ()
+    # workload -> its own seed (fio's random offsets, an app's inputs), from `seed`
+    seeds: dict[str, int] = field(default_factory=dict)
+    # what the run's repetition stops on: each target asked for (not a baseline cryptbench
+    # added) against its baseline, per workload's primary metric, but the trials left out
+    questions: tuple[Question, ...] = ()
+    # each encrypted target and the plain it is ranked against; the workloads' kinds of work
+    ranking: RankingGroups | None = None
 
     @property
     def write_new_file(self) -> bool:
@@ -217,14 +226,26 @@ def build_plan(request: RunRequest) -> Plan:
     from_start = tuple(b for b in ordered if REGISTRY[b].writes_from_start)
     fio_writes = any(isinstance(w, WorkloadSpec) and w.is_write for w in suite.workloads)
     new_files = _writes_new_files(suite, from_start) and fio_writes
-    ram_bytes = _ram_bytes(targets, target_bytes, size if new_files else 0) if r.ram else 0
     trial_time = _trial_time(r)
     limit = _growth_limit(r, suite, size, targets, rule, target_dir, trial_time)
     if limit:
         target_bytes += limit - size  # each target holds the data file grown to its limit
     write_bytes = max(size, limit) if new_files else 0
     note = _inputs_note(suite, len(targets))
-    space = _space(targets, target_bytes, write_bytes, input_bytes, target_dir, note)
+    holds = _holds(targets, target_bytes, write_bytes)
+    ram_bytes = _ram_bytes(targets, holds) if r.ram else 0  # --ram keeps the size: nothing grows
+    space = _space(targets, holds, input_bytes, target_dir, note)
+    baselines = {t.name: baseline_of(t) for t in targets}
+    skip = skipped_trials(targets, suite)
+    asked = [t.name for t in targets if t.backend not in added]  # an added baseline asks nothing
+    notes = [f"added {name} as a baseline" for name in added]
+    notes += [f"skipped {name}: {reason}" for name, reason in skipped]
+    if from_start and not suite.write_new_file and fio_writes:
+        notes.append(
+            f"every target's write trials write a new file, since {', '.join(from_start)} "
+            "can write a file only from its start"
+        )
+    notes += _not_run_notes(skip)
     return Plan(
         suite=suite,
         backends=tuple(ordered),
@@ -250,11 +271,25 @@ def build_plan(request: RunRequest) -> Plan:
         needs=_needs(r),
         protection_probes=not r.skip_protection,
         ioengine=r.ioengine,
-        baselines={t.name: baseline_of(t) for t in targets},
+        baselines=baselines,
         from_start=from_start,
         write_bytes=write_bytes,
-        skip=skipped_trials(targets, suite),
+        holds=holds,
+        skip=skip,
+        notes=tuple(notes),
+        seeds=workload_seeds(seed, suite.workloads),
+        questions=workload_questions(suite.workloads, baselines, asked, skip),
+        ranking=ranking_groups(targets, suite.workloads),
     )
+
+
+def _not_run_notes(skip: dict[str, dict[str, str]]) -> list[str]:
+    """A note per target the plan leaves out of some workloads: which, and why."""
+    by_target: dict[str, list[str]] = {}
+    for w, left in skip.items():
+        for name in left:
+            by_target.setdefault(name, []).append(w)
+    return [f"{', '.join(ws)} not run on {name}: {skip[ws[0]][name]}" for name, ws in by_target.items()]
 
 
 def _needs(r: RunRequest) -> tuple[str, ...]:
@@ -375,19 +410,18 @@ def _writes_new_files(suite: Suite, from_start: tuple[str, ...]) -> bool:
     return suite.write_new_file or bool(from_start)
 
 
-def _bytes_on(spec: TargetSpec, target_bytes: int, write_bytes: int) -> int:
-    return target_bytes + (0 if REGISTRY[spec.backend].stateful else write_bytes)
+def _holds(targets: tuple[TargetSpec, ...], target_bytes: int, write_bytes: int) -> dict[str, int]:
+    """Bytes each target must hold at once: `target_bytes`, and the new-file writes' own
+    file (`write_bytes`) where the target is not made anew before each write."""
+    return {t.name: target_bytes + (0 if REGISTRY[t.backend].stateful else write_bytes) for t in targets}
 
 
-def _ram_bytes(targets: tuple[TargetSpec, ...], target_bytes: int, write_bytes: int) -> int:
+def _ram_bytes(targets: tuple[TargetSpec, ...], holds: dict[str, int]) -> int:
     """Bytes of memory the RAM twins take; refused beyond RAM_FRACTION of what is available."""
     if not is_root():
         raise UnavailableError("--ram needs root (to mount the tmpfs the RAM twins live on)")
     twins = [t for t in targets if t.medium == Medium.RAM]
-    ram_bytes = (
-        sum(REGISTRY[t.backend].space_needed(t, _bytes_on(t, target_bytes, write_bytes)) for t in twins)
-        + RAM_SLACK
-    )
+    ram_bytes = sum(REGISTRY[t.backend].space_needed(t, holds[t.name]) for t in twins) + RAM_SLACK
     memory = mem_available()
     if ram_bytes > memory * RAM_FRACTION:
         raise UsageError(
@@ -409,17 +443,14 @@ def _inputs_note(suite: Suite, targets: int) -> str:
 
 def _space(
     targets: tuple[TargetSpec, ...],
-    target_bytes: int,
-    write_bytes: int,
+    holds: dict[str, int],
     input_bytes: int,
     target_dir: Path,
     note: str = "",
 ) -> int:
     """Bytes the plan needs on the target filesystem; refused when they and the margin are not free."""
     space = input_bytes + sum(
-        REGISTRY[t.backend].space_needed(t, _bytes_on(t, target_bytes, write_bytes))
-        for t in targets
-        if t.medium == Medium.DEVICE
+        REGISTRY[t.backend].space_needed(t, holds[t.name]) for t in targets if t.medium == Medium.DEVICE
     )
     free = free_bytes(target_dir)
     if space + SPACE_MARGIN > free:

@@ -23,6 +23,7 @@ identical targets contain 1.00 under this rule.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -342,7 +343,7 @@ class Controller:
     """Which targets each workload still needs, round after round."""
 
     def __init__(
-        self, rule: Stopping, qs: list[Question], run_seed: int, ranking: RankingGroups | None = None
+        self, rule: Stopping, qs: Sequence[Question], run_seed: int, ranking: RankingGroups | None = None
     ) -> None:
         self.rule = rule
         self.answers = [Answer(q) for q in qs]

@@ -8,14 +8,15 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from cryptbench.machine.interrupts import signals_blocked
-from cryptbench.model.errors import StoreError
+from cryptbench.model.errors import CryptbenchError, StoreError
 from cryptbench.model.json_types import DbRow
 from cryptbench.model.result import JsonObject, TargetInfo
 from cryptbench.model.vocabulary import HostStatus, Medium, TrialStatus
@@ -188,6 +189,16 @@ class Store:
             self.db.execute(
                 "UPDATE runs SET notes_json=? WHERE id=?", (json.dumps([*json.loads(notes), note]), run_id)
             )
+
+    @contextmanager
+    def failure_kept(self, run_id: int) -> Iterator[None]:
+        """A run's error is noted with the run, and raised again saying what is kept: the
+        trials it finished, which `show` reads like those of any other run."""
+        try:
+            yield
+        except CryptbenchError as e:
+            self.add_note(run_id, f"failed: {e}")
+            raise type(e)(f"{e}; finished trials are kept (cryptbench show {run_id})") from None
 
     def set_stopping(self, run_id: int, stopping: JsonObject) -> None:
         with self.transaction():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Protocol
 
@@ -330,11 +330,6 @@ def fit_note(fit: Fit, rule: Stopping) -> str:
         f"{pace}: {drop}, and even so the budget will stop some comparisons short of their minimum "
         "(more time: --max-time, or --overrun extend)"
     )
-
-
-def workload_seeds(seed: int, workloads: Sequence[Workload]) -> dict[str, int]:
-    """Each workload's own seed (fio's random offsets, an app's inputs), from the run's."""
-    return {w.name: (seed + i) % 2**32 for i, w in enumerate(workloads)}
 
 
 def stopping_record(controller: Controller, spend: Spend) -> JsonObject:
