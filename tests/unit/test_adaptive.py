@@ -13,6 +13,7 @@ from cryptbench.planning.suite import load_suite
 from cryptbench.stats import estimates
 from cryptbench.stats.stopping import (
     Controller,
+    Fit,
     Question,
     RankingGroups,
     Rounds,
@@ -382,6 +383,21 @@ def test_a_first_round_too_slow_for_the_budget_drops_workloads_and_says_so(tmp_p
     assert all(a.stopped_by is StopReason.PRECISION and a.rounds == 3 for a in kept)
     (note,) = store.run_row(run_id).notes
     assert "dropped rnd4k-q1-read " in note and "each kind keeps its reads and its writes" in note
+
+
+def test_a_refit_extends_the_time_budget_or_closes_the_dropped_questions() -> None:
+    qs = [Question(w, "enc", "plain", "throughput", True) for w in ("w", "v")]
+    longer = Controller(Stopping(0.05, 3, 10, None, 60.0), qs, 0)
+    longer.refit(Fit(needed=90.0, left=10.0, extended_to=120.0), 1)
+    assert longer.rule.max_time == 120.0 and longer.rule.min_repeats == 3
+    assert all(a.stopped_by is None for a in longer.answers)
+    fewer = Controller(Stopping(0.05, 3, 10, None, 60.0), qs, 0)
+    fewer.refit(Fit(needed=90.0, left=10.0, dropped=("v",), kept_needed=8.0), 1)
+    assert fewer.rule.max_time == 60.0
+    assert [(a.question.workload, a.stopped_by, a.rounds) for a in fewer.answers] == [
+        ("w", None, 0),
+        ("v", StopReason.DROPPED, 1),
+    ]
 
 
 # -- time goes where the ranking is still open -------------------------------------

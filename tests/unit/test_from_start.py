@@ -85,6 +85,13 @@ def test_the_plan_leaves_out_each_random_write_on_it_and_says_why(tmp_path: Path
         ("rnd4k-q1-write", "rclone-crypt"),
     }
     assert RunPlan(plan.to_json()).not_run[("rnd4k-q1-write", "rclone-crypt")] == FROM_START
+    # the run notes it, one note per target, and why every target's writes make a new file
+    assert plan.notes == (
+        "added plain as a baseline",
+        "every target's write trials write a new file, since rclone-crypt can write a file only "
+        "from its start",
+        f"rnd4k-q32-write, rnd4k-q1-write not run on rclone-crypt: {FROM_START}",
+    )
     # no question is asked of a trial not run; every other one is
     asked = {(q.workload, q.target) for q in plan.questions}
     assert ("rnd4k-q1-write", "gocryptfs") in asked and ("rnd4k-q1-read", "rclone-crypt") in asked

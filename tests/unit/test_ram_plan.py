@@ -11,7 +11,7 @@ from cryptbench.analysis.document import _baselines
 from cryptbench.backends import DirectIO, Target
 from cryptbench.model.errors import UsageError
 from cryptbench.model.result import TargetInfo
-from cryptbench.pipeline.provision import decide_io_modes
+from cryptbench.trial.provisioned import decide_io_modes
 from tests.support.documents import plan_with
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="--ram needs root (it mounts a tmpfs)")

@@ -76,3 +76,17 @@ def test_resolve_run(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="not a run id"):
         store.resolve_run("last")
     store.close()
+
+
+def test_a_runs_failure_is_noted_with_it_and_says_what_is_kept(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "r.sqlite")
+    run_id = store.insert_run("quick", {}, {}, "0")
+    with pytest.raises(StoreError) as raised, store.failure_kept(run_id):
+        raise StoreError("the disk went away")
+    assert str(raised.value) == f"the disk went away; finished trials are kept (cryptbench show {run_id})"
+    assert store.run_row(run_id).notes == ["failed: the disk went away"]
+    # what is not the tool's own error (a bug, Ctrl-C) passes through unnoted
+    with pytest.raises(KeyError), store.failure_kept(run_id):
+        raise KeyError("x")
+    assert store.run_row(run_id).notes == ["failed: the disk went away"]
+    store.close()

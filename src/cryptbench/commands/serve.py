@@ -36,12 +36,13 @@ from cryptbench.measure import environment
 from cryptbench.model.errors import ProvisionError, UsageError
 from cryptbench.model.result import JsonObject
 from cryptbench.pipeline.lifecycle import Lifecycle
-from cryptbench.pipeline.provision import Provisioned, provision_all
+from cryptbench.pipeline.provision import provision_all
 from cryptbench.planning.plan import Plan, build_plan
 from cryptbench.planning.request import RunRequest, request_from_args
 from cryptbench.report.progress import RichProgress
 from cryptbench.store.database import now_iso
 from cryptbench.trial.context import DATA_FILE, NullProgress, Progress
+from cryptbench.trial.provisioned import Provisioned
 from cryptbench.trial.runner import target_lost
 
 WATCH_INTERVAL = 0.5  # seconds between looks at the fio server and the helpers

@@ -5,8 +5,9 @@ cleanup), so that no command imports another.
   runs, the cipher figures, data files, trials, teardown on every way out); `run`
   and `selftest` are this.
 - `lifecycle.py`: the session's way in and out, above all under signals.
-- `provision.py`: every target up, proven encrypted, O_DIRECT probed, the I/O mode
-  decided, the data file laid out; `recover_stale` (used by `run`, `serve`, `cleanup`).
+- `provision.py`: every target up (as `trial/provisioned.Provisioned`), proven
+  encrypted, O_DIRECT probed, the I/O mode decided; `recover_stale` (used by `run`,
+  `serve`, `cleanup`).
 - `verify.py`: the marker search, the proof of encryption, the O_DIRECT probe, and
   the protection probes with their positive controls.
 - `sizing.py`: trials sized to last `--trial-time`, from what the plan asks of sizing,

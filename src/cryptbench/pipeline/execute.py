@@ -127,11 +127,12 @@ def _measure(
             if isinstance(w, AppWorkload):
                 progress.phase(f"making the inputs of {w.name}")
                 w.make_inputs(app_env(ctx, w, next(iter(targets.values())), plan.seeds[w.name]))
+        # what the rounds must answer, and when they stop
+        controller = Controller(plan.rule, plan.questions, plan.seed, plan.ranking)
         writes = {w.name for w in plan.suite.workloads if w.is_write}
         spend = Spend(ctx, writes)  # before calibration: its writes and time are the run's too
         ctx = provisioned.ctx = sizing.size_trials(asked, ctx, provisioned, direct, progress)
         executor = Executor(ctx, provisioned, direct, plan.seeds, progress)
-        controller = Controller(plan.rule, plan.questions, plan.seed, plan.ranking)
         return interleave(
             executor, controller, spend, plan.suite.workloads, list(targets), plan.seed, plan.skip
         )

@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cryptbench.model.units import format_duration
-from cryptbench.pipeline.provision import Provisioned
 from cryptbench.planning.plan import Plan
 from cryptbench.planning.stopping_rule import default_max_bytes
 from cryptbench.planning.suite import WorkloadSpec
 from cryptbench.trial import amount, sizing
 from cryptbench.trial.context import Progress, Targets, TrialContext
+from cryptbench.trial.provisioned import Provisioned
 
 
 def asked(plan: Plan) -> sizing.Asked:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from cryptbench.model.json_types import JsonObject
@@ -397,10 +397,13 @@ class Controller:
             elif rounds >= rule.max_repeats:
                 a.stopped_by = StopReason.MAX_REPEATS
 
-    def drop(self, workloads: set[str], rounds: int) -> None:
-        """Close the questions of workloads dropped to fit the time budget."""
+    def refit(self, fit: Fit, rounds: int) -> None:
+        """Apply what the first round showed (fit_minimum_rounds): a longer time budget, or
+        the questions of the workloads dropped to fit it closed."""
+        if fit.extended_to is not None:
+            self.rule = replace(self.rule, max_time=fit.extended_to)
         for a in self.open:
-            if a.question.workload in workloads:
+            if a.question.workload in fit.dropped:
                 a.stopped_by, a.rounds = StopReason.DROPPED, rounds
 
     def _precise(self, a: Answer) -> bool:

@@ -16,7 +16,8 @@ from cryptbench.trial.runner import ENOSPC_TEXT, job_options, target_lost
 def lay_out(ctx: TrialContext, target: Target, slug: str, direct: bool, seed: int) -> None:
     """Write `target`'s data file (its job file kept as jobs/layout-`slug`.fio). A full
     filesystem stops the run (DiskFull); any other failure loses the target (ProvisionError)."""
-    text = render_layout(job_options(ctx, target, seed, amount.whole_file(ctx, direct)))
+    sized = amount.whole_file(ctx, direct)
+    text = render_layout(job_options(ctx, target, seed, sized))
     layout = ctx.session.path("jobs", f"layout-{slug}.fio")
     layout.parent.mkdir(exist_ok=True)
     ctx.session.check_inside(target.path / DATA_FILE).unlink(missing_ok=True)

@@ -44,8 +44,9 @@ T = TypeVar("T")
 
 def job_options(ctx: TrialContext, target: Target, seed: int, sized: TrialSize) -> JobOptions:
     """A job's options on `target`, of the size `sized`."""
+    name = amount.file_name(target, sized.new_file)
     return JobOptions(
-        filename=ctx.session.check_inside(target.path / amount.file_name(target, sized.new_file)),
+        filename=ctx.session.check_inside(target.path / name),
         size=sized.file_bytes,
         direct=sized.direct,
         ioengine=ctx.ioengine,

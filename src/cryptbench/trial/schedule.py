@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Protocol
 
 from cryptbench.engines.apps import AppWorkload
@@ -260,7 +259,8 @@ def _rounds(
                 seconds(),
             )
             if fit is not None:
-                workloads = _refit(fit, controller, workloads, rounds)
+                controller.refit(fit, rounds)
+                workloads = tuple(w for w in workloads if w.name not in fit.dropped)
                 note = fit_note(fit, controller.rule)
                 store.add_note(run_id, note)
                 progress.say(note)
@@ -293,16 +293,6 @@ def _rounds(
                 first_round[w.name] = seconds() - started
             trials += len(names)
         rounds += 1
-
-
-def _refit(
-    fit: Fit, controller: Controller, workloads: tuple[Workload, ...], rounds: int
-) -> tuple[Workload, ...]:
-    """Apply what the first round showed: a longer budget, or fewer workloads."""
-    if fit.extended_to is not None:
-        controller.rule = replace(controller.rule, max_time=fit.extended_to)
-    controller.drop(set(fit.dropped), rounds)
-    return tuple(w for w in workloads if w.name not in fit.dropped)
 
 
 def fit_note(fit: Fit, rule: Stopping) -> str:

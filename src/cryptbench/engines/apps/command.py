@@ -121,8 +121,8 @@ class CommandWorkload(AppWorkload):
         cache = params.get("cache", "cold")
         if cache not in CACHES:
             raise UsageError(f"{where}: cache must be one of {', '.join(CACHES)}, not {str(cache)[:40]!r}")
-        timeout = _timeout(params.get("timeout"), where)
         env = _env(params.get("env", {}), where)
+        timeout = _timeout(params.get("timeout"), where)
         needs = params.get("needs", [])
         if not isinstance(needs, list) or not all(isinstance(n, str) and _PROGRAM_RE.match(n) for n in needs):
             raise UsageError(f"{where}: needs must be a list of program names")

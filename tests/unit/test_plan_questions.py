@@ -1,0 +1,58 @@
+"""What a plan decides before the run starts (planning/questions.py, Plan.notes): each
+workload's seed, the questions its repetition stops on, the ranking's groups, and the
+notes the run stores of its plan."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cryptbench.planning.questions import workload_seeds
+from cryptbench.planning.suite import load_suite
+from tests.support.documents import plan_with
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="--ram needs root (it mounts a tmpfs)")
+
+
+def test_each_workload_has_its_own_seed_from_the_runs() -> None:
+    quick = load_suite("quick").workloads
+    seeds = workload_seeds(2**32 - 1, quick)
+    assert list(seeds) == [w.name for w in quick]
+    # consecutive from the run's own, wrapping within fio's 32 bits
+    assert seeds[quick[0].name] == 2**32 - 1 and seeds[quick[1].name] == 0
+    assert len(set(seeds.values())) == len(quick)
+
+
+def test_the_plan_holds_the_seeds_of_its_run(tmp_path: Path) -> None:
+    plan = plan_with(tmp_path, seed=7)
+    assert plan.seeds == workload_seeds(7, plan.suite.workloads)
+
+
+def test_an_added_baseline_asks_nothing_of_its_own(tmp_path: Path) -> None:
+    plan = plan_with(tmp_path, backends="gocryptfs")
+    assert plan.added_baselines == ("plain",)
+    asked = {(q.workload, q.target, q.baseline) for q in plan.questions}
+    assert asked == {(w.name, "gocryptfs", "plain") for w in plan.suite.workloads}
+    # each question names its workload's primary metric and its direction
+    assert {q.metric for q in plan.questions} == {"throughput"}
+    assert all(q.higher_is_better for q in plan.questions)
+
+
+def test_a_baseline_asked_for_alone_is_measured_without_a_question_against_itself(tmp_path: Path) -> None:
+    plan = plan_with(tmp_path, backends="plain")
+    assert {(q.target, q.baseline) for q in plan.questions} == {("plain", None)}
+
+
+@needs_root
+def test_the_ranking_holds_each_encrypted_target_to_the_plain_of_its_medium(tmp_path: Path) -> None:
+    plan = plan_with(tmp_path, backends="gocryptfs", ram=True)
+    assert plan.ranking is not None
+    assert plan.ranking.plain_of == {"gocryptfs": "plain", "ram:gocryptfs": "ram:plain"}
+    assert set(plan.ranking.family_of) == {w.name for w in plan.suite.workloads}
+    assert set(plan.ranking.family_of.values()) == {"sequential", "random"}
+    assert all(plan.ranking.higher_is_better.values())
+
+
+def test_the_plan_notes_the_baselines_it_added(tmp_path: Path) -> None:
+    plan = plan_with(tmp_path, backends="gocryptfs")
+    assert plan.notes == ("added plain as a baseline",)
