@@ -44,6 +44,26 @@ def test_a_baseline_asked_for_alone_is_measured_without_a_question_against_itsel
 
 
 @needs_root
+def test_a_baseline_added_for_another_baseline_asks_nothing_either(tmp_path: Path) -> None:
+    # fscrypt is compared with ext4-loop, itself with plain: both added, neither asks
+    plan = plan_with(tmp_path, backends="fscrypt")
+    assert plan.added_baselines == ("plain", "ext4-loop")
+    assert {(q.target, q.baseline) for q in plan.questions} == {("fscrypt", "ext4-loop")}
+
+
+def test_a_question_and_the_ranking_read_each_workloads_own_metric(tmp_path: Path) -> None:
+    # study-001: the mail thread's seconds (lower is better), the photo import's pictures a minute
+    plan = plan_with(tmp_path, backends="gocryptfs", suite="study-001", size="64M")
+    metric = {q.workload: (q.metric, q.higher_is_better) for q in plan.questions}
+    assert metric["mail-thread"] == ("seconds", False)
+    assert metric["photo-import"] == ("pictures_per_minute", True)
+    assert metric["rnd4k-read"] == ("throughput", True)
+    assert plan.ranking is not None
+    higher = plan.ranking.higher_is_better
+    assert (higher["mail-thread"], higher["photo-import"], higher["rnd4k-read"]) == (False, True, True)
+
+
+@needs_root
 def test_the_ranking_holds_each_encrypted_target_to_the_plain_of_its_medium(tmp_path: Path) -> None:
     plan = plan_with(tmp_path, backends="gocryptfs", ram=True)
     assert plan.ranking is not None
