@@ -40,15 +40,14 @@ from cryptbench.model.result import (
     QdCurve,
     QdPoint,
     Result,
-    Stopping,
     TargetInfo,
     TrialCounts,
 )
 from cryptbench.model.stored_run import Environment, RunPlan
 from cryptbench.model.vocabulary import Medium, TrialStatus
 from cryptbench.stats import estimates
-from cryptbench.store.database import Store, split_rounds
-from cryptbench.store.rows import CipherRow
+from cryptbench.store.database import Store
+from cryptbench.store.rows import StoredRun
 
 DOCUMENT_SCHEMA = 5  # 2 added ranking; 3 each target's protection; 4 its tampering and space;
 # 5 every percentage a change in speed, negative when slower (change_percent, not overhead_percent)
@@ -60,26 +59,24 @@ def read(db: Path, run: int | str) -> Document:
     the user typed it (an id, or latest)."""
     store = Store.open(db, create=False)
     try:
-        return build(store, store.resolve_run(run) if isinstance(run, str) else run)
+        run_id = run if isinstance(run, int) else store.resolve_run(run)
+        stored = store.stored_run(run_id, STORED_CIPHERS)
     finally:
         store.close()
+    return compose(stored)
 
 
 def build(store: Store, run_id: int) -> Document:
-    # everything the document is built from, read at once; the rest is computed
-    run = store.run_row(run_id)
-    targets = store.target_rows(run_id)
-    trials = store.trial_rows(run_id)
-    samples, rounds = split_rounds(store.samples_by_round(run_id))
-    fleet_hosts = store.fleet_host_rows(run_id)
-    # Efficiency and diagnosis hold a target to plain and to its cipher's
-    # ceiling on its own machine: a fleet run takes neither per host (yet),
-    # and the coordinator's stored ceilings describe another machine.
-    ciphers = (
-        None if fleet_hosts else (store.cipher_rows(run_id), store.cipher_rows(None, limit=STORED_CIPHERS))
-    )
+    """The document of run `run_id` in an open store."""
+    return compose(store.stored_run(run_id, STORED_CIPHERS))
 
+
+def compose(stored: StoredRun) -> Document:
+    """The document of a run read from the store: everything in it is computed from `stored`."""
+    run, targets, trials, stopping = stored.run, stored.targets, stored.trials, stored.stopping
+    samples, rounds, fleet_hosts = stored.samples, stored.rounds, stored.fleet_hosts
     plan, env = RunPlan(run.plan), Environment(run.environment)
+    answers = {(a.workload, a.target, a.baseline): a for a in stopping.answers} if stopping else {}
     seed = plan.seed
     tmap = {t.name: t for t in targets}
     compared = [(t, baseline, kind) for t in targets for baseline, kind in _baselines(t, tmap)]
@@ -105,8 +102,6 @@ def build(store: Store, run_id: int) -> Document:
                     )
                 )
 
-    stopping = Stopping.from_json(run.stopping) if run.stopping else None
-    answers = {(a.workload, a.target, a.baseline): a for a in stopping.answers} if stopping else {}
     comparisons = []
     for w in workloads:
         metric = plan.primary(w)
@@ -144,7 +139,7 @@ def build(store: Store, run_id: int) -> Document:
     written = [v for (_w, _t, m), vs in samples.items() if m == "device_bytes_written" for v in vs]
     doc = Document(
         schema_version=DOCUMENT_SCHEMA,
-        run_id=run_id,
+        run_id=run.id,
         status=run.status,
         started_at=run.started_at,
         finished_at=run.finished_at,
@@ -169,7 +164,10 @@ def build(store: Store, run_id: int) -> Document:
     doc = replace(doc, warnings=warning_rules.find(doc, trials))
     doc = replace(
         doc,
-        efficiency=[] if ciphers is None else [e.row() for e in efficiency(*ciphers, doc)],
+        # Efficiency and diagnosis hold a target to plain and to its cipher's
+        # ceiling on its own machine: a fleet run takes neither per host (yet),
+        # and the coordinator's stored ceilings describe another machine.
+        efficiency=[] if fleet_hosts else [e.row() for e in efficiency(stored, doc)],
         qd_curves=qd_curves(doc),
     )
     doc = replace(doc, ranking=ranking.build(doc))
@@ -180,15 +178,14 @@ def build(store: Store, run_id: int) -> Document:
     return doc
 
 
-def efficiency(
-    run_rows: list[CipherRow], machine_rows: list[CipherRow], doc: Document
-) -> list[ceilings.Efficiency]:
+def efficiency(run: StoredRun, doc: Document) -> list[ceilings.Efficiency]:
     """Each encrypted target's throughput against the lower of plain's on its
-    medium and its cipher's (cipher/ceilings.py), per workload: `run_rows` the run's own
-    cipher figures, `machine_rows` the newest standalone ones (this machine's among them)."""
+    medium and its cipher's (cipher/ceilings.py), per workload: the ceiling from the run's
+    own cipher figures, else from the newest standalone ones of this machine."""
+    run_rows = run.ciphers
     stored = [
         ceilings.StoredCipher(r.id, r.measured_at, r.environment, CipherDocument.from_json(r.result))
-        for r in machine_rows
+        for r in run.machine_ciphers
     ]
     medians = {
         (r.workload, r.target, r.metric): r.median

@@ -218,8 +218,8 @@ def build_plan(request: RunRequest) -> Plan:
         raise UsageError(f"--data must be one of {', '.join(DATA_KINDS)}")
     seed = checked_seed(r.seed)
     target_dir = check_target_dir(Path(r.target))
-    rule = stopping_rule(suite, r, max_bytes=r.max_bytes, target_dir=target_dir)
     passphrase = keys.read_passphrase_file(r.passphrase_file) if r.passphrase_file is not None else None
+    rule = stopping_rule(suite, r, max_bytes=r.max_bytes, target_dir=target_dir)
     ordered, added, skipped = choose_backends(r, suite)
     states, fs = states_and_fs(r, suite, ordered)
     targets = expand(ordered, states, fs, r.ram)

@@ -18,10 +18,18 @@ from typing import Any, TypeVar
 from cryptbench.machine.interrupts import signals_blocked
 from cryptbench.model.errors import CryptbenchError, StoreError
 from cryptbench.model.json_types import DbRow
-from cryptbench.model.result import JsonObject, TargetInfo
+from cryptbench.model.result import JsonObject, Stopping, TargetInfo
 from cryptbench.model.vocabulary import HostStatus, Medium, TrialStatus
 from cryptbench.store.migrations import MIGRATIONS, SCHEMA_VERSION
-from cryptbench.store.rows import CipherRow, FleetHostRow, HistoryRow, MetricPoint, RunRow, TrialRow
+from cryptbench.store.rows import (
+    CipherRow,
+    FleetHostRow,
+    HistoryRow,
+    MetricPoint,
+    RunRow,
+    StoredRun,
+    TrialRow,
+)
 
 
 def default_db_path() -> Path:
@@ -319,6 +327,18 @@ class Store:
         if self.db.execute("SELECT 1 FROM runs WHERE id=?", (run_id,)).fetchone() is None:
             raise StoreError(f"no run {run_id} in {self.path}")
         return run_id
+
+    def stored_run(self, run_id: int, machine_ciphers: int) -> StoredRun:
+        """All a run's document is built from, read at once: its row (the stopping record
+        parsed), targets, trials, every metric's values with their rounds, a fleet's hosts,
+        the run's cipher figures and the `machine_ciphers` newest standalone ones."""
+        run, targets, trials = self.run_row(run_id), self.target_rows(run_id), self.trial_rows(run_id)
+        by_round = self.samples_by_round(run_id)
+        hosts, ciphers = self.fleet_host_rows(run_id), self.cipher_rows(run_id)
+        machine = self.cipher_rows(None, limit=machine_ciphers)
+        samples, rounds = split_rounds(by_round)
+        stopping = Stopping.from_json(run.stopping) if run.stopping else None
+        return StoredRun(run, targets, trials, samples, rounds, stopping, hosts, ciphers, machine)
 
     def run_row(self, run_id: int) -> RunRow:
         cur = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cryptbench.model.json_types import DbRow
-from cryptbench.model.result import JsonObject
+from cryptbench.model.result import JsonObject, Stopping, TargetInfo
 from cryptbench.model.vocabulary import HostStatus, RunStatus, TrialStatus
 
 
@@ -158,3 +158,21 @@ class MetricPoint:
     io_mode: str  # direct or buffered, as that run's target ran
     unit: str  # the metric's unit
     value: float  # in that unit
+
+
+Samples = dict[tuple[str, str, str], list[float]]  # (workload, target, metric) -> values, trial order
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as its document is built from it, read at once (Store.stored_run)."""
+
+    run: RunRow
+    targets: list[TargetInfo]  # in the order the run provisioned them
+    trials: list[TrialRow]  # in trial order
+    samples: Samples  # every metric's values
+    rounds: dict[tuple[str, str, str], list[int]]  # the round each of those values ran in
+    stopping: Stopping | None  # what decided how many trials ran; None for runs stored before schema 2
+    fleet_hosts: list[FleetHostRow]  # a fleet run's hosts; empty for a local run
+    ciphers: list[CipherRow]  # the run's own cipher figures (at most one)
+    machine_ciphers: list[CipherRow]  # the newest standalone ones, of any machine, newest first

@@ -17,11 +17,11 @@ def lay_out(ctx: TrialContext, target: Target, slug: str, direct: bool, seed: in
     """Write `target`'s data file (its job file kept as jobs/layout-`slug`.fio). A full
     filesystem stops the run (DiskFull); any other failure loses the target (ProvisionError)."""
     sized = amount.whole_file(ctx, direct)
-    text = render_layout(job_options(ctx, target, seed, sized))
+    opts = job_options(ctx, target, seed, sized)
     layout = ctx.session.path("jobs", f"layout-{slug}.fio")
     layout.parent.mkdir(exist_ok=True)
     ctx.session.check_inside(target.path / DATA_FILE).unlink(missing_ok=True)
-    layout.write_text(text)
+    layout.write_text(render_layout(opts))
     try:
         run_fio(layout, ctx.session)
     except TrialError as e:
