@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.fleet_h
 from tests.support import fleet_hosts
 
 from cryptbench.commands.fleet import run as fleet_run
+from cryptbench.model.vocabulary import RunStatus
 from cryptbench.pipeline.fleet_run import FleetRequest
 
 
@@ -70,6 +71,10 @@ def main() -> int:
                 )
                 wall = time.monotonic() - started
                 stops = {h.name: fleet_hosts.stop(h) for h in hosts}
+            if outcome.status == RunStatus.INTERRUPTED:
+                # Ctrl-C: the run tore down and kept its trials; its hosts are gone too
+                print(f"fleet-scaling: interrupted during the {n}-host fleet", file=sys.stderr)
+                return 130
             ok, failed = (
                 outcome.document.trials.ok,
                 outcome.document.trials.failed,

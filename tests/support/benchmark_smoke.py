@@ -7,6 +7,8 @@ the integration tests (tests/integration/test_benchmarks_smoke.py)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -77,12 +79,38 @@ def run(script: str, target: Path | None) -> None:
     if "--target" in path.read_text():
         assert target is not None, f"{script} takes --target: it runs with the integration tests"
         args = [*args, "--target", str(target)]
-    done = subprocess.run(
+    # In a session of its own, so that a Ctrl-C meant for the suite reaches it only through
+    # `finish`, which waits for the script to undo what it made.
+    proc = subprocess.Popen(
         [sys.executable, str(path), *args],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
+        start_new_session=True,
     )
-    assert "Traceback" not in done.stderr, done.stderr
-    assert done.returncode in statuses, (done.returncode, done.stdout, done.stderr)
-    assert expect in done.stdout, done.stdout
+    try:
+        out, err = proc.communicate(timeout=RUN_SECONDS)
+    finally:
+        finish(proc)
+    assert "Traceback" not in err, err
+    assert proc.returncode in statuses, (proc.returncode, out, err)
+    assert expect in out, out
+
+
+RUN_SECONDS = 300.0  # a smoke run takes seconds to a minute; beyond this it has hung
+STOP_SECONDS = 180.0  # for a script stopped mid-run to tear down (fleet-scaling's serves: 120 s each at most)
+
+
+def finish(proc: subprocess.Popen[str]) -> None:
+    """A script still running (the suite stopped, or it hung) is stopped as a user would:
+    Ctrl-C (SIGINT) to its process group, so that it tears down what it made (the tool's
+    targets, fleet-scaling's namespace hosts and their serves); killed only if that
+    takes over STOP_SECONDS."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.communicate(timeout=STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
