@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support import fleet_hosts
+
 BENCHMARKS = Path(__file__).resolve().parent.parent.parent / "benchmarks"
 
 # script -> (its tiny arguments, what its output must hold, exit statuses that mean
@@ -98,7 +100,9 @@ def run(script: str, target: Path | None) -> None:
 
 
 RUN_SECONDS = 300.0  # a smoke run takes seconds to a minute; beyond this it has hung
-STOP_SECONDS = 180.0  # for a script stopped mid-run to tear down (fleet-scaling's serves: 120 s each at most)
+# for a script stopped mid-run to tear down: a minute beyond what one of fleet-scaling's
+# serves may take (fleet_hosts.STOP_WAIT)
+STOP_SECONDS = fleet_hosts.STOP_WAIT + 60.0
 
 
 def finish(proc: subprocess.Popen[str]) -> None:

@@ -46,6 +46,10 @@ def skip_unavailable(name: str, reason: str) -> None:
 
 
 requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to attach loop devices and mount")
+# what build_plan says without root (planning/plan._ram_bytes)
+ram_requires_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="--ram needs root (to mount the tmpfs the RAM twins live on)"
+)
 
 
 @contextmanager

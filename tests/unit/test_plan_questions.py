@@ -2,16 +2,12 @@
 workload's seed, the questions its repetition stops on, the ranking's groups, and the
 notes the run stores of its plan."""
 
-import os
 from pathlib import Path
-
-import pytest
 
 from cryptbench.planning.questions import workload_seeds
 from cryptbench.planning.suite import load_suite
 from tests.support.documents import plan_with
-
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="--ram needs root (it mounts a tmpfs)")
+from tests.support.targets import ram_requires_root, requires_root
 
 
 def test_each_workload_has_its_own_seed_from_the_runs() -> None:
@@ -43,7 +39,7 @@ def test_a_baseline_asked_for_alone_is_measured_without_a_question_against_itsel
     assert {(q.target, q.baseline) for q in plan.questions} == {("plain", None)}
 
 
-@needs_root
+@requires_root
 def test_a_baseline_added_for_another_baseline_asks_nothing_either(tmp_path: Path) -> None:
     # fscrypt is compared with ext4-loop, itself with plain: both added, neither asks
     plan = plan_with(tmp_path, backends="fscrypt")
@@ -63,7 +59,7 @@ def test_a_question_and_the_ranking_read_each_workloads_own_metric(tmp_path: Pat
     assert (higher["mail-thread"], higher["photo-import"], higher["rnd4k-read"]) == (False, True, True)
 
 
-@needs_root
+@ram_requires_root
 def test_the_ranking_holds_each_encrypted_target_to_the_plain_of_its_medium(tmp_path: Path) -> None:
     plan = plan_with(tmp_path, backends="gocryptfs", ram=True)
     assert plan.ranking is not None

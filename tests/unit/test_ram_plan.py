@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -13,15 +12,14 @@ from cryptbench.model.errors import UsageError
 from cryptbench.model.result import TargetInfo
 from cryptbench.trial.provisioned import decide_io_modes
 from tests.support.documents import plan_with
-
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="--ram needs root (it mounts a tmpfs)")
+from tests.support.targets import ram_requires_root
 
 
 def _plan(tmp_path: Path, backends: str, **over: object):  # type: ignore[no-untyped-def]
     return plan_with(tmp_path, **{"backends": backends, "ram": True, **over})
 
 
-@needs_root
+@ram_requires_root
 def test_every_target_gets_a_ram_twin_compared_within_its_medium(tmp_path: Path) -> None:
     plan = _plan(tmp_path, "ext4-loop")
     names = [t.name for t in plan.targets]
@@ -35,13 +33,13 @@ def test_every_target_gets_a_ram_twin_compared_within_its_medium(tmp_path: Path)
     assert plan.to_json()["ram"] is True
 
 
-@needs_root
+@ram_requires_root
 def test_a_throttle_has_no_ram_twin(tmp_path: Path) -> None:
     plan = _plan(tmp_path, "plain-twin", suite="quick")
     assert [t.name for t in plan.targets] == ["plain", "plain-twin", "ram:plain", "ram:plain-twin"]
 
 
-@needs_root
+@ram_requires_root
 def test_more_ram_than_there_is_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"--ram needs .* of memory"):
         _plan(tmp_path, "plain", size="64G", repeats=1, max_bytes="1G")

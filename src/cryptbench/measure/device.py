@@ -51,7 +51,7 @@ def _counter(device: str | None, field: int, sys: Path) -> int | None:
         return None
 
 
-def filesystem_of(path: Path) -> dict[str, str]:
+def describe_filesystem(path: Path, sys: Path = SYS) -> dict[str, str]:
     """The filesystem holding `path` as the environment records it: its mount, and the
     device under it (whether it rotates, its model) where /sys/block names one."""
     best = system.filesystem_of(path)
@@ -65,11 +65,11 @@ def filesystem_of(path: Path) -> dict[str, str]:
     }
     dev = re.sub(r"^/dev/", "", best.source)
     for candidate in (dev, re.sub(r"p?\d+$", "", dev)):
-        rot = Path(f"/sys/block/{candidate}/queue/rotational")
+        rot = sys / "block" / candidate / "queue" / "rotational"
         if candidate and rot.exists():
             info["device"] = candidate
             info["rotational"] = rot.read_text().strip()
-            model = Path(f"/sys/block/{candidate}/device/model")
+            model = sys / "block" / candidate / "device" / "model"
             if model.exists():
                 info["model"] = model.read_text().strip()
             break

@@ -15,7 +15,7 @@ from cryptbench.cipher import kernel
 from cryptbench.engines.fio import fio_version
 from cryptbench.machine.system import is_root
 from cryptbench.measure.cache import drop_method
-from cryptbench.measure.device import device_of, filesystem_of
+from cryptbench.measure.device import describe_filesystem, device_of
 from cryptbench.model.json_types import JsonObject
 
 CPU_FLAGS_OF_INTEREST = ("aes", "vaes", "pclmulqdq", "vpclmulqdq", "avx2", "avx512f", "sha_ni")
@@ -83,7 +83,7 @@ def collect(target_dir: Path, backends: Iterable[str] = ()) -> JsonObject:
     model, flags = _cpuinfo()
     # whose write counter each trial's device_bytes_written comes from; None: none (tmpfs)
     device = device_of(target_dir)
-    filesystem = filesystem_of(target_dir)
+    filesystem = describe_filesystem(target_dir)
     found = versions(backends)
     return {
         "hostname": socket.gethostname(),
