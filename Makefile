@@ -32,6 +32,7 @@ system-deps:
 test-deps:
 	@$(QUIETLY) "checking the tests' system packages" scripts/install-system-deps.sh --test
 	@$(QUIETLY) "checking the kernel lab's Debian 13 kernel" scripts/fetch-lab-kernel.sh
+	@$(QUIETLY) "checking the kernel lab's ZFS module (built once: minutes)" scripts/fetch-zfs.sh
 
 $(STAMP): $(BUILT)
 	@rm -f $(VENV)/.installed-*
