@@ -6,6 +6,7 @@ a backing synced inside the clock where fsync does not reach it."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import subprocess
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import pytest
 
 from cryptbench.backends.base import Helper, Target
 from cryptbench.machine.session import Session
+from cryptbench.measure.device import device_of
 from cryptbench.model.errors import DiskFull, TargetLost, TrialError
 from cryptbench.model.vocabulary import TrialStatus
 from cryptbench.planning.suite import WorkloadSpec
@@ -143,3 +145,18 @@ def test_a_backing_fsync_does_not_reach_is_synced_inside_the_clock(run: tuple[Tr
     values = ctx.store.trial_metrics(ctx.run_id)
     assert values[first.id]["backing_sync_seconds"][0] >= 0
     assert "backing_sync_seconds" not in values[second.id]
+
+
+def test_a_trial_records_what_the_scratch_device_read_and_wrote(
+    run: tuple[TrialContext, Target], tmp_path: Path
+) -> None:
+    """The device's own counters around each trial: a cold read that came from a cache
+    shows in device_bytes_read, whatever fio says it read."""
+    ctx, target = run
+    device = device_of(tmp_path)
+    if device is None:
+        pytest.skip(f"{tmp_path} is on no block device here (tmpfs): there is no counter to read")
+    ctx = dataclasses.replace(ctx, device=device)
+    assert runner.run_trial(ctx, _spec(READ), target, True, 7, Fio()) is True
+    (values,) = ctx.store.trial_metrics(ctx.run_id).values()
+    assert values["device_bytes_read"][0] >= 0 and values["device_bytes_written"][0] >= 0

@@ -86,10 +86,15 @@ def app_metrics(
 
 
 def trial_metrics(
-    fio: FioMeasurement, cpu: CpuUsage, device_written: int | None = None, synced: float | None = None
+    fio: FioMeasurement,
+    cpu: CpuUsage,
+    device_written: int | None = None,
+    synced: float | None = None,
+    device_read: int | None = None,
 ) -> list[MetricValue]:
     """A fio trial's metrics; `synced`: the seconds the backing's sync took inside its clock
-    (Target.sync_backing), None where the trial made none."""
+    (Target.sync_backing), None where the trial made none. `device_read`: what the scratch
+    device read meanwhile, the evidence that a cold read came from it and not a cache."""
     values = {
         **_fio_values(fio),
         "cpu_seconds_per_gb": cpu.busy_seconds / (fio.io_bytes / 1e9),
@@ -98,7 +103,7 @@ def trial_metrics(
         "helper_threads": cpu.helper_threads,
         "wall_seconds": cpu.wall_seconds,
     }
-    _device(values, device_written)
+    _device(values, device_written, device_read)
     if synced is not None:
         values["backing_sync_seconds"] = synced
     return [MetricValue(name, CATALOG[name].unit, float(v)) for name, v in values.items()]

@@ -274,7 +274,7 @@ def run_trial(
         _store_failure(ctx, spec, target, row, e)
         return False
     row.status = TrialStatus.OK
-    metrics = trial_metrics(measurement, meters.cpu, meters.device_written, synced)
+    metrics = trial_metrics(measurement, meters.cpu, meters.device_written, synced, meters.device_read)
     ctx.store.insert_trial(ctx.run_id, row, metrics)
     return True
 
