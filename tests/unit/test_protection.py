@@ -541,3 +541,21 @@ def test_only_an_image_a_reader_here_sees_into_is_checkpointed(tmp_path: Path) -
         (tmp_path / name).write_bytes(head + b"\0" * 4096)
     seen = {name: probes._readable_image(tmp_path / name) for name in heads}
     assert seen == {"ext4.img": True, "luks.img": False, "disk.qcow2": False}
+
+
+def test_a_flip_caught_by_a_checksum_is_not_a_mac() -> None:
+    """ZFS fails the read of a flipped byte whether or not it encrypts: where the backend
+    declares no more than a checksum, the probe's "detected" is "checked", which protects
+    nothing against someone who can rewrite the checksum too, and so meets no `--needs tamper`."""
+    caught = Finding(Verdict.DETECTED, "reading the file back failed with EIO")
+    checksum = (Verdict.CHECKED, "ZFS checksums every block")
+    assert caught.as_declared(checksum).verdict is Verdict.CHECKED
+    assert caught.as_declared(checksum).evidence == caught.evidence
+    assert caught.as_declared((Verdict.DETECTED, "a MAC")).verdict is Verdict.DETECTED
+    checked = caught.as_declared(checksum)
+    assert checked.protects is False and not checked.disagrees
+    silent = Finding(Verdict.SILENT, "read back changed").as_declared(checksum)
+    assert silent.verdict is Verdict.SILENT and silent.disagrees  # the checksum was promised
+    assert protection_rows.cell(checked) == "~ checksum"
+    target = SimpleNamespace(protection={"sight": "unreadable image", "tamper": checked.to_json()})
+    assert ranking.unmet_need(["tamper"], target) == "needs tamper detected: checked here"  # type: ignore[arg-type]

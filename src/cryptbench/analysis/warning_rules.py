@@ -75,6 +75,7 @@ SAID = {
     Verdict.BLOCK: "show {prop} to a block",
     Verdict.DETECTED: "detect tampering",
     Verdict.SILENT: "return tampered data silently",
+    Verdict.CHECKED: "catch a changed byte by a checksum",
 }
 FOUND = {
     Verdict.HIDDEN: "they were hidden",
@@ -82,6 +83,7 @@ FOUND = {
     Verdict.BLOCK: "they were shown to a block",
     Verdict.DETECTED: "a flipped byte was detected",
     Verdict.SILENT: "a flipped byte was returned silently",
+    Verdict.CHECKED: "a flipped byte failed its checksum",
     Verdict.UNKNOWN: "the probe could not decide",
 }
 

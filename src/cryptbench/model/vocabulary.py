@@ -48,6 +48,9 @@ class Verdict(StrEnum):
     HIDDEN = "hidden"  # the backing did not show it
     SHOWN = "shown"  # the backing showed it (sizes: exactly, to the byte)
     BLOCK = "block"  # sizes only: shown to within a block (the finding names it)
-    DETECTED = "detected"  # tamper only: reading a flipped byte back failed
+    DETECTED = "detected"  # tamper only: reading a flipped byte back failed, by a MAC (authenticated)
+    # tamper only: reading a flipped byte back failed, by a checksum anyone who can write the
+    # backing can recompute (ZFS's): corruption is caught, an attacker is not
+    CHECKED = "checked"
     SILENT = "silent"  # tamper only: a flipped byte came back as other data, without an error
     UNKNOWN = "unknown"  # no reader here for the backing's structure, or the probe failed

@@ -123,9 +123,7 @@ def probe_protection(session: Session, targets: dict[str, Target]) -> None:
         findings = {Property.CONTENTS: _contents(t), **p.findings}
         found[name] = replace(
             p,
-            findings={
-                prop: replace(f, declared=said[prop]) if prop in said else f for prop, f in findings.items()
-            },
+            findings={prop: f.as_declared(said[prop]) if prop in said else f for prop, f in findings.items()},
         )
     broken = None
     for name, t in targets.items():

@@ -3,7 +3,7 @@ as the store keeps it (the `protection` of each target in the result document)."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.vocabulary import Property, Verdict
@@ -40,10 +40,21 @@ class Finding:
     @property
     def disagrees(self) -> bool:
         """The probe proved the opposite of what the documentation promises (hidden against
-        shown, exactly or to a block); an undecided probe disagrees with nothing."""
+        shown, exactly or to a block; a byte's change caught against returned silently); an
+        undecided probe disagrees with nothing."""
         if self.declared is None or self.protects is None:
             return False
+        if self.declared[0] is Verdict.CHECKED:  # caught, though by a checksum
+            return self.verdict is Verdict.SILENT
         return self.protects != (self.declared[0] in PROTECTING)
+
+    def as_declared(self, declared: tuple[Verdict, str]) -> Finding:
+        """With the documentation's promise. A flipped byte the probe saw caught is caught
+        by a checksum where the backend declares no more (Verdict.CHECKED): the probe sees
+        the read fail, not whether a key was needed to make it pass."""
+        if self.verdict is Verdict.DETECTED and declared[0] is Verdict.CHECKED:
+            return replace(self, verdict=Verdict.CHECKED, declared=declared)
+        return replace(self, declared=declared)
 
     @property
     def protects(self) -> bool | None:

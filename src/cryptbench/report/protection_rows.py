@@ -32,7 +32,7 @@ def probed(doc: Document) -> list[tuple[TargetInfo, Protection]]:
 
 def cell(f: Finding | None) -> str:
     """✓ hidden (or detected), ✗ shown (to the byte; or silent), ~N: shown to an N-byte
-    block, ? undecided."""
+    block, ~ checksum: a flipped byte caught by a checksum, not authenticated, ? undecided."""
     if f is None:
         return "-"
     if f.verdict is Verdict.HIDDEN:
@@ -41,6 +41,8 @@ def cell(f: Finding | None) -> str:
         return "✓ detected"
     if f.verdict is Verdict.SILENT:
         return "✗ silent"
+    if f.verdict is Verdict.CHECKED:
+        return "~ checksum"
     if f.verdict is Verdict.BLOCK:
         return f"~ to {format_bytes(int(f.detail.get('block', 0)))}"
     if f.verdict is Verdict.SHOWN:
