@@ -1,6 +1,9 @@
 from pathlib import Path
 
+import pytest
+
 from cryptbench.backends.base import Target, cache_files
+from cryptbench.measure import cache
 
 
 def test_a_file_inside_the_backing_is_counted_once(tmp_path: Path) -> None:
@@ -20,3 +23,27 @@ def test_extra_files_come_first_then_the_backing(tmp_path: Path) -> None:
     t = Target("ext4-loop", "ext4-loop", False, "plain", tmp_path / "mnt", (image,))
     data = tmp_path / "mnt" / "cryptbench.dat"
     assert cache_files(t, data) == [data, image]
+
+
+def test_a_layers_own_cache_is_emptied_before_the_page_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ZFS's ARC goes first (its export writes back what it holds), then the page cache;
+    the trial's record says both."""
+    done: list[str] = []
+
+    def drop(files: object) -> cache.DropMethod:
+        done.append("page cache")
+        return cache.DropMethod.FADVISE
+
+    monkeypatch.setattr(cache, "drop_caches", drop)
+
+    def empty() -> str:
+        done.append("own")
+        return "zpool export and import (the ARC)"
+
+    t = Target("zfs", "zfs", False, "plain", tmp_path, (tmp_path / "zfs.img",), empty_cache=empty)
+    assert cache.make_cold(t, []) == "zpool export and import (the ARC), then fadvise"
+    assert done == ["own", "page cache"]
+    plain = Target("plain", "plain", False, None, tmp_path, (tmp_path,))
+    assert cache.make_cold(plain, []) == "fadvise"

@@ -51,7 +51,7 @@ class Fio:
 @pytest.fixture
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TrialContext, Target]]:
     # a unit test drops no cache of the host's: the drop is measure/cache.py's, tested there
-    monkeypatch.setattr(runner, "drop_caches", lambda files: "none (test)")
+    monkeypatch.setattr(runner, "make_cold", lambda target, files: "none (test)")
     session = Session.create(tmp_path, registry=tmp_path / "reg")
     store = Store.open(tmp_path / "r.sqlite")
     run_id = store.insert_run("t", {}, {}, "test")

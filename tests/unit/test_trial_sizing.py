@@ -170,7 +170,7 @@ class Dirs:
 @pytest.fixture
 def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session]:
     # direct I/O has no page cache to drop; dropping the host's would only slow the test
-    monkeypatch.setattr(sizing, "drop_caches", lambda files: None)
+    monkeypatch.setattr(sizing, "make_cold", lambda target, files: "none (test)")
     with scratch_session(tmp_path) as s:
         yield s
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -118,6 +118,10 @@ class Target:
     # True where the target writes a file only from its start (Backend.writes_from_start):
     # a probe that rewrites a file truncates it first.
     writes_from_start: bool = False
+    # Empties a cache of the layer's own that dropping the page cache does not reach, before
+    # every cold read (ZFS's ARC: its pool exported and imported again: backends/zfs.py);
+    # returns what it did, in words, for the trial's record. None: the layer keeps none.
+    empty_cache: Callable[[], str] | None = None
     # What its backing hides, as the protection probes found it (protection/findings.py's
     # Protection.to_json()); None until probed.
     protection: JsonObject | None = None

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 
+from cryptbench.backends.base import Target
 from cryptbench.machine.system import is_root, which
 
 
@@ -46,6 +47,15 @@ def drop_caches(files: Iterable[Path]) -> DropMethod:
         finally:
             os.close(fd)
     return DropMethod.FADVISE
+
+
+def make_cold(target: Target, files: Iterable[Path]) -> str:
+    """Every cache a read of `target` could be served from, emptied: the layer's own first
+    (Target.empty_cache: ZFS's ARC), then the page cache (of `files`, its
+    backends.base.cache_files, where not root). Returns how, for the trial's record."""
+    own = target.empty_cache() if target.empty_cache is not None else None
+    method = drop_caches(files)
+    return f"{own}, then {method}" if own else str(method)
 
 
 def resident_bytes(files: Iterable[Path]) -> int:

@@ -18,7 +18,7 @@ from cryptbench.backends import REGISTRY
 from cryptbench.backends.base import DirectIO, Target, cache_files, iter_files
 from cryptbench.engines.apps.base import durable
 from cryptbench.machine.session import Session
-from cryptbench.measure.cache import drop_caches, resident_bytes
+from cryptbench.measure.cache import make_cold, resident_bytes
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.vocabulary import Property, Verdict
 from cryptbench.protection import probes
@@ -66,7 +66,7 @@ PROBE_BYTES = 1 << 20
 def probe_direct_io(session: Session, target: Target) -> tuple[DirectIO, str]:
     """Write 1 MiB with O_DIRECT and see whether any of it lands in a page cache."""
     probe = session.check_inside(target.path / PROBE_NAME)
-    drop_caches(cache_files(target))
+    make_cold(target, cache_files(target))
     before = resident_bytes(cache_files(target))
     buf = mmap.mmap(-1, PROBE_BYTES)  # page-aligned, as O_DIRECT requires
     buf.write(secrets.token_bytes(PROBE_BYTES))

@@ -32,7 +32,7 @@ import numpy as np
 
 from cryptbench.backends.base import Target, cache_files
 from cryptbench.machine.session import Session
-from cryptbench.measure.cache import drop_caches
+from cryptbench.measure.cache import make_cold
 from cryptbench.model.errors import ProvisionError
 from cryptbench.model.vocabulary import Verdict
 from cryptbench.protection import blocks
@@ -112,7 +112,7 @@ def _flip_and_read(
         outcome = _read_back(target, probe, expected)
     finally:
         blocks.write_byte(backing, offset, original)
-        drop_caches(cache_files(target, probe))
+        make_cold(target, cache_files(target, probe))
     dead = [(h.name, why) for h in target.helpers if (why := h.death()) is not None]
     if dead:
         name, why = dead[0]
@@ -142,7 +142,7 @@ def _read_back(target: Target, probe: Path, expected: bytes) -> OSError | int | 
     and every read keeps them there: each read waits, untouched, until they are gone."""
     for _ in range(READS):
         wait_write_behind(target)
-        drop_caches(cache_files(target, probe))
+        make_cold(target, cache_files(target, probe))
         try:
             got = probe.read_bytes()
         except OSError as e:

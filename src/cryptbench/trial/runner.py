@@ -28,7 +28,7 @@ from cryptbench.engines.fio import FioMeasurement, parse_fio_json, run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.machine.session import Session
 from cryptbench.measure import cpu, cpu_timeline
-from cryptbench.measure.cache import drop_caches, resident_bytes
+from cryptbench.measure.cache import make_cold, resident_bytes
 from cryptbench.measure.device import bytes_read, bytes_written
 from cryptbench.model.errors import CryptbenchError, DiskFull, TargetLost, TrialError, UsageError
 from cryptbench.model.vocabulary import TrialStatus
@@ -174,7 +174,7 @@ def _measure(
     A failure while a helper of the target died is the target's loss, not the trial's.
     """
     if cold:
-        row.cache_method = str(drop_caches(files))
+        row.cache_method = make_cold(target, files)
         # What is still resident now would be served from memory: record it.
         row.cache_resident_bytes = resident_bytes(files)
     else:
@@ -306,8 +306,8 @@ def app_env(ctx: TrialContext, workload: AppWorkload, target: Target, seed: int,
     root = ctx.session.check_inside(target.path / "apps" / workload.name)
 
     def settle() -> None:
-        # A generator: as root drop_caches never reads it, so no tree is walked.
-        drop_caches(chain(target.cached, iter_files((root, inputs, staging, *target.backing))))
+        # A generator: as root make_cold never reads it, so no tree is walked.
+        make_cold(target, chain(target.cached, iter_files((root, inputs, staging, *target.backing))))
 
     inputs = ctx.session.path("inputs", workload.name)
     staging = ctx.session.path("staging", workload.name)

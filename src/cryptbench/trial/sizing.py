@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from cryptbench.backends.base import Target, cache_files
 from cryptbench.engines.fio import FioMeasurement, parse_fio_json, run_fio
-from cryptbench.measure.cache import drop_caches
+from cryptbench.measure.cache import make_cold
 from cryptbench.model.errors import TrialError
 from cryptbench.model.units import format_bytes, format_duration
 from cryptbench.planning.suite import WorkloadSpec
@@ -252,7 +252,7 @@ def _measure_job(ctx: TrialContext, target: Target, job: TrialJob, name: str) ->
     jobfile = ctx.session.path("jobs", f"{name}.fio")
     jobfile.parent.mkdir(exist_ok=True)
     jobfile.write_text(job.text)
-    drop_caches(cache_files(target, job.filename))
+    make_cold(target, cache_files(target, job.filename))
     return parse_fio_json(job.fio(jobfile, ctx.session))
 
 
