@@ -11,15 +11,23 @@ empty it (openzfs/zfs#12810), which a later target's test holds the tool to.
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from cryptbench.machine.resources import zpool_names
+from cryptbench.model.json_types import JsonObject
 from tests.support import zfs_lab
+from tests.support.cli import cli, own_state
+from tests.support.leaks import leak_checked_dir, leftovers
 
 pytestmark = [pytest.mark.lab, pytest.mark.integration]
 
@@ -48,10 +56,9 @@ def loop_over(image: Path) -> Iterator[str]:
 
 
 def test_the_module_loads_and_an_encrypted_pool_cycles_with_its_arc_emptied_by_export(
-    target_dir: Path, tmp_path: Path
+    target_dir: Path, tmp_path: Path, with_zfs: zfs_lab.LabZfs
 ) -> None:
-    zfs = zfs_lab.need()
-    zfs_lab.load(zfs)
+    zfs = with_zfs
     assert Path("/sys/module/zfs/version").read_text().startswith(zfs.version.split("-")[0])
     env = zfs.environ()
 
@@ -102,3 +109,130 @@ def test_the_module_loads_and_an_encrypted_pool_cycles_with_its_arc_emptied_by_e
         finally:
             if imported:
                 subprocess.run(["zpool", "export", pool], check=False, env=env)
+
+
+ZFS_TARGETS = ("zfs", "zfs-native", "zfs-on-luks")
+# One sequential read, buffered: a read the ARC could serve is what the cache control is
+# for (with O_DIRECT, ZFS 2.3 reads past the ARC anyway). Tiny: under TCG every block is
+# encrypted in emulated software.
+READ_SUITE = """
+name = "zfs-lab"
+description = "One sequential read, for the kernel lab's ZFS targets"
+[[workloads]]
+name = "seq1m-q8-read"
+rw = "read"
+bs = "1M"
+iodepth = 8
+"""
+SIZE = 8 << 20  # bytes: the data file each trial reads
+
+
+@pytest.fixture(scope="module", autouse=True)
+def with_zfs() -> Iterator[zfs_lab.LabZfs]:
+    """The module loaded, and zpool and zfs found through PATH by this process and all it
+    starts, as on a machine with the packages installed: the runs, `cleanup`, and the leak
+    checks (tests/support/leaks.py), which then see a pool left imported."""
+    zfs = zfs_lab.need()
+    zfs_lab.load(zfs)
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("PATH", "LD_LIBRARY_PATH"):
+            patch.setenv(name, zfs.environ()[name])
+        yield zfs
+
+
+@pytest.fixture(scope="module")
+def zfs_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JsonObject]:
+    """`cryptbench run --backends zfs,zfs-native,zfs-on-luks,plain` as a user with ZFS types it."""
+    home = tmp_path_factory.mktemp("zfs")
+    suite = home / "suite.toml"
+    suite.write_text(READ_SUITE)
+    env = own_state(home)
+    with leak_checked_dir() as target:
+        proc = cli(
+            *("run", "--backends", ",".join((*ZFS_TARGETS, "plain")), "--suite", str(suite)),
+            *("--size", str(SIZE), "--repeats", "2", "--io-mode", "buffered", "--json"),
+            *("--target", str(target), "--db", str(home / "r.sqlite")),
+            env=env,
+        )
+        print(proc.stderr[-3000:])
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert not zpool_names("cryptbench-"), "a pool was left imported"
+    doc: JsonObject = json.loads(proc.stdout)
+    return doc
+
+
+def test_the_three_are_measured_ranked_and_proven(zfs_run: JsonObject) -> None:
+    targets = {t["name"]: t for t in zfs_run["targets"]}
+    assert set(ZFS_TARGETS) <= set(targets)
+    assert zfs_run["trials"]["failed"] == 0
+    assert targets["zfs"]["baseline"] == "plain"
+    for name in ("zfs-native", "zfs-on-luks"):
+        assert targets[name]["baseline"] == "zfs"
+        assert targets[name]["encryption_verified"] is True, name
+    # the positive control: the marker written through it is in its image as written
+    assert targets["zfs"]["encryption_verified"] is None and targets["zfs"]["marker_in_backing"] is True
+    assert "encryption=aes-256-gcm" not in targets["zfs"]["details"]["dataset"]
+    assert targets["zfs-native"]["details"]["encryption"].startswith("ZFS native, aes-256-gcm")
+    for name in ZFS_TARGETS:
+        details = targets[name]["details"]
+        assert "recordsize=128K" in details["dataset"] and "compression=off" in details["dataset"]
+    # what the probes found of names, beside the declared: the unencrypted pool shows them
+    names = {n: targets[n]["protection"]["names"]["verdict"] for n in ZFS_TARGETS}
+    assert names == {"zfs": "shown", "zfs-native": "hidden", "zfs-on-luks": "hidden"}, names
+    compared = {(c["target"], c["baseline"]) for c in zfs_run["comparisons"]}
+    assert {("zfs-native", "zfs"), ("zfs-on-luks", "zfs")} <= compared
+    # both encrypted ways set against plain in the ranking, each with its verdict
+    ranked = {r["target"]: r for group in zfs_run["ranking"] for r in group["overall"]}
+    assert {"zfs-native", "zfs-on-luks"} <= set(ranked), zfs_run["ranking"]
+    assert all(ranked[n].get("verdict") for n in ("zfs-native", "zfs-on-luks"))
+
+
+def test_every_cold_read_comes_from_the_device_not_the_arc(zfs_run: JsonObject) -> None:
+    """Each trial reads the whole data file from the scratch device: the pool was exported
+    and imported before it, so its blocks had left the ARC. Without that control the file,
+    written at layout and read by the first trial, sits in the ARC and the device reads
+    next to nothing (openzfs/zfs#12810: drop_caches leaves the ARC as it is)."""
+    reads = [
+        r for r in zfs_run["results"] if r["target"] in ZFS_TARGETS and r["metric"] == "device_bytes_read"
+    ]
+    assert {r["target"] for r in reads} == set(ZFS_TARGETS)
+    for r in reads:
+        assert min(r["samples"]) >= SIZE * 0.9, (r["target"], r["samples"])
+    print({r["target"]: r["samples"] for r in reads})
+
+
+def test_the_tamper_probe_tells_a_checksum_from_a_mac(zfs_run: JsonObject) -> None:
+    """A flipped byte fails its read on every pool; only native encryption's is a MAC."""
+    targets = {t["name"]: t for t in zfs_run["targets"]}
+    verdicts = {name: targets[name]["protection"]["tamper"]["verdict"] for name in ZFS_TARGETS}
+    assert verdicts == {"zfs": "checked", "zfs-native": "detected", "zfs-on-luks": "checked"}, verdicts
+    print({name: targets[name]["protection"] for name in ZFS_TARGETS})
+
+
+def test_sigkill_with_the_three_up_then_cleanup_leaves_no_pool(target_dir: Path, tmp_path: Path) -> None:
+    """A run SIGKILLed with every ZFS target up leaves its pools imported, the LUKS mapping
+    under one and the loop devices under all; `cryptbench cleanup` exports the pools (by
+    their names, which carry the run's), then closes and detaches: nothing is left."""
+    suite = tmp_path / "suite.toml"
+    suite.write_text(READ_SUITE)
+    argv = [
+        *(sys.executable, "-m", "cryptbench", "run", "--backends", ",".join(ZFS_TARGETS)),
+        *("--suite", str(suite), "--size", str(SIZE), "--repeats", "5", "--io-mode", "buffered"),
+        *("--target", str(target_dir), "--db", str(tmp_path / "r.sqlite")),
+    ]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while len(zpool_names("cryptbench-")) < len(ZFS_TARGETS):
+        assert proc.poll() is None and time.monotonic() < deadline, "the pools did not all come up"
+        time.sleep(0.1)
+    time.sleep(2)  # into the proof, the probes or the trials
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert zpool_names("cryptbench-"), "no pool was left to clean up"
+    assert leftovers(target_dir), "nothing was left to clean up"
+    clean = cli("cleanup", "--target", str(target_dir))
+    assert clean.returncode == 0, clean.stderr
+    print(f"cleanup said: {clean.stdout.strip()}")
+    assert "exported ZFS pool" in clean.stdout
+    assert zpool_names("cryptbench-") == [] and leftovers(target_dir) == []
+    assert not list(Path("/dev/mapper").glob("cryptbench-*"))

@@ -16,6 +16,7 @@ import pytest
 
 from cryptbench.backends import helper_programs
 from cryptbench.machine.keys import SECRET_DIR_PREFIX, secret_dirs_of
+from cryptbench.machine.resources import zpool_names
 from cryptbench.machine.session import scratch_root
 from cryptbench.machine.system import mounts
 from cryptbench.machine.throttle import BLKIO, CGROUP, THROTTLE_FILES
@@ -93,6 +94,7 @@ def machine_wide() -> list[str]:
     commands' cgroups. Any of them present when the suite started (and not recovered) is
     someone else's, and is not blamed on each test in turn."""
     found = [f"dm-crypt mapping {m.name}" for m in Path("/dev/mapper").glob("cryptbench-*")]
+    found.extend(f"ZFS pool {name}" for name in zpool_names("cryptbench-"))  # none without zpool
     found.extend(f"block I/O throttle {rule}" for rule in loop_throttles())
     found.extend(f"cgroup {d}" for d in (CGROUP / "unified").glob("cryptbench-*"))
     # the fleet tests' hosts: this session's own, by the pid in their names

@@ -17,6 +17,7 @@ from cryptbench.backends.luks import luks_backends
 from cryptbench.backends.plain import PlainBackend
 from cryptbench.backends.rclone import RcloneCryptBackend
 from cryptbench.backends.securefs import SecurefsBackend
+from cryptbench.backends.zfs import zfs_backends
 
 REGISTRY: dict[str, Backend] = {
     b.name: b
@@ -34,6 +35,7 @@ REGISTRY: dict[str, Backend] = {
         EcryptfsBackend(),
         RcloneCryptBackend(),
         *luks_backends(),
+        *zfs_backends(),
         *image_backends(),
         *known_answer_backends(),
     )

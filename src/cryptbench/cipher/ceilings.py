@@ -105,7 +105,9 @@ def cipher_use(backend: str) -> CipherUse | None:
 
 # The OpenSSL case that computes what a kernel algorithm computes (fscrypt and
 # LUKS2 both key AES-256-XTS: 64-byte keys).
-KERNEL_EQUIVALENT = {"xts(aes)": "aes-256-xts"}
+# A kernel layer's cipher -> OpenSSL's case of the same algorithm, where AF_ALG has no figure.
+# gcm(aes): ZFS encrypts with its own AES-GCM in the zfs module (the ICP), not the crypto API.
+KERNEL_EQUIVALENT = {"xts(aes)": "aes-256-xts", "gcm(aes)": "aes-256-gcm"}
 
 
 def openssl_case(use: CipherUse) -> tuple[str, int] | None:

@@ -432,6 +432,45 @@ class DmCrypt(Resource):
         raise ProvisionError(f"could not close dm-crypt mapping {self.name}: {last}")
 
 
+@dataclass
+class ZfsPool(Resource):
+    """A ZFS pool the run created, imported under a name of its own (`zpool_name`).
+
+    Released by exporting it, never destroying: export unmounts its datasets, empties its
+    part of the ARC and lets go of its device, which is all teardown needs, and it never
+    takes -f, so a pool that is busy is reported rather than forced."""
+
+    kind: ClassVar[str] = "zfs-pool"
+    name: str
+
+    def imported(self) -> bool:
+        if which("zpool") is None:
+            return False
+        listed = ["zpool", "list", "-H", "-o", "name", self.name]
+        return subprocess.run(listed, capture_output=True, check=False).returncode == 0
+
+    def release(self) -> str | None:
+        if not self.imported():
+            return None
+        last = ""
+        for attempt in range(20):  # briefly busy while a process lets go of a file in it
+            proc = subprocess.run(["zpool", "export", self.name], capture_output=True, check=False)
+            if proc.returncode == 0 or not self.imported():
+                return f"exported ZFS pool {self.name}"
+            last = proc.stderr.decode(errors="replace").strip()
+            time.sleep(0.05 * (attempt + 1))
+        raise ProvisionError(f"could not export ZFS pool {self.name}: {last}")
+
+
+def zpool_names(prefix: str) -> list[str]:
+    """The imported pools whose names begin with `prefix` (none where zpool is absent)."""
+    if which("zpool") is None:
+        return []
+    listed = subprocess.run(["zpool", "list", "-H", "-o", "name"], capture_output=True, check=False)
+    names = listed.stdout.decode(errors="replace").split() if listed.returncode == 0 else []
+    return sorted(n for n in names if n.startswith(prefix))
+
+
 # fscrypt ioctls, from <linux/fscrypt.h> (stable UAPI since Linux 5.4).
 FS_IOC_REMOVE_ENCRYPTION_KEY = 0xC0406618
 FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER = 2
@@ -586,6 +625,7 @@ KINDS: dict[str, type[Resource]] = {
         FscryptKey,
         EcryptfsKeys,
         DmCrypt,
+        ZfsPool,
         Throttle,
     )
 }
@@ -652,6 +692,11 @@ def sweep(run_dir: Path, secret_dirs: list[Path]) -> list[str]:
     """Release what lives under `run_dir` but the journal does not name."""
     messages = _unmount_under(run_dir.resolve(), tolerate=True)
     root = run_dir.resolve()
+    # ZFS pools, named after the run directory, sit on its loop devices and mappings.
+    for pool in zpool_names(f"cryptbench-{root.name}-"):
+        msg = ZfsPool(pool).release()
+        if msg:
+            messages.append(msg)
     # dm-crypt mappings, named after the run directory, sit between a
     # filesystem and its loop device.
     for dev in sorted(Path("/dev/mapper").glob(f"cryptbench-{root.name}-*")):
