@@ -553,6 +553,7 @@ def test_a_flip_caught_by_a_checksum_is_not_a_mac() -> None:
     assert caught.as_declared(checksum).evidence == caught.evidence
     assert caught.as_declared((Verdict.DETECTED, "a MAC")).verdict is Verdict.DETECTED
     checked = caught.as_declared(checksum)
+    assert checked.declared == checksum  # the declaration kept beside it, for the report
     assert checked.protects is False and not checked.disagrees
     silent = Finding(Verdict.SILENT, "read back changed").as_declared(checksum)
     assert silent.verdict is Verdict.SILENT and silent.disagrees  # the checksum was promised
