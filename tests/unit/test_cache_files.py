@@ -32,8 +32,8 @@ def test_a_layers_own_cache_is_emptied_before_the_page_cache(
     the trial's record says both."""
     done: list[str] = []
 
-    def drop(files: object) -> cache.DropMethod:
-        done.append("page cache")
+    def drop(files: list[Path]) -> cache.DropMethod:
+        done.append(f"page cache of {[f.name for f in files]}")
         return cache.DropMethod.FADVISE
 
     monkeypatch.setattr(cache, "drop_caches", drop)
@@ -43,7 +43,7 @@ def test_a_layers_own_cache_is_emptied_before_the_page_cache(
         return "zpool export and import (the ARC)"
 
     t = Target("zfs", "zfs", False, "plain", tmp_path, (tmp_path / "zfs.img",), empty_cache=empty)
-    assert cache.make_cold(t, []) == "zpool export and import (the ARC), then fadvise"
-    assert done == ["own", "page cache"]
+    assert cache.make_cold(t, [tmp_path / "zfs.img"]) == "zpool export and import (the ARC), then fadvise"
+    assert done == ["own", "page cache of ['zfs.img']"]
     plain = Target("plain", "plain", False, None, tmp_path, (tmp_path,))
     assert cache.make_cold(plain, []) == "fadvise"
