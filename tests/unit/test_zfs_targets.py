@@ -19,17 +19,25 @@ def test_a_kernel_that_cannot_load_modules_is_named_before_any_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(zfs, "MODULE", tmp_path / "no-zfs-loaded")
-    monkeypatch.setattr(zfs, "which", lambda program: None)  # nor are the programs there
-    why = zfs.zfs_missing(modules=tmp_path / "no-proc-modules")
-    assert why is not None and "cannot load modules" in why
+    installed: set[str] = set()  # nor are the programs there, at first
+    monkeypatch.setattr(zfs, "which", lambda program: f"/sbin/{program}" if program in installed else None)
+    assert zfs.zfs_missing(modules=tmp_path / "no-proc-modules") == (
+        "no ZFS: this kernel cannot load modules (built without them), and ZFS is one (zfs-dkms)"
+    )
     (tmp_path / "modules").write_text("")
-    monkeypatch.setattr(zfs, "kernel_module", lambda name: None)
+    built: set[str] = set()
+    monkeypatch.setattr(zfs, "kernel_module", lambda name: "module" if name in built else None)
     why = zfs.zfs_missing(modules=tmp_path / "modules")
     assert why is not None and why.startswith("no zfs module for this kernel") and "zfs-dkms" in why
-    monkeypatch.setattr(zfs, "kernel_module", lambda name: "module")
+    built.add("zfs")
     assert zfs.zfs_missing(modules=tmp_path / "modules") == f"zpool is not installed ({zfs.INSTALL})"
-    monkeypatch.setattr(zfs, "which", lambda program: f"/sbin/{program}")
+    installed.add("zpool")
+    assert zfs.zfs_missing(modules=tmp_path / "modules") == f"zfs is not installed ({zfs.INSTALL})"
+    installed.add("zfs")
     assert zfs.zfs_missing(modules=tmp_path / "modules") is None
+    (tmp_path / "no-zfs-loaded").mkdir()  # loaded: no module file needed
+    built.clear()
+    assert zfs.zfs_missing(modules=tmp_path / "no-proc-modules") is None
 
 
 def test_the_pool_holds_the_data_its_slop_and_under_luks_the_header() -> None:
@@ -39,6 +47,24 @@ def test_the_pool_holds_the_data_its_slop_and_under_luks_the_header() -> None:
     assert zfs.pool_size(zfs.Encryption.NATIVE, data) == plain
     assert zfs.pool_size(zfs.Encryption.LUKS, data) == plain + zfs.LUKS2_HEADER
     assert zfs.pool_size(zfs.Encryption.NONE, 8 * data) > plain + 7 * data
+    assert isinstance(plain, int) and plain == data + data // 8 + zfs.POOL_SPARE
+
+
+def test_each_target_is_made_from_its_layout() -> None:
+    made = {b.name: b for b in (zfs.ZfsBackend(layout) for layout in zfs.LAYOUTS)}
+    assert {n: (b.encrypted, b.baseline) for n, b in made.items()} == {
+        "zfs": (False, "plain"),
+        "zfs-native": (True, "zfs"),
+        "zfs-on-luks": (True, "zfs"),
+    }
+    assert made["zfs"].cipher_use is None
+    native, luks = made["zfs-native"].cipher_use, made["zfs-on-luks"].cipher_use
+    assert native is not None and luks is not None
+    assert (native.where, native.algorithm, native.unit) == ("kernel", "gcm(aes)", 4096)
+    assert (luks.where, luks.algorithm, luks.unit) == ("kernel", "xts(aes)", 4096)
+    assert native.parallel and luks.parallel
+    assert all(b.summary == layout.summary for b, layout in zip(made.values(), zfs.LAYOUTS, strict=True))
+    assert [b.name for b in zfs.zfs_backends()] == list(made)
 
 
 def test_each_declares_what_openzfs_says_and_which_tamper_check_is_a_mac() -> None:
@@ -54,6 +80,11 @@ def test_each_declares_what_openzfs_says_and_which_tamper_check_is_a_mac() -> No
     assert all(zfs.DOCS in source for _v, source in native.values())
     assert {v for p, (v, _s) in said["zfs-on-luks"].items() if p != Property.TAMPER} == {Verdict.HIDDEN}
     assert said["zfs"][Property.CONTENTS][0] is Verdict.SHOWN
+    # a reader is told which failure is a checksum and which a MAC, and where it is written
+    for name in ("zfs", "zfs-on-luks"):
+        assert said[name][Property.TAMPER][1].startswith("ZFS checksums every block (fletcher4")
+    assert said["zfs-on-luks"][Property.CONTENTS][1].startswith("cryptsetup(8), dm-crypt")
+    assert "directory listings are encrypted" in native[Property.TREE][1]
 
 
 def test_the_key_reaches_zfs_as_a_file_never_a_command_line(tmp_path: Path) -> None:
@@ -65,6 +96,7 @@ def test_the_key_reaches_zfs_as_a_file_never_a_command_line(tmp_path: Path) -> N
     assert options[0::2] == ["-o"] * len(pairs)
     assert pairs["encryption"] == "aes-256-gcm" and pairs["keyformat"] == "raw"
     assert pairs["keylocation"] == f"file://{key}"
+    assert pairs["mountpoint"] == "/data"  # under the pool's altroot, inside the scratch space
     assert {k: pairs[k] for k in ("recordsize", "compression", "atime")} == {
         "recordsize": "128K",
         "compression": "off",
