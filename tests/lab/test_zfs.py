@@ -113,14 +113,19 @@ def test_the_module_loads_and_an_encrypted_pool_cycles_with_its_arc_emptied_by_e
 
 ZFS_TARGETS = ("zfs", "zfs-native", "zfs-on-luks")
 # One sequential read, buffered: a read the ARC could serve is what the cache control is
-# for (with O_DIRECT, ZFS 2.3 reads past the ARC anyway). Tiny: under TCG every block is
-# encrypted in emulated software.
+# for (with O_DIRECT, ZFS 2.3 reads past the ARC anyway); and one sequential write, which
+# ends with zpool sync. Tiny: under TCG every block is encrypted in emulated software.
 READ_SUITE = """
 name = "zfs-lab"
-description = "One sequential read, for the kernel lab's ZFS targets"
+description = "One sequential read and one write, for the kernel lab's ZFS targets"
 [[workloads]]
 name = "seq1m-q8-read"
 rw = "read"
+bs = "1M"
+iodepth = 8
+[[workloads]]
+name = "seq1m-q8-write"
+rw = "write"
 bs = "1M"
 iodepth = 8
 """
@@ -193,12 +198,28 @@ def test_every_cold_read_comes_from_the_device_not_the_arc(zfs_run: JsonObject) 
     written at layout and read by the first trial, sits in the ARC and the device reads
     next to nothing (openzfs/zfs#12810: drop_caches leaves the ARC as it is)."""
     reads = [
-        r for r in zfs_run["results"] if r["target"] in ZFS_TARGETS and r["metric"] == "device_bytes_read"
+        r
+        for r in zfs_run["results"]
+        if r["target"] in ZFS_TARGETS
+        and (r["workload"], r["metric"]) == ("seq1m-q8-read", "device_bytes_read")
     ]
     assert {r["target"] for r in reads} == set(ZFS_TARGETS)
     for r in reads:
         assert min(r["samples"]) >= SIZE * 0.9, (r["target"], r["samples"])
     print({r["target"]: r["samples"] for r in reads})
+
+
+def test_each_write_ends_with_zpool_sync_inside_its_clock(zfs_run: JsonObject) -> None:
+    synced = {
+        r["target"]: r["samples"]
+        for r in zfs_run["results"]
+        if r["workload"] == "seq1m-q8-write" and r["metric"] == "backing_sync_seconds"
+    }
+    assert set(synced) == set(ZFS_TARGETS), synced  # and not plain, whose fsync is its commit
+    assert all(s > 0 for samples in synced.values() for s in samples), synced
+    for t in zfs_run["targets"]:
+        if t["name"] in ZFS_TARGETS:
+            assert t["details"]["writes"] == "each write trial ends with zpool sync, inside its clock"
 
 
 def test_the_tamper_probe_tells_a_checksum_from_a_mac(zfs_run: JsonObject) -> None:

@@ -147,6 +147,24 @@ def test_a_backing_fsync_does_not_reach_is_synced_inside_the_clock(run: tuple[Tr
     assert "backing_sync_seconds" not in values[second.id]
 
 
+def test_a_layers_own_commit_ends_each_write_inside_the_clock(
+    run: tuple[TrialContext, Target], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ZFS's zpool sync (Target.end_write) in place of sync(2), after fio and before the
+    clock stops; a read ends with neither."""
+    ctx, target = run
+    done: list[str] = []
+    target.end_write = lambda: done.append("committed")
+    monkeypatch.setattr(runner.os, "sync", lambda: done.append("sync(2)"))
+    runner.run_trial(ctx, _spec(WRITE), target, False, 7, Fio())
+    runner.run_trial(ctx, _spec(READ, 1), target, True, 7, Fio())
+    assert done == ["committed"]
+    first, second = ctx.store.trial_rows(ctx.run_id)
+    values = ctx.store.trial_metrics(ctx.run_id)
+    assert values[first.id]["backing_sync_seconds"][0] >= 0
+    assert "backing_sync_seconds" not in values[second.id]
+
+
 def test_a_trial_records_what_the_scratch_device_read_and_wrote(
     run: tuple[TrialContext, Target], tmp_path: Path
 ) -> None:

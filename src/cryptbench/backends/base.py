@@ -115,6 +115,11 @@ class Target:
     # VFS without a cache): each write trial then syncs the backing's filesystem inside its
     # clock (runner.run_trial), so that its figure is durable like every other target's.
     sync_backing: bool = False
+    # Ends each write trial inside its clock where the layer's own commit is not the fsync's
+    # (ZFS: `zpool sync POOL`, its transaction group on disk, not only its intent log);
+    # the seconds it takes are the trial's backing_sync_seconds. None: sync_backing's sync(2),
+    # or nothing.
+    end_write: Callable[[], None] | None = None
     # True where the target writes a file only from its start (Backend.writes_from_start):
     # a probe that rewrites a file truncates it first.
     writes_from_start: bool = False

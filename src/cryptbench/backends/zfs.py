@@ -21,7 +21,10 @@ details say so.
 ZFS caches file data in its ARC, not the page cache, and `drop_caches` does not empty
 it (openzfs/zfs#12810). So before every cold trial and probe the pool is exported and
 imported again (`Target.empty_cache`): export drops its blocks from the ARC, and the
-next read comes from the device. The module is loaded (`modprobe zfs`) where it is not,
+next read comes from the device. Each write trial ends, inside its clock, with `zpool sync`
+(`Target.end_write`): fio's final fsync commits ZFS's intent log, `zpool sync` the
+transaction group that puts the writes and their metadata in place, as ext4's fsync
+commits its journal. The module is loaded (`modprobe zfs`) where it is not,
 and never unloaded: a run unloads nothing, so it cannot unload what it did not load.
 """
 
@@ -255,6 +258,9 @@ class ZfsBackend(Backend):
                     def cycle() -> str:
                         return export_import(pool, dev, altroot, key is not None)
 
+                    def commit() -> None:
+                        run_cmd(["zpool", "sync", pool], timeout=POOL_TIMEOUT)
+
                     yield Target(
                         name=spec.name,
                         backend=self.name,
@@ -268,12 +274,14 @@ class ZfsBackend(Backend):
                             "ashift": str(ASHIFT),
                             "encryption": self._encryption_detail(),
                             "arc": "exported and imported before every cold trial: its blocks leave the ARC",
+                            "writes": "each write trial ends with zpool sync, inside its clock",
                             "image": f"{size} bytes, {allocation}",
                             "loop_device": loop.dev,
                             "loop_direct_io": loop.direct_io,
                             **({"key": keys.describe(session.passphrase)} if self.encrypted else {}),
                         },
                         empty_cache=cycle,
+                        end_write=commit,
                     )
             finally:
                 session.release(held)

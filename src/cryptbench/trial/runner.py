@@ -257,14 +257,14 @@ def run_trial(
             jobfile = ctx.session.path("jobs", f"{spec.seq:05d}-{spec.workload.name}-{target.name}.fio")
             jobfile.parent.mkdir(exist_ok=True)
             jobfile.write_text(job.text)
-            sync = target.sync_backing and spec.workload.is_write
+            sync = spec.workload.is_write and (target.sync_backing or target.end_write is not None)
             (raw, synced), meters = _measure(
                 ctx,
                 target,
                 cache_files(target, job.filename),
                 row,
                 "fio",
-                lambda: _fio_then_sync(job, jobfile, ctx.session, sync),
+                lambda: _fio_then_sync(job, jobfile, ctx.session, sync, target.end_write),
             )
         except OSError as e:  # the scratch filesystem full, a FUSE mount gone, …
             raise TrialError(_why(e)) from None
@@ -279,15 +279,21 @@ def run_trial(
     return True
 
 
-def _fio_then_sync(job: TrialJob, jobfile: Path, session: Session, sync: bool) -> tuple[str, float | None]:
-    """fio's JSON, then (with `sync`) the seconds a sync of the backing took:
-    the durable end of a write whose fsync did not reach the backing (Target.sync_backing)."""
+def _fio_then_sync(
+    job: TrialJob, jobfile: Path, session: Session, sync: bool, end_write: Callable[[], None] | None = None
+) -> tuple[str, float | None]:
+    """fio's JSON, then (with `sync`) the seconds the durable end of a write took: the
+    layer's own commit (Target.end_write: ZFS's zpool sync), else a sync of the backing,
+    whose fsync did not reach it (Target.sync_backing)."""
     raw = job.fio(jobfile, session)
     if not sync:
         return raw, None
     started = time.perf_counter()
-    # sync(2), as the application tasks' own `sync`: in a trial only this target writes
-    os.sync()
+    if end_write is not None:
+        end_write()
+    else:
+        # sync(2), as the application tasks' own `sync`: in a trial only this target writes
+        os.sync()
     return raw, time.perf_counter() - started
 
 
