@@ -57,6 +57,7 @@ from cryptbench.backends.luks import (
     check_cipher,
     device_mapper_missing,
     format_command,
+    mapping_name,
     open_command,
     table_cipher,
 )
@@ -323,7 +324,7 @@ class ZfsBackend(Backend):
         secret = session.secret_file(f"zfs-luks-{spec.slug}-{base.name}", password)
         try:
             run_cmd(format_command(loop, secret.path, v.key_bits, v.sector, v.cipher), timeout=120)
-            mapping = f"cryptbench-{session.run_dir.name}-{spec.slug}-{base.name}"
+            mapping = mapping_name(session, spec, base.name)
             crypt = session.acquire(DmCrypt(mapping))
             try:
                 with signals_blocked():
