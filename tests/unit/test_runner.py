@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,7 +139,7 @@ def test_a_dead_helper_loses_the_target_before_its_trial(run: tuple[TrialContext
 
 def test_a_backing_fsync_does_not_reach_is_synced_inside_the_clock(run: tuple[TrialContext, Target]) -> None:
     ctx, target = run
-    target.sync_backing = True
+    target.end_write = os.sync
     runner.run_trial(ctx, _spec(WRITE), target, False, 7, Fio())
     runner.run_trial(ctx, _spec(READ, 1), target, True, 7, Fio())  # a read needs no sync
     first, second = ctx.store.trial_rows(ctx.run_id)

@@ -111,14 +111,13 @@ class Target:
     # backing, whatever fsync and sync do (CryFS's block cache); the protection probes wait
     # this long where they need every write in the backing. 0: none.
     write_behind: float = 0.0
-    # True where fsync through `path` returns before the data reaches the backing (rclone's
-    # VFS without a cache): each write trial then syncs the backing's filesystem inside its
-    # clock (runner.run_trial), so that its figure is durable like every other target's.
-    sync_backing: bool = False
-    # Ends each write trial inside its clock where the layer's own commit is not the fsync's
-    # (ZFS: `zpool sync POOL`, its transaction group on disk, not only its intent log);
-    # the seconds it takes are the trial's backing_sync_seconds. None: sync_backing's sync(2),
-    # or nothing.
+    # Ends each write trial inside its clock (runner.run_trial) where fsync through `path`
+    # is not the end of a write: rclone's VFS without a cache, whose fsync returns before the
+    # data reaches the backing (os.sync, the backing's filesystem synced); ZFS, whose fsync
+    # commits its intent log and `zpool sync POOL` the transaction group that puts the data
+    # in place. So each figure is durable like every other target's; the seconds it takes
+    # are the trial's backing_sync_seconds. The protection probes call it too before they
+    # read the backing. None: fsync is the end.
     end_write: Callable[[], None] | None = None
     # True where the target writes a file only from its start (Backend.writes_from_start):
     # a probe that rewrites a file truncates it first.

@@ -9,6 +9,7 @@ Each subclass says how its tool creates a filesystem and mounts it.
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 from abc import abstractmethod
 from collections.abc import Iterator
@@ -61,7 +62,7 @@ class FuseOverlayBackend(Backend):
     overhead: ClassVar[float]  # ciphertext bytes per plaintext byte
     cipher_label: ClassVar[str]
     write_behind: ClassVar[float] = 0.0  # seconds (Target.write_behind)
-    sync_backing: ClassVar[bool] = False  # its fsync does not reach the backing (Target.sync_backing)
+    sync_backing: ClassVar[bool] = False  # its fsync does not reach the backing: Target.end_write syncs it
     # Why its trials run buffered whatever O_DIRECT does on the mount (gocryptfs writes its
     # ciphertext through the page cache); None: the provisioning's O_DIRECT probe decides.
     buffered_reason: ClassVar[str | None] = None
@@ -140,7 +141,7 @@ class FuseOverlayBackend(Backend):
                 backing=(layout.cipher,),
                 helpers=(daemon_mod.helper(daemon),),
                 write_behind=self.write_behind,
-                sync_backing=self.sync_backing,
+                end_write=os.sync if self.sync_backing else None,
                 writes_from_start=bool(self.writes_from_start),
                 direct_io=DirectIO.HONOURED if self.buffered_reason is None else DirectIO.BUFFERED,
                 direct_io_reason=self.buffered_reason or "",

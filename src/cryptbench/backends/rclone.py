@@ -12,7 +12,7 @@ refuses a write at another offset, and an open for writing of an existing file
 without O_TRUNC, so workloads that write at random offsets cannot run on it
 (Backend.writes_from_start). Its fsync returns at once (vfs/write.go
 WriteFileHandle.Sync), so the backing's filesystem is synced inside each write
-trial's clock instead (Target.sync_backing).
+trial's clock instead (Target.end_write).
 
 The password and its salt reach rclone obscured (`rclone obscure -` reads them
 from standard input) in a 0600 config file in RAM, removed once the mount is up:

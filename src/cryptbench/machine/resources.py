@@ -434,7 +434,7 @@ class DmCrypt(Resource):
 
 @dataclass
 class ZfsPool(Resource):
-    """A ZFS pool the run created, imported under a name of its own (`zpool_name`).
+    """A ZFS pool the run created, imported under a name of its own (backends/zfs.pool_name).
 
     Released by exporting it, never destroying: export unmounts its datasets, empties its
     part of the ARC and lets go of its device, which is all teardown needs, and it never
@@ -444,10 +444,7 @@ class ZfsPool(Resource):
     name: str
 
     def imported(self) -> bool:
-        if which("zpool") is None:
-            return False
-        listed = ["zpool", "list", "-H", "-o", "name", self.name]
-        return subprocess.run(listed, capture_output=True, check=False).returncode == 0
+        return self.name in zpool_names(self.name)
 
     def release(self) -> str | None:
         if not self.imported():

@@ -93,7 +93,7 @@ def trial_metrics(
     device_read: int | None = None,
 ) -> list[MetricValue]:
     """A fio trial's metrics; `synced`: the seconds the backing's sync took inside its clock
-    (Target.sync_backing), None where the trial made none. `device_read`: what the scratch
+    (Target.end_write), None where the trial made none. `device_read`: what the scratch
     device read meanwhile, the evidence that a cold read came from it and not a cache."""
     values = {
         **_fio_values(fio),

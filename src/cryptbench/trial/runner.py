@@ -257,14 +257,14 @@ def run_trial(
             jobfile = ctx.session.path("jobs", f"{spec.seq:05d}-{spec.workload.name}-{target.name}.fio")
             jobfile.parent.mkdir(exist_ok=True)
             jobfile.write_text(job.text)
-            sync = spec.workload.is_write and (target.sync_backing or target.end_write is not None)
+            end_write = target.end_write if spec.workload.is_write else None
             (raw, synced), meters = _measure(
                 ctx,
                 target,
                 cache_files(target, job.filename),
                 row,
                 "fio",
-                lambda: _fio_then_sync(job, jobfile, ctx.session, sync, target.end_write),
+                lambda: _fio_then_end(job, jobfile, ctx.session, end_write),
             )
         except OSError as e:  # the scratch filesystem full, a FUSE mount gone, …
             raise TrialError(_why(e)) from None
@@ -279,21 +279,17 @@ def run_trial(
     return True
 
 
-def _fio_then_sync(
-    job: TrialJob, jobfile: Path, session: Session, sync: bool, end_write: Callable[[], None] | None = None
+def _fio_then_end(
+    job: TrialJob, jobfile: Path, session: Session, end_write: Callable[[], None] | None
 ) -> tuple[str, float | None]:
-    """fio's JSON, then (with `sync`) the seconds the durable end of a write took: the
-    layer's own commit (Target.end_write: ZFS's zpool sync), else a sync of the backing,
-    whose fsync did not reach it (Target.sync_backing)."""
+    """fio's JSON, then the seconds the durable end of a write took where its fsync was not
+    that end (Target.end_write: ZFS's zpool sync; a sync of the backing rclone's fsync did
+    not reach, which in a trial only this target writes); None where there was none."""
     raw = job.fio(jobfile, session)
-    if not sync:
+    if end_write is None:
         return raw, None
     started = time.perf_counter()
-    if end_write is not None:
-        end_write()
-    else:
-        # sync(2), as the application tasks' own `sync`: in a trial only this target writes
-        os.sync()
+    end_write()
     return raw, time.perf_counter() - started
 
 
