@@ -53,6 +53,17 @@ def test_only_a_complete_settle_waits_out_a_daemons_write_behind(
     assert waits == expected
 
 
+@pytest.mark.parametrize("complete", [True, False], ids=["complete", "a-look"])
+def test_a_layers_own_commit_follows_the_sync_on_every_settle(
+    tmp_path: Path, waits: list[str], complete: bool
+) -> None:
+    """zdb reads a ZFS pool's last transaction group on disk: sync(2) commits its intent log
+    only, so every look first ends the write as the target ends one (`zpool sync`)."""
+    target = dataclasses.replace(_target(tmp_path, tmp_path), end_write=lambda: waits.append("end_write"))
+    probes._settled(target, complete=complete)
+    assert waits == ["sync", "end_write"]
+
+
 def test_a_settle_is_a_look_unless_asked_to_be_complete(tmp_path: Path, waits: list[str]) -> None:
     """Every look that waits for a change settles without the write-behind's wait: CryFS's
     second and more, on each of the twenty looks FLUSH_WAIT allows."""

@@ -196,9 +196,10 @@ class ZfsBackend(Backend):
             Property.NAMES: (Verdict.HIDDEN, f"{DOCS}: directory listings encrypted; dataset names not"),
             Property.SIZES: (Verdict.SHOWN, f"{DOCS}: file sizes and the location of holes not encrypted"),
             Property.TREE: (
-                Verdict.SHOWN,
-                f"{DOCS}: the dataset hierarchy is not encrypted, and block pointers stay readable "
-                "(how much a dataset holds shows); directory listings are encrypted",
+                Verdict.HIDDEN,
+                f"{DOCS}: directory listings are encrypted, so which directory holds which file "
+                "is hidden; the dataset hierarchy is not, nor each object's type and blocks "
+                "(how many files and directories a dataset holds shows)",
             ),
             Property.TAMPER: (
                 Verdict.DETECTED,
@@ -246,7 +247,7 @@ class ZfsBackend(Backend):
                     run_cmd(
                         [
                             *("zpool", "create", *POOL_PROPERTIES, "-R", str(altroot)),
-                            *("-O", "canmount=off", "-O", "compression=off", pool, dev),
+                            *("-O", "canmount=off", pool, dev),
                         ],
                         timeout=POOL_TIMEOUT,
                     )

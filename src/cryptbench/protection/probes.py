@@ -83,10 +83,14 @@ def _fsync_dir(path: Path) -> None:
 
 def _settled(target: Target, complete: bool = False) -> None:
     """Everything written so far on the backing, where someone reading it at rest would
-    see it: synced, and for an ext4 filesystem on an image, its journal written back in
-    place (a freeze and thaw checkpoints it), since debugfs reads without replaying it.
-    `complete`: also every block a daemon still held (Target.write_behind, and a margin)."""
+    see it: synced, then the layer's own end of a write (Target.end_write: ZFS's zpool
+    sync, since zdb reads the last transaction group on disk), and for an ext4 filesystem
+    on an image, its journal written back in place (a freeze and thaw checkpoints it),
+    since debugfs reads without replaying it. `complete`: also every block a daemon still
+    held (Target.write_behind, and a margin)."""
     durable()
+    if target.end_write is not None:  # the layer's own commit (ZFS: its transaction group)
+        target.end_write()
     if complete and target.write_behind:
         wait_write_behind(target)
         durable()

@@ -1,7 +1,8 @@
 """What someone who reads a target's backing at rest can see of its structure: the
 paths and sizes of a ciphertext directory's files, the files an unencrypted ext4
-image holds (through debugfs, read-only), or nothing, for an image no reader here
-can open (a LUKS container, a qcow2 file).
+image holds (through debugfs, read-only), a ZFS pool's datasets and what each shows
+of its files (through zdb, read-only: zdb.py), or nothing, for an image no reader
+here can open (a LUKS container, a qcow2 file).
 
 The probes compare two sights, before and after they write through the target, so
 only the difference matters: what was there before (data files, lost+found) is
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from cryptbench.backends.base import Target
 from cryptbench.machine.system import which
-from cryptbench.protection import extents
+from cryptbench.protection import extents, zdb
 
 LUKS_MAGIC = b"LUKS\xba\xbe"  # a LUKS1 or LUKS2 header's first bytes
 QCOW_MAGIC = b"QFI\xfb"  # a qcow2 file's first bytes
@@ -44,7 +45,7 @@ class Entry:
 class Sight:
     """One look at a backing."""
 
-    how: str  # "directory", "ext4 image", "LUKS container", "qcow2 image", "unreadable image"
+    how: str  # "directory", "ext4 image", "ZFS pool", "LUKS container", "qcow2 image", "unreadable image"
     entries: dict[str, Entry] | None  # by '/'-separated path; None: no structure can be read
     reason: str = ""  # why there is none, in words
 
@@ -98,6 +99,11 @@ def _image(image: Path) -> Sight:
         return Sight("LUKS container", None, "a LUKS header, then ciphertext: no filesystem to read")
     if head.startswith(QCOW_MAGIC):
         return Sight("qcow2 image", None, "a qcow2 file: no reader for its clusters here")
+    if zdb.is_pool(image):
+        pool = zdb.read(image)
+        if isinstance(pool, str):
+            return Sight("ZFS pool", None, pool)
+        return Sight("ZFS pool", {path: Entry(*seen) for path, seen in pool.items()})
     if which("debugfs") is None:
         return Sight("unreadable image", None, "debugfs (e2fsprogs) is not installed")
     entries = _debugfs_tree(image)
