@@ -8,7 +8,13 @@
 # (dpkg-deb -x) into $CACHE/RELEASE/, its modules indexed there by depmod; virtme-ng boots
 # the image from there and finds the modules beside it.
 #
-# Idempotent: does nothing, and touches no network, when a 6.12 kernel is unpacked already.
+# The image's package and its headers' (with their -common and linux-kbuild) are kept in
+# $CACHE/RELEASE/debs/: scripts/fetch-zfs.sh builds the lab's ZFS module against exactly
+# this kernel with them, even after the archive has moved on to a newer one.
+#
+# Idempotent: does nothing, and touches no network, when a 6.12 kernel is unpacked already
+# with its packages. One unpacked without them (before they were kept) gets them, or,
+# where the archive no longer has its release, the suite's current kernel is fetched.
 #   scripts/fetch-lab-kernel.sh [--where]   (--where: print the cache directory and stop)
 set -euo pipefail
 . "$(dirname "$0")/own-apt.sh"
@@ -23,28 +29,51 @@ if [ "${1:-}" = --where ]; then
     echo "$cache"
     exit 0
 fi
-if compgen -G "$cache/*/boot/vmlinuz-6.12.*-amd64" >/dev/null; then
+have=$({ find "$cache" -mindepth 3 -maxdepth 3 -path '*/boot/vmlinuz-6.12.*-amd64' 2>/dev/null || true; } | sort -V | tail -n 1)
+have=${have%/boot/*}
+if [ -n "$have" ] && compgen -G "$have/debs/linux-headers-*.deb" >/dev/null; then
     exit 0
 fi
 
 need_root "fetch-lab-kernel: not root; the kernel lab's tests on Debian 13's 6.12 will skip and say why"
 work_in "$cache"
 own_apt "$work" "deb $mirror $suite main"
+
+# The image of RELEASE and its headers' packages, downloaded into $work/debs.
+download() {
+    local release=$1 headers
+    headers=$(apt-cache "${opts[@]}" depends "linux-headers-$release" |
+        sed -n 's/^ *Depends: \(linux-headers-[^ ]*-common\|linux-kbuild-[^ ]*\)$/\1/p')
+    mkdir -p "$work/debs"
+    (cd "$work/debs" && apt-get -q "${opts[@]}" download "linux-image-$release" "linux-headers-$release" $headers)
+}
+
+if [ -n "$have" ]; then
+    release=${have##*/}
+    if download "$release"; then
+        mv "$work/debs" "$have/debs"
+        echo "fetch-lab-kernel: the packages of $release kept in $have/debs"
+        exit 0
+    fi
+    echo "fetch-lab-kernel: $suite no longer has $release's packages: fetching its current kernel"
+    rm -rf "$work/debs"
+fi
 # linux-image-amd64 is the metapackage; the image it depends on is the suite's current kernel.
 image=$(apt-cache "${opts[@]}" show linux-image-amd64 | sed -n 's/^Depends: \(linux-image-[^ ,]*\).*/\1/p' | head -n 1)
 case $image in
     linux-image-6.12.*-amd64) ;;
     *) echo "fetch-lab-kernel: $suite's linux-image-amd64 depends on '$image', not a 6.12 image" >&2; exit 1 ;;
 esac
-(cd "$work" && apt-get -q "${opts[@]}" download "$image")
 release=${image#linux-image-}
+download "$release"
 unpacked=$work/$release
-dpkg-deb -x "$work"/"$image"_*.deb "$unpacked"
+dpkg-deb -x "$work/debs/${image}"_*.deb "$unpacked"
 # Debian 13 ships modules under /usr/lib/modules; depmod's base is the directory above lib/.
 if [ -d "$unpacked/usr/lib/modules/$release" ]; then base=$unpacked/usr; else base=$unpacked; fi
 depmod -b "$base" "$release"
 test -f "$unpacked/boot/vmlinuz-$release"
 test -f "$base/lib/modules/$release/modules.dep"
+mv "$work/debs" "$unpacked/debs"
 rm -rf "${cache:?}/$release"
 mv "$unpacked" "$cache/$release"
-echo "fetch-lab-kernel: $image unpacked into $cache/$release"
+echo "fetch-lab-kernel: $image unpacked into $cache/$release, its packages in $cache/$release/debs"

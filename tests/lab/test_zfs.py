@@ -1,6 +1,6 @@
-"""OpenZFS in Debian 12's kernel: the ground the zfs targets stand on.
+"""OpenZFS in Debian 12's and Debian 13's kernels: the ground the zfs targets stand on.
 
-scripts/fetch-zfs.sh builds Debian's zfs-dkms against the lab kernel's headers; here
+scripts/fetch-zfs.sh builds Debian's zfs-dkms against each lab kernel's headers; here
 the module loads, and a pool cycles as the targets will use it: on a loop device over an
 image in the scratch space, imported under a name of its own with an altroot inside that
 space and no cache file, a dataset natively encrypted with a raw key read from a file
@@ -29,7 +29,8 @@ from tests.support import zfs_lab
 from tests.support.cli import cli, own_state
 from tests.support.leaks import leak_checked_dir, leftovers
 
-pytestmark = [pytest.mark.lab, pytest.mark.integration]
+# Both kernels: each has its own build of the module (6.12's made with Debian 13's compiler)
+pytestmark = [pytest.mark.lab("6.1", "6.12"), pytest.mark.integration]
 
 ARCSTATS = Path("/proc/spl/kstat/zfs/arcstats")
 DATA_BYTES = 16 << 20  # small: under TCG each block is encrypted in emulated software
@@ -244,6 +245,7 @@ def test_the_tamper_probe_tells_a_checksum_from_a_mac(zfs_run: JsonObject) -> No
     assert verdicts == {"zfs": "checked", "zfs-native": "detected", "zfs-on-luks": "checked"}, verdicts
 
 
+@pytest.mark.lab  # on 6.1 alone: recovery finds pools by name, the same on every kernel
 def test_sigkill_with_the_three_up_then_cleanup_leaves_no_pool(target_dir: Path, tmp_path: Path) -> None:
     """A run SIGKILLed with every ZFS target up leaves its pools imported, the LUKS mapping
     under one and the loop devices under all; `cryptbench cleanup` exports the pools (by
