@@ -593,68 +593,99 @@ class LuksBackend(Backend):
         mountpoint.mkdir()
         size = image_size(self.variant, data_bytes)
         allocation = preallocate(session.check_inside(image), size)
-        mapping = mapping_name(session, spec, base.name)
-        secret = session.secret_file(f"luks-{spec.slug}-{base.name}", keys.new_password(session.passphrase))
-        try:
-            with loop_device(session, image, direct_io=True) as loop:
-                v = self.variant
-                run_cmd(
-                    format_command(loop.dev, secret.path, v.key_bits, v.sector, v.cipher, v.integrity),
-                    timeout=120 + (size / WIPE_RATE if v.integrity else 0),
+        with (
+            loop_device(session, image, direct_io=True) as loop,
+            opened(session, spec, base, loop.dev, self.variant, size) as mapping,
+        ):
+            integrity = _integrity_details(mapping.name, self.variant)
+            mkfs = mkfs_command("ext4", mapping.device)
+            run_cmd(mkfs)
+            with mounted(session, "ext4", mapping.device, mountpoint):
+                path = mountpoint / "data"
+                path.mkdir()
+                yield Target(
+                    name=spec.name,
+                    backend=self.name,
+                    encrypted=True,
+                    baseline=self.baseline,
+                    path=path,
+                    backing=(image,),
+                    details={
+                        "cipher": self.cipher_label,
+                        "workqueues": _workqueues(self.variant.flags),
+                        **(
+                            {"high_priority": _how_set(mapping.reloaded)}
+                            if HIGH_PRIORITY in self.variant.flags
+                            else {}
+                        ),
+                        **(
+                            {"variant_of": self.variant.variant_of, "option": self.variant.label}
+                            if self.variant.variant_of
+                            else {}
+                        ),
+                        "dm_table_options": " ".join(mapping.options) or "none",
+                        "dm_table_cipher": table_cipher(mapping.table),
+                        "dm_table": table_without_key(mapping.table),
+                        **integrity,
+                        "image": f"{size} bytes, {allocation}",
+                        "loop_device": loop.dev,
+                        "loop_direct_io": loop.direct_io,
+                        "mapping": mapping.device,
+                        "mount": describe_mount(mountpoint),
+                        "mkfs": " ".join(mkfs[:-1]),
+                        "key": keys.describe(session.passphrase),
+                    },
                 )
-                crypt = session.acquire(DmCrypt(mapping))
-                # Flags this cryptsetup cannot set are set by reloading the table (reload_with).
-                later = tuple(f for f in v.flags if f == HIGH_PRIORITY and not cryptsetup_takes(f))
-                now = tuple(f for f in v.flags if f not in later)
-                try:
-                    with signals_blocked():  # the mapping must not appear after its release
-                        run_cmd(
-                            open_command(loop.dev, secret.path, mapping, now, v.journal, keyring=not later),
-                            timeout=120,
-                        )
-                    session.release(secret)  # the key is in the kernel now
-                    if later:
-                        reload_with(mapping, later)
-                    table = run_cmd(["dmsetup", "table", mapping], timeout=30).stdout.decode()
-                    options = table_options(table)
-                    check_table(options, v)
-                    check_cipher(table_cipher(table), v)
-                    integrity = _integrity_details(mapping, v)
-                    mapped = f"/dev/mapper/{mapping}"
-                    mkfs = mkfs_command("ext4", mapped)
-                    run_cmd(mkfs)
-                    with mounted(session, "ext4", mapped, mountpoint):
-                        path = mountpoint / "data"
-                        path.mkdir()
-                        yield Target(
-                            name=spec.name,
-                            backend=self.name,
-                            encrypted=True,
-                            baseline=self.baseline,
-                            path=path,
-                            backing=(image,),
-                            details={
-                                "cipher": self.cipher_label,
-                                "workqueues": _workqueues(v.flags),
-                                **({"high_priority": _how_set(later)} if HIGH_PRIORITY in v.flags else {}),
-                                **({"variant_of": v.variant_of, "option": v.label} if v.variant_of else {}),
-                                "dm_table_options": " ".join(options) or "none",
-                                "dm_table_cipher": table_cipher(table),
-                                "dm_table": table_without_key(table),
-                                **integrity,
-                                "image": f"{size} bytes, {allocation}",
-                                "loop_device": loop.dev,
-                                "loop_direct_io": loop.direct_io,
-                                "mapping": mapped,
-                                "mount": describe_mount(mountpoint),
-                                "mkfs": " ".join(mkfs[:-1]),
-                                "key": keys.describe(session.passphrase),
-                            },
-                        )
-                finally:
-                    session.release(crypt)
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A device opened through dm-crypt as a variant asked, its table checked."""
+
+    name: str  # the mapping's name (mapping_name)
+    device: str  # /dev/mapper/NAME
+    table: str  # dmsetup's table line, the key in it: only table_without_key(table) is kept
+    options: tuple[str, ...]  # the table's optional parameters (table_options)
+    reloaded: tuple[str, ...]  # flags set by reloading the table, not by cryptsetup (reload_with)
+
+
+@contextmanager
+def opened(
+    session: Session, spec: TargetSpec, base: Path, device: str, variant: Variant, size: int
+) -> Iterator[Mapping]:
+    """`device` (of `size` bytes) formatted as LUKS2 with `variant` and opened as a mapping
+    the session holds, its table checked against what the variant asked: every target on
+    LUKS is made so (the luks targets, zfs-on-luks). The password lives in a RAM file only
+    until the key is in the kernel; the mapping is closed on the way out."""
+    mapping = mapping_name(session, spec, base.name)
+    secret = session.secret_file(f"luks-{spec.slug}-{base.name}", keys.new_password(session.passphrase))
+    try:
+        v = variant
+        run_cmd(
+            format_command(device, secret.path, v.key_bits, v.sector, v.cipher, v.integrity),
+            timeout=120 + (size / WIPE_RATE if v.integrity else 0),
+        )
+        crypt = session.acquire(DmCrypt(mapping))
+        # Flags this cryptsetup cannot set are set by reloading the table (reload_with).
+        later = tuple(f for f in v.flags if f == HIGH_PRIORITY and not cryptsetup_takes(f))
+        now = tuple(f for f in v.flags if f not in later)
+        try:
+            with signals_blocked():  # the mapping must not appear after its release
+                run_cmd(
+                    open_command(device, secret.path, mapping, now, v.journal, keyring=not later), timeout=120
+                )
+            session.release(secret)  # the key is in the kernel now
+            if later:
+                reload_with(mapping, later)
+            table = run_cmd(["dmsetup", "table", mapping], timeout=30).stdout.decode()
+            options = table_options(table)
+            check_table(options, v)
+            check_cipher(table_cipher(table), v)
+            yield Mapping(mapping, f"/dev/mapper/{mapping}", table, options, later)
         finally:
-            session.release(secret)
+            session.release(crypt)
+    finally:
+        session.release(secret)
 
 
 def image_size(variant: Variant, data_bytes: int) -> int:

@@ -54,16 +54,12 @@ from cryptbench.backends.luks import (
     PLAIN_LUKS,
     SECTOR_SIZE,
     VARIANTS,
-    check_cipher,
     device_mapper_missing,
-    format_command,
-    mapping_name,
-    open_command,
-    table_cipher,
+    opened,
 )
 from cryptbench.machine import keys
 from cryptbench.machine.interrupts import signals_blocked
-from cryptbench.machine.resources import DmCrypt, ZfsPool
+from cryptbench.machine.resources import ZfsPool
 from cryptbench.machine.session import Session
 from cryptbench.machine.system import kernel_module, run_cmd, which
 from cryptbench.model.errors import ProvisionError, UnavailableError
@@ -238,7 +234,7 @@ class ZfsBackend(Backend):
         altroot.mkdir()
         with (
             loop_device(session, image, direct_io=True) as loop,
-            self._device(session, spec, base, loop.dev) as dev,
+            self._device(session, spec, base, loop.dev, size) as dev,
         ):
             pool = pool_name(session, spec, base.name)
             held = session.acquire(ZfsPool(pool))
@@ -315,29 +311,14 @@ class ZfsBackend(Backend):
             session.release(secret)
 
     @contextmanager
-    def _device(self, session: Session, spec: TargetSpec, base: Path, loop: str) -> Iterator[str]:
-        """The pool's vdev: the loop device, or for zfs-on-luks a LUKS2 mapping of it."""
+    def _device(self, session: Session, spec: TargetSpec, base: Path, loop: str, size: int) -> Iterator[str]:
+        """The pool's vdev: the loop device, or for zfs-on-luks a LUKS2 mapping of it made as
+        luks-aes256's."""
         if self.layout.encryption is not Encryption.LUKS:
             yield loop
             return
-        v = VARIANTS[PLAIN_LUKS]
-        password = keys.new_password(session.passphrase)
-        secret = session.secret_file(f"zfs-luks-{spec.slug}-{base.name}", password)
-        try:
-            run_cmd(format_command(loop, secret.path, v.key_bits, v.sector, v.cipher), timeout=120)
-            mapping = mapping_name(session, spec, base.name)
-            crypt = session.acquire(DmCrypt(mapping))
-            try:
-                with signals_blocked():
-                    run_cmd(open_command(loop, secret.path, mapping), timeout=120)
-                session.release(secret)
-                table = run_cmd(["dmsetup", "table", mapping], timeout=30).stdout.decode()
-                check_cipher(table_cipher(table), v)
-                yield f"/dev/mapper/{mapping}"
-            finally:
-                session.release(crypt)
-        finally:
-            session.release(secret)
+        with opened(session, spec, base, loop, VARIANTS[PLAIN_LUKS], size) as mapping:
+            yield mapping.device
 
 
 def check_encryption(dataset: str, wanted: str) -> None:
