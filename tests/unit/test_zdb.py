@@ -9,6 +9,7 @@ against a real pool is the lab's (tests/lab/test_zfs.py).
 from __future__ import annotations
 
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,74 @@ def test_objects_outside_a_filesystem_dataset_are_not_files() -> None:
     assert "Dataset mos [META]" in mos_only and zdb.parse(mos_only) == []
     volume = mos_only.replace("Dataset mos [META]", "Dataset cryptbench-fixture-plain-1/vol [ZVOL]")
     assert zdb.parse(volume) == []
+
+
+def _edited(kind: str, tmp_path: Path, edit: Callable[[list[str]], None]) -> str:
+    """A fixture's dump with its lines edited, for what the recorded pools do not hold."""
+    lines = (FIXTURES / f"{kind}-pool.txt").read_text().splitlines()
+    edit(lines)
+    return "\n".join(lines) + "\n"
+
+
+def test_every_name_of_a_file_is_a_path_and_a_dangling_entry_is_skipped(tmp_path: Path) -> None:
+    """A hard link is a second name an observer reads; an entry whose object the dump does
+    not hold (removed meanwhile) names nothing, and the entries after it still count."""
+
+    def edit(lines: list[str]) -> None:
+        first = next(i for i, line in enumerate(lines) if zdb.DIR_ENTRY.match(line) and "= 128 " not in line)
+        name, obj = zdb.DIR_ENTRY.match(lines[first]).groups()  # type: ignore[union-attr]
+        lines[first:first] = [
+            "\t\tghost = 999999 (type: Regular File)",
+            f"\t\tlink-to-{name} = {obj} (type: x)",
+        ]
+
+    seen = zdb.entries(zdb.parse(_edited("plain", tmp_path, edit)))
+    links = [p for p in seen if p.rpartition("/")[2].startswith("link-to-")]
+    assert len(links) == 1
+    original = links[0].replace("link-to-", "")
+    assert seen[links[0]] == seen[original]
+    assert not [p for p in seen if "ghost" in p]
+    assert len(seen) == 19  # the 18 of the recorded pool, and the link
+
+
+def test_a_dataset_whose_root_cannot_be_read_lists_each_object_by_number(tmp_path: Path) -> None:
+    seen = zdb.entries(zdb.parse(_edited("plain", tmp_path, lambda lines: lines.remove("\t\tROOT = 34 "))))
+    data = "cryptbench-fixture-plain-1/data"
+    objects = [p for p in seen if p.startswith(f"{data}/")]
+    assert objects and all(p.removeprefix(f"{data}/").startswith("#") for p in objects)
+    assert (False, 300_000) in [seen[p] for p in objects]  # a plain znode's size, placed or not
+
+
+def test_a_sparsely_filled_object_keeps_its_size_and_an_empty_one_has_none(tmp_path: Path) -> None:
+    def edit(lines: list[str]) -> None:
+        for i, line in enumerate(lines):
+            if (m := zdb.OBJECT.match(line)) and m.group(4) == zdb.FILE and m.group(2) == "393216":
+                lines[i] = line.replace("100.00", "  0.50")
+
+    seen = zdb.entries(zdb.parse(_edited("native", tmp_path, edit)))
+    assert (False, 393_216) in seen.values()  # a block of three holds data: its span shows
+
+
+def test_names_that_are_not_utf8_are_read_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    image = _pool_image(tmp_path)
+    dump = tmp_path / "raw-pool.txt"
+    dump.write_bytes((FIXTURES / "plain-pool.txt").read_bytes().replace(b"cbname", b"cb\xffname"))
+    calls = _fake_zdb(tmp_path, monkeypatch, "plain-label.txt", "plain-pool.txt")
+    program = tmp_path / "bin" / "zdb"
+    program.write_text(program.read_text().replace(str(FIXTURES / "plain-pool.txt"), str(dump)))
+    found = zdb.read(image)
+    assert isinstance(found, dict) and calls.exists()
+    assert [p for p in found if p.endswith("/cb\\xffname00112233445566778899")]
+
+
+def test_a_zdb_that_hangs_or_fails_silently_is_told_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    image = _pool_image(tmp_path)
+    _fake_zdb(tmp_path, monkeypatch, "plain-label.txt", "plain-pool.txt")
+    program = tmp_path / "bin" / "zdb"
+    program.write_text("#!/bin/sh\nexit 3\n")
+    assert zdb.read(image) == "zdb could not read it: exit 3"
+    program.write_text("#!/bin/sh\nsleep 5\n")
+    monkeypatch.setattr(zdb, "ZDB_TIMEOUT", 0.2)
+    assert zdb.read(image) == "zdb took over 0 s"

@@ -134,7 +134,8 @@ def parse(dump: str) -> list[Dataset]:
 
 def entries(datasets: list[Dataset]) -> dict[str, tuple[bool, int]]:
     """Paths as someone at rest reads them: each dataset a directory; below it each file
-    and directory reached from its root by name, the others by object number."""
+    and directory reached from its root by name (a directory has one; each of a file's
+    hard links is a name), the others by object number."""
     out: dict[str, tuple[bool, int]] = {}
     for ds in datasets:
         out[ds.name] = (True, 0)
@@ -145,13 +146,13 @@ def entries(datasets: list[Dataset]) -> dict[str, tuple[bool, int]]:
             for obj, prefix in level:
                 for name, child in ds.objects[obj].children.items():
                     dnode = ds.objects.get(child)
-                    if dnode is None or dnode.kind not in (FILE, DIRECTORY) or child in placed:
-                        continue
-                    placed.add(child)
+                    if dnode is None or dnode.kind not in (FILE, DIRECTORY):
+                        continue  # an object of another kind, or not in the dump
                     path = f"{prefix}/{name}"
-                    out[path] = _entry(dnode)
-                    if dnode.kind == DIRECTORY:
+                    out[path] = _entry(dnode)  # every name a file has (hard links too)
+                    if dnode.kind == DIRECTORY and child not in placed:
                         below.append((child, path))
+                    placed.add(child)
             level = below
         for obj, dnode in ds.objects.items():
             if dnode.kind in (FILE, DIRECTORY) and obj not in placed:
