@@ -180,6 +180,7 @@ def test_the_three_are_measured_ranked_and_proven(zfs_run: JsonObject) -> None:
     for name in ZFS_TARGETS:
         details = targets[name]["details"]
         assert "recordsize=128K" in details["dataset"] and "compression=off" in details["dataset"]
+        assert "not aligned to a record (128K) goes through it" in details["o_direct"]
     compared = {(c["target"], c["baseline"]) for c in zfs_run["comparisons"]}
     assert {("zfs-native", "zfs"), ("zfs-on-luks", "zfs")} <= compared
     # both encrypted ways set against plain in the ranking, each with its verdict

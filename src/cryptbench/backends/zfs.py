@@ -84,6 +84,11 @@ ENCRYPTION = "aes-256-gcm"
 KEY_BYTES = 32  # keyformat=raw takes exactly a 256-bit key
 DOCS = "OpenZFS documentation, Basic Concepts, Data Storage: Native Encryption"
 INSTALL = "apt-get install zfsutils-linux zfs-dkms (Debian's contrib)"
+# What the O_DIRECT probe's aligned 1 MiB write cannot show (zfsprops(7), direct=standard)
+DIRECT_IO = (
+    f"ZFS 2.3 bypasses the ARC for O_DIRECT, but the part of a write not aligned to a record "
+    f"({RECORDSIZE}) goes through it (zfsprops(7), direct): smaller direct writes are buffered there"
+)
 
 
 class Encryption(StrEnum):
@@ -273,6 +278,7 @@ class ZfsBackend(Backend):
                             "encryption": self._encryption_detail(),
                             "arc": "exported and imported before every cold trial: its blocks leave the ARC",
                             "writes": "each write trial ends with zpool sync, inside its clock",
+                            "o_direct": DIRECT_IO,
                             "image": f"{size} bytes, {allocation}",
                             "loop_device": loop.dev,
                             "loop_direct_io": loop.direct_io,
