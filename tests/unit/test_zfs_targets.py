@@ -64,6 +64,8 @@ def test_each_target_is_made_from_its_layout() -> None:
     assert (luks.where, luks.algorithm, luks.unit) == ("kernel", "xts(aes)", 4096)
     assert native.parallel and luks.parallel
     assert all(b.summary == layout.summary for b, layout in zip(made.values(), zfs.LAYOUTS, strict=True))
+    # what `backends` says before a run: the settings data that compresses would turn on
+    assert all("recordsize=128K, compression=off" in b.summary for b in made.values())
     assert [b.name for b in zfs.zfs_backends()] == list(made)
 
 

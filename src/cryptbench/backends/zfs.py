@@ -105,24 +105,27 @@ class Layout:
     summary: str
 
 
+# What `backends` says before a run: the dataset's settings, compression off above all
+# (data that compresses would flatter ZFS; the run's data is random besides)
+DATASET = f"recordsize={RECORDSIZE}, compression=off"
 LAYOUTS = (
     Layout(
         "zfs",
         Encryption.NONE,
         "plain",
-        "a ZFS pool on a loop device, no encryption (the ZFS targets' baseline)",
+        f"a ZFS pool on a loop device, no encryption, {DATASET} (the ZFS targets' baseline)",
     ),
     Layout(
         "zfs-native",
         Encryption.NATIVE,
         "zfs",
-        f"ZFS native encryption ({ENCRYPTION}) of a dataset, in a pool on a loop device",
+        f"ZFS native encryption ({ENCRYPTION}) of a dataset, {DATASET}, in a pool on a loop device",
     ),
     Layout(
         "zfs-on-luks",
         Encryption.LUKS,
         "zfs",
-        "a ZFS pool on dm-crypt LUKS2 (AES-256-XTS) on a loop device",
+        f"a ZFS pool on dm-crypt LUKS2 (AES-256-XTS) on a loop device, {DATASET}",
     ),
 )
 
