@@ -21,6 +21,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -191,9 +192,16 @@ class LabRun:
 
 
 def lab_kernel(name: str = DEFAULT_KERNELS[0]) -> str | None:
-    """The image of the lab's kernel `name` that boots (the newest installed), or None."""
-    found = sorted(glob.glob(KERNELS[name].pattern))
+    """The image of the lab's kernel `name` that boots (the newest installed), or None.
+    Newest by version, not by name: 6.12.117 is newer than 6.12.99, 6.1.0-57 than 6.1.0-9."""
+    found = sorted(glob.glob(KERNELS[name].pattern), key=_version_key)
     return found[-1] if found else None
+
+
+def _version_key(image: str) -> list[int]:
+    """The numbers in an image's file name, in order (vmlinuz-6.12.117+deb13-amd64: 6, 12,
+    117, 13, 64)."""
+    return [int(n) for n in re.findall(r"\d+", Path(image).name)]
 
 
 def why_no_lab(name: str = DEFAULT_KERNELS[0]) -> str | None:

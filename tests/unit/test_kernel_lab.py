@@ -228,3 +228,8 @@ def test_each_lab_kernel_is_looked_for_where_it_is_installed(
     image.parent.mkdir(parents=True)
     image.write_bytes(b"")
     assert kernel_lab.lab_kernel("6.12") == str(image)
+    # the newest by version, which is not the last by name
+    newer = tmp_path / "6.12.117+deb13-amd64" / "boot" / "vmlinuz-6.12.117+deb13-amd64"
+    newer.parent.mkdir(parents=True)
+    newer.write_bytes(b"")
+    assert kernel_lab.lab_kernel("6.12") == str(newer)
