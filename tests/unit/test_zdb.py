@@ -224,6 +224,8 @@ def test_a_zdb_that_hangs_or_fails_silently_is_told_apart(
     program = tmp_path / "bin" / "zdb"
     program.write_text("#!/bin/sh\nexit 3\n")
     assert zdb.read(image) == "zdb could not read it: exit 3"
+    program.write_text("#!/bin/sh\nprintf 'cannot open \\377\\n' >&2\nexit 1\n")
+    assert zdb.read(image) == "zdb could not read it: cannot open \ufffd"  # its words, whatever the bytes
     program.write_text("#!/bin/sh\nsleep 5\n")
     monkeypatch.setattr(zdb, "ZDB_TIMEOUT", 0.2)
     assert zdb.read(image) == "zdb took over 0 s"
