@@ -15,7 +15,8 @@
 # Idempotent: does nothing, and touches no network, when a 6.12 kernel is unpacked already
 # with its packages. One unpacked without them (before they were kept) gets them, or,
 # where the archive no longer has its release, the suite's current kernel is fetched.
-#   scripts/fetch-lab-kernel.sh [--where]   (--where: print the cache directory and stop)
+#   scripts/fetch-lab-kernel.sh [--where|--image]   (print the cache directory, or the
+#   newest 6.12 image in it or nothing, and stop: fetch-zfs.sh builds for that image)
 set -euo pipefail
 . "$(dirname "$0")/own-apt.sh"
 
@@ -25,11 +26,15 @@ cache=${CRYPTBENCH_LAB_KERNELS:-/var/lib/cryptbench/lab-kernels}
 suite=trixie
 mirror=http://deb.debian.org/debian
 
-if [ "${1:-}" = --where ]; then
-    echo "$cache"
-    exit 0
-fi
-have=$({ find "$cache" -mindepth 3 -maxdepth 3 -path '*/boot/vmlinuz-6.12.*-amd64' 2>/dev/null || true; } | sort -V | tail -n 1)
+newest_image() {  # the newest 6.12 image unpacked in the cache, by version; nothing if none
+    { find "$cache" -mindepth 3 -maxdepth 3 -path '*/boot/vmlinuz-6.12.*-amd64' 2>/dev/null || true; } |
+        sort -V | tail -n 1
+}
+case ${1:-} in
+    --where) echo "$cache"; exit 0 ;;
+    --image) newest_image; exit 0 ;;
+esac
+have=$(newest_image)
 have=${have%/boot/*}
 if [ -n "$have" ] && compgen -G "$have/debs/linux-headers-*.deb" >/dev/null; then
     exit 0

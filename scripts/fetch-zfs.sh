@@ -48,12 +48,11 @@ if [ -n "$image" ]; then
 else
     notice "fetch-zfs: no Debian 12 kernel in /boot (install-system-deps.sh --test installs it); its ZFS lab tests will skip and say why"
 fi
-kernels=$("$(dirname "$0")/fetch-lab-kernel.sh" --where)
-image=$({ find "$kernels" -mindepth 3 -maxdepth 3 -path '*/boot/vmlinuz-6.12.*-amd64' 2>/dev/null || true; } | sort -V | tail -n 1)
+image=$("$(dirname "$0")/fetch-lab-kernel.sh" --image)
 if [ -n "$image" ]; then
     kernel_dir[${image##*/vmlinuz-}]=${image%/boot/*}
 else
-    notice "fetch-zfs: no Debian 13 kernel in $kernels (fetch-lab-kernel.sh fetches it); its ZFS lab tests will skip and say why"
+    notice "fetch-zfs: no Debian 13 kernel in $("$(dirname "$0")/fetch-lab-kernel.sh" --where) (fetch-lab-kernel.sh fetches it); its ZFS lab tests will skip and say why"
 fi
 
 built() {  # a whole build for release $1: its module and the programs

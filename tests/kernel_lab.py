@@ -21,7 +21,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -36,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.reliability import count
+from tests.support.versions import version_key
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -194,14 +194,8 @@ class LabRun:
 def lab_kernel(name: str = DEFAULT_KERNELS[0]) -> str | None:
     """The image of the lab's kernel `name` that boots (the newest installed), or None.
     Newest by version, not by name: 6.12.117 is newer than 6.12.99, 6.1.0-57 than 6.1.0-9."""
-    found = sorted(glob.glob(KERNELS[name].pattern), key=_version_key)
+    found = sorted(glob.glob(KERNELS[name].pattern), key=lambda image: version_key(Path(image).name))
     return found[-1] if found else None
-
-
-def _version_key(image: str) -> list[int]:
-    """The numbers in an image's file name, in order (vmlinuz-6.12.117+deb13-amd64: 6, 12,
-    117, 13, 64)."""
-    return [int(n) for n in re.findall(r"\d+", Path(image).name)]
 
 
 def why_no_lab(name: str = DEFAULT_KERNELS[0]) -> str | None:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.versions import version_key
+
 CACHE = Path(os.environ.get("CRYPTBENCH_LAB_ZFS", "/var/lib/cryptbench/lab-zfs"))
 FETCH = "scripts/fetch-zfs.sh"  # what builds the cache (make test runs it)
 LIBRARIES = ("lib/x86_64-linux-gnu",)  # where the packages put theirs
@@ -36,10 +38,6 @@ class LabZfs:
         return env
 
 
-def _version_key(name: str) -> list[int]:
-    return [int(part) for part in "".join(c if c.isdigit() else " " for c in name).split()]
-
-
 def find(release: str | None = None) -> LabZfs | None:
     """The newest build for kernel `release` (the running one by default), or None."""
     release = release or os.uname().release
@@ -52,7 +50,7 @@ def find(release: str | None = None) -> LabZfs | None:
     ]
     if not builds:
         return None
-    newest = max(builds, key=lambda d: _version_key(d.name))
+    newest = max(builds, key=lambda d: version_key(d.name))
     return LabZfs(newest.name, newest / "root", newest / "modules" / release)
 
 

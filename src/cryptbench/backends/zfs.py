@@ -105,9 +105,9 @@ class Layout:
     summary: str
 
 
-# What `backends` says before a run: the dataset's settings, compression off above all
-# (data that compresses would flatter ZFS; the run's data is random besides)
-DATASET = f"recordsize={RECORDSIZE}, compression=off"
+# What `backends` says before a run of the dataset's settings: compression above all (data
+# that compresses would flatter ZFS; the run's data is random besides)
+DATASET = ", ".join(f"{k}={DATASET_PROPERTIES[k]}" for k in ("recordsize", "compression"))
 LAYOUTS = (
     Layout(
         "zfs",
