@@ -28,6 +28,7 @@ from cryptbench.commands import (
     selftest,
     serve,
     show,
+    stack,
     suites,
 )
 from cryptbench.model.errors import CryptbenchError, Interrupted
@@ -56,6 +57,7 @@ COMMANDS: dict[str, CommandModule] = {
     "check": check,
     "selftest": selftest,
     "cipher": cipher,
+    "stack": stack,
     "serve": serve,
     "fleet": fleet,
     "cleanup": cleanup,

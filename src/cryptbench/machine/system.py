@@ -174,3 +174,54 @@ def mounts_under(path: Path) -> list[Path]:
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+@dataclass(frozen=True)
+class MountInfo:
+    """One line of /proc/self/mountinfo: what /proc/self/mounts says, and the device
+    number and the directory of the filesystem the mount shows (proc(5))."""
+
+    device: str  # major:minor of the filesystem; major 0 has no block device (tmpfs, FUSE, btrfs)
+    root: str  # the directory of the filesystem that is mounted here ("/" for all of it)
+    mountpoint: Path
+    fstype: str  # with a FUSE mount's subtype: fuse.gocryptfs
+    source: str
+    options: str  # the mount's own options (ro, nosuid, …)
+    super_options: str  # the filesystem's (upperdir=… for overlayfs, ecryptfs_cipher=… for eCryptfs)
+
+
+def mountinfo(proc: Path = Path("/proc")) -> list[MountInfo]:
+    """Every mount in this namespace, in the order the kernel lists them (the last of
+    several on one mountpoint is the one seen)."""
+    found = []
+    for line in (proc / "self" / "mountinfo").read_text().splitlines():
+        fields = line.split()
+        if "-" not in fields[6:]:
+            continue
+        sep = fields.index("-", 6)  # optional fields (shared:N, master:N) come before it
+        if len(fields) < sep + 3 or len(fields) < 6:
+            continue
+        found.append(
+            MountInfo(
+                fields[2],
+                _unescape_mount_field(fields[3]),
+                Path(_unescape_mount_field(fields[4])),
+                fields[sep + 1],
+                _unescape_mount_field(fields[sep + 2]),
+                fields[5],
+                fields[sep + 3] if len(fields) > sep + 3 else "",
+            )
+        )
+    return found
+
+
+def mount_holding(path: Path, mounts: list[MountInfo]) -> MountInfo | None:
+    """The mount that holds `path` (resolved): the deepest mountpoint above it, the last
+    of several on one mountpoint."""
+    best: MountInfo | None = None
+    for m in mounts:
+        if path.is_relative_to(m.mountpoint) and (
+            best is None or len(m.mountpoint.parts) >= len(best.mountpoint.parts)
+        ):
+            best = m
+    return best

@@ -1,34 +1,31 @@
 """Bytes the storage device under the scratch space read and wrote, from its own
 counters (/sys/block/DEV/stat, "sectors read" and "sectors written", always 512-byte units):
 what wears an SSD, including what the layers added (journals, metadata,
-ciphertext padding) and anything else the machine wrote meanwhile.
+ciphertext padding) and anything else the machine wrote meanwhile. The device is the
+physical disk (or disks) at the bottom of the scratch space's stack (measure/stack.py),
+never a mapping above it: a dm-crypt mapping's counters count plaintext.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 from cryptbench.machine import system
+from cryptbench.measure.stack import Reader
 
 SYS = Path("/sys")
 SECTOR = 512  # bytes: the unit of /sys/block/*/stat, whatever the device's own sector size
 READ_SECTORS = 2  # field of /sys/block/DEV/stat: sectors read
 WRITE_SECTORS = 6  # field of /sys/block/DEV/stat: sectors written
+DISKS_JOINED = "+"  # between the names of several disks counted as one ("sda+sdb")
 
 
 def device_of(path: Path, sys: Path = SYS) -> str | None:
-    """The whole block device (vda, nvme0n1, not a partition) holding `path`,
-    or None when the filesystem has none (tmpfs, overlay, NFS)."""
-    st = os.stat(path)
-    node = sys / "dev" / "block" / f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-    if os.major(st.st_dev) == 0 or not node.exists():
-        return None
-    real = node.resolve()
-    if (real / "partition").exists():
-        real = real.parent
-    return real.name if (sys / "block" / real.name / "stat").exists() else None
+    """The whole block device (vda, nvme0n1: not a partition, not a mapping or a loop
+    device over it) holding `path`, "sda+sdb" where several do, or None when the
+    filesystem has none (tmpfs, NFS)."""
+    return DISKS_JOINED.join(Reader(sys=sys).stack(path).disks) or None
 
 
 def bytes_written(device: str | None, sys: Path = SYS) -> int | None:
@@ -42,13 +39,18 @@ def bytes_read(device: str | None, sys: Path = SYS) -> int | None:
 
 
 def _counter(device: str | None, field: int, sys: Path) -> int | None:
+    """One counter of `device`, or the sum of each of "sda+sdb" (the disks under one
+    mapping, md or LVM, as measure/stack.py finds them)."""
     if device is None:
         return None
-    try:
-        fields = (sys / "block" / device / "stat").read_text().split()
-        return int(fields[field]) * SECTOR
-    except (OSError, IndexError, ValueError):
-        return None
+    total = 0
+    for name in device.split(DISKS_JOINED):
+        try:
+            fields = (sys / "block" / name / "stat").read_text().split()
+            total += int(fields[field]) * SECTOR
+        except (OSError, IndexError, ValueError):
+            return None
+    return total
 
 
 def describe_filesystem(path: Path, sys: Path = SYS) -> dict[str, str]:

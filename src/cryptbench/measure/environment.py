@@ -15,7 +15,8 @@ from cryptbench.cipher import kernel
 from cryptbench.engines.fio import fio_version
 from cryptbench.machine.system import is_root
 from cryptbench.measure.cache import drop_method
-from cryptbench.measure.device import describe_filesystem, device_of
+from cryptbench.measure.device import DISKS_JOINED, describe_filesystem
+from cryptbench.measure.stack import stack_of
 from cryptbench.model.json_types import JsonObject
 
 CPU_FLAGS_OF_INTEREST = ("aes", "vaes", "pclmulqdq", "vpclmulqdq", "avx2", "avx512f", "sha_ni")
@@ -81,8 +82,11 @@ def collect(target_dir: Path, backends: Iterable[str] = ()) -> JsonObject:
     """Facts about this machine a reader needs to judge whether the figures apply to them;
     with the version of each of `backends`' own programs, where the run has any."""
     model, flags = _cpuinfo()
-    # whose write counter each trial's device_bytes_written comes from; None: none (tmpfs)
-    device = device_of(target_dir)
+    # every layer under the scratch space: a plain target on a LUKS root is encrypted
+    stack = stack_of(target_dir)
+    # whose counters each trial's device_bytes_written and _read come from: the disks at the
+    # bottom of the stack, not a mapping over them; None: none (tmpfs)
+    device = DISKS_JOINED.join(stack.disks) or None
     filesystem = describe_filesystem(target_dir)
     found = versions(backends)
     return {
@@ -101,5 +105,6 @@ def collect(target_dir: Path, backends: Iterable[str] = ()) -> JsonObject:
         "cache_drop": str(drop_method()),
         "target_filesystem": filesystem,
         "scratch_device": device,
+        "stack": stack.to_json(),
         **({"versions": found} if found else {}),
     }

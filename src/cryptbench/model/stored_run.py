@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.metrics import primary_of
+from cryptbench.model.stack import Stack
 
 # The plan's keys only one kind of run records (RunPlan.write's parameters with a default).
 _ONE_KIND = frozenset(
@@ -232,8 +233,15 @@ class Environment:
         return self._text("cache_drop")
 
     @property
-    def scratch_device(self) -> str | None:  # whose write counter the trials read; None: none
+    def scratch_device(self) -> str | None:  # whose counters the trials read ("vda", "sda+sdb"); None: none
         return self._text("scratch_device")
+
+    @property
+    def stack(self) -> Stack | None:
+        """Every layer under the scratch space (model/stack.py); None for a run stored
+        before runs recorded it."""
+        raw = self.raw.get("stack")
+        return Stack.from_json(raw) if isinstance(raw, dict) else None
 
     @property
     def versions(self) -> dict[str, str]:  # backend -> its own program's version

@@ -21,6 +21,7 @@ from cryptbench.machine.session import Session
 from cryptbench.measure import environment, resident
 from cryptbench.model.errors import Interrupted
 from cryptbench.model.json_types import JsonObject
+from cryptbench.model.stack import Stack
 from cryptbench.pipeline import cipher_speed, sizing
 from cryptbench.pipeline.lifecycle import Lifecycle
 from cryptbench.pipeline.provision import provision_all, target_row
@@ -64,6 +65,7 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
         session.ram_bytes = plan.ram_bytes
         stored_plan = plan.to_json()
         env = environment.collect(plan.target_dir, plan.backends)
+        _say_stack(env, progress)
         run_id = store.insert_run(plan.suite.name, stored_plan, env, __version__)
         with store.failure_kept(run_id):
             for note in plan.notes:
@@ -136,6 +138,19 @@ def _measure(
         return interleave(
             executor, controller, spend, plan.suite.workloads, list(targets), plan.seed, plan.skip
         )
+
+
+def _say_stack(env: JsonObject, progress: Progress) -> None:
+    """The stack under the scratch space, before anything is measured on it: a user whose
+    plain is already encrypted hears so at once, not only in the answer."""
+    raw = env.get("stack")
+    if not isinstance(raw, dict):
+        return
+    stack = Stack.from_json(raw)
+    progress.phase(f"scratch space {stack.path}: {stack.line()}")
+    said = stack.encrypted_sentence()
+    if said:
+        progress.say(said)
 
 
 CIPHER_SECONDS = 0.2  # per cipher figure the run takes: enough for a ceiling, not a study

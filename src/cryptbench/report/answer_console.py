@@ -28,7 +28,7 @@ from cryptbench.model.units import format_value
 from cryptbench.model.vocabulary import HostStatus
 from cryptbench.report import protection_rows
 from cryptbench.report.narrow import fold
-from cryptbench.report.sentences import command_lines, header, precision_line
+from cryptbench.report.sentences import command_lines, header, precision_line, scratch_encrypted, stack_line
 
 # Rich's SIMPLE box pads each column by one space on either side and puts one between columns.
 PADDING = 3
@@ -183,6 +183,9 @@ def warnings_lines(doc: Document) -> list[Text]:
 def answer_only(doc: Document, console: Console) -> None:
     """-q: which way costs least, and the cheapest that protects each property, in words;
     no header, table or legend."""
+    encrypted = scratch_encrypted(doc)
+    if encrypted:
+        console.print(Text(encrypted, style="bold yellow"))
     for line in ranking.sentences(doc):
         console.print(line)
     for line in protection_rows.cheapest_lines(doc):
@@ -191,6 +194,9 @@ def answer_only(doc: Document, console: Console) -> None:
 
 def render(doc: Document, console: Console) -> None:
     console.print(Text(header(doc), style="bold"))
+    stack = stack_line(doc)
+    if stack:
+        console.print(Text(stack, style="dim"))
     answer_only(doc, console)
     commands = command_lines(doc)
     if commands:

@@ -32,7 +32,7 @@ from cryptbench.model.units import format_bytes, format_mb_per_s, format_value
 from cryptbench.model.warning_kinds import RunWarning
 from cryptbench.report import protection_rows
 from cryptbench.report.narrow import fold, table_width
-from cryptbench.report.sentences import header, stopping_lines
+from cryptbench.report.sentences import header, scratch_encrypted, stack_line, stopping_lines
 
 
 def _number(value: float) -> str:
@@ -200,6 +200,12 @@ def figures(doc: Document, console: Console, metric: str | None = None) -> None:
     """--details up to the costs (screens.py puts the rest after it): the answer's header
     and ranking, then every figure, the repetition, each target's I/O and every warning."""
     console.print(Text(header(doc), style="bold"))
+    stack = stack_line(doc)
+    if stack:
+        console.print(Text(stack, style="dim"))
+    encrypted = scratch_encrypted(doc)
+    if encrypted:
+        console.print(Text(encrypted, style="bold yellow"))
     for line in ranking.sentences(doc):
         console.print(line)
     console.print()

@@ -41,6 +41,20 @@ def header(doc: Document) -> str:
     return text
 
 
+def stack_line(doc: Document) -> str | None:
+    """The stack under the run's scratch space in one line; None for a run stored
+    before runs recorded it."""
+    stack = doc.environment.stack
+    return None if stack is None else f"Scratch space {stack.path}: {stack.line()}"
+
+
+def scratch_encrypted(doc: Document) -> str | None:
+    """Said before the answer where a layer under the scratch space already encrypts it."""
+    stack = doc.environment.stack
+    said = None if stack is None else stack.encrypted_sentence()
+    return None if said is None else said[0].upper() + said[1:] + "."
+
+
 def _halfwidths(values: list[float]) -> str:
     lo, hi = min(values) * 100, max(values) * 100
     low, high = percent(lo, 1, sign=False), percent(hi, 1, sign=False)
@@ -301,7 +315,9 @@ def environment_rows(doc: Document) -> list[tuple[str, str]]:
         ("kernel's xts(aes)", env.driver("xts(aes)")),
         (
             "scratch space",
-            f"{plan.target_dir} on {fs.get('source')} ({fs.get('fstype')}, "
+            f"{plan.target_dir}: {env.stack.line()}"
+            if env.stack is not None
+            else f"{plan.target_dir} on {fs.get('source')} ({fs.get('fstype')}, "
             f"{'rotational' if fs.get('rotational') == '1' else 'non-rotational'})"
             if fs
             else plan.target_dir,

@@ -1,0 +1,425 @@
+"""The stack under a path (measure/stack.py, model/stack.py), read from trees laid out as
+the kernel lays out /sys and /proc/self/mountinfo, and from crypt tables dm-crypt printed
+in the kernel lab (tests/fixtures/dmsetup). What the real kernel shows is tested in
+tests/integration/test_stack_real.py and, for dm-crypt, tests/lab/test_existing.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cryptbench.measure.device import bytes_written
+from cryptbench.measure.stack import Reader
+from cryptbench.model.errors import ProvisionError, UsageError
+from cryptbench.model.stack import Layer, LayerKind, Stack
+
+TABLES = Path(__file__).parent.parent / "fixtures" / "dmsetup"
+
+
+def recorded_table(kernel: str, flags: str) -> str:
+    """A crypt table line as dm-crypt printed it in the lab, for a flag set ("[]": none)."""
+    for line in (TABLES / f"luks2-tables-{kernel}.txt").read_text().splitlines():
+        head, _, table = line.partition(": ")
+        if head == f"TABLE sector=4096 flags={flags}":
+            return table
+    raise AssertionError(f"no table for {flags} in the {kernel} fixture")
+
+
+class Machine:
+    """A /sys and a /proc/self/mountinfo of a machine, laid out under a test's directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.sys = root / "sys"
+        self.proc = root / "proc"
+        (self.proc / "self").mkdir(parents=True)
+        (self.sys / "dev" / "block").mkdir(parents=True)
+        (self.sys / "block").mkdir(parents=True)
+        self.lines: list[str] = []
+        self.tables: dict[str, str] = {}
+
+    def _device(self, parent: Path, name: str, number: str, sectors: int) -> Path:
+        node = parent / name
+        node.mkdir(parents=True)
+        (node / "dev").write_text(f"{number}\n")
+        (node / "size").write_text(f"{sectors}\n")
+        (node / "stat").write_text("10 0 80 5 3 0 2048 7 0 12 12 0 0 0 0 0 0\n")
+        (self.sys / "dev" / "block" / number).symlink_to(node)
+        return node
+
+    def disk(self, name: str, number: str, model: str | None = None, rotational: str = "0") -> Path:
+        node = self._device(self.sys / "devices" / "pci0", name, number, 2 << 30)
+        (node / "queue").mkdir()
+        (node / "queue" / "rotational").write_text(f"{rotational}\n")
+        (node / "queue" / "scheduler").write_text("[none] mq-deadline\n")
+        (node / "queue" / "logical_block_size").write_text("512\n")
+        if model:
+            (node / "device").mkdir()
+            (node / "device" / "model").write_text(f"{model}\n")
+            (node / "device" / "vendor").write_text("ATA\n")
+        (self.sys / "block" / name).symlink_to(node)
+        return node
+
+    def partition(self, disk: Path, name: str, number: str, start: int) -> Path:
+        node = self._device(disk, name, number, 1 << 20)
+        (node / "partition").write_text(f"{name[-1]}\n")
+        (node / "start").write_text(f"{start}\n")
+        return node
+
+    def _virtual(self, name: str, number: str, slaves: tuple[Path, ...]) -> Path:
+        node = self._device(self.sys / "devices" / "virtual" / "block", name, number, 1 << 20)
+        (node / "slaves").mkdir()
+        for s in slaves:
+            (node / "slaves" / s.name).symlink_to(s)
+        (self.sys / "block" / name).symlink_to(node)
+        return node
+
+    def mapping(self, name: str, number: str, dm_name: str, uuid: str, table: str, *slaves: Path) -> Path:
+        node = self._virtual(name, number, slaves)
+        (node / "dm").mkdir()
+        (node / "dm" / "name").write_text(f"{dm_name}\n")
+        (node / "dm" / "uuid").write_text(f"{uuid}\n")
+        self.tables[dm_name] = table
+        return node
+
+    def md(self, name: str, number: str, level: str, *slaves: Path) -> Path:
+        node = self._virtual(name, number, slaves)
+        (node / "md").mkdir()
+        (node / "md" / "level").write_text(f"{level}\n")
+        return node
+
+    def loop(self, name: str, number: str, backing: Path) -> Path:
+        node = self._virtual(name, number, ())
+        (node / "loop").mkdir()
+        (node / "loop" / "backing_file").write_text(f"{backing}\n")
+        (node / "loop" / "offset").write_text("0\n")
+        return node
+
+    def mount(
+        self, device: str, where: str, fstype: str, source: str, super_options: str = "rw", root: str = "/"
+    ) -> Path:
+        point = self.root / where
+        point.mkdir(parents=True, exist_ok=True)
+        fields = f"{device} {root} {point} rw,relatime shared:1 - {fstype} {source} {super_options}"
+        self.lines.append(f"{30 + len(self.lines)} 1 {fields}")
+        (self.proc / "self" / "mountinfo").write_text("\n".join(self.lines) + "\n")
+        return point
+
+    def reader(self, **kw: object) -> Reader:
+        defaults: dict[str, object] = {
+            "sys": self.sys,
+            "proc": self.proc,
+            "table": self.tables.__getitem__,
+            "policy": lambda _p: None,
+            "daemons": lambda _m: [],
+            "root": lambda: True,
+        }
+        return Reader(**{**defaults, **kw})  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> Machine:
+    return Machine(tmp_path)
+
+
+def laptop(machine: Machine, table: str) -> Path:
+    """A laptop as Debian's installer makes it with encryption: ext4 on LUKS2 on a partition."""
+    disk = machine.disk("nvme0n1", "259:0", model="Samsung SSD 980")
+    part = machine.partition(disk, "nvme0n1p3", "259:3", 2_099_200)
+    uuid = "CRYPT-LUKS2-22031bda641e46078834a7500fb045e5-nvme0n1p3_crypt"
+    machine.mapping("dm-0", "253:0", "nvme0n1p3_crypt", uuid, table, part)
+    return machine.mount("253:0", "root", "ext4", "/dev/mapper/nvme0n1p3_crypt")
+
+
+def test_a_luks_root_names_the_cipher_the_partition_and_the_disk(machine: Machine) -> None:
+    root = laptop(machine, recorded_table("6.1", "[]"))
+    stack = machine.reader().stack(root)
+    assert [(x.kind, x.name, x.depth) for x in stack.layers] == [
+        (LayerKind.FILESYSTEM, "ext4", 0),
+        (LayerKind.DM_CRYPT, "dm-0 (nvme0n1p3_crypt)", 1),
+        (LayerKind.PARTITION, "nvme0n1p3", 2),
+        (LayerKind.DISK, "nvme0n1", 3),
+    ]
+    crypt = stack.layers[1]
+    assert crypt.encrypted is True
+    assert dict(crypt.details) == {
+        "format": "LUKS2",
+        "cipher": "aes-xts-plain64",
+        "key": "512-bit key",
+        "key held": "in the kernel keyring",
+        "data starts at": f"byte {32768 * 512:,} of its device",
+        "sector size": "4096 bytes",
+        "flags": "none",
+    }
+    assert dict(stack.layers[2].details)["starts at"] == f"byte {2_099_200 * 512:,}"
+    assert dict(stack.layers[3].details)["model"] == "ATA Samsung SSD 980"
+    assert stack.disks == ("nvme0n1",)
+    assert stack.line() == "ext4 on dm-crypt (aes-xts-plain64, 512-bit key) on nvme0n1p3 on nvme0n1"
+    assert stack.encrypted_sentence() == (
+        "your scratch space is on dm-crypt (aes-xts-plain64, 512-bit key): plain here is "
+        "encrypted; each figure is the cost of adding a layer to it"
+    )
+    assert stack.notes == ()
+
+
+def test_the_device_counters_are_the_disks_not_the_mapping(machine: Machine) -> None:
+    """A mapping's own counters count plaintext: the scratch device is the disk under it."""
+    root = laptop(machine, recorded_table("6.1", "[]"))
+    (machine.sys / "block" / "dm-0" / "stat").write_text("0 0 0 0 0 0 99 0 0 0 0\n")
+    stack = machine.reader().stack(root)
+    assert stack.disks == ("nvme0n1",)
+    assert bytes_written("nvme0n1", machine.sys) == 2048 * 512
+
+
+def _layer(where: Path, table: str) -> Layer:
+    """The crypt layer of a laptop's stack (above) whose mapping holds `table`."""
+    m = Machine(where)
+    return m.reader().stack(laptop(m, table)).layers[1]
+
+
+def test_the_table_s_flags_and_a_key_in_the_table(tmp_path: Path) -> None:
+    both = _layer(
+        tmp_path / "a", recorded_table("6.1", "[--perf-no_read_workqueue --perf-no_write_workqueue]")
+    )
+    assert both.detail("flags") == "no_read_workqueue, no_write_workqueue"
+    # 6.12's high_priority, set by a reload without the keyring: dmsetup prints zeros for the key
+    reloaded = _layer(tmp_path / "b", recorded_table("6.12", "[--perf-high_priority]"))
+    assert reloaded.detail("flags") == "high_priority"
+    assert reloaded.detail("key") == "512-bit key"
+    assert reloaded.detail("key held") == "in the table"
+
+
+@pytest.mark.parametrize(
+    ("key", "bits"),
+    [
+        (":32:logon:cryptsetup:x-d0", 256),
+        ("0" * 64, 256),
+        ("-", None),  # a mapping whose key dmsetup does not show at all
+    ],
+)
+def test_a_key_field_gives_its_size_and_nothing_else(tmp_path: Path, key: str, bits: int | None) -> None:
+    table = f"0 2048 crypt aes-cbc-essiv:sha256 {key} 0 259:3 4096"
+    crypt = _layer(tmp_path, table)
+    assert crypt.detail("key") == (f"{bits}-bit key" if bits else None)
+    assert crypt.detail("sector size") == "512 bytes"  # no sector_size option: dm-crypt's 512
+    assert crypt.detail("cipher") == "aes-cbc-essiv:sha256"
+    if key != "-":  # neither the keyring's reference nor dmsetup's zeros are kept
+        assert key not in json.dumps(crypt.to_json())
+
+
+def test_integrity_and_a_null_cipher(tmp_path: Path) -> None:
+    aead = _layer(tmp_path / "a", "0 8 crypt capi:gcm(aes)-random - 0 253:1 0 1 integrity:28:aead")
+    assert aead.detail("integrity") == "aead, 28-byte tags"
+    null = _layer(tmp_path / "n", "0 8 crypt cipher_null-ecb - 0 259:3 4096")
+    assert null.encrypted is False  # a crypt mapping that copies hides nothing
+
+
+def test_without_root_a_crypt_mapping_is_known_by_its_uuid(machine: Machine) -> None:
+    root = laptop(machine, recorded_table("6.1", "[]"))
+
+    def never(_name: str) -> str:
+        raise AssertionError("dmsetup table needs root: not asked without it")
+
+    stack = machine.reader(root=lambda: False, table=never).stack(root)
+    crypt = stack.layers[1]
+    assert (crypt.kind, crypt.encrypted, crypt.details) == (LayerKind.DM_CRYPT, True, (("format", "LUKS2"),))
+    assert stack.notes == (
+        "nvme0n1p3_crypt: its table needs root (dmsetup table); its cipher and flags are not shown",
+    )
+
+
+def test_a_failed_dmsetup_is_a_note(machine: Machine) -> None:
+    root = laptop(machine, "")
+
+    def fails(_name: str) -> str:
+        raise ProvisionError("dmsetup is not installed")
+
+    stack = machine.reader(table=fails).stack(root)
+    assert stack.layers[1].encrypted is True and stack.notes == ("nvme0n1p3_crypt: dmsetup is not installed",)
+
+
+def test_lvm_on_raid_lists_both_disks_and_counts_them_together(machine: Machine) -> None:
+    sda, sdb = machine.disk("sda", "8:0", rotational="1"), machine.disk("sdb", "8:16", rotational="1")
+    parts = machine.partition(sda, "sda1", "8:1", 2048), machine.partition(sdb, "sdb1", "8:17", 2048)
+    md = machine.md("md0", "9:0", "raid1", *parts)
+    machine.mapping("dm-1", "253:1", "vg-home", "LVM-abcdef", "0 4096 linear 9:0 2048", md)
+    home = machine.mount("253:1", "home", "xfs", "/dev/mapper/vg-home")
+    stack = machine.reader().stack(home)
+    assert [(x.name, x.depth) for x in stack.layers] == [
+        ("xfs", 0),
+        ("dm-1 (vg-home)", 1),
+        ("md0", 2),
+        ("sda1", 3),
+        ("sda", 4),
+        ("sdb1", 3),
+        ("sdb", 4),
+    ]
+    assert (
+        stack.layers[1].detail("is") == "LVM logical volume" and stack.layers[1].detail("targets") == "linear"
+    )
+    assert stack.layers[2].detail("level") == "raid1"
+    assert stack.disks == ("sda", "sdb")
+    assert stack.line() == "xfs on device-mapper dm-1 (vg-home) on md0 on sda1 on sda (and 1 more branch)"
+    assert stack.encrypted_sentence() is None
+    assert bytes_written("sda+sdb", machine.sys) == 2 * 2048 * 512
+    assert bytes_written("sda+nosuch", machine.sys) is None  # a sum with a part missing is no figure
+
+
+def test_a_loop_device_goes_on_into_the_file_s_own_stack(machine: Machine) -> None:
+    machine.disk("vdb", "254:16")
+    data = machine.mount("254:16", "data", "ext4", "/dev/vdb")
+    image = data / "disk.img"
+    image.write_bytes(b"")
+    machine.loop("loop3", "7:3", image)
+    inner = machine.mount("7:3", "data/inner", "ext4", "/dev/loop3")
+    stack = machine.reader().stack(inner)
+    assert [(x.kind, x.name, x.depth) for x in stack.layers] == [
+        (LayerKind.FILESYSTEM, "ext4", 0),
+        (LayerKind.LOOP, "loop3", 1),
+        (LayerKind.FILESYSTEM, "ext4", 2),
+        (LayerKind.DISK, "vdb", 3),
+    ]
+    assert stack.layers[1].detail("file") == str(image)
+    assert stack.line() == "ext4 on loop3 on ext4 on vdb"
+    image.unlink()
+    gone = machine.reader().stack(inner)
+    assert len(gone.layers) == 2 and f"its file {image} cannot be found" in gone.notes[0]
+
+
+def test_an_fscrypt_policy_sits_above_its_filesystem(machine: Machine) -> None:
+    machine.disk("vda", "254:0")
+    fs = machine.mount("254:0", "fs", "ext4", "/dev/vda")
+    secret = fs / "secret"
+    secret.mkdir()
+
+    def policy(path: Path) -> tuple[int, int, int, int] | None:
+        return (2, 1, 4, 0x02 | 0x04) if path == secret else None
+
+    stack = machine.reader(policy=policy).stack(secret)
+    assert [x.kind for x in stack.layers] == [LayerKind.FSCRYPT, LayerKind.FILESYSTEM, LayerKind.DISK]
+    assert dict(stack.layers[0].details) == {
+        "policy": "v2",
+        "contents": "AES-256-XTS",
+        "filenames": "AES-256-CTS-CBC",
+        "filename padding": "16 bytes",
+        "flags": "DIRECT_KEY",
+    }
+    assert stack.line() == "fscrypt (AES-256-XTS) on ext4 on vda"
+    assert machine.reader(policy=policy).stack(fs).encrypting == ()
+
+
+def test_fuse_overlays_lead_to_their_cipher_directory(machine: Machine) -> None:
+    machine.disk("vda", "254:0")
+    fs = machine.mount("254:0", "fs", "ext4", "/dev/vda")
+    (fs / "cipher").mkdir()
+    # gocryptfs names its cipher directory as its mount's source
+    plain = machine.mount("0:40", "plain", "fuse.gocryptfs", str(fs / "cipher"), "rw,user_id=0")
+    stack = machine.reader().stack(plain)
+    assert [(x.kind, x.name, x.encrypted) for x in stack.layers[:2]] == [
+        (LayerKind.FUSE, "gocryptfs", True),
+        (LayerKind.FILESYSTEM, "ext4", False),
+    ]
+    assert stack.layers[0].detail("cipher directory") == str(fs / "cipher")
+    assert stack.disks == ("vda",)
+    # securefs does not: its daemon's arguments do, the directory before the mountpoint
+    (fs / "sec").mkdir()
+    other = machine.mount("0:41", "other", "fuse.securefs", "securefs")
+    argv = [["securefs", "mount", "--pass", "not-a-directory", str(fs / "sec"), str(other)]]
+    found = machine.reader(daemons=lambda m: argv if m == other else []).stack(other)
+    assert found.layers[0].detail("cipher directory") == str(fs / "sec")
+    assert found.disks == ("vda",)
+
+
+def test_a_fuse_overlay_whose_backing_cannot_be_found(machine: Machine) -> None:
+    point = machine.mount("0:42", "remote", "fuse.sshfs", "me@host:/srv")
+    stack = machine.reader().stack(point)
+    assert [(x.name, x.encrypted) for x in stack.layers] == [("sshfs", False)]
+    assert "its backing directory was not found" in stack.notes[0]
+    # a daemon that names a directory inside its own mount is not its backing
+    (point / "inside").mkdir()
+    argv = [["encfs", str(point / "inside"), str(point)]]
+    looped = machine.reader(daemons=lambda _m: argv).stack(point)
+    assert len(looped.layers) == 1 and "not found" in looped.notes[0]
+
+
+def test_rclone_may_encrypt_and_says_so(machine: Machine) -> None:
+    point = machine.mount("0:43", "cloud", "fuse.rclone", "secret:")
+    stack = machine.reader().stack(point)
+    assert stack.layers[0].encrypted is None
+    assert stack.undecided() == stack.layers[:1] and stack.encrypting == ()
+    assert stack.encrypted_sentence() is None
+
+
+def test_ecryptfs_and_overlayfs_go_on_below_their_directory(machine: Machine) -> None:
+    machine.disk("vda", "254:0")
+    fs = machine.mount("254:0", "fs", "ext4", "/dev/vda")
+    (fs / "lower").mkdir()
+    (fs / "upper").mkdir()
+    options = "rw,ecryptfs_sig=0123,ecryptfs_cipher=aes,ecryptfs_key_bytes=16"
+    home = machine.mount("0:50", "home", "ecryptfs", str(fs / "lower"), options)
+    stack = machine.reader().stack(home)
+    assert (stack.layers[0].name, stack.layers[0].encrypted) == ("ecryptfs", True)
+    assert stack.layers[0].detail("key") == "128-bit" and stack.layers[0].detail("cipher") == "aes"
+    assert [x.name for x in stack.layers] == ["ecryptfs", "ext4", "vda"]
+    merged = machine.mount("0:51", "merged", "overlay", "overlay", f"rw,lowerdir=/x,upperdir={fs / 'upper'}")
+    assert [x.name for x in machine.reader().stack(merged).layers] == ["overlay", "ext4", "vda"]
+
+
+def test_memory_and_no_mount(machine: Machine) -> None:
+    shm = machine.mount("0:25", "shm", "tmpfs", "tmpfs")
+    stack = machine.reader().stack(shm)
+    assert [x.name for x in stack.layers] == ["tmpfs"] and stack.notes == ()
+    assert stack.layers[0].detail("device") == "none: its files are in memory"
+    assert stack.disks == ()
+    outside = machine.root / "nowhere"
+    outside.mkdir()
+    assert machine.reader().stack(outside).notes == (f"no mount holds {outside}",)
+    with pytest.raises(UsageError, match="no such file or directory"):
+        machine.reader().stack(machine.root / "missing")
+
+
+def test_zfs_datasets_say_their_encryption_and_their_pool_s_devices(machine: Machine) -> None:
+    machine.disk("vda", "254:0")
+    fs = machine.mount("254:0", "fs", "ext4", "/dev/vda")
+    vdev = fs / "pool.img"
+    vdev.write_bytes(b"")
+    data = machine.mount("0:60", "tank", "zfs", "tank/secret")
+    props = {"encryption": "aes-256-gcm", "keystatus": "available", "keyformat": "raw", "encryptionroot": "-"}
+
+    def vdevs(pool: str) -> list[str]:
+        return [str(vdev)] if pool == "tank" else []
+
+    stack = machine.reader(zfs=lambda _d: props, vdevs=vdevs).stack(data)
+    assert [(x.kind, x.name, x.encrypted) for x in stack.layers] == [
+        (LayerKind.ZFS, "tank/secret", True),
+        (LayerKind.FILESYSTEM, "ext4", False),
+        (LayerKind.DISK, "vda", False),
+    ]
+    assert stack.layers[0].detail("encryptionroot") is None  # "-": none to say
+    assert stack.line() == "ZFS dataset tank/secret (encryption aes-256-gcm) on ext4 on vda"
+    off = machine.reader(zfs=lambda _d: {"encryption": "off"}, vdevs=lambda _p: []).stack(data)
+    assert off.layers[0].encrypted is False
+
+    def missing(_name: str) -> dict[str, str]:
+        raise ProvisionError("zfs is not installed")
+
+    unknown = machine.reader(zfs=missing, vdevs=lambda _p: []).stack(data)
+    assert unknown.layers[0].encrypted is None and unknown.notes == (
+        "ZFS dataset tank/secret: zfs is not installed",
+    )
+
+
+def test_a_stack_survives_its_json() -> None:
+    layers = (
+        Layer(LayerKind.FUSE, "gocryptfs", True, 0, (("cipher directory", "/c"),)),
+        Layer(LayerKind.FILESYSTEM, "ext4", False, 1),
+        Layer(LayerKind.DISK, "vda", False, 2, (("rotational", "no"),)),
+    )
+    stack = Stack("/p", layers, ("a note",))
+    assert Stack.from_json(stack.to_json()) == stack
+    assert Stack("/p", ()).line() == "no layer could be read"
+    assert stack.encrypted_sentence("path") == (
+        "your path is on gocryptfs: plain here is encrypted; each figure is the cost of adding a layer to it"
+    )
