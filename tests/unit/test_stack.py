@@ -344,12 +344,38 @@ def test_a_fuse_overlay_whose_backing_cannot_be_found(machine: Machine) -> None:
     assert len(looped.layers) == 1 and "not found" in looped.notes[0]
 
 
-def test_rclone_may_encrypt_and_says_so(machine: Machine) -> None:
-    point = machine.mount("0:43", "cloud", "fuse.rclone", "secret:")
-    stack = machine.reader().stack(point)
-    assert stack.layers[0].encrypted is None
-    assert stack.undecided() == stack.layers[:1] and stack.encrypting == ()
-    assert stack.encrypted_sentence() is None
+def test_rclone_encrypts_where_its_remote_is_a_crypt_one(machine: Machine) -> None:
+    machine.disk("vda", "254:0")
+    fs = machine.mount("254:0", "fs", "ext4", "/dev/vda")
+    (fs / "cipher").mkdir()
+    config = fs / "rclone.conf"
+    config.write_text(
+        f"[secret]\ntype = crypt\nremote = {fs / 'cipher'}\npassword = obscured-not-read\n"
+        "[cloud]\ntype = s3\nprovider = AWS\n"
+    )
+    point = machine.mount("0:43", "mnt", "fuse.rclone", "secret:")
+    other = machine.mount("0:44", "s3", "fuse.rclone", "cloud:bucket")
+    argv = {point: ["rclone", "mount", "--config", str(config), "secret:", str(point)]}
+    argv[other] = ["rclone", "mount", f"--config={config}", "cloud:bucket", str(other)]
+    reader = machine.reader(daemons=lambda m: [argv[m]] if m in argv else [])
+    crypt = reader.stack(point)
+    assert [(x.name, x.encrypted) for x in crypt.layers] == [
+        ("rclone", True),
+        ("ext4", False),
+        ("vda", False),
+    ]
+    assert crypt.layers[0].detail("remote") == "secret (type crypt)"
+    assert crypt.layers[0].detail("cipher directory") == str(fs / "cipher")
+    assert "obscured-not-read" not in json.dumps(crypt.to_json())
+    s3 = reader.stack(other)
+    assert (s3.layers[0].encrypted, s3.layers[0].detail("remote")) == (False, "cloud (type s3)")
+    # no config file named, or one that cannot be read: whether it encrypts is not known
+    unknown = machine.reader().stack(point)
+    assert unknown.layers[0].encrypted is None
+    assert unknown.undecided() == unknown.layers[:1] and unknown.encrypting == ()
+    assert unknown.encrypted_sentence() is None
+    config.write_text("# Encrypted rclone configuration File\n\nRCLONE_ENCRYPT_V0:\nAbCd\n")
+    assert reader.stack(point).layers[0].encrypted is None
 
 
 def test_ecryptfs_and_overlayfs_go_on_below_their_directory(machine: Machine) -> None:

@@ -13,6 +13,7 @@ told (a crypt mapping's uuid says it is one without root).
 
 from __future__ import annotations
 
+import configparser
 import errno
 import fcntl
 import os
@@ -199,12 +200,14 @@ class Reader:
     def _fuse(self, mount: MountInfo, depth: int) -> list[Layer]:
         subtype = mount.fstype.split(".", 1)[1] if "." in mount.fstype else mount.source
         encrypts = FUSE_ENCRYPTS.get(subtype, False)
-        cipher_dir = self._cipher_dir(mount)
         details = [("mountpoint", str(mount.mountpoint))]
+        if subtype == "rclone":
+            encrypts, cipher_dir, said = self._rclone(mount)
+            details += said
+        else:
+            cipher_dir = self._cipher_dir(mount)
         if cipher_dir is not None:
             details.append(("cipher directory", str(cipher_dir)))
-        if encrypts is None:
-            details.append(("encrypts", "only through a crypt remote, which its mount does not show"))
         layer = Layer(LayerKind.FUSE, subtype, encrypts, depth, tuple(details))
         if cipher_dir is None:
             self._note(
@@ -234,6 +237,32 @@ class Reader:
             if found:
                 break
         return found
+
+    def _rclone(self, mount: MountInfo) -> tuple[bool | None, Path | None, list[tuple[str, str]]]:
+        """Whether an rclone mount's remote is a crypt remote, and the local directory it
+        keeps its ciphertext in: the remote's `type` and `remote` in the config file its
+        daemon names (--config). Nothing else of the file is read: it holds passwords."""
+        remote = mount.source.split(":", 1)[0]
+        for args in self.daemons(mount.mountpoint):
+            config = _flag_value(args, "--config")
+            if config is None:
+                continue
+            section = _rclone_section(Path(config), remote)
+            if section is None:
+                why = "is gone" if not Path(config).exists() else "cannot be read (an encrypted config?)"
+                return None, None, [("encrypts", f"unknown: its config file {config} {why}")]
+            kind = section.get("type", "?")
+            said = [("remote", f"{remote} (type {kind})")]
+            if kind != "crypt":
+                return False, None, said
+            under = section.get("remote", "")
+            local = Path(under) if under.startswith("/") and Path(under).is_dir() else None
+            return True, local, said
+        return (
+            None,
+            None,
+            [("encrypts", "only through a crypt remote; its daemon names no config file to tell")],
+        )
 
     def _stacked(self, mount: MountInfo, depth: int) -> list[Layer]:
         options = {k: v for k, _, v in (o.partition("=") for o in mount.super_options.split(",") if o)}
@@ -406,6 +435,28 @@ class Reader:
         if modes.is_dir():  # blk-crypto: the device encrypts inline (fscrypt's inlinecrypt)
             details.append(("inline encryption", ", ".join(sorted(m.name for m in modes.iterdir())) or "yes"))
         return Layer(LayerKind.DISK, real.name, False, depth, tuple(details))
+
+
+def _flag_value(args: list[str], flag: str) -> str | None:
+    """The value of `flag` among a command's arguments: `--flag VALUE` or `--flag=VALUE`."""
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(f"{flag}="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _rclone_section(config: Path, remote: str) -> dict[str, str] | None:
+    """The `type` and `remote` keys of one remote's section of an rclone config file."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(config.read_text())
+    except (OSError, UnicodeDecodeError, configparser.Error):
+        return None
+    if not parser.has_section(remote):
+        return None
+    return {k: parser.get(remote, k) for k in ("type", "remote") if parser.has_option(remote, k)}
 
 
 def _read(path: Path) -> str | None:
