@@ -20,7 +20,7 @@ from tests import kernel_lab
 # in make test's time table at c2486be. The commands that only read, list or tear down (no
 # trial, nothing a test signals) run there through the same main() in the test's own
 # process; their start as a process of their own is tested on the host.
-IN_PROCESS_IN_GUEST = frozenset({"backends", "cleanup", "show"})
+IN_PROCESS_IN_GUEST = frozenset({"backends", "cleanup", "show", "stack"})
 
 
 def argv(*args: str) -> list[str]:

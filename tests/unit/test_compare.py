@@ -7,6 +7,7 @@ each test knows the answer: the statistics themselves are SciPy's, run for real.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import statistics
@@ -19,6 +20,7 @@ from scipy import stats as sps
 from cryptbench.analysis.run_comparison import Row, compare, mann_whitney_possible
 from cryptbench.model.errors import UsageError
 from cryptbench.model.result import Document
+from cryptbench.model.stack import Layer, LayerKind, Stack
 from cryptbench.report import charts, compare_cells, compare_console, export_compare_html
 from cryptbench.stats import estimates
 from tests.support.bootstrap_oracle import exact_distribution, quantile, ratio_of_medians
@@ -302,3 +304,28 @@ def test_a_backend_program_s_version_is_listed_not_refused() -> None:
     assert [(d.what, d.a, d.b, d.blocking) for d in comp.differences] == [
         ("gocryptfs's version", "gocryptfs v2.3.0", "gocryptfs v2.4.0", False)
     ]
+
+
+def _with_stack(doc: dict[str, Any], *layers: Layer) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    out["environment"]["stack"] = Stack("/var/tmp", layers).to_json()
+    return out
+
+
+def test_runs_whose_scratch_space_differs_in_encryption_are_refused() -> None:
+    """A plain target on dm-crypt is not the plain of a run on a bare disk: comparing them
+    compares what neither measured. The rest of the stack is listed, not refused."""
+    ext4, disk = Layer(LayerKind.FILESYSTEM, "ext4", False, 0), Layer(LayerKind.DISK, "vda", False, 1)
+    crypt = Layer(LayerKind.DM_CRYPT, "dm-0 (root)", True, 1, (("cipher", "aes-xts-plain64"),))
+    bare = _with_stack(DOC, ext4, disk)
+    on_luks = _with_stack(_scaled(DOC, 1.0), ext4, crypt, dataclasses.replace(disk, depth=2))
+    with pytest.raises(UsageError, match=r"encryption under the scratch space.*--force"):
+        _compare(bare, on_luks)
+    forced = _compare(bare, on_luks, force=True)
+    (said,) = [d for d in forced.blocking if "encryption under" in d.words()]
+    assert (said.a, said.b) == ("none", "dm-crypt (aes-xts-plain64)")
+    other_disk = _with_stack(_scaled(DOC, 1.0), ext4, dataclasses.replace(disk, name="vdb"))
+    listed = _compare(bare, other_disk)
+    assert not listed.blocking
+    assert any("stack under the scratch space" in d.words() for d in listed.differences)
+    assert not any("stack" in d.words() for d in _compare(DOC, _scaled(DOC, 1.0)).differences)

@@ -31,6 +31,7 @@ from cryptbench.engines.metric_catalog import info
 from cryptbench.model.errors import UsageError
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.result import ComparisonKind, Document, Result
+from cryptbench.model.stack import Stack
 from cryptbench.model.stored_run import Environment, RunPlan
 from cryptbench.model.units import format_bytes
 from cryptbench.stats import estimates
@@ -267,6 +268,11 @@ def differences(a: Document, b: Document) -> list[Difference]:
     listed("kernel", ea.kernel, eb.kernel)
     listed("kernel's xts(aes)", ea.driver("xts(aes)"), eb.driver("xts(aes)"))
     listed("scratch filesystem", _scratch(ea), _scratch(eb))
+    sa, sb = ea.stack, eb.stack
+    if sa is not None and sb is not None:  # runs stored before runs kept their stack have none
+        # a plain target on dm-crypt is not the plain of a run on a bare disk
+        blocking("encryption under the scratch space", _encrypting(sa), _encrypting(sb))
+        listed("stack under the scratch space", sa.line(), sb.line())
     listed("fio", ea.fio, eb.fio)
     listed("gocryptfs", ea.gocryptfs, eb.gocryptfs)  # runs stored before Backend.version()
     listed("python", ea.python, eb.python)
@@ -307,6 +313,10 @@ def _mem(env: Environment) -> str | None:
 def _scratch(env: Environment) -> str | None:
     fs = env.target_filesystem
     return None if not fs else f"{fs.get('fstype')} on {fs.get('source')}"
+
+
+def _encrypting(stack: Stack) -> str:
+    return " and ".join(layer.short() for layer in stack.encrypting) or "none"
 
 
 def _repeats(plan: RunPlan) -> str:

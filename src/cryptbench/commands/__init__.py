@@ -20,5 +20,6 @@ baseline's speed on any workload, or has no figure for one); `history` (runs fil
 by backend, workload and host; a target's median run by run, drawn as a sparkline);
 `cleanup`; `selftest` (a run of the known-answer targets, then its checks); `serve`
 (one host of a fleet: `run`'s provisioning, a manifest, fio's server, watched until a
-signal or a death); `fleet` (`fleet run`); `cipher` (the cipher ceilings); `suites`.
+signal or a death); `fleet` (`fleet run`); `cipher` (the cipher ceilings); `stack` (the
+layers under a path, and which encrypt: measure/stack.py); `suites`.
 """

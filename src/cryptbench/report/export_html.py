@@ -24,6 +24,7 @@ from cryptbench.report.sentences import (
     command_lines,
     environment_rows,
     precision_line,
+    scratch_encrypted,
     sources,
     stopping_lines,
     summary_rows,
@@ -131,7 +132,10 @@ def render(doc: Document, charts: Sequence[PageChart], space: PageChart | None =
         efficiency=efficiency,
         ceiling_sources=sources(doc),
         stopping=stopping_lines(doc.stopping),
-        ranking_sentences=ranking.sentences(doc) + protection_rows.cheapest_lines(doc),
+        # a scratch space already encrypted is said first: it changes what every figure means
+        ranking_sentences=[s for s in [scratch_encrypted(doc)] if s]
+        + ranking.sentences(doc)
+        + protection_rows.cheapest_lines(doc),
         command_lines=command_lines(doc),
         protection_rows=hides,
         protection_columns=protection_rows.columns(),

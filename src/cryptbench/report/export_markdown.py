@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from cryptbench.model.result import Document
 from cryptbench.report.fleet_rows import SPREAD_NOTE, cost_rows
-from cryptbench.report.sentences import summary_rows
+from cryptbench.report.sentences import scratch_encrypted, stack_line, summary_rows
 
 
 def _escape(text: str) -> str:
@@ -32,6 +32,8 @@ def render(doc: Document) -> str:
         f"**cryptbench run {doc.run_id}** ({doc.suite} suite, {doc.started_at}) on "
         f"{env['hostname']}: {env['cpu_model']}, {env['cpu_count']} cores, "
         f"kernel {env['kernel']}; cryptbench {doc.tool_version}.",
+        *([f"{line}." for line in [stack_line(doc)] if line]),
+        *([f"**{said}**" for said in [scratch_encrypted(doc)] if said]),
         "",
         "| workload | target | median [95 % CI] | against | change [95 % CI] |",
         "|---|---|---:|---|---:|",
