@@ -104,12 +104,13 @@ def test_a_run_on_a_users_luks_volume_says_plain_is_encrypted(tmp_path: Path) ->
     assert [x.kind for x in stored.encrypting] == [LayerKind.DM_CRYPT]
     # the counters read the disk under the mapping and its loop device, not the mapping
     assert doc["environment"]["scratch_device"] == "vda"
-    flat = " ".join(shown.stdout.split())
+    flat = " ".join(shown.stdout.split())  # as read, whatever the terminal's width folded
     said = (
         "Your scratch space is on dm-crypt (aes-xts-plain64, 512-bit key): plain here is encrypted; "
         "each figure is the cost of adding a layer to it."
     )
-    header, line = shown.stdout.splitlines()[:2]
-    assert line == f"Scratch space {home}: {stored.line()}"
-    assert flat.startswith(f"{header} {line} {said}")
+    assert flat.startswith(f"Run {doc['run_id']} (lab suite): 1 targets")
+    # under the header, the stack; then, before the answer, what it means for plain
+    assert "; vda wrote " in flat.split(" Scratch space ")[0]
+    assert f" Scratch space {home}: {stored.line()} {said} No encrypted target to rank." in flat
     assert table.split()[4] not in json.dumps(doc)

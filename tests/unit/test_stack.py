@@ -449,3 +449,94 @@ def test_a_stack_survives_its_json() -> None:
     assert stack.encrypted_sentence("path") == (
         "your path is on gocryptfs: plain here is encrypted; each figure is the cost of adding a layer to it"
     )
+
+
+def test_a_disk_says_what_its_queue_and_driver_say(machine: Machine) -> None:
+    disk = machine.disk("vda", "254:0", rotational="1")
+    queue = disk / "queue"
+    for name, value in {
+        "physical_block_size": "4096",
+        "nr_requests": "256",
+        "read_ahead_kb": "128",
+        "max_sectors_kb": "1280",
+        "write_cache": "write back",
+    }.items():
+        (queue / name).write_text(f"{value}\n")
+    (queue / "crypto" / "modes").mkdir(parents=True)
+    for mode in ("AES-256-XTS", "ADIANTUM"):
+        (queue / "crypto" / "modes" / mode).write_text("0x1000\n")
+    (disk / "device").mkdir()
+    (disk / "device" / "vendor").write_text("0x1af4\n")  # virtio's: a PCI number, no model
+    (machine.root / "virtio_blk").mkdir()
+    (disk / "device" / "driver").symlink_to(machine.root / "virtio_blk")
+    point = machine.mount("254:0", "fs", "ext4", "/dev/vda")
+    (layer,) = [x for x in machine.reader().stack(point).layers if x.kind == LayerKind.DISK]
+    assert layer.details == (
+        ("driver", "virtio_blk"),
+        ("rotational", "yes"),
+        ("size", "1.0 TiB"),
+        ("scheduler", "none"),
+        ("logical block", "512 bytes"),
+        ("physical block", "4096 bytes"),
+        ("queue depth", "256"),
+        ("read-ahead", "128 KiB"),
+        ("largest request", "1280 KiB"),
+        ("write cache", "write back"),
+        ("inline encryption", "ADIANTUM, AES-256-XTS"),
+    )
+    assert layer.encrypted is False  # inline encryption is a capability, not a layer that encrypts
+
+
+def test_each_layer_s_details_in_full(machine: Machine) -> None:
+    """What a reader is shown of a partition, a loop device, a filesystem and a mount of
+    part of one, to the word."""
+    disk = machine.disk("sda", "8:0", model="WDC WD40", rotational="1")
+    machine.partition(disk, "sda2", "8:2", 4096)
+    data = machine.mount("8:2", "data", "btrfs", "/dev/sda2", root="/@data")
+    image = data / "disk.img"
+    image.write_bytes(b"")
+    loop = machine.loop("loop5", "7:5", image)
+    (loop / "loop" / "offset").write_text("1048576\n")
+    (loop / "loop" / "dio").write_text("1\n")
+    inner = machine.mount("7:5", "data/inner", "xfs", "/dev/loop5")
+    xfs, lo, btrfs, part, sda = machine.reader().stack(inner).layers
+    assert xfs.details == (("mountpoint", str(inner)), ("source", "/dev/loop5"), ("options", "rw,relatime"))
+    assert lo.details == (
+        ("file", str(image)),
+        ("offset", "byte 1,048,576"),
+        ("direct I/O", "yes"),
+        ("size", "512.0 MiB"),
+    )
+    assert btrfs.details[-1] == ("directory mounted", "/@data")
+    assert part.details == (("number", "2"), ("starts at", "byte 2,097,152"), ("size", "512.0 MiB"))
+    assert (sda.details[0], sda.details[1]) == (("model", "ATA WDC WD40"), ("rotational", "yes"))
+    assert [x.depth for x in (xfs, lo, btrfs, part, sda)] == [0, 1, 2, 3, 4]
+
+
+def test_stacked_filesystems_details_in_full(machine: Machine) -> None:
+    machine.disk("vda", "254:0")
+    fs = machine.mount("254:0", "fs", "ext4", "/dev/vda")
+    (fs / "lower").mkdir()
+    options = "rw,ecryptfs_fnek_sig=0123,ecryptfs_cipher=aes,ecryptfs_key_bytes=32"
+    home = machine.mount("0:50", "home", "ecryptfs", str(fs / "lower"), options)
+    (layer, *_) = machine.reader().stack(home).layers
+    assert layer.details == (
+        ("mountpoint", str(home)),
+        ("lower directory", str(fs / "lower")),
+        ("cipher", "aes"),
+        ("key", "256-bit"),
+    )
+    gone = machine.mount("0:52", "gone", "overlay", "overlay", "rw,upperdir=/no/such/upper")
+    stack = machine.reader().stack(gone)
+    assert [x.name for x in stack.layers] == ["overlay"]
+    assert stack.layers[0].details == (("mountpoint", str(gone)), ("upper directory", "/no/such/upper"))
+    assert stack.notes == (f"overlay at {gone}: the directory under it is not reachable",)
+
+
+def test_a_filesystem_on_no_device_it_can_name(machine: Machine) -> None:
+    point = machine.mount("0:70", "pool", "btrfs", "pool-by-label")
+    stack = machine.reader().stack(point)
+    assert [x.name for x in stack.layers] == ["btrfs"]
+    assert stack.notes == (f"btrfs at {point}: no block device found under it",)
+    missing = machine.mount("254:9", "ghost", "ext4", "/dev/vdz")  # a number /sys does not know
+    assert machine.reader().stack(missing).notes == (f"block device 254:9: not in {machine.sys}/dev/block",)
