@@ -136,6 +136,7 @@ def laptop(machine: Machine, table: str) -> Path:
 def test_a_luks_root_names_the_cipher_the_partition_and_the_disk(machine: Machine) -> None:
     root = laptop(machine, recorded_table("6.1", "[]"))
     stack = machine.reader().stack(root)
+    assert stack.path == str(root)
     assert [(x.kind, x.name, x.depth) for x in stack.layers] == [
         (LayerKind.FILESYSTEM, "ext4", 0),
         (LayerKind.DM_CRYPT, "dm-0 (nvme0n1p3_crypt)", 1),
@@ -540,3 +541,63 @@ def test_a_filesystem_on_no_device_it_can_name(machine: Machine) -> None:
     assert stack.notes == (f"btrfs at {point}: no block device found under it",)
     missing = machine.mount("254:9", "ghost", "ext4", "/dev/vdz")  # a number /sys does not know
     assert machine.reader().stack(missing).notes == (f"block device 254:9: not in {machine.sys}/dev/block",)
+
+
+def test_fuse_without_a_subtype_fuseblk_and_overlays_that_point_at_each_other(machine: Machine) -> None:
+    machine.disk("vda", "254:0")
+    fs = machine.mount("254:0", "fs", "ext4", "/dev/vda")
+    (fs / "c").mkdir()
+    bare = machine.mount("0:80", "bare", "fuse", "encfs")  # an old mount helper names no subtype
+    argv = [["encfs", str(fs / "c"), str(bare)]]
+    stack = machine.reader(daemons=lambda m: argv if m == bare else []).stack(bare)
+    assert [(x.kind, x.name, x.encrypted) for x in stack.layers[:2]] == [
+        (LayerKind.FUSE, "encfs", True),
+        (LayerKind.FILESYSTEM, "ext4", False),
+    ]
+    machine.disk("sdb", "8:16")
+    ntfs = machine.mount("8:16", "usb", "fuseblk", "/dev/sdb", "rw,user_id=0")
+    assert [(x.kind, x.name) for x in machine.reader().stack(ntfs).layers] == [
+        (LayerKind.FILESYSTEM, "fuseblk"),
+        (LayerKind.DISK, "sdb"),
+    ]
+    # two overlays, each backed by a directory of the other's: read once round, not forever
+    a, b = machine.root / "a", machine.root / "b"
+    machine.mount("0:81", "a", "fuse.gocryptfs", str(b / "x"))
+    machine.mount("0:82", "b", "fuse.gocryptfs", str(a / "y"))
+    (a / "y").mkdir()
+    (b / "x").mkdir()
+    looped = machine.reader().stack(a)
+    assert [(x.name, x.depth) for x in looped.layers] == [
+        ("gocryptfs", 0),
+        ("gocryptfs", 1),
+        ("gocryptfs", 2),
+    ]
+    # an overlayfs whose upper directory is inside itself is not on it
+    inside = machine.mount("0:83", "ov", "overlay", "overlay", f"rw,upperdir={machine.root / 'ov' / 'up'}")
+    (inside / "up").mkdir()
+    assert [x.name for x in machine.reader().stack(inside).layers] == ["overlay"]
+
+
+def test_a_fuse_overlay_over_an_fscrypt_directory_nests_each_below_the_other(machine: Machine) -> None:
+    machine.disk("vda", "254:0")
+    fs = machine.mount("254:0", "fs", "ext4", "/dev/vda")
+    secret = fs / "secret"
+    secret.mkdir()
+    plain = machine.mount("0:90", "plain", "fuse.gocryptfs", str(secret))
+
+    def policy(path: Path) -> tuple[int, int, int, int] | None:
+        return (2, 1, 4, 0x03) if path == secret else None
+
+    stack = machine.reader(policy=policy).stack(plain)
+    assert stack.path == str(plain)
+    assert [(x.kind, x.depth) for x in stack.layers] == [
+        (LayerKind.FUSE, 0),
+        (LayerKind.FSCRYPT, 1),
+        (LayerKind.FILESYSTEM, 2),
+        (LayerKind.DISK, 3),
+    ]
+    assert stack.layers[1].detail("filename padding") == "32 bytes"
+    assert stack.encrypted_sentence() == (
+        "your scratch space is on gocryptfs and fscrypt (AES-256-XTS): plain here is encrypted; "
+        "each figure is the cost of adding a layer to it"
+    )

@@ -164,7 +164,8 @@ class Reader:
         if mount is None:
             self._note(f"no mount holds {path}")
             return []
-        if mount.fstype == "fuse" or mount.fstype.startswith(("fuse.", "fuseblk")):
+        # fuseblk (ntfs-3g, exfat-fuse) is a filesystem on a block device, read as any other
+        if mount.fstype == "fuse" or mount.fstype.startswith("fuse."):
             return self._fuse(mount, depth)
         if mount.fstype in ("ecryptfs", "overlay"):
             return self._stacked(mount, depth)
@@ -285,7 +286,8 @@ class Reader:
                 depth,
                 (("mountpoint", str(mount.mountpoint)), ("upper directory", str(lower))),
             )
-        if not lower.is_absolute() or not lower.exists():
+        # a directory inside the mount itself is what it shows, not what it is on
+        if not lower.is_absolute() or not lower.exists() or lower.resolve().is_relative_to(mount.mountpoint):
             self._note(f"{mount.fstype} at {mount.mountpoint}: the directory under it is not reachable")
             return [layer]
         return [layer, *self._under_path(lower, depth + 1)]
