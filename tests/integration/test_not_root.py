@@ -107,3 +107,19 @@ def test_asking_for_a_root_backend_is_refused_with_the_reason(nobody_dir: Path) 
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("cryptbench: error: backend fscrypt is not available here")
     assert "needs root" in proc.stderr
+
+
+def test_stack_without_root_says_what_it_could_not_read(nobody_dir: Path) -> None:
+    proc = _as_nobody(["stack", str(nobody_dir), "--json"], nobody_dir)
+    assert proc.returncode == 0, proc.stderr
+    stack = json.loads(proc.stdout)
+    assert stack["path"] == str(nobody_dir) and stack["layers"][0]["kind"] == "filesystem"
+    hidden = nobody_dir / "private"
+    hidden.mkdir(mode=0o700)  # root's, inside the directory nobody owns
+    (hidden / "f").write_text("")
+    refused = _as_nobody(["stack", str(hidden / "f")], nobody_dir)
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert (
+        refused.stderr.strip()
+        == f"cryptbench: error: {hidden / 'f'}: this user may not reach it (permission denied)"
+    )

@@ -144,8 +144,12 @@ class Reader:
 
     def stack(self, path: Path) -> Stack:
         """The stack under `path`, which must exist."""
-        if not path.exists():
-            raise UsageError(f"{path}: no such file or directory")
+        try:
+            path.stat()
+        except FileNotFoundError:
+            raise UsageError(f"{path}: no such file or directory") from None
+        except PermissionError:
+            raise UsageError(f"{path}: this user may not reach it (permission denied)") from None
         resolved = path.resolve()
         self.notes = []
         self._mounts = mountinfo(self.proc)
