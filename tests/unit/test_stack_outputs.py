@@ -46,6 +46,8 @@ def _doc(stack: Stack | None) -> Document:
     raw: dict[str, Any] = json.loads(json.dumps(DOC))
     if stack is not None:
         raw["environment"]["stack"] = stack.to_json()
+        # the disk the run counted is the stack's (measure/environment.py)
+        raw["environment"]["scratch_device"] = raw["device_writes"]["device"] = "+".join(stack.disks)
     return Document.from_json(raw)
 
 
@@ -87,3 +89,10 @@ def test_markdown_and_the_page_say_it_too() -> None:
     verdict = page.split('<section id="ranking"', 1)[1]
     assert verdict.index(SAID) < verdict.index("</p>")  # the section's first sentence
     assert SAID not in export_html.render(_doc(BARE), [])
+
+
+def test_the_details_name_the_layers_above_the_disk_that_wrote() -> None:
+    text = " ".join(_screen(_doc(ON_LUKS), details=True).split())
+    under = "the disk under ext4 on dm-crypt (aes-xts-plain64, 512-bit key) on nvme0n1p3 on nvme0n1"
+    assert f"nvme0n1 wrote 4.9 GiB during the 132 trials (its own counter, {under}: what the layers" in text
+    assert "(its own counter: what the layers added" in " ".join(_screen(_doc(None), details=True).split())

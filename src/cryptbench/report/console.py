@@ -436,9 +436,12 @@ def _legend(doc: Document, console: Console, metric: str | None, compact: bool) 
 def _footer(doc: Document, console: Console) -> None:
     dw = doc.device_writes
     if dw:
+        stack = doc.environment.stack
+        # the disk at the bottom of the scratch space's stack, never a mapping over it
+        under = f", the disk under {stack.line()}" if stack is not None and stack.disks else ""
         console.print(
             f"{dw.device} wrote {format_bytes(int(dw.bytes))} during the {dw.trials} trials "
-            "(its own counter: what the layers added, and anything else the machine wrote "
+            f"(its own counter{under}: what the layers added, and anything else the machine wrote "
             "meanwhile, included)"
         )
     for line in stopping_lines(doc.stopping):
