@@ -5,13 +5,15 @@ tests/integration/test_stack_real.py and, for dm-crypt, tests/lab/test_existing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from cryptbench.machine.system import MountInfo
 from cryptbench.measure.device import bytes_written
-from cryptbench.measure.stack import Reader
+from cryptbench.measure.stack import Reader, _crypt_layer, _flag_value, _fscrypt_layer
 from cryptbench.model.errors import ProvisionError, UsageError
 from cryptbench.model.stack import Layer, LayerKind, Stack
 
@@ -601,3 +603,144 @@ def test_a_fuse_overlay_over_an_fscrypt_directory_nests_each_below_the_other(mac
         "your scratch space is on gocryptfs and fscrypt (AES-256-XTS): plain here is encrypted; "
         "each figure is the cost of adding a layer to it"
     )
+
+
+@pytest.mark.parametrize(
+    ("line", "uuid", "want"),
+    [
+        # a table cut short: what it has, and no guess at the rest
+        (
+            "0 8 crypt aes-xts-plain64",
+            "",
+            {
+                "cipher": "aes-xts-plain64",
+                "key held": "in the table",
+                "sector size": "512 bytes",
+                "flags": "none",
+            },
+        ),
+        (
+            "0 8 crypt aes-xts-plain64 ABCDEF0123456789abcdef0123456789 0 7:0",
+            "CRYPT-PLAIN-x",
+            {
+                "format": "PLAIN",
+                "cipher": "aes-xts-plain64",
+                "key": "128-bit key",
+                "key held": "in the table",
+                "sector size": "512 bytes",  # no options: dm-crypt's defaults
+                "flags": "none",
+            },
+        ),
+        # the count says how many options there are: what comes after them is not one
+        (
+            "0 8 crypt aes-xts-plain64 :abc:logon:x 0 7:0 8 2 sector_size:4096 integrity:16 same_cpu_crypt",
+            "CRYPT",
+            {
+                "cipher": "aes-xts-plain64",
+                "key held": "in the kernel keyring",
+                "data starts at": "byte 4,096 of its device",
+                "sector size": "4096 bytes",
+                "flags": "none",
+                "integrity": "?, 16-byte tags",
+            },
+        ),
+        (
+            "0 8 crypt aes-xts-plain64 - 0 7:0 8 x same_cpu_crypt",  # no count where one belongs: no option
+            "",
+            {
+                "cipher": "aes-xts-plain64",
+                "key held": "in the table",
+                "data starts at": "byte 4,096 of its device",
+                "sector size": "512 bytes",
+                "flags": "none",
+            },
+        ),
+    ],
+)
+def test_a_crypt_table_read_as_far_as_it_goes(line: str, uuid: str, want: dict[str, str]) -> None:
+    layer = _crypt_layer("dm-3 (x)", uuid, line, 2)
+    assert dict(layer.details) == want
+    assert (layer.name, layer.depth, layer.encrypted) == ("dm-3 (x)", 2, True)
+
+
+def test_an_fscrypt_policy_s_every_word() -> None:
+    ext4 = MountInfo("254:0", "/", Path("/x"), "ext4", "/dev/vda", "rw,inlinecrypt,noatime", "rw")
+    layer = _fscrypt_layer((2, 99, 10, 0x01 | 0x04 | 0x08), 3, ext4)
+    assert (layer.kind, layer.name, layer.encrypted, layer.depth) == (LayerKind.FSCRYPT, "fscrypt", True, 3)
+    assert layer.details == (
+        ("policy", "v2"),
+        ("contents", "mode 99"),
+        ("filenames", "AES-256-HCTR2"),
+        ("filename padding", "8 bytes"),
+        ("flags", "DIRECT_KEY, IV_INO_LBLK_64"),
+        ("inline encryption", "asked (inlinecrypt)"),
+    )
+    plain = _fscrypt_layer((1, 1, 4, 0x00), 0, dataclasses.replace(ext4, options="rw"))
+    assert dict(plain.details)["flags"] == "none" and dict(plain.details)["filename padding"] == "4 bytes"
+    assert "inline encryption" not in dict(plain.details)
+
+
+@pytest.mark.parametrize(
+    ("args", "value"),
+    [
+        (["--config", "/etc/r.conf"], "/etc/r.conf"),
+        (["rclone", "--config=/a=b.conf", "x:"], "/a=b.conf"),
+        (["rclone", "mount", "--config"], None),  # a flag with nothing after it
+        (["rclone", "--configure", "x"], None),
+    ],
+)
+def test_a_flag_s_value(args: list[str], value: str | None) -> None:
+    assert _flag_value(args, "--config") == value
+
+
+def test_the_words_of_mappings_zfs_and_stacked_layers(machine: Machine) -> None:
+    """The details of a device-mapper mapping that is neither crypt nor LVM, a nested ZFS
+    dataset whose pool cannot be listed, an eCryptfs mount that names no cipher and an
+    rclone remote whose config is gone, to the word and the depth."""
+    vda = machine.disk("vda", "254:0")
+    machine.mapping("dm-2", "253:2", "flaky", "", "0 8 linear 254:0 0\n8 8 error", vda)
+    mapped = machine.mount("253:2", "m", "ext4", "/dev/mapper/flaky")
+    _fs, dm, disk = machine.reader().stack(mapped).layers
+    assert dm.details == (("is", "mapping"), ("targets", "linear, error"), ("size", "512.0 MiB"))
+    assert (dm.kind, dm.encrypted, dm.depth, disk.depth) == (LayerKind.DEVICE_MAPPER, False, 1, 2)
+
+    fs = machine.mount("254:0", "fs", "ext4", "/dev/vda")
+    data = machine.mount("0:60", "tank", "zfs", "tank/home/me")
+    pools: list[str] = []
+
+    def refused(pool: str) -> list[str]:
+        pools.append(pool)
+        raise ProvisionError("zpool is not installed")
+
+    asked: list[str] = []
+    zfs = machine.reader(
+        zfs=lambda d: asked.append(d) or {"encryption": "off", "keystatus": ""}, vdevs=refused
+    )
+    stack = zfs.stack(data)
+    assert (asked, pools) == (["tank/home/me"], ["tank"])
+    assert stack.layers[0].details == (("mountpoint", str(data)), ("encryption", "off"))
+    assert stack.notes == ("ZFS pool tank: zpool is not installed",)
+
+    (fs / "low").mkdir()
+    home = machine.mount("0:50", "home", "ecryptfs", str(fs / "low"), "rw,ecryptfs_sig=01")
+    ecr, ext4, _vda = machine.reader().stack(home).layers
+    assert ecr.details == (("mountpoint", str(home)), ("lower directory", str(fs / "low")), ("cipher", "?"))
+    assert (ecr.kind, ecr.depth, ext4.depth) == (LayerKind.STACKED, 0, 1)
+
+    cloud = machine.mount("0:43", "cloud", "fuse.rclone", "secret:sub:dir")
+    gone = fs / "gone.conf"
+    argv = [["rclone", "mount", "--config", str(gone), "secret:sub:dir", str(cloud)]]
+    (layer,) = machine.reader(daemons=lambda _m: argv).stack(cloud).layers
+    assert layer.details == (
+        ("mountpoint", str(cloud)),
+        ("encrypts", f"unknown: its config file {gone} is gone"),
+    )
+    gone.write_text("[other]\ntype = local\n")  # there, but without this remote
+    (layer,) = machine.reader(daemons=lambda _m: argv).stack(cloud).layers
+    assert layer.detail("encrypts") == f"unknown: its config file {gone} has no remote secret"
+    gone.write_text("# Encrypted rclone configuration File\n\nRCLONE_ENCRYPT_V0:\nAbCd\n")
+    (layer,) = machine.reader(daemons=lambda _m: argv).stack(cloud).layers
+    said = f"unknown: its config file {gone} cannot be read (an encrypted config?)"
+    assert layer.detail("encrypts") == said
+    (layer,) = machine.reader().stack(cloud).layers
+    assert layer.detail("encrypts") == "only through a crypt remote; its daemon names no config file to tell"

@@ -253,9 +253,8 @@ class Reader:
             if config is None:
                 continue
             section = _rclone_section(Path(config), remote)
-            if section is None:
-                why = "is gone" if not Path(config).exists() else "cannot be read (an encrypted config?)"
-                return None, None, [("encrypts", f"unknown: its config file {config} {why}")]
+            if isinstance(section, str):
+                return None, None, [("encrypts", f"unknown: its config file {config} {section}")]
             kind = section.get("type", "?")
             said = [("remote", f"{remote} (type {kind})")]
             if kind != "crypt":
@@ -453,15 +452,18 @@ def _flag_value(args: list[str], flag: str) -> str | None:
     return None
 
 
-def _rclone_section(config: Path, remote: str) -> dict[str, str] | None:
-    """The `type` and `remote` keys of one remote's section of an rclone config file."""
+def _rclone_section(config: Path, remote: str) -> dict[str, str] | str:
+    """The `type` and `remote` keys of one remote's section of an rclone config file, or
+    in a few words why they cannot be read."""
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(config.read_text())
+    except FileNotFoundError:
+        return "is gone"
     except (OSError, UnicodeDecodeError, configparser.Error):
-        return None
+        return "cannot be read (an encrypted config?)"
     if not parser.has_section(remote):
-        return None
+        return f"has no remote {remote}"
     return {k: parser.get(remote, k) for k in ("type", "remote") if parser.has_option(remote, k)}
 
 
