@@ -17,6 +17,7 @@ from cryptbench.commands import run as run_cmd
 from cryptbench.commands import show
 from cryptbench.engines.fio import probe_ioengine
 from cryptbench.measure import resident
+from cryptbench.measure.stack import stack_of
 from cryptbench.model.errors import UnavailableError
 from cryptbench.planning.request import RunRequest
 from cryptbench.planning.stopping_rule import DEFAULT_MAX_TIME
@@ -222,8 +223,10 @@ def test_the_default_output_answers_first_on_one_80_column_screen(target_dir: Pa
     assert 1 <= blocks <= 3, proc.stdout
     assert len(lines) - blocks * (len(doc.targets) + 3) <= 24, proc.stdout
     assert lines[0].startswith(f"Run {doc.run_id} (quick suite): {len(doc.targets)} targets, ")
+    # under the header, the stack under the scratch space, then the ranking
+    assert lines[1] == f"Scratch space {target_dir}: {stack_of(target_dir).line()}", proc.stdout
     first = ranking.sentences(doc)[0]
-    assert " ".join(lines[1:4]).startswith(first[:40]), proc.stdout
+    assert " ".join(lines[2:5]).startswith(first[:40]), proc.stdout
     assert lines[-1] == f"Every figure, warning and the diagnosis: cryptbench show {doc.run_id} --details"
     assert "trials: round 1, 0 done of " in proc.stderr and "trials: round 2, " in proc.stderr
     # --details still prints the full report, and the same answer opens show
