@@ -19,7 +19,7 @@ from cryptbench.measure.stack import stack_of
 from cryptbench.model.stack import LayerKind, Stack
 from cryptbench.planning.request import RunRequest
 from tests.support.cli import cli
-from tests.support.targets import provisioned, requires_root
+from tests.support.targets import need_backend, provisioned, requires_root
 
 pytestmark = pytest.mark.integration
 
@@ -123,8 +123,7 @@ def test_a_run_on_a_users_gocryptfs_says_first_that_plain_is_encrypted(
 ) -> None:
     """The scratch space on a gocryptfs mount the user made: the stack names it, the run
     stores it, and the answer says before anything else that plain is encrypted."""
-    if REGISTRY["gocryptfs"].probe().ok is False:
-        pytest.skip(f"gocryptfs unavailable here: {REGISTRY['gocryptfs'].probe().reason}")
+    need_backend("gocryptfs")
     with users_gocryptfs(target_dir) as plain:
         text = cli("stack", str(plain))
         assert text.returncode == 0, text.stderr

@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from cryptbench.model.errors import ProvisionError
 
@@ -154,14 +155,7 @@ def mount_entry(path: Path) -> MountEntry | None:
 
 def filesystem_of(path: Path) -> MountEntry | None:
     """The mount that holds `path` (the deepest mountpoint above it; the last if stacked)."""
-    resolved = path.resolve()
-    best: MountEntry | None = None
-    for m in mounts():
-        if resolved.is_relative_to(m.mountpoint) and (
-            best is None or len(m.mountpoint.parts) >= len(best.mountpoint.parts)
-        ):
-            best = m
-    return best
+    return mount_holding(path.resolve(), mounts())
 
 
 def is_mountpoint(path: Path) -> bool:
@@ -199,7 +193,7 @@ def mountinfo(proc: Path = Path("/proc")) -> list[MountInfo]:
         if "-" not in fields[6:]:
             continue
         sep = fields.index("-", 6)  # optional fields (shared:N, master:N) come before it
-        if len(fields) < sep + 3 or len(fields) < 6:
+        if len(fields) < sep + 3:
             continue
         found.append(
             MountInfo(
@@ -215,10 +209,18 @@ def mountinfo(proc: Path = Path("/proc")) -> list[MountInfo]:
     return found
 
 
-def mount_holding(path: Path, mounts: list[MountInfo]) -> MountInfo | None:
+class _Mounted(Protocol):
+    @property
+    def mountpoint(self) -> Path: ...
+
+
+M = TypeVar("M", bound=_Mounted)
+
+
+def mount_holding(path: Path, mounts: list[M]) -> M | None:
     """The mount that holds `path` (resolved): the deepest mountpoint above it, the last
     of several on one mountpoint."""
-    best: MountInfo | None = None
+    best: M | None = None
     for m in mounts:
         if path.is_relative_to(m.mountpoint) and (
             best is None or len(m.mountpoint.parts) >= len(best.mountpoint.parts)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cryptbench.machine import system
 from cryptbench.measure.stack import Reader
+from cryptbench.model.stack import Stack
 
 SYS = Path("/sys")
 SECTOR = 512  # bytes: the unit of /sys/block/*/stat, whatever the device's own sector size
@@ -25,7 +26,12 @@ def device_of(path: Path, sys: Path = SYS) -> str | None:
     """The whole block device (vda, nvme0n1: not a partition, not a mapping or a loop
     device over it) holding `path`, "sda+sdb" where several do, or None when the
     filesystem has none (tmpfs, NFS)."""
-    return DISKS_JOINED.join(Reader(sys=sys).stack(path).disks) or None
+    return disks_of(Reader(sys=sys).stack(path))
+
+
+def disks_of(stack: Stack) -> str | None:
+    """The name the counters read for a stack's disks: "vda", "sda+sdb"; None: no disk."""
+    return DISKS_JOINED.join(stack.disks) or None
 
 
 def bytes_written(device: str | None, sys: Path = SYS) -> int | None:

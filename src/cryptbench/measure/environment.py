@@ -15,7 +15,7 @@ from cryptbench.cipher import kernel
 from cryptbench.engines.fio import fio_version
 from cryptbench.machine.system import is_root
 from cryptbench.measure.cache import drop_method
-from cryptbench.measure.device import DISKS_JOINED, describe_filesystem
+from cryptbench.measure.device import describe_filesystem, disks_of
 from cryptbench.measure.stack import stack_of
 from cryptbench.model.json_types import JsonObject
 
@@ -86,7 +86,7 @@ def collect(target_dir: Path, backends: Iterable[str] = ()) -> JsonObject:
     stack = stack_of(target_dir)
     # whose counters each trial's device_bytes_written and _read come from: the disks at the
     # bottom of the stack, not a mapping over them; None: none (tmpfs)
-    device = DISKS_JOINED.join(stack.disks) or None
+    device = disks_of(stack)
     filesystem = describe_filesystem(target_dir)
     found = versions(backends)
     return {

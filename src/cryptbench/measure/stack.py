@@ -19,14 +19,15 @@ import fcntl
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
 from cryptbench.backends.fscrypt import FS_IOC_GET_ENCRYPTION_POLICY_EX
+from cryptbench.backends.luks import table_options
 from cryptbench.machine.system import MountInfo, is_root, mount_holding, mountinfo, run_cmd
-from cryptbench.model.errors import CryptbenchError, UsageError
+from cryptbench.model.errors import CryptbenchError, ProvisionError, UsageError
 from cryptbench.model.stack import Layer, LayerKind, Stack
 from cryptbench.model.units import format_bytes
 
@@ -140,7 +141,6 @@ class Reader:
     vdevs: Callable[[str], list[str]] = zpool_vdevs
     daemons: Callable[[Path], list[list[str]]] = daemon_arguments
     root: Callable[[], bool] = is_root
-    notes: list[str] = field(default_factory=list)
 
     def stack(self, path: Path) -> Stack:
         """The stack under `path`, which must exist."""
@@ -151,7 +151,7 @@ class Reader:
         except PermissionError:
             raise UsageError(f"{path}: this user may not reach it (permission denied)") from None
         resolved = path.resolve()
-        self.notes = []
+        self.notes: list[str] = []  # what this reading could not read, and why
         self._mounts = mountinfo(self.proc)
         self._seen: set[str] = set()
         layers = self._under_path(resolved, 0)
@@ -523,8 +523,7 @@ def _crypt_layer(label: str, uuid: str, line: str | None, depth: int) -> Layer:
         offset = parts[7] if len(parts) > 7 else ""
         if offset.isdigit():
             details.append(("data starts at", f"byte {int(offset) * SECTOR:,} of its device"))
-        count = int(parts[8]) if len(parts) > 8 and parts[8].isdigit() else 0
-        options = parts[9 : 9 + count]
+        options = _table_options(line)
         sector = next((o.split(":", 1)[1] for o in options if o.startswith("sector_size:")), "512")
         details.append(("sector size", f"{sector} bytes"))
         details.append(("flags", ", ".join(o for o in options if o in CRYPT_FLAGS) or "none"))
@@ -535,6 +534,15 @@ def _crypt_layer(label: str, uuid: str, line: str | None, depth: int) -> Layer:
         if cipher.startswith("cipher_null"):
             encrypted = False  # a crypt mapping that copies: cryptsetup's LUKS2 with no cipher
     return Layer(LayerKind.DM_CRYPT, label, encrypted, depth, tuple(details))
+
+
+def _table_options(line: str) -> tuple[str, ...]:
+    """The table's optional parameters as backends/luks.py reads them; none where the line
+    is cut short or has no count where one belongs (read as far as it goes, not refused)."""
+    try:
+        return table_options(line)
+    except ProvisionError:
+        return ()
 
 
 def _key_bits(field: str) -> int | None:

@@ -11,7 +11,7 @@ next depth. Read by measure/stack.py; the words a reader sees are here, beside i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 from cryptbench.model.json_types import JsonObject
@@ -57,9 +57,7 @@ class Layer:
         if self.kind == LayerKind.ZFS:
             enc = self.detail("encryption")
             return f"ZFS dataset {self.name} (encryption {enc})" if enc else f"ZFS dataset {self.name}"
-        if self.kind in (LayerKind.LOOP, LayerKind.MD, LayerKind.DEVICE_MAPPER) and not self.name.startswith(
-            str(self.kind)[:2]
-        ):
+        if self.kind == LayerKind.DEVICE_MAPPER:  # dm-N says less than loopN and mdN do
             return f"{self.kind} {self.name}"
         return self.name
 
@@ -92,7 +90,7 @@ class Stack:
     path: str  # the path asked about, resolved
     layers: tuple[Layer, ...]
     # what was not read, and why ("dmsetup is not installed: dm-1's table is unknown")
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
     @property
     def encrypting(self) -> tuple[Layer, ...]:
