@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 import pytest
 
 from cryptbench.backends import REGISTRY
@@ -100,10 +101,19 @@ def users_gocryptfs(where: Path) -> Iterator[Path]:
     quiet = {"capture_output": True, "check": True}
     subprocess.run(["gocryptfs", "-q", "-init", "-passfile", str(password), str(cipher)], **quiet)  # type: ignore[call-overload]
     subprocess.run(["gocryptfs", "-q", "-passfile", str(password), str(cipher), str(plain)], **quiet)  # type: ignore[call-overload]
+    daemons = [
+        p
+        for p in psutil.process_iter(["name", "cmdline"])
+        if p.info["name"] == "gocryptfs" and str(cipher) in (p.info["cmdline"] or [])
+    ]
     try:
         yield plain
     finally:
         subprocess.run(["fusermount", "-u", str(plain)], check=True)
+        # gocryptfs exits some moments after its unmount (CI's leak check once found it
+        # still running): the fixture is done only when its daemon is gone.
+        _gone, alive = psutil.wait_procs(daemons, timeout=10)
+        assert not alive, f"gocryptfs still running 10 s after its unmount: {alive}"
 
 
 TINY = """
