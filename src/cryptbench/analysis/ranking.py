@@ -29,7 +29,7 @@ from cryptbench.model.ranking_section import (
 )
 from cryptbench.model.result import Document, Result, TargetInfo
 from cryptbench.model.stored_run import RunPlan
-from cryptbench.model.vocabulary import Medium, Property, Verdict
+from cryptbench.model.vocabulary import Existing, Medium, Property, Verdict
 from cryptbench.model.warning_kinds import WarningKind
 from cryptbench.planning.suite import FAMILIES, direction_of_rw, family_of_rw
 from cryptbench.stats import estimates
@@ -181,7 +181,8 @@ def _groups(doc: Document) -> list[tuple[TargetInfo, list[TargetInfo]]]:
     """(plain, the encrypted targets beside it): one group per host and medium."""
     out = []
     for p in doc.targets:
-        if p.backend != "plain":
+        # plain, or on a user's own volume the device under its mapping (run --existing)
+        if p.backend not in ("plain", Existing.RAW):
             continue
         peers = [t for t in doc.targets if t.encrypted and t.host == p.host and t.medium == p.medium]
         out.append((p, peers))

@@ -16,7 +16,7 @@ from cryptbench.analysis import document
 from cryptbench.commands.common_args import add_db, add_details, add_json, add_provisioning, add_stopping
 from cryptbench.model.result import Document
 from cryptbench.model.vocabulary import RunStatus
-from cryptbench.pipeline import execute
+from cryptbench.pipeline import execute, existing
 from cryptbench.planning.plan import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE
 from cryptbench.planning.request import RunRequest
 from cryptbench.report import exports, screens
@@ -38,7 +38,8 @@ class RunOutcome:
 
 
 def run(request: RunRequest, *, progress: Progress | None = None, registry: Path | None = None) -> RunOutcome:
-    done = execute.run(request, progress=progress, registry=registry)
+    how = existing.run if request.existing is not None else execute.run
+    done = how(request, progress=progress, registry=registry)
     doc = document.read(done.db_path, done.run_id)
     return RunOutcome(done.run_id, done.status, doc, done.recovered, done.exit_code)
 
@@ -50,6 +51,13 @@ HELP = "provision targets and run a suite on each"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--existing",
+        metavar="PATH",
+        help="read your own dm-crypt volume instead of provisioning targets: its mapping "
+        "(/dev/mapper/NAME) or a path on it, read through the mapping and on the device under it at "
+        "the same offsets, read-only (docs/existing.md)",
+    )
     p.add_argument(
         "--backends",
         help="comma-separated (default: the suite's, else every available default one); baselines are added",

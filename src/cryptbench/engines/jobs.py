@@ -47,6 +47,10 @@ class JobOptions:
     # trial's cap, so that a slow target's lasts no longer than TRIAL_CAP trial times
     # (trial/sizing.py); None: none
     time_limit: float | None = None
+    # bytes into `filename` where the job's region of `size` bytes starts: 0 for a data
+    # file; on a user's volume (run --existing), the region's place on the mapping or on
+    # the device under it, so that both read the same sectors
+    offset: int = 0
 
     def __post_init__(self) -> None:
         if self.passes < 1 or (self.passes > 1 and not self.direct):
@@ -65,6 +69,7 @@ def _global(opts: JobOptions) -> list[str]:
         f"direct={int(opts.direct)}",
         f"filename={escape_filename(opts.filename)}",
         f"size={opts.size}",
+        *([f"offset={opts.offset}"] if opts.offset else []),
         "numjobs=1",
         "thread=0",
         "invalidate=1",

@@ -151,11 +151,21 @@ class Reader:
         except PermissionError:
             raise UsageError(f"{path}: this user may not reach it (permission denied)") from None
         resolved = path.resolve()
+        self._begin()
+        layers = self._under_path(resolved, 0)
+        return Stack(str(resolved), tuple(layers), tuple(dict.fromkeys(self.notes)))
+
+    def device(self, number: str, path: str) -> Stack:
+        """The stack under block device `number` (major:minor), its top the device itself,
+        said as `path` (/dev/mapper/NAME): no mount is asked about."""
+        self._begin()
+        layers = self._block(number, 0)
+        return Stack(path, tuple(layers), tuple(dict.fromkeys(self.notes)))
+
+    def _begin(self) -> None:
         self.notes: list[str] = []  # what this reading could not read, and why
         self._mounts = mountinfo(self.proc)
         self._seen: set[str] = set()
-        layers = self._under_path(resolved, 0)
-        return Stack(str(resolved), tuple(layers), tuple(dict.fromkeys(self.notes)))
 
     def _note(self, text: str) -> None:
         self.notes.append(text)

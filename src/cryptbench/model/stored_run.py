@@ -24,6 +24,7 @@ _ONE_KIND = frozenset(
         "data_size_limit",
         "ioengine",
         "fleet",
+        "existing",
     }
 )
 
@@ -76,6 +77,9 @@ class RunPlan:
         ram_bytes: int,  # bytes of RAM the RAM twins may take
         ioengine: str | None = None,  # a local run's: fio's engine asked for, or "auto"
         fleet: JsonObject | None = None,  # a fleet run's: {hosts: [name, ...]}
+        # a run of the user's own volume (run --existing): its mapping and device, the
+        # region read (bytes) and the workloads left out (planning/existing.py)
+        existing: JsonObject | None = None,
     ) -> RunPlan:
         """The plan as every run stores it: a local run's (planning/plan.Plan.to_json) and
         a fleet run's (pipeline/fleet_run) alike, its keys in the order of the parameters;
@@ -168,6 +172,10 @@ class RunPlan:
     @property
     def fleet(self) -> JsonObject | None:  # a fleet run's hosts; None for a local run
         return self.raw.get("fleet")
+
+    @property
+    def existing(self) -> JsonObject | None:  # run --existing's volume and region; None otherwise
+        return self.raw.get("existing")
 
 
 @dataclass(frozen=True)

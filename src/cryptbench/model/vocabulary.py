@@ -54,3 +54,10 @@ class Verdict(StrEnum):
     CHECKED = "checked"
     SILENT = "silent"  # tamper only: a flipped byte came back as other data, without an error
     UNKNOWN = "unknown"  # no reader here for the backing's structure, or the probe failed
+
+
+class Existing(StrEnum):
+    """The backends of a run of the user's own volume (run --existing): read, never provisioned."""
+
+    MAPPING = "existing-dm-crypt"  # the user's crypt mapping: the plaintext
+    RAW = "existing-raw"  # the device under it, read at the mapping's offsets: the ciphertext

@@ -7,6 +7,7 @@ run is stored; the command reads its document from there, as `show` does."""
 from __future__ import annotations
 
 import resource
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,45 @@ class Executed:
     exit_code: int = 0
 
 
+# What a run measures once its session is open and it is stored: (session, run id, the
+# environment stored with it, to complete) -> (trials that succeeded, failed or not run).
+Measure = Callable[[Session, int, JsonObject], tuple[int, int]]
+
+
 def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None = None) -> Executed:
+    def measure(session: Session, run_id: int, env: JsonObject) -> tuple[int, int]:
+        session.passphrase = plan.passphrase
+        session.ram_bytes = plan.ram_bytes
+        return _measure(plan, store, run_id, session, progress, env)
+
+    return in_session(
+        Stored(plan.target_dir, plan.suite.name, plan.to_json(), plan.notes, plan.db_path, plan.backends),
+        store,
+        progress,
+        measure,
+        registry,
+    )
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a run stores before it measures anything."""
+
+    target_dir: Path  # the scratch space: the session, its lock and journal
+    suite: str
+    plan: JsonObject  # the plan as stored (RunPlan)
+    notes: tuple[str, ...]  # the plan's notes, stored before any trial
+    db_path: Path
+    backends: tuple[str, ...] = ()  # whose programs' versions the environment names
+    scratch_said: bool = True  # the stack under the scratch space said at the start: its plain's
+
+
+def in_session(
+    stored: Stored, store: Store, progress: Progress, measure: Measure, registry: Path | None = None
+) -> Executed:
+    """A run's session (its scratch lock, recovery of dead runs, teardown on every way out),
+    the run stored, then `measure` inside it; the run's status stored in teardown's held
+    section. `run` and `run --existing` are this with their own measures."""
     run_id: int | None = None
     completed = False  # the trials ended without an error or a signal
 
@@ -60,17 +99,15 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
 
     failed = 0
     with Lifecycle(progress, finish) as life:
-        session = life.open(plan.target_dir, registry)
-        session.passphrase = plan.passphrase
-        session.ram_bytes = plan.ram_bytes
-        stored_plan = plan.to_json()
-        env = environment.collect(plan.target_dir, plan.backends)
-        _say_stack(env, progress)
-        run_id = store.insert_run(plan.suite.name, stored_plan, env, __version__)
+        session = life.open(stored.target_dir, registry)
+        env = environment.collect(stored.target_dir, stored.backends)
+        if stored.scratch_said:
+            _say_stack(env, progress)
+        run_id = store.insert_run(stored.suite, stored.plan, env, __version__)
         with store.failure_kept(run_id):
-            for note in plan.notes:
+            for note in stored.notes:
                 store.add_note(run_id, note)
-            _ok, failed = _measure(plan, store, run_id, session, progress, env)
+            _ok, failed = measure(session, run_id, env)
         completed = True
     signum = life.last_signal()
     if run_id is None and signum is not None:  # a signal came before anything was stored
@@ -78,7 +115,7 @@ def execute(plan: Plan, store: Store, progress: Progress, registry: Path | None 
     assert run_id is not None  # open() and insert_run raise, unless a signal came
     # Complete, but a script checking the exit status must hear of failures.
     exit_code = life.exit_code(1 if failed else 0)
-    return Executed(run_id, life.status(completed), plan.db_path, life.recovered, exit_code)
+    return Executed(run_id, life.status(completed), stored.db_path, life.recovered, exit_code)
 
 
 def _measure(

@@ -226,7 +226,7 @@ def build_plan(request: RunRequest) -> Plan:
     from_start = tuple(b for b in ordered if REGISTRY[b].writes_from_start)
     fio_writes = any(isinstance(w, WorkloadSpec) and w.is_write for w in suite.workloads)
     new_files = _writes_new_files(suite, from_start) and fio_writes
-    trial_time = _trial_time(r)
+    trial_time = trial_seconds(r)
     limit = _growth_limit(r, suite, size, targets, rule, target_dir, trial_time)
     if limit:
         target_bytes += limit - size  # each target holds the data file grown to its limit
@@ -339,7 +339,7 @@ def parse_needs(text: str | None, flag: str = "--needs") -> tuple[str, ...]:
     return tuple(p for p in NEEDS if p in asked)
 
 
-def _trial_time(r: RunRequest) -> float:
+def trial_seconds(r: RunRequest) -> float:
     """--trial-time in seconds: as given, else from the environment, else the default; 0 allowed."""
     if r.trial_time is not None:
         text, what = r.trial_time, "--trial-time"

@@ -66,6 +66,7 @@ class RunRequest:
     trial_time: str | None = None  # a duration, as typed ("1s", "0"); None: $CRYPTBENCH_TRIAL_TIME, else 1s
     needs: str | None = None  # comma-separated properties a ranked target must be proven to protect
     skip_protection: bool = False  # no protection probes at provisioning
+    existing: str | None = None  # a user's dm-crypt volume to read (a path on it, or its mapping)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunRequest:

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cryptbench.analysis import ranking, study_summary, tuning
+from cryptbench.analysis import study_summary, tuning
 from cryptbench.analysis.diagnosis import Rule
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import LEGEND, change_cell, speed_change
@@ -28,7 +28,14 @@ from cryptbench.model.units import format_value
 from cryptbench.model.vocabulary import HostStatus
 from cryptbench.report import protection_rows
 from cryptbench.report.narrow import fold
-from cryptbench.report.sentences import command_lines, header, precision_line, scratch_encrypted, stack_line
+from cryptbench.report.sentences import (
+    command_lines,
+    header,
+    precision_line,
+    scratch_encrypted,
+    stack_line,
+    the_answer,
+)
 
 # Rich's SIMPLE box pads each column by one space on either side and puts one between columns.
 PADDING = 3
@@ -184,11 +191,9 @@ def answer_only(doc: Document, console: Console) -> None:
     """-q: which way costs least, and the cheapest that protects each property, in words;
     no header, table or legend."""
     encrypted = scratch_encrypted(doc)
-    if encrypted:
-        console.print(Text(encrypted, style="bold yellow"))
-    for line in ranking.sentences(doc):
-        console.print(line)
-    for line in protection_rows.cheapest_lines(doc):
+    for line in the_answer(doc):
+        console.print(Text(line, style="bold yellow") if line == encrypted else line)
+    for line in [] if doc.plan.existing else protection_rows.cheapest_lines(doc):
         console.print(line)
 
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cryptbench.analysis import ranking, study_summary
+from cryptbench.analysis import study_summary
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import (
     NO_INTERVAL,
@@ -32,7 +32,7 @@ from cryptbench.model.units import format_bytes, format_mb_per_s, format_value
 from cryptbench.model.warning_kinds import RunWarning
 from cryptbench.report import protection_rows
 from cryptbench.report.narrow import fold, table_width
-from cryptbench.report.sentences import header, scratch_encrypted, stack_line, stopping_lines
+from cryptbench.report.sentences import header, scratch_encrypted, stack_line, stopping_lines, the_answer
 
 
 def _number(value: float) -> str:
@@ -204,10 +204,8 @@ def figures(doc: Document, console: Console, metric: str | None = None) -> None:
     if stack:
         console.print(Text(stack, style="dim"))
     encrypted = scratch_encrypted(doc)
-    if encrypted:
-        console.print(Text(encrypted, style="bold yellow"))
-    for line in ranking.sentences(doc):
-        console.print(line)
+    for line in the_answer(doc):
+        console.print(Text(line, style="bold yellow") if line == encrypted else line)
     console.print()
     _full(doc, console, metric)
 

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cryptbench import __version__
-from cryptbench.analysis import ranking
 from cryptbench.analysis.speed_change import LEGEND
 from cryptbench.model.result import Document
 from cryptbench.model.units import format_rate, format_value
@@ -24,10 +23,10 @@ from cryptbench.report.sentences import (
     command_lines,
     environment_rows,
     precision_line,
-    scratch_encrypted,
     sources,
     stopping_lines,
     summary_rows,
+    the_answer,
 )
 
 # The chart sections, in the page's order: (Chart.kind, heading, a sentence under it).
@@ -133,9 +132,8 @@ def render(doc: Document, charts: Sequence[PageChart], space: PageChart | None =
         ceiling_sources=sources(doc),
         stopping=stopping_lines(doc.stopping),
         # a scratch space already encrypted is said first: it changes what every figure means
-        ranking_sentences=[s for s in [scratch_encrypted(doc)] if s]
-        + ranking.sentences(doc)
-        + protection_rows.cheapest_lines(doc),
+        ranking_sentences=the_answer(doc)
+        + ([] if doc.plan.existing else protection_rows.cheapest_lines(doc)),
         command_lines=command_lines(doc),
         protection_rows=hides,
         protection_columns=protection_rows.columns(),

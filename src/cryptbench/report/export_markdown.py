@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from cryptbench.model.result import Document
 from cryptbench.report.fleet_rows import SPREAD_NOTE, cost_rows
-from cryptbench.report.sentences import scratch_encrypted, stack_line, summary_rows
+from cryptbench.report.sentences import existing_answer, scratch_encrypted, stack_line, summary_rows
 
 
 def _escape(text: str) -> str:
@@ -34,6 +34,7 @@ def render(doc: Document) -> str:
         f"kernel {env['kernel']}; cryptbench {doc.tool_version}.",
         *([f"{line}." for line in [stack_line(doc)] if line]),
         *([f"**{said}**" for said in [scratch_encrypted(doc)] if said]),
+        *existing_answer(doc),
         "",
         "| workload | target | median [95 % CI] | against | change [95 % CI] |",
         "|---|---|---:|---|---:|",

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from cryptbench.analysis import ranking
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import change_words, percent, speed_change
 from cryptbench.cipher.kernel import DRIVER_DETAIL, classify
 from cryptbench.engines.metric_catalog import info
 from cryptbench.model.json_types import JsonObject
+from cryptbench.model.ranking_section import RankEntry
 from cryptbench.model.result import Answer, Comparison, ComparisonKind, Document, Result, Stopping
+from cryptbench.model.stack import LayerKind, Stack
 from cryptbench.model.units import format_bytes, format_count_range, format_duration, format_value
 from cryptbench.model.vocabulary import RunStatus
 from cryptbench.planning.suite import command_name
@@ -42,14 +45,82 @@ def header(doc: Document) -> str:
 
 
 def stack_line(doc: Document) -> str | None:
-    """The stack under the run's scratch space in one line; None for a run stored
-    before runs recorded it."""
+    """The stack under the run's scratch space in one line (run --existing: under the
+    volume it read); None for a run stored before runs recorded it."""
+    volume = existing_stack(doc)
+    if volume is not None:
+        return f"Your volume {volume.path}: {volume.line()}"
     stack = doc.environment.stack
     return None if stack is None else f"Scratch space {stack.path}: {stack.line()}"
 
 
+def existing_stack(doc: Document) -> Stack | None:
+    """The stack under the volume a run --existing read; None for any other run."""
+    existing = doc.plan.existing
+    raw = existing.get("stack") if existing else None
+    return Stack.from_json(raw) if isinstance(raw, dict) else None
+
+
+def existing_answer(doc: Document) -> list[str]:
+    """run --existing's answer: what decryption costs reads on the user's volume, against
+    the device under it, the same sectors read through each; none for any other run."""
+    existing = doc.plan.existing
+    if not existing:
+        return []
+    volume = existing_stack(doc)
+    crypt = next((x for x in volume.layers if x.kind == LayerKind.DM_CRYPT), None) if volume else None
+    how = ", ".join(v for v in (crypt.detail("cipher"), crypt.detail("key")) if v) if crypt else ""
+    what = f"your volume {existing['mapping']}" + (f" ({how})" if how else "")
+    out = []
+    for section in doc.ranking:
+        n = len(section.workloads)
+        against = (
+            f"against its raw device {existing['device']}, the same sectors read through each, "
+            f"over {n} read workload{'s' if n != 1 else ''}"
+        )
+        for e in section.overall:
+            out.append(_decryption(what, e, against, doc.equivalence))
+        for x in section.not_ranked:
+            out.append(f"What decryption costs reads on {what} is not known: {x.reason}.")
+    if existing.get("left_out"):
+        out.append(
+            f"Writes were not run ({', '.join(existing['left_out'])}): they cannot be compared with "
+            "the raw device without destroying your data; the notes say what can be measured."
+        )
+    return out
+
+
+def _decryption(what: str, e: RankEntry, against: str, margin: float | None) -> str:
+    """Decryption's cost to reads in one sentence, as its interval lets it be said."""
+    change = ranking.change(e)
+    if estimates.equivalent(estimates.Ratio(e.ratio, e.ci_low, e.ci_high), margin):
+        within = f"±{(margin or 0) * 100:g}%"
+        return f"Decryption costs reads on {what} nothing measurable: {change}, within {within}, {against}."
+    if e.ci_high is not None and e.ci_high < 1:
+        return f"Decryption costs reads on {what} {change} {against}."
+    if e.ci_low is not None and e.ci_low > 1:
+        return (
+            f"Reads through {what} ran faster than its raw device: {change} {against}; "
+            "the diagnosis says why."
+        )
+    return (
+        f"What decryption costs reads on {what} is not clear yet: {change} {against}, an interval "
+        "that holds no change (more trials narrow it: --repeats, or adaptive repetition)."
+    )
+
+
+def the_answer(doc: Document) -> list[str]:
+    """What the user asked, in words, before any figure: that the scratch space is already
+    encrypted where it is, then the ranking (run --existing: decryption's cost)."""
+    encrypted = scratch_encrypted(doc)
+    return [*([encrypted] if encrypted else []), *(existing_answer(doc) or ranking.sentences(doc))]
+
+
 def scratch_encrypted(doc: Document) -> str | None:
-    """Said before the answer where a layer under the scratch space already encrypts it."""
+    """Said before the answer where a layer under the scratch space already encrypts it
+    (not for run --existing, whose scratch space holds only its job files)."""
+    if doc.plan.existing:
+        return None
     stack = doc.environment.stack
     said = None if stack is None else stack.encrypted_sentence()
     return None if said is None else said[0].upper() + said[1:] + "."

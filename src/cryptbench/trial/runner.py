@@ -248,6 +248,13 @@ def run_trial(
     job = trial_job(
         ctx, spec.workload, target, amount.of(ctx, spec.workload, target, direct), workload_seed, fio
     )
+    return run_job(ctx, spec, target, job)
+
+
+def run_job(ctx: TrialContext, spec: TrialSpec, target: Target, job: TrialJob) -> bool:
+    """Run one trial's fio job under the meters and store it at once, failed or not
+    (run_trial's, and run --existing's, whose jobs read a user's devices). Returns success;
+    raises as run_trial does."""
     row = _trial_row(spec, target, job.text)
     try:
         try:
