@@ -203,7 +203,7 @@ def test_run_existing_reads_the_mapping_and_its_device_and_changes_no_byte(tmp_p
     assert flat.startswith("Run 1 (reads suite): 2 targets, 8 trials")
     assert f"Your volume /dev/mapper/{MAPPING}: dm-crypt" in flat
     # two trials under TCG: the sentence may be a cost, none measurable, or not clear yet
-    said = f"your volume {MAPPING} (aes-xts-plain64, 512-bit key) "
+    said = f"on your volume {MAPPING} (aes-xts-plain64, 512-bit key)"
     assert said in flat and f"against its raw device {Path(loop).name}, the same sectors" in flat, flat
     assert "Writes were not run (seq1m-q8-write)" in flat
     assert "seq1m-q8-write not run: writes to your volume cannot be compared" in proc.stderr

@@ -97,11 +97,10 @@ def _decryption(what: str, e: RankEntry, against: str, margin: float | None) -> 
         within = f"±{(margin or 0) * 100:g}%"
         return f"Decryption costs reads on {what} nothing measurable: {change}, within {within}, {against}."
     if e.ci_high is not None and e.ci_high < 1:
-        return f"Decryption costs reads on {what} {change} {against}."
+        return f"Decryption's cost to reads on {what}: {change} {against}."
     if e.ci_low is not None and e.ci_low > 1:
         return (
-            f"Reads through {what} ran faster than its raw device: {change} {against}; "
-            "the diagnosis says why."
+            f"Reads on {what} ran faster than on its raw device: {change} {against}; the diagnosis says why."
         )
     return (
         f"What decryption costs reads on {what} is not clear yet: {change} {against}, an interval "
