@@ -82,6 +82,37 @@ def test_a_path_on_a_luks_root_finds_its_mapping_its_partition_and_where_its_dat
     assert str(home) not in str(stored)  # the path asked about is not what is stored
 
 
+def test_what_is_stored_of_a_volume_is_names_sizes_and_offsets(machine: Machine) -> None:
+    v = found(machine, laptop(machine))
+    stored = v.to_json()
+    assert stored == {
+        "mapping": MAPPING,
+        "mapping_node": str(machine.root / "dev" / "dm-0"),
+        "device": "nvme0n1p3",
+        "device_node": str(machine.root / "dev" / "nvme0n1p3"),
+        "data_offset": 32768 * 512,
+        "size": 98304 * 512,
+        "sector": 4096,
+        "device_block": 512,
+        "stack": v.stack.to_json(),
+    }
+
+
+def test_the_devices_logical_block_is_its_disks_for_a_partition_and_its_own_else(machine: Machine) -> None:
+    laptop(machine)
+    disk = machine.sys / "block" / "nvme0n1"
+    (disk / "queue" / "logical_block_size").write_text("4096\n")
+    assert found(machine, machine.root / "dev" / "dm-0").device_block == 4096  # the disk's
+    (disk / "queue" / "logical_block_size").unlink()
+    assert found(machine, machine.root / "dev" / "dm-0").device_block == 512  # none read: a sector
+
+
+def test_a_table_that_does_not_start_at_sector_0_is_refused(machine: Machine) -> None:
+    laptop(machine, crypt_table().replace("0 98304", "8 98304", 1))
+    with pytest.raises(UsageError, match=r"crypt table cannot be read: 8 98304 crypt$"):
+        found(machine, machine.root / "dev" / "dm-0")
+
+
 def test_the_mappings_own_node_is_taken_as_it_is(machine: Machine) -> None:
     laptop(machine)
     v = found(machine, machine.root / "dev" / "dm-0")
