@@ -304,7 +304,7 @@ def test_a_suite_of_writes_or_tasks_has_nothing_to_run(machine: Machine, tmp_pat
     suite.write_text(
         'name = "w"\ndescription = "d"\n[[workloads]]\nname = "w"\nrw = "write"\nbs = "1M"\niodepth = 1\n'
     )
-    with pytest.raises(UsageError, match=r"^--existing: suite w has no fio read to run on your volume$"):
+    with pytest.raises(UsageError, match=r"^--existing: suite w has no fio read to run on your data$"):
         existing_plan(request(tmp_path, existing="x", suite=str(suite)), v)
     with pytest.raises(UsageError, match=r"is a task, not a fio read"):
         existing_plan(request(tmp_path, existing="x", suite="example-sqlite"), v)

@@ -181,8 +181,9 @@ def _groups(doc: Document) -> list[tuple[TargetInfo, list[TargetInfo]]]:
     """(plain, the encrypted targets beside it): one group per host and medium."""
     out = []
     for p in doc.targets:
-        # plain, or on a user's own volume the device under its mapping (run --existing)
-        if p.backend not in ("plain", Existing.RAW):
+        # plain, or on a user's own data what is under its encryption (run --existing): the
+        # device under its mapping, or its FUSE mount's ciphertext
+        if p.backend not in ("plain", Existing.RAW, Existing.CIPHERTEXT):
             continue
         peers = [t for t in doc.targets if t.encrypted and t.host == p.host and t.medium == p.medium]
         out.append((p, peers))

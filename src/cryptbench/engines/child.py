@@ -41,6 +41,7 @@ def run_child(
     env: dict[str, str] | None = None,
     patience: tuple[float, Callable[[], str | None]] | None = None,
     name: str | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     """Run argv to its end and return its exit status and output.
 
@@ -49,6 +50,7 @@ def run_child(
     `patience` (seconds, check), every that many seconds the check is asked
     whether to go on waiting: a reason not to is raised as `Stalled`.
     `name`: what to call it, where argv[0] only starts it (a shell that execs it).
+    `pass_fds`: descriptors it inherits (fio reading a user's files as /dev/fd/N).
     """
     name = name or argv[0].rsplit("/", 1)[-1]
     proc = subprocess.Popen(
@@ -58,6 +60,7 @@ def run_child(
         text=True,
         start_new_session=True,
         env=env,
+        pass_fds=pass_fds,
     )
     journaled = None
     try:

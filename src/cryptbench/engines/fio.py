@@ -118,19 +118,28 @@ def parse_job(job: JsonObject) -> FioMeasurement:
 
 
 def run_fio(
-    jobfile: Path, session: Session | None = None, *, readonly: bool = False, cgroup: Path | None = None
+    jobfile: Path,
+    session: Session | None = None,
+    *,
+    readonly: bool = False,
+    cgroup: Path | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> str:
     """Run one job file; return fio's JSON text.
 
     fio runs as a journaled child of its own session (engines/child.py).
     `readonly`: fio refuses to write or trim anything (--readonly).
     `cgroup`: fio starts inside it (a target's cgroup v2 throttle).
+    `pass_fds`: descriptors fio inherits, its job naming them /dev/fd/N (run --existing on
+    a FUSE mount: no job file or output of fio's then names a file of the user's).
     """
     exe = which("fio")
     if exe is None:
         raise TrialError("fio is not installed (apt-get install fio)")
     argv = [exe, "--output-format=json", *(["--readonly"] if readonly else []), str(jobfile)]
-    done = run_child(in_cgroup(argv, cgroup) if cgroup else argv, session, FIO_TIMEOUT, name="fio")
+    done = run_child(
+        in_cgroup(argv, cgroup) if cgroup else argv, session, FIO_TIMEOUT, name="fio", pass_fds=pass_fds
+    )
     if done.returncode != 0:
         raise TrialError(f"fio exited with status {done.returncode}: {_last_line(done)}")
     return done.stdout

@@ -51,6 +51,9 @@ class JobOptions:
     # file; on a user's volume (run --existing), the region's place on the mapping or on
     # the device under it, so that both read the same sectors
     offset: int = 0
+    # files read whole, where not one data file (run --existing on a FUSE mount: each its
+    # /dev/fd/N); fio then takes each file's own size, and `filename` and `size` say none
+    files: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.passes < 1 or (self.passes > 1 and not self.direct):
@@ -67,8 +70,11 @@ def _global(opts: JobOptions) -> list[str]:
         "[global]",
         f"ioengine={opts.ioengine}",
         f"direct={int(opts.direct)}",
-        f"filename={escape_filename(opts.filename)}",
-        f"size={opts.size}",
+        *(
+            [f"filename={':'.join(escape_filename(Path(f)) for f in opts.files)}"]
+            if opts.files
+            else [f"filename={escape_filename(opts.filename)}", f"size={opts.size}"]
+        ),
         *([f"offset={opts.offset}"] if opts.offset else []),
         "numjobs=1",
         "thread=0",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from cryptbench.backends.luks import table_options
 from cryptbench.machine.system import is_root
+from cryptbench.measure.fuse_volume import FuseVolume, fuse_volume
 from cryptbench.measure.stack import SECTOR, Reader
 from cryptbench.model.errors import CryptbenchError, ProvisionError, UsageError
 from cryptbench.model.stack import Layer, LayerKind, Stack
@@ -49,6 +50,23 @@ class CryptVolume:
             "device_block": self.device_block,
             "stack": self.stack.to_json(),
         }
+
+
+def existing_volume(where: Path, reader: Reader | None = None) -> CryptVolume | FuseVolume:
+    """What `run --existing PATH` reads: the FUSE overlay PATH is on where the topmost layer
+    that encrypts it is one (its files, against their ciphertext), else the dm-crypt volume
+    under it (its mapping, against its device)."""
+    reader = reader or Reader()
+    try:
+        st = os.stat(where)
+    except OSError:
+        return crypt_volume(where, reader)  # which says why, in one line
+    if not stat.S_ISBLK(st.st_mode):
+        stack = reader.stack(where)
+        top = stack.encrypting[0] if stack.encrypting else None
+        if top is not None and top.kind == LayerKind.FUSE:
+            return fuse_volume(where, stack)
+    return crypt_volume(where, reader)
 
 
 def crypt_volume(

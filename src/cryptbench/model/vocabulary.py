@@ -61,3 +61,5 @@ class Existing(StrEnum):
 
     MAPPING = "existing-dm-crypt"  # the user's crypt mapping: the plaintext
     RAW = "existing-raw"  # the device under it, read at the mapping's offsets: the ciphertext
+    FUSE = "existing-fuse"  # the user's FUSE-encrypted mount: the plaintext of their files
+    CIPHERTEXT = "existing-ciphertext"  # the same files' ciphertext in its cipher directory

@@ -20,11 +20,12 @@ from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.machine.interrupts import interruptible
 from cryptbench.machine.session import Session
 from cryptbench.measure.device import disks_of
-from cryptbench.measure.volume import check_readable, crypt_volume
+from cryptbench.measure.fuse_volume import FuseVolume
+from cryptbench.measure.volume import check_readable, existing_volume
 from cryptbench.model.json_types import JsonObject
-from cryptbench.model.result import TargetInfo
-from cryptbench.model.vocabulary import Existing, Medium
+from cryptbench.model.vocabulary import Existing
 from cryptbench.pipeline.execute import Executed, Stored, in_session
+from cryptbench.pipeline.existing_fuse import run_fuse, target_row
 from cryptbench.planning.existing import ExistingPlan, existing_plan
 from cryptbench.planning.request import RunRequest
 from cryptbench.planning.suite import WorkloadSpec
@@ -152,7 +153,7 @@ def measure(
     verified = differs(plan)
     for t in targets.values():
         t.direct_io, t.encryption_verified = DirectIO.HONOURED, verified if t.encrypted else None
-        store.insert_target(run_id, _row(t))
+        store.insert_target(run_id, target_row(t, "direct", "a block device read with O_DIRECT"))
     if not verified:
         store.add_note(
             run_id,
@@ -167,29 +168,16 @@ def measure(
     return interleave(executor, controller, spend, plan.suite.workloads, list(plan.targets), plan.seed)
 
 
-def _row(t: Target) -> TargetInfo:
-    return TargetInfo(
-        name=t.name,
-        backend=t.backend,
-        baseline=t.baseline,
-        encrypted=t.encrypted,
-        io_mode="direct",
-        direct_io=str(t.direct_io),
-        direct_io_reason="a block device read with O_DIRECT",
-        marker_in_backing=None,
-        encryption_verified=t.encryption_verified,
-        details=dict(t.details),
-        medium=Medium.DEVICE,
-    )
-
-
 def run(request: RunRequest, *, progress: Progress | None = None, registry: Path | None = None) -> Executed:
     assert request.existing is not None
-    volume = crypt_volume(Path(request.existing))
-    plan = existing_plan(request, volume)
-    check_readable(volume)
+    found = existing_volume(Path(request.existing))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     shown = progress or NullProgress()
+    if isinstance(found, FuseVolume):
+        return run_fuse(found, request, shown, registry)
+    volume = found
+    plan = existing_plan(request, volume)
+    check_readable(volume)
     store = Store.open(plan.db_path)
     try:
         with interruptible():

@@ -139,20 +139,30 @@ class ExistingPlan:
         ).raw
 
 
-def existing_plan(r: RunRequest, volume: CryptVolume) -> ExistingPlan:
-    """Every choice of a read-only run of `volume` checked, each refusal in one line."""
-    for name, why in REFUSED:
+def checked(r: RunRequest, io_modes: tuple[str, ...] = ("auto", "direct"), why: str = "") -> None:
+    """Every flag of `run` that a read-only run of the user's own data cannot honour,
+    refused in one line each (what --existing reads, a dm-crypt volume or a FUSE mount,
+    adds its own checks)."""
+    for name, refusal in REFUSED:
         if getattr(r, name) not in (None, False):
-            raise UsageError(why)
-    if r.io_mode not in ("auto", "direct"):
+            raise UsageError(refusal)
+    if r.io_mode not in io_modes:
         raise UsageError(
-            "--io-mode: --existing reads with O_DIRECT only (a buffered read of a block device "
+            why
+            or "--io-mode: --existing reads with O_DIRECT only (a buffered read of a block device "
             "is served from the page cache)"
         )
     if r.ioengine is not None and r.ioengine not in IO_ENGINES:
         raise UsageError(f"--ioengine must be one of {', '.join(IO_ENGINES)}")
+
+
+def existing_plan(r: RunRequest, volume: CryptVolume) -> ExistingPlan:
+    """Every choice of a read-only run of `volume` checked, each refusal in one line."""
+    checked(r)
     suite = load_suite(r.suite or DEFAULT_SUITE)
-    reads, left_out = _reads(suite, volume)
+    reads, left_out = suite_reads(
+        suite, ((volume.sector, "encryption sectors"), (volume.device_block, f"{volume.device}'s blocks"))
+    )
     seed = checked_seed(r.seed)
     region = _region(r, suite, volume)
     slots = (volume.size - region) // REGION_ALIGN
@@ -195,10 +205,13 @@ def existing_plan(r: RunRequest, volume: CryptVolume) -> ExistingPlan:
     )
 
 
-def _reads(suite: Suite, volume: CryptVolume) -> tuple[tuple[WorkloadSpec, ...], list[str]]:
-    """The suite's fio reads of the decrypted view, each block a whole number of the
-    volume's sectors; and the names of the rest (writes), which are not run. A suite
-    of the user's own tasks is refused: a task could write."""
+def suite_reads(
+    suite: Suite, units: tuple[tuple[int, str], ...] = ()
+) -> tuple[tuple[WorkloadSpec, ...], list[str]]:
+    """The suite's fio reads of the decrypted view, each block a whole number of every
+    unit of `units` (bytes, what they are: a volume's sectors); and the names of the rest
+    (writes), which are not run. A suite of the user's own tasks is refused: a task could
+    write."""
     reads, left_out = [], []
     for w in suite.workloads:
         if not isinstance(w, WorkloadSpec):
@@ -207,14 +220,11 @@ def _reads(suite: Suite, volume: CryptVolume) -> tuple[tuple[WorkloadSpec, ...],
                 "fio reads only (a suite of fio workloads, such as quick)"
             )
         if w.view == "backing":
-            continue  # --existing reads the device under the mapping beside every read anyway
+            continue  # --existing reads the ciphertext beside every read anyway
         if w.is_write:
             left_out.append(w.name)
             continue
-        for unit, what in (
-            (volume.sector, "encryption sectors"),
-            (volume.device_block, f"{volume.device}'s blocks"),
-        ):
+        for unit, what in units:
             if w.bs % unit:
                 raise UsageError(
                     f"--existing: {w.name} reads {format_bytes(w.bs)} blocks, not a whole number of "
@@ -222,7 +232,7 @@ def _reads(suite: Suite, volume: CryptVolume) -> tuple[tuple[WorkloadSpec, ...],
                 )
         reads.append(w)
     if not reads:
-        raise UsageError(f"--existing: suite {suite.name} has no fio read to run on your volume")
+        raise UsageError(f"--existing: suite {suite.name} has no fio read to run on your data")
     return tuple(reads), left_out
 
 

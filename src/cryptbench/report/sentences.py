@@ -49,7 +49,8 @@ def stack_line(doc: Document) -> str | None:
     volume it read); None for a run stored before runs recorded it."""
     volume = existing_stack(doc)
     if volume is not None:
-        return f"Your volume {volume.path}: {volume.line()}"
+        said = "Your files" if (doc.plan.existing or {}).get("kind") == "fuse" else "Your volume"
+        return f"{said} {volume.path}: {volume.line()}"
     stack = doc.environment.stack
     return None if stack is None else f"Scratch space {stack.path}: {stack.line()}"
 
@@ -62,48 +63,79 @@ def existing_stack(doc: Document) -> Stack | None:
 
 
 def existing_answer(doc: Document) -> list[str]:
-    """run --existing's answer: what decryption costs reads on the user's volume, against
-    the device under it, the same sectors read through each; none for any other run."""
+    """run --existing's answer: what decryption costs reads of the user's own data, against
+    what is under its encryption (a volume's device, the same sectors; a FUSE mount's
+    ciphertext, the same files); none for any other run."""
     existing = doc.plan.existing
     if not existing:
         return []
-    volume = existing_stack(doc)
-    crypt = next((x for x in volume.layers if x.kind == LayerKind.DM_CRYPT), None) if volume else None
-    how = ", ".join(v for v in (crypt.detail("cipher"), crypt.detail("key")) if v) if crypt else ""
-    what = f"your volume {existing['mapping']}" + (f" ({how})" if how else "")
+    fuse = existing.get("kind") == "fuse"
+    what, base, same = _fuse_words(doc, existing) if fuse else _volume_words(doc, existing)
     out = []
     for section in doc.ranking:
         n = len(section.workloads)
-        against = (
-            f"against its raw device {existing['device']}, the same sectors read through each, "
-            f"over {n} read workload{'s' if n != 1 else ''}"
-        )
+        against = f"against {base}, {same}, over {n} read workload{'s' if n != 1 else ''}"
         for e in section.overall:
-            out.append(_decryption(what, e, against, doc.equivalence))
+            out.append(_decryption(what, e, against, base, doc.equivalence))
         for x in section.not_ranked:
-            out.append(f"What decryption costs reads on {what} is not known: {x.reason}.")
+            out.append(f"What decryption costs reads {what} is not known: {x.reason}.")
+    space = _space(existing) if fuse else None
+    if space:
+        out.append(space)
     if existing.get("left_out"):
         out.append(
             f"Writes were not run ({', '.join(existing['left_out'])}): they cannot be compared with "
-            "the raw device without destroying your data; the notes say what can be measured."
+            f"{base} without destroying your data; the notes say what can be measured."
         )
     return out
 
 
-def _decryption(what: str, e: RankEntry, against: str, margin: float | None) -> str:
+def _volume_words(doc: Document, existing: JsonObject) -> tuple[str, str, str]:
+    """A dm-crypt volume's: what was read, what against, and what was the same."""
+    volume = existing_stack(doc)
+    crypt = next((x for x in volume.layers if x.kind == LayerKind.DM_CRYPT), None) if volume else None
+    how = ", ".join(v for v in (crypt.detail("cipher"), crypt.detail("key")) if v) if crypt else ""
+    what = f"on your volume {existing['mapping']}" + (f" ({how})" if how else "")
+    return what, f"its raw device {existing['device']}", "the same sectors read through each"
+
+
+def _fuse_words(doc: Document, existing: JsonObject) -> tuple[str, str, str]:
+    """A FUSE mount's: what was read, what against, and what was the same."""
+    stack = existing_stack(doc)
+    where = stack.path if stack else existing["mountpoint"]
+    what = f"of your files in {where} ({existing['overlay']})"
+    n = existing.get("sample_files", 0)
+    same = f"the same {n} file{'s' if n != 1 else ''} read through each"
+    if not existing.get("paired"):
+        same = f"every file read through each ({n} through the mount)"
+    return what, f"their ciphertext in {existing['cipher_dir']}", same
+
+
+def _space(existing: JsonObject) -> str | None:
+    """What the ciphertext of the directory's files takes beside their plaintext."""
+    space = existing.get("space")
+    if not isinstance(space, dict) or not space.get("plain_bytes"):
+        return None
+    plain, cipher = int(space["plain_bytes"]), int(space["cipher_bytes"])
+    first = " (of the first files a walk reached)" if space.get("cut") else ""
+    return (
+        f"Their ciphertext takes {format_bytes(cipher)} for {format_bytes(plain)} of plaintext"
+        f"{first}: {percent((cipher / plain - 1) * 100, 1)}% space."
+    )
+
+
+def _decryption(what: str, e: RankEntry, against: str, base: str, margin: float | None) -> str:
     """Decryption's cost to reads in one sentence, as its interval lets it be said."""
     change = ranking.change(e)
     if estimates.equivalent(estimates.Ratio(e.ratio, e.ci_low, e.ci_high), margin):
         within = f"±{(margin or 0) * 100:g}%"
-        return f"Decryption costs reads on {what} nothing measurable: {change}, within {within}, {against}."
+        return f"Decryption costs reads {what} nothing measurable: {change}, within {within}, {against}."
     if e.ci_high is not None and e.ci_high < 1:
-        return f"Decryption's cost to reads on {what}: {change} {against}."
+        return f"Decryption's cost to reads {what}: {change} {against}."
     if e.ci_low is not None and e.ci_low > 1:
-        return (
-            f"Reads on {what} ran faster than on its raw device: {change} {against}; the diagnosis says why."
-        )
+        return f"Reads {what} ran faster than {base}: {change} {against}; the diagnosis says why."
     return (
-        f"What decryption costs reads on {what} is not clear yet: {change} {against}, an interval "
+        f"What decryption costs reads {what} is not clear yet: {change} {against}, an interval "
         "that holds no change (more trials narrow it: --repeats, or adaptive repetition)."
     )
 

@@ -69,6 +69,7 @@ class FioRunner(Protocol):
         *,
         readonly: bool = False,
         cgroup: Path | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> str: ...
 
 
