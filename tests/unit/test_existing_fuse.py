@@ -152,3 +152,57 @@ def test_the_walk_is_sorted_and_stops_at_its_limit(tmp_path: Path) -> None:
     # an empty file is walked but never paired for reading
     (d / "empty").touch()
     assert [p.plain.name for p in pairs(volume(d), walk(d), walk(d))] == ["f000", "f001", "f002", "z"]
+
+
+def test_the_stored_plan_is_the_runs_reads_of_two_targets_read_buffered(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    files(d, [64 * KIB] * 3)
+    plan = fuse_plan(request(tmp_path, size="1M", seed=3), volume(d))
+    stored = plan.to_json()
+    stored.pop("existing")
+    reads = {"rnd4k-q32-read": 32, "rnd4k-q1-read": 1}
+    assert stored == {
+        "suite": "quick",
+        "workloads": list(reads),
+        "primary_metrics": dict.fromkeys(reads, "throughput"),
+        "workload_specs": {
+            w: {"rw": "randread", "bs": 4096, "iodepth": q, "view": "decrypted"} for w, q in reads.items()
+        },
+        "apps": {},
+        "backends": ["existing-ciphertext", "existing-fuse"],
+        "targets": ["gocryptfs-ciphertext", "gocryptfs"],
+        "states": [],
+        "fs": "",
+        "write_new_file": False,
+        "added_baselines": [],
+        "skipped": [],
+        "target_dir": str(tmp_path),
+        "size": 3 * 64 * KIB,
+        "repeats": None,
+        "stopping": {
+            "precision": 0.05,
+            "min_repeats": 3,
+            "max_repeats": 10,
+            "max_bytes": None,
+            "max_time": 300.0,
+            "equivalence": 0.03,
+            "overrun": "drop",
+        },
+        "seed": 3,
+        "io_mode": "buffered",
+        "data": "random",
+        "summary": None,
+        "as_published": [],
+        "ram": False,
+        "trial_time": 0.0,
+        "ram_bytes": 0,
+        "ioengine": "auto",
+    }
+    # the comparison asked: the mount against its ciphertext, per read, ranked so
+    assert {(q.workload, q.target, q.baseline) for q in plan.questions} == {
+        (w, "gocryptfs", "gocryptfs-ciphertext") for w in reads
+    }
+    assert plan.seeds.keys() == set(reads) and plan.db_path == tmp_path / "r.db"
+    assert plan.notes[0].startswith(
+        "seq1m-q8-write, rnd4k-q32-write, rnd4k-q1-write not run: writes to your mount"
+    )
