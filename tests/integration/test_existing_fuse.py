@@ -10,17 +10,13 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import psutil
 import pytest
 
 from tests.support.cli import cli
 from tests.support.targets import need_backend, requires_root
-from tests.support.users_mounts import users_gocryptfs
+from tests.support.users_mounts import users_gocryptfs, users_securefs
 
 pytestmark = [pytest.mark.integration, requires_root]
 MIB = 1 << 20
@@ -82,25 +78,6 @@ def test_a_users_gocryptfs_files_are_read_against_their_ciphertext_and_nothing_c
     assert before == after, "a file or its ciphertext changed"
     names = [p.name for p in made] + [Path(p).name for p in before if p.startswith(str(cipher))]
     assert [n for n in names if n in text] == [], "the store names a file of the user's"
-
-
-@contextmanager
-def users_securefs(where: Path) -> Iterator[Path]:
-    """A securefs directory as a user makes one; unmounted however the test ends."""
-    cipher, plain, password = where / "scipher", where / "splain", where / "spassword"
-    cipher.mkdir()
-    plain.mkdir()
-    password.write_text("the user's own\n")
-    quiet = {"capture_output": True, "check": True}
-    subprocess.run(["securefs", "create", "--keyfile", str(password), str(cipher)], **quiet)  # type: ignore[call-overload]
-    subprocess.run(["securefs", "mount", "-b", "--keyfile", str(password), str(cipher), str(plain)], **quiet)  # type: ignore[call-overload]
-    daemons = [p for p in psutil.process_iter(["cmdline"]) if str(plain) in (p.info["cmdline"] or [])]
-    try:
-        yield plain
-    finally:
-        subprocess.run(["fusermount", "-u", str(plain)], check=True)
-        _gone, alive = psutil.wait_procs(daemons, timeout=10)
-        assert not alive, f"securefs still running 10 s after its unmount: {alive}"
 
 
 def test_an_overlay_that_pairs_no_file_is_read_whole_and_a_subdirectory_refused(

@@ -47,6 +47,7 @@ class Tree:
 
     files: tuple[tuple[Path, int], ...]
     cut: bool
+    inodes: tuple[int, ...] = ()  # each file's inode number, as the walk read it, in order
 
     @property
     def bytes(self) -> int:
@@ -140,11 +141,11 @@ def _paired_dir(mountpoint: Path, root: Path, cipher_dir: Path) -> Path | None:
         cipher = Path(found.path)
     # the files themselves: the first few under `root` must each have a ciphertext of
     # theirs under the directory found (a directory's inode alone could be chance)
-    sample = [path for path, _ in walk(root, PAIR_WALK).files[:16]]
+    sample = walk(root, PAIR_WALK).inodes[:16]
     if not sample:
         return None
-    inodes = {os.stat(path).st_ino for path, _ in walk(cipher, 2 * PAIR_WALK).files}
-    return cipher if all(os.stat(p).st_ino in inodes for p in sample) else None
+    inodes = set(walk(cipher, 2 * PAIR_WALK).inodes)
+    return cipher if all(i in inodes for i in sample) else None
 
 
 def _entries(d: Path) -> list[os.DirEntry[str]]:
@@ -159,19 +160,21 @@ def walk(top: Path, limit: int = WALK_LIMIT) -> Tree:
     """The regular files under `top`, not following symbolic links nor leaving its
     filesystem, in a fixed order (sorted names), at most `limit` entries visited."""
     files: list[tuple[Path, int]] = []
+    inodes: list[int] = []
     seen = 0
     device = os.stat(top).st_dev
     for entry in _walk(top, device):
         seen += 1
         if seen > limit:
-            return Tree(tuple(files), True)
+            return Tree(tuple(files), True, tuple(inodes))
         try:
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
         if stat.S_ISREG(st.st_mode):
             files.append((Path(entry.path), st.st_size))
-    return Tree(tuple(files), False)
+            inodes.append(st.st_ino)
+    return Tree(tuple(files), False, tuple(inodes))
 
 
 def _walk(top: Path, device: int) -> Iterator[os.DirEntry[str]]:
@@ -189,25 +192,14 @@ def _walk(top: Path, device: int) -> Iterator[os.DirEntry[str]]:
 
 def pairs(volume: FuseVolume, plain: Tree, cipher: Tree) -> list[FilePair]:
     """Every non-empty file under `volume.root`, with its ciphertext where paired by inode."""
-    by_inode: dict[int, tuple[Path, int]] = {}
-    if volume.paired:
-        for path, size in cipher.files:
-            try:
-                by_inode[os.stat(path, follow_symlinks=False).st_ino] = (path, size)
-            except OSError:
-                continue
+    by_inode = dict(zip(cipher.inodes, cipher.files, strict=True)) if volume.paired else {}
     out = []
-    for path, size in plain.files:
+    for (path, size), ino in zip(plain.files, plain.inodes, strict=True):
         if size <= 0:
             continue
-        match = None
-        if volume.paired:
-            try:
-                match = by_inode.get(os.stat(path, follow_symlinks=False).st_ino)
-            except OSError:
-                continue
-            if match is None:
-                continue  # made since the walk, or not a file of this overlay's
+        match = by_inode.get(ino) if volume.paired else None
+        if volume.paired and match is None:
+            continue  # made since the walk, or not a file of this overlay's
         out.append(FilePair(path, match[0] if match else None, size, match[1] if match else 0))
     return out
 

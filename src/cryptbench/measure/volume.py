@@ -66,17 +66,22 @@ def existing_volume(where: Path, reader: Reader | None = None) -> CryptVolume | 
         top = stack.encrypting[0] if stack.encrypting else None
         if top is not None and top.kind == LayerKind.FUSE:
             return fuse_volume(where, stack)
+        return crypt_volume(where, reader, stack=stack)
     return crypt_volume(where, reader)
 
 
 def crypt_volume(
-    where: Path, reader: Reader | None = None, dev: Path = DEV, root: bool | None = None
+    where: Path,
+    reader: Reader | None = None,
+    dev: Path = DEV,
+    root: bool | None = None,
+    stack: Stack | None = None,
 ) -> CryptVolume:
     """The crypt volume `where` names: a mapping's block device, or a path whose stack has
     a crypt mapping (the topmost, where several are stacked). Refused, in one line each:
     a path that is not there or may not be reached, no crypt mapping under it, a mapping
     that is not crypt, a table of more than one line, and not being root (dmsetup table
-    is root's)."""
+    is root's). `stack`: the stack under `where` where it was read already."""
     reader = reader or Reader()
     try:
         st = os.stat(where)
@@ -92,12 +97,12 @@ def crypt_volume(
     if stat.S_ISBLK(st.st_mode):
         number = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
         return volume_of(number, str(where), reader, dev)
-    return volume_of(_crypt_number(where, reader), None, reader, dev)
+    return volume_of(_crypt_number(where, reader, stack), None, reader, dev)
 
 
-def _crypt_number(where: Path, reader: Reader) -> str:
+def _crypt_number(where: Path, reader: Reader, stack: Stack | None = None) -> str:
     """The device number of the topmost crypt mapping under a path on a filesystem."""
-    stack = reader.stack(where)
+    stack = stack or reader.stack(where)
     crypts = [x for x in stack.layers if x.kind == LayerKind.DM_CRYPT]
     if not crypts:
         said = f"{where}: {stack.line()}"

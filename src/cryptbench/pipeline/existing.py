@@ -10,37 +10,33 @@ from __future__ import annotations
 
 import os
 import resource
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 from cryptbench.backends.base import DirectIO, Target
-from cryptbench.engines.fio import probe_ioengine, run_fio
+from cryptbench.engines.fio import run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
-from cryptbench.machine.interrupts import interruptible
 from cryptbench.machine.session import Session
-from cryptbench.measure.device import disks_of
 from cryptbench.measure.fuse_volume import FuseVolume
 from cryptbench.measure.volume import check_readable, existing_volume
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.vocabulary import Existing
-from cryptbench.pipeline.execute import Executed, Stored, in_session
-from cryptbench.pipeline.existing_fuse import run_fuse, target_row
+from cryptbench.pipeline.execute import Executed
+from cryptbench.pipeline.existing_fuse import run_fuse
+from cryptbench.pipeline.read_only import Reading, ReadOnlyExecutor, measure_reads, run_reads
 from cryptbench.planning.existing import ExistingPlan, existing_plan
 from cryptbench.planning.request import RunRequest
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.stats.stopping import Controller
 from cryptbench.store.database import Store
 from cryptbench.trial.context import NullProgress, Progress, TrialContext, TrialSpec
-from cryptbench.trial.runner import FioRunner, TrialJob, run_job
-from cryptbench.trial.schedule import OneAtATime, Spend, interleave
+from cryptbench.trial.runner import FioRunner, TrialJob
 
 PROOF_BYTES = 1 << 16  # bytes read through the mapping and on the device to show they differ
 # the crypt layer's details a run stores with its mapping target (measure/stack.py reads them)
 CRYPT_DETAILS = ("format", "cipher", "key", "sector size", "flags", "integrity")
 
 
-class VolumeExecutor(OneAtATime):
+class VolumeExecutor(ReadOnlyExecutor):
     """Runs each trial as a read-only fio job on the mapping or on the device under it,
     the region's offset on each so that both read the same sectors."""
 
@@ -52,10 +48,9 @@ class VolumeExecutor(OneAtATime):
         progress: Progress,
         fio: FioRunner = run_fio,
     ) -> None:
-        self.ctx, self.plan, self.targets, self.progress = ctx, plan, targets, progress
+        super().__init__(ctx, targets, progress)
+        self.plan = plan
         self.fio = partial(fio, readonly=True)
-        self.ok = self.failed = 0
-        self.lost: dict[str, str] = {}
 
     def job(self, spec: TrialSpec) -> TrialJob:
         """The trial's job: the region on the mapping, or the same sectors on the device."""
@@ -76,16 +71,6 @@ class VolumeExecutor(OneAtATime):
             offset=plan.raw_offset if raw else plan.region_start,
         )
         return TrialJob(render_job(w, opts), opts.filename, self.fio)
-
-    def run(self, spec: TrialSpec) -> bool:
-        success = run_job(self.ctx, spec, self.targets[spec.target], self.job(spec))
-        self.ok += success
-        self.failed += not success
-        self.progress.trial_done(spec, success)
-        return success
-
-    def finish(self) -> tuple[int, int]:
-        return self.ok, self.failed
 
 
 # fio loops over the region per timed trial: more than any trial time reads of a region
@@ -142,30 +127,23 @@ def measure(
     plan: ExistingPlan, store: Store, progress: Progress, session: Session, run_id: int, env: JsonObject
 ) -> tuple[int, int]:
     """The trials of `plan`, interleaved until the controller has its answers."""
-    # the counters are the disks' under the volume, not the scratch space's
-    device = disks_of(plan.volume.stack)
-    env["scratch_device"] = device
-    progress.phase("reading the ioengine fio can use")
-    engine = probe_ioengine(session.path("ioengine-probe"), session, plan.ioengine)
-    env["ioengine"] = engine
-    store.update_environment(run_id, env)
     targets = targets_of(plan)
-    verified = differs(plan)
-    for t in targets.values():
-        t.direct_io, t.encryption_verified = DirectIO.HONOURED, verified if t.encrypted else None
-        store.insert_target(run_id, target_row(t, "direct", "a block device read with O_DIRECT"))
-    if not verified:
-        store.add_note(
-            run_id,
-            f"{plan.mapping_target}'s bytes are the same as {plan.raw_target}'s at the region's start: "
-            "this mapping does not encrypt them, so it is not ranked",
-        )
-    ctx = TrialContext(session, store, run_id, plan.region_bytes, engine, False, device=device or None)
-    controller = Controller(plan.rule, plan.questions, plan.seed, plan.ranking)
-    executor = VolumeExecutor(ctx, plan, targets, progress)
-    # what the trials wrote counts (none): the disk's own counter counts the user's writes too
-    spend = Spend(replace(ctx, device=None), set())
-    return interleave(executor, controller, spend, plan.suite.workloads, list(plan.targets), plan.seed)
+    reading = Reading(
+        stack=plan.volume.stack,
+        targets=targets,
+        verified=differs(plan),
+        io_mode="direct",
+        direct_io=DirectIO.HONOURED,
+        how="a block device read with O_DIRECT",
+        not_verified=f"{plan.mapping_target}'s bytes are the same as {plan.raw_target}'s at the region's "
+        "start: this mapping does not encrypt them, so it is not ranked",
+        size=plan.region_bytes,
+    )
+
+    def executor(ctx: TrialContext) -> VolumeExecutor:
+        return VolumeExecutor(ctx, plan, targets, progress)
+
+    return measure_reads(plan, reading, executor, store, progress, session, run_id, env)
 
 
 def run(request: RunRequest, *, progress: Progress | None = None, registry: Path | None = None) -> Executed:
@@ -175,16 +153,7 @@ def run(request: RunRequest, *, progress: Progress | None = None, registry: Path
     shown = progress or NullProgress()
     if isinstance(found, FuseVolume):
         return run_fuse(found, request, shown, registry)
-    volume = found
-    plan = existing_plan(request, volume)
-    check_readable(volume)
-    store = Store.open(plan.db_path)
-    try:
-        with interruptible():
-            stored = Stored(
-                plan.target_dir, plan.suite.name, plan.to_json(), plan.notes, plan.db_path, (), False
-            )
-            shown.phase(f"your volume {volume.stack.path}: {volume.stack.line()}")
-            return in_session(stored, store, shown, partial(measure, plan, store, shown), registry)
-    finally:
-        store.close()
+    plan = existing_plan(request, found)
+    check_readable(found)
+    said = f"your volume {found.stack.path}: {found.stack.line()}"
+    return run_reads(plan, said, partial(measure, plan), shown, registry)

@@ -12,34 +12,29 @@ import contextlib
 import os
 import resource
 from collections.abc import Iterator
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 from cryptbench.backends.base import DirectIO, Target
-from cryptbench.engines.fio import probe_ioengine, run_fio
+from cryptbench.engines.fio import run_fio
 from cryptbench.engines.jobs import JobOptions, render_job
-from cryptbench.machine.interrupts import interruptible
 from cryptbench.machine.session import Session
-from cryptbench.measure.device import disks_of
 from cryptbench.measure.fuse_volume import FuseVolume
 from cryptbench.model.errors import UsageError
 from cryptbench.model.json_types import JsonObject
-from cryptbench.model.result import TargetInfo
-from cryptbench.model.vocabulary import Existing, Medium
-from cryptbench.pipeline.execute import Executed, Stored, in_session
+from cryptbench.model.vocabulary import Existing
+from cryptbench.pipeline.execute import Executed
+from cryptbench.pipeline.read_only import Reading, ReadOnlyExecutor, measure_reads, run_reads
 from cryptbench.planning.existing_fuse import FusePlan, fuse_plan
 from cryptbench.planning.request import RunRequest
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.stats.stopping import Controller
 from cryptbench.store.database import Store
 from cryptbench.trial.context import Progress, TrialContext, TrialSpec
-from cryptbench.trial.runner import FioRunner, TrialJob, run_job
-from cryptbench.trial.schedule import OneAtATime, Spend, interleave
+from cryptbench.trial.runner import FioRunner, TrialJob
 
 SAMPLE_BYTES = 4096  # bytes of a file's plaintext looked for in its ciphertext (the proof)
+NEEDLE_LEAST = 16  # bytes: the least of a file the proof looks for
 CHUNK = 1 << 20  # bytes read at a time while looking
-READ_HOW = "a FUSE mount's files read buffered, every cache dropped before each trial"
 
 
 class Descriptors:
@@ -88,7 +83,7 @@ def _enough_descriptors(n: int) -> None:
         )
 
 
-class FuseExecutor(OneAtATime):
+class FuseExecutor(ReadOnlyExecutor):
     """Runs each trial as a read-only fio job over the sample's files, through the mount
     or as their ciphertext, each file read whole."""
 
@@ -101,10 +96,8 @@ class FuseExecutor(OneAtATime):
         progress: Progress,
         fio: FioRunner = run_fio,
     ) -> None:
-        self.ctx, self.plan, self.targets, self.fds, self.progress = ctx, plan, targets, fds, progress
-        self.fio = fio
-        self.ok = self.failed = 0
-        self.lost: dict[str, str] = {}
+        super().__init__(ctx, targets, progress)
+        self.plan, self.fds, self.fio = plan, fds, fio
 
     def job(self, spec: TrialSpec) -> TrialJob:
         plan, w = self.plan, spec.workload
@@ -127,16 +120,6 @@ class FuseExecutor(OneAtATime):
             files=tuple(f"/dev/fd/{fd}" for fd in fds),
         )
         return TrialJob(render_job(w, opts), opts.filename, partial(self.fio, readonly=True, pass_fds=fds))
-
-    def run(self, spec: TrialSpec) -> bool:
-        success = run_job(self.ctx, spec, self.targets[spec.target], self.job(spec))
-        self.ok += success
-        self.failed += not success
-        self.progress.trial_done(spec, success)
-        return success
-
-    def finish(self) -> tuple[int, int]:
-        return self.ok, self.failed
 
 
 def targets_of(plan: FusePlan) -> dict[str, Target]:
@@ -171,14 +154,13 @@ def targets_of(plan: FusePlan) -> dict[str, Target]:
 
 
 def hides(plan: FusePlan) -> bool:
-    """The proof of encryption here: the first bytes of the sample's first file, read
+    """The proof of encryption here: the first bytes of the sample's first file of 16 bytes or more, read
     through the mount, are found in none of the ciphertext read against it (in its own
     ciphertext where paired; in every cipher file where not). Everything opened O_RDONLY."""
-    first = plan.files[0]
+    # bytes enough that finding them in ciphertext by chance is out of the question
+    first = next((p for p in plan.files if p.plain_bytes >= NEEDLE_LEAST), plan.files[0])
     with open(first.plain, "rb") as f:
         needle = f.read(SAMPLE_BYTES)
-    if len(needle) < 16:
-        needle = needle * (16 // max(1, len(needle)) + 1)
     for path in [first.cipher] if first.cipher is not None else [p for p, _ in plan.cipher_files]:
         if _holds(path, needle):
             return False
@@ -205,57 +187,28 @@ def measure(
     env: JsonObject,
 ) -> tuple[int, int]:
     """The trials of `plan`, interleaved until the controller has its answers."""
-    device = disks_of(plan.volume.stack)
-    env["scratch_device"] = device
-    progress.phase("reading the ioengine fio can use")
-    engine = probe_ioengine(session.path("ioengine-probe"), session, plan.ioengine)
-    env["ioengine"] = engine
-    store.update_environment(run_id, env)
     targets = targets_of(plan)
-    verified = hides(plan)
-    for t in targets.values():
-        t.direct_io, t.encryption_verified = DirectIO.BUFFERED, verified if t.encrypted else None
-        store.insert_target(run_id, target_row(t, "buffered", READ_HOW))
-    if not verified:
-        store.add_note(
-            run_id,
-            f"the first bytes of a file read through {plan.mapping_target} are in its ciphertext as "
-            "they are: this mount does not encrypt them, so it is not ranked",
-        )
-    ctx = TrialContext(session, store, run_id, plan.plain_bytes, engine, False, device=device or None)
-    controller = Controller(plan.rule, plan.questions, plan.seed, plan.ranking)
-    executor = FuseExecutor(ctx, plan, targets, fds, progress)
-    spend = Spend(replace(ctx, device=None), set())
-    return interleave(executor, controller, spend, plan.suite.workloads, list(plan.targets), plan.seed)
-
-
-def target_row(t: Target, io_mode: str, how: str) -> TargetInfo:
-    """A target of run --existing as the store keeps it (`how`: how it is read, in words)."""
-    return TargetInfo(
-        name=t.name,
-        backend=t.backend,
-        baseline=t.baseline,
-        encrypted=t.encrypted,
-        io_mode=io_mode,
-        direct_io=str(t.direct_io),
-        direct_io_reason=how,
-        marker_in_backing=None,
-        encryption_verified=t.encryption_verified,
-        details=dict(t.details),
-        medium=Medium.DEVICE,
+    reading = Reading(
+        stack=plan.volume.stack,
+        targets=targets,
+        verified=hides(plan),
+        io_mode="buffered",
+        direct_io=DirectIO.BUFFERED,
+        how="a FUSE mount's files read buffered, every cache dropped before each trial",
+        not_verified=f"the first bytes of a file read through {plan.mapping_target} are in its "
+        "ciphertext as they are: this mount does not encrypt them, so it is not ranked",
+        size=plan.plain_bytes,
     )
+
+    def executor(ctx: TrialContext) -> FuseExecutor:
+        return FuseExecutor(ctx, plan, targets, fds, progress)
+
+    return measure_reads(plan, reading, executor, store, progress, session, run_id, env)
 
 
 def run_fuse(volume: FuseVolume, request: RunRequest, progress: Progress, registry: Path | None) -> Executed:
     """A read-only run of the FUSE directory `volume`, stored as any run."""
     plan = fuse_plan(request, volume)
-    store = Store.open(plan.db_path)
-    try:
-        with interruptible(), opened(plan) as fds:
-            stored = Stored(
-                plan.target_dir, plan.suite.name, plan.to_json(), plan.notes, plan.db_path, (), False
-            )
-            progress.phase(f"your files {volume.root}: {volume.stack.line()}")
-            return in_session(stored, store, progress, partial(measure, plan, fds, store, progress), registry)
-    finally:
-        store.close()
+    with opened(plan) as fds:
+        said = f"your files {volume.root}: {volume.stack.line()}"
+        return run_reads(plan, said, partial(measure, plan, fds), progress, registry)

@@ -106,37 +106,67 @@ class ExistingPlan:
         }
 
     def to_json(self) -> JsonObject:
-        workloads = [w for w in self.suite.workloads if isinstance(w, WorkloadSpec)]
-        return RunPlan.write(
-            suite=self.suite.name,
-            workloads=[w.name for w in workloads],
-            primary_metrics={w.name: primary_metric(w) for w in workloads},
-            workload_specs={
-                w.name: {"rw": w.rw, "bs": w.bs, "iodepth": w.iodepth, "view": w.view} for w in workloads
-            },
-            apps={},
-            backends=[Existing.RAW, Existing.MAPPING],
-            targets=list(self.targets),
-            states=[],
-            fs="",
-            write_new_file=False,
-            added_baselines=[],
-            skipped=[],
-            target_dir=str(self.target_dir),
-            size=self.region_bytes,
-            repeats=self.rule.max_repeats if self.rule.precision is None else None,
-            stopping=self.rule.to_json(),
-            seed=self.seed,
-            io_mode="direct",
-            data="random",
-            summary=None,
-            as_published=[],
-            ram=False,
-            trial_time=self.trial_time,
-            ram_bytes=0,
-            ioengine=self.ioengine or "auto",
-            existing=self.existing_json(),
-        ).raw
+        return stored_plan(
+            self.suite,
+            [Existing.RAW, Existing.MAPPING],
+            self.targets,
+            self.target_dir,
+            self.region_bytes,
+            self.rule,
+            self.seed,
+            "direct",
+            self.trial_time,
+            self.ioengine,
+            self.existing_json(),
+        )
+
+
+def stored_plan(
+    suite: Suite,
+    backends: list[str],
+    targets: tuple[str, str],
+    target_dir: Path,
+    size: int,
+    rule: Stopping,
+    seed: int,
+    io_mode: str,
+    trial_time: float,
+    ioengine: str | None,
+    existing: JsonObject,
+) -> JsonObject:
+    """The stored plan of a run --existing (a dm-crypt volume's or a FUSE mount's): the
+    suite's reads of two targets, nothing provisioned, written or asked of a state."""
+    workloads = [w for w in suite.workloads if isinstance(w, WorkloadSpec)]
+    return RunPlan.write(
+        suite=suite.name,
+        workloads=[w.name for w in workloads],
+        primary_metrics={w.name: primary_metric(w) for w in workloads},
+        workload_specs={
+            w.name: {"rw": w.rw, "bs": w.bs, "iodepth": w.iodepth, "view": w.view} for w in workloads
+        },
+        apps={},
+        backends=backends,
+        targets=list(targets),
+        states=[],
+        fs="",
+        write_new_file=False,
+        added_baselines=[],
+        skipped=[],
+        target_dir=str(target_dir),
+        size=size,
+        repeats=rule.max_repeats if rule.precision is None else None,
+        stopping=rule.to_json(),
+        seed=seed,
+        io_mode=io_mode,
+        data="random",
+        summary=None,
+        as_published=[],
+        ram=False,
+        trial_time=trial_time,
+        ram_bytes=0,
+        ioengine=ioengine or "auto",
+        existing=existing,
+    ).raw
 
 
 def checked(r: RunRequest, io_modes: tuple[str, ...] = ("auto", "direct"), why: str = "") -> None:

@@ -17,10 +17,9 @@ from cryptbench.machine.session import check_target_dir
 from cryptbench.measure.fuse_volume import FilePair, FuseVolume, Tree, pairs, walk
 from cryptbench.model.errors import UsageError
 from cryptbench.model.json_types import JsonObject
-from cryptbench.model.stored_run import RunPlan
 from cryptbench.model.units import format_bytes, parse_size
 from cryptbench.model.vocabulary import Existing
-from cryptbench.planning.existing import DEFAULT_REGION, checked, suite_reads
+from cryptbench.planning.existing import DEFAULT_REGION, checked, stored_plan, suite_reads
 from cryptbench.planning.plan import DEFAULT_SUITE, trial_seconds
 from cryptbench.planning.questions import workload_questions, workload_seeds
 from cryptbench.planning.request import RunRequest, checked_seed
@@ -126,37 +125,19 @@ class FusePlan:
         }
 
     def to_json(self) -> JsonObject:
-        workloads = [w for w in self.suite.workloads if isinstance(w, WorkloadSpec)]
-        return RunPlan.write(
-            suite=self.suite.name,
-            workloads=[w.name for w in workloads],
-            primary_metrics={w.name: primary_metric(w) for w in workloads},
-            workload_specs={
-                w.name: {"rw": w.rw, "bs": w.bs, "iodepth": w.iodepth, "view": w.view} for w in workloads
-            },
-            apps={},
-            backends=[Existing.CIPHERTEXT, Existing.FUSE],
-            targets=list(self.targets),
-            states=[],
-            fs="",
-            write_new_file=False,
-            added_baselines=[],
-            skipped=[],
-            target_dir=str(self.target_dir),
-            size=self.plain_bytes,
-            repeats=self.rule.max_repeats if self.rule.precision is None else None,
-            stopping=self.rule.to_json(),
-            seed=self.seed,
-            io_mode="buffered",
-            data="random",
-            summary=None,
-            as_published=[],
-            ram=False,
-            trial_time=self.trial_time,
-            ram_bytes=0,
-            ioengine=self.ioengine or "auto",
-            existing=self.existing_json(),
-        ).raw
+        return stored_plan(
+            self.suite,
+            [Existing.CIPHERTEXT, Existing.FUSE],
+            self.targets,
+            self.target_dir,
+            self.plain_bytes,
+            self.rule,
+            self.seed,
+            "buffered",
+            self.trial_time,
+            self.ioengine,
+            self.existing_json(),
+        )
 
 
 def fuse_plan(r: RunRequest, volume: FuseVolume) -> FusePlan:
