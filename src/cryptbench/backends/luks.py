@@ -265,15 +265,20 @@ VARIANTS = {
 
 def device_mapper_missing() -> str | None:
     """Why dm-crypt cannot work here, or None."""
+    # /proc/misc lists the drivers the kernel has; /dev/mapper/control alone proves none:
+    # libdevmapper makes that node itself when it is missing (any `dmsetup` run leaves one
+    # behind on a kernel without the driver). The node stands in only where /proc/misc
+    # cannot be read.
     try:
         with open("/proc/misc") as f:
-            misc = f.read().split()
+            driver = "device-mapper" in f.read().split()
+        seen = "not in /proc/misc"
     except OSError:
-        misc = []
-    if "device-mapper" not in misc and not os.path.exists("/dev/mapper/control"):
+        driver, seen = os.path.exists("/dev/mapper/control"), "no /dev/mapper/control"
+    if not driver:
         if kernel_module("dm-mod") == "module":
-            return "the device-mapper is not loaded (no /dev/mapper/control): run `modprobe dm_mod`"
-        return "the kernel has no device-mapper (no /dev/mapper/control), which dm-crypt needs"
+            return f"the device-mapper is not loaded ({seen}): run `modprobe dm_mod`"
+        return f"the kernel has no device-mapper ({seen}), which dm-crypt needs"
     if kernel_module("dm-crypt") is None and not _dm_target("crypt"):
         return "the kernel has no dm-crypt (neither loaded nor a dm-crypt module under /lib/modules)"
     return None
