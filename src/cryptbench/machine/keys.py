@@ -67,28 +67,33 @@ def orphan_secret_dirs() -> list[Path]:
     return orphans
 
 
-def read_passphrase_file(path: str) -> bytes:
-    """The user's passphrase: the file's bytes less one trailing newline.
+def read_private_file(path: str, option: str, limit: int) -> bytes:
+    """At most `limit` bytes of the secret file the user named with `option`.
 
-    Refused, with the reason, if other users can read the file: a passphrase
-    that leaks there has leaked already.
+    Refused, with the reason, unless it is a regular file only its owner may read: a
+    secret that others may read has leaked already.
     """
+    name = f"{option} {path[:80]!r}"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError as e:
-        raise UsageError(f"--passphrase-file {path!r}: {e.strerror}") from None
+        raise UsageError(f"{name}: {e.strerror}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"--passphrase-file {path!r} is not a regular file")
+            raise UsageError(f"{name} is not a regular file")
         if st.st_mode & 0o077:
             raise UsageError(
-                f"--passphrase-file {path!r} is readable by other users "
-                f"(mode {stat.S_IMODE(st.st_mode):o}); chmod 600 it first"
+                f"{name} is readable by other users (mode {stat.S_IMODE(st.st_mode):o}); chmod 600 it first"
             )
-        data = os.read(fd, MAX_PASSPHRASE + 2)
+        return os.read(fd, limit)
     finally:
         os.close(fd)
+
+
+def read_passphrase_file(path: str) -> bytes:
+    """The user's passphrase: the file's bytes less one trailing newline."""
+    data = read_private_file(path, "--passphrase-file", MAX_PASSPHRASE + 2)
     if data.endswith(b"\n"):
         data = data[:-1]
     if not data:
