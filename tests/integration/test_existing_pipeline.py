@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -19,13 +20,19 @@ import pytest
 from rich.console import Console
 
 from cryptbench.analysis import document
+from cryptbench.machine.session import Session
 from cryptbench.measure.volume import CryptVolume
+from cryptbench.model.errors import UsageError
 from cryptbench.model.stack import Layer, LayerKind, Stack
+from cryptbench.pipeline import existing as existing_pipeline
 from cryptbench.pipeline.execute import Stored, in_session
 from cryptbench.pipeline.existing import measure
+from cryptbench.pipeline.shadow import ShadowKey
 from cryptbench.planning.existing import existing_plan
+from cryptbench.planning.flag_trial import FlagSet
+from cryptbench.planning.plan import build_plan
 from cryptbench.planning.request import RunRequest
-from cryptbench.report import screens
+from cryptbench.report import export_html, export_markdown, screens
 from cryptbench.store.database import Store
 from cryptbench.trial.context import NullProgress
 
@@ -81,7 +88,7 @@ def test_both_views_are_read_at_their_offsets_interleaved_and_the_answer_is_decr
     store = Store.open(db)
     progress = NullProgress()
     try:
-        done = in_session(stored, store, progress, partial(measure, plan, store, progress))
+        done = in_session(stored, store, progress, partial(measure, plan, None, store, progress))
     finally:
         store.close()
     assert (done.status, done.exit_code) == ("complete", 0)
@@ -139,7 +146,7 @@ def test_a_mapping_whose_bytes_are_its_devices_is_not_ranked(target_dir: Path, t
     stored = Stored(plan.target_dir, plan.suite.name, plan.to_json(), plan.notes, plan.db_path, (), False)
     store = Store.open(db)
     try:
-        done = in_session(stored, store, NullProgress(), partial(measure, plan, store, NullProgress()))
+        done = in_session(stored, store, NullProgress(), partial(measure, plan, None, store, NullProgress()))
     finally:
         store.close()
     doc = document.read(db, done.run_id)
@@ -150,3 +157,91 @@ def test_a_mapping_whose_bytes_are_its_devices_is_not_ranked(target_dir: Path, t
     text = " ".join(console.export_text().split())
     said = "What decryption costs reads on your volume users-volume (aes-xts-plain64, 512-bit key)"
     assert f"{said} is not known: encryption not verified." in text
+
+
+def test_a_flag_trial_reads_each_shadow_at_the_mappings_offset_and_answers_against_own_flags(
+    target_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--try-flags with its shadow mappings stood in for by copies of the "mapping" (this
+    kernel has no device-mapper: the real shadows are tests/lab/test_existing_flags.py's):
+    each flag set is a target of its own, read at the mapping's offset, interleaved with
+    the others, held to the volume's own flags in the answer; the key is never stored."""
+    volume = replace(stand_ins(tmp_path), options=("sector_size:4096", "allow_discards"))
+    copies: dict[str, Path] = {}
+
+    @contextmanager
+    def stood_in(session: Session, v: CryptVolume, sets: tuple[FlagSet, ...], key: ShadowKey):
+        for n, s in enumerate(sets):
+            copies[s.name] = tmp_path / f"shadow-{n}"
+            copies[s.name].write_bytes(v.mapping_node.read_bytes())
+        yield dict(copies)
+
+    monkeypatch.setattr(existing_pipeline, "shadows", stood_in)
+    db = tmp_path / "f.sqlite"
+    request = RunRequest(
+        existing="x", target=str(target_dir), db=db, size="1M", repeats=2, seed=5, trial_time="0",
+        try_flags=True,
+    )  # fmt: skip
+    plan = existing_plan(request, volume)
+    plan = replace(plan, suite=replace(plan.suite, workloads=plan.suite.workloads[:1]))
+    names = [s.name for s in plan.flag_sets]
+    assert names[:2] == ["flags+no_read_workqueue", "flags+same_cpu_crypt"]
+    key = ShadowKey("ab" * 64, "a stand-in")
+    stored = Stored(plan.target_dir, plan.suite.name, plan.to_json(), plan.notes, plan.db_path, (), False)
+    store = Store.open(db)
+    try:
+        done = in_session(stored, store, NullProgress(), partial(measure, plan, key, store, NullProgress()))
+    finally:
+        store.close()
+    assert (done.status, done.exit_code) == ("complete", 0)
+    doc = document.read(db, done.run_id)
+    assert [(t.name, t.backend, t.baseline) for t in doc.targets] == [
+        ("raw-vdz", "existing-raw", None),
+        ("users-volume", "existing-dm-crypt", "raw-vdz"),
+        *((n, "existing-flags", "raw-vdz") for n in names),
+    ]
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT target, block, job_file FROM trials WHERE run_id = ?", (done.run_id,))
+        trials = rows.fetchall()
+    assert len(trials) == 2 * (2 + len(names))
+    for target, _block, job in trials:
+        if target in copies:
+            assert f"filename={copies[target]}\n" in job
+            assert (f"offset={plan.region_start}\n" in job) if plan.region_start else "offset=" not in job
+    assert all(len({t for t, b, _j in trials if b == block}) == 2 + len(names) for _t, block, _j in trials)
+    assert doc.plan.existing is not None
+    flags = doc.plan.existing["flags"]
+    assert flags["own"] == [] and flags["options"] == ["allow_discards"] and flags["luks2"] is True
+    assert [s["target"] for s in flags["sets"]] == names
+    console = Console(width=300, record=True)
+    screens.render(doc, console, details=False, quiet=True)
+    text = " ".join(console.export_text().split())
+    # copies in one page cache: no set is faster beyond doubt, and the answer says so
+    # every renderer reads the flag sets as targets of their own
+    screens.render(doc, Console(width=300, record=True), details=True, quiet=False)
+    assert said_in(export_markdown.render(doc)) and "flags+same_cpu_crypt" in export_html.render(doc, [])
+    said = "No set of flags read your volume users-volume faster beyond doubt than its own (none)"
+    assert f"{said}, over 1 read workload: no_read_workqueue added " in text
+    assert "; same_cpu_crypt added " in text and "To set it" not in text
+    assert text.count("against its raw device vdz") == 1  # the decryption sentence is the mapping's only
+    with sqlite3.connect(db) as con:
+        dump = "\n".join(con.iterdump())
+    assert "ab" * 64 not in dump
+    assert any("made with a stand-in" in n for n in doc.notes)
+
+
+def test_the_flag_trials_options_are_refused_where_they_do_not_belong(tmp_path: Path) -> None:
+    volume = stand_ins(tmp_path)
+    with pytest.raises(UsageError, match=r"^--key-file goes with --try-flags: --existing alone reads"):
+        existing_plan(RunRequest(existing="x", target=str(tmp_path), key_file="k"), volume)
+    for asked, flag in (({"try_flags": True}, "--try-flags"), ({"key_file": "k"}, "--key-file")):
+        with pytest.raises(
+            UsageError, match=f"^{flag} goes with --existing: it tries your own volume's flags$"
+        ):
+            build_plan(RunRequest(backends="plain", target=str(tmp_path), **asked))  # type: ignore[arg-type]
+    plan = existing_plan(RunRequest(existing="x", target=str(tmp_path)), volume)
+    assert plan.flag_sets == () and "flags" not in plan.existing_json() and plan.crypttab is None
+
+
+def said_in(markdown: str) -> bool:
+    return "No set of flags read your volume users-volume faster beyond doubt" in " ".join(markdown.split())

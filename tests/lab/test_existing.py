@@ -8,63 +8,17 @@ sectors, without changing a byte of either."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from cryptbench.backends.luks import format_command, open_command
 from cryptbench.model.stack import LayerKind, Stack
 from tests.lab import run_json
 from tests.support.cli import cli
+from tests.support.users_mounts import MAPPING, VOLUME_BYTES, changed, digests, run, users_luks_volume
 
 pytestmark = [pytest.mark.lab("6.1", "6.12"), pytest.mark.integration]
-MAPPING = "users-volume"  # not cryptbench's: cleanup must leave it alone
-# bytes: room for a tiny run's plan and the free-space margin every run keeps (256 MiB)
-VOLUME_BYTES = 384 << 20
-
-
-def _run(*args: str) -> str:
-    return subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip()
-
-
-@contextmanager
-def users_luks_volume(where: Path, mounted: bool = True) -> Iterator[Path]:
-    """The user's own LUKS2 volume, mounted, with files on it; closed however the test ends.
-    Not `mounted`: its files written, then unmounted, so that nothing writes to it while
-    it is checksummed."""
-    image, key, home = where / "volume.img", where / "volume.key", where / "home"
-    with open(image, "wb") as f:
-        f.truncate(VOLUME_BYTES)  # sparse: the lab's disk holds only what is written
-    key.write_bytes(os.urandom(64))
-    key.chmod(0o600)
-    home.mkdir()
-    loop = _run("losetup", "--find", "--show", str(image))
-    (where / "loop").write_text(loop)  # the device under the mapping, for the checksums
-    try:
-        _run(*format_command(loop, key, 512))
-        _run(*open_command(loop, key, MAPPING))
-        try:
-            _run("mkfs.ext4", "-q", f"/dev/mapper/{MAPPING}")
-            _run("mount", f"/dev/mapper/{MAPPING}", str(home))
-            try:
-                (home / "documents").mkdir()
-                (home / "documents" / "letter.txt").write_text("the user's own words\n")
-                if not mounted:
-                    _run("umount", str(home))
-                yield home
-            finally:
-                if mounted:
-                    _run("umount", str(home))
-        finally:
-            _run("cryptsetup", "close", MAPPING)
-    finally:
-        _run("losetup", "--detach", loop)
 
 
 def test_stack_names_every_layer_of_a_users_luks_volume(tmp_path: Path) -> None:
@@ -73,7 +27,7 @@ def test_stack_names_every_layer_of_a_users_luks_volume(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         stack = Stack.from_json(json.loads(proc.stdout))
         text = cli("stack", str(home / "documents"))
-        table = _run("dmsetup", "table", MAPPING)
+        table = run("dmsetup", "table", MAPPING)
     assert [(x.kind, x.depth) for x in stack.layers] == [
         (LayerKind.FILESYSTEM, 0),
         (LayerKind.DM_CRYPT, 1),
@@ -107,7 +61,7 @@ def test_a_run_on_a_users_luks_volume_says_plain_is_encrypted(tmp_path: Path) ->
     with users_luks_volume(tmp_path) as home:
         doc = run_json(home, tmp_path, ["plain"], "--skip-protection")
         shown = cli("show", str(doc["run_id"]), "--db", str(tmp_path / "r.sqlite"))
-        table = _run("dmsetup", "table", MAPPING)
+        table = run("dmsetup", "table", MAPPING)
     assert shown.returncode == 0, shown.stderr
     stored = Stack.from_json(doc["environment"]["stack"])
     assert [x.kind for x in stored.encrypting] == [LayerKind.DM_CRYPT]
@@ -123,21 +77,6 @@ def test_a_run_on_a_users_luks_volume_says_plain_is_encrypted(tmp_path: Path) ->
     assert "; vda wrote " in flat.split(" Scratch space ")[0]
     assert f" Scratch space {home}: {stored.line()} {said} No encrypted target to rank." in flat
     assert table.split()[4] not in json.dumps(doc)
-
-
-def _digests(node: str) -> list[str]:
-    """SHA-256 of each MiB of a block device, as the device holds it now: its buffer cache
-    flushed and dropped first (BLKFLSBUF). Else the loop device's cache keeps what
-    luksFormat's probes read before mkfs wrote through the mapping (a bio the cache does
-    not see), and a drop of caches by the run makes the same bytes checksum otherwise."""
-    _run("blockdev", "--flushbufs", node)
-    with open(node, "rb") as f:
-        return [hashlib.sha256(block).hexdigest() for block in iter(lambda: f.read(1 << 20), b"")]
-
-
-def _changed(before: list[str], after: list[str]) -> list[int]:
-    """The MiB of a device whose bytes differ (or that one of the two lacks)."""
-    return [i for i in range(max(len(before), len(after))) if before[i : i + 1] != after[i : i + 1]]
 
 
 READS = """
@@ -172,16 +111,16 @@ def test_run_existing_reads_the_mapping_and_its_device_and_changes_no_byte(tmp_p
     db = tmp_path / "e.sqlite"
     with users_luks_volume(tmp_path, mounted=False):
         loop = (tmp_path / "loop").read_text()
-        before = (_digests(f"/dev/mapper/{MAPPING}"), _digests(loop))
+        before = (digests(f"/dev/mapper/{MAPPING}"), digests(loop))
         args = ("run", "--existing", f"/dev/mapper/{MAPPING}", "--suite", str(suite), "--size", "16M")
         args += ("--repeats", "2", "--trial-time", "0", "--target", str(scratch), "--db", str(db))
         proc = cli(*args)
-        after = (_digests(f"/dev/mapper/{MAPPING}"), _digests(loop))
+        after = (digests(f"/dev/mapper/{MAPPING}"), digests(loop))
         doc = json.loads(cli("show", "1", "--json", "--db", str(db)).stdout)
-        table = _run("dmsetup", "table", MAPPING)
+        table = run("dmsetup", "table", MAPPING)
     assert proc.returncode == 0, proc.stderr
     # each MiB of both the same as before: the mapping's, and the device's, header included
-    assert [_changed(b, a) for b, a in zip(before, after, strict=True)] == [[], []]
+    assert [changed(b, a) for b, a in zip(before, after, strict=True)] == [[], []]
     raw = f"raw-{Path(loop).name}"
     assert [(t["name"], t["backend"], t["baseline"]) for t in doc["targets"]] == [
         (raw, "existing-raw", None),
@@ -225,15 +164,15 @@ def test_run_existing_refuses_what_it_cannot_read_in_one_line(tmp_path: Path) ->
     image = tmp_path / "linear.img"
     with open(image, "wb") as f:
         f.truncate(8 << 20)
-    loop = _run("losetup", "--find", "--show", str(image))
+    loop = run("losetup", "--find", "--show", str(image))
     try:
-        _run("dmsetup", "create", "users-linear", "--table", f"0 16384 linear {loop} 0")
+        run("dmsetup", "create", "users-linear", "--table", f"0 16384 linear {loop} 0")
         try:
             linear = cli("run", "--existing", "/dev/mapper/users-linear", "--db", str(db))
         finally:
-            _run("dmsetup", "remove", "users-linear")
+            run("dmsetup", "remove", "users-linear")
     finally:
-        _run("losetup", "--detach", loop)
+        run("losetup", "--detach", loop)
     assert (linear.returncode, linear.stdout) == (2, "")
     assert linear.stderr.strip() == (
         "cryptbench: error: --existing /dev/mapper/users-linear: mapping users-linear is not a crypt "

@@ -4,12 +4,16 @@ the test ends."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
+
+from cryptbench.backends.luks import format_command, open_command
 
 QUIET = {"capture_output": True, "check": True}
 
@@ -62,3 +66,61 @@ def _unmounted(plain: Path, name: str, named: str) -> Iterator[None]:
         # gocryptfs still running): the fixture is done only when its daemon is gone
         _gone, alive = psutil.wait_procs(daemons, timeout=10)
         assert not alive, f"{name} still running 10 s after its unmount: {alive}"
+
+
+MAPPING = "users-volume"  # not cryptbench's: cleanup must leave it alone
+# bytes: room for a tiny run's plan and the free-space margin every run keeps (256 MiB)
+VOLUME_BYTES = 384 << 20
+
+
+def run(*args: str) -> str:
+    return subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@contextmanager
+def users_luks_volume(where: Path, mounted: bool = True, size: int = VOLUME_BYTES) -> Iterator[Path]:
+    """The user's own LUKS2 volume of `size` bytes, mounted, with files on it; closed
+    however the test ends. Not `mounted`: its files written, then unmounted, so that
+    nothing writes to it while it is checksummed."""
+    image, key, home = where / "volume.img", where / "volume.key", where / "home"
+    with open(image, "wb") as f:
+        f.truncate(size)  # sparse: the lab's disk holds only what is written
+    key.write_bytes(os.urandom(64))
+    key.chmod(0o600)
+    home.mkdir()
+    loop = run("losetup", "--find", "--show", str(image))
+    (where / "loop").write_text(loop)  # the device under the mapping, for the checksums
+    try:
+        run(*format_command(loop, key, 512))
+        run(*open_command(loop, key, MAPPING))
+        try:
+            run("mkfs.ext4", "-q", f"/dev/mapper/{MAPPING}")
+            run("mount", f"/dev/mapper/{MAPPING}", str(home))
+            try:
+                (home / "documents").mkdir()
+                (home / "documents" / "letter.txt").write_text("the user's own words\n")
+                if not mounted:
+                    run("umount", str(home))
+                yield home
+            finally:
+                if mounted:
+                    run("umount", str(home))
+        finally:
+            run("cryptsetup", "close", MAPPING)
+    finally:
+        run("losetup", "--detach", loop)
+
+
+def digests(node: str) -> list[str]:
+    """SHA-256 of each MiB of a block device, as the device holds it now: its buffer cache
+    flushed and dropped first (BLKFLSBUF). Else the loop device's cache keeps what
+    luksFormat's probes read before mkfs wrote through the mapping (a bio the cache does
+    not see), and a drop of caches by the run makes the same bytes checksum otherwise."""
+    run("blockdev", "--flushbufs", node)
+    with open(node, "rb") as f:
+        return [hashlib.sha256(block).hexdigest() for block in iter(lambda: f.read(1 << 20), b"")]
+
+
+def changed(before: list[str], after: list[str]) -> list[int]:
+    """The MiB of a device whose bytes differ (or that one of the two lacks)."""
+    return [i for i in range(max(len(before), len(after))) if before[i : i + 1] != after[i : i + 1]]

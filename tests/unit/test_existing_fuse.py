@@ -107,6 +107,11 @@ def test_refusals(tmp_path: Path) -> None:
         fuse_plan(request(tmp_path, io_mode="direct"), volume(d))
     with pytest.raises(UsageError, match=r"^--backends: --existing measures your volume"):
         fuse_plan(request(tmp_path, backends=["gocryptfs"]), volume(d))
+    for asked in ({"try_flags": True}, {"key_file": "k"}):
+        with pytest.raises(
+            UsageError, match=r"--try-flags tries dm-crypt's flags; a FUSE mount \(gocryptfs\) has none$"
+        ):
+            fuse_plan(request(tmp_path, **asked), volume(d))
 
 
 def test_what_is_stored_names_no_file(tmp_path: Path) -> None:

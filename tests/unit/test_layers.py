@@ -112,12 +112,21 @@ def test_the_check_sees_a_violation() -> None:
     assert "cryptbench.pipeline.execute" in _imports(PACKAGE / "commands" / "run.py")
 
 
-# report/'s modules that render nothing (words, rows, cells, a table's width, the pages'
-# Jinja2 environment, the files a command writes): any renderer may use them, and they
-# import no renderer. Every other module of report/ is a renderer, and imports no other
-# renderer but through a composer: screens.py puts them together on the terminal,
-# exports.py in the files `run --export-*` writes.
-NEUTRAL = {"compare_cells", "fleet_rows", "narrow", "output_files", "pages", "protection_rows", "sentences"}
+# report/'s modules that render nothing (words: the answer's and a flag trial's; rows,
+# cells, a table's width, the pages' Jinja2 environment, the files a command writes): any
+# renderer may use them, and they import no renderer. Every other module of report/ is a
+# renderer, and imports no other renderer but through a composer: screens.py puts them
+# together on the terminal, exports.py in the files `run --export-*` writes.
+NEUTRAL = {
+    "compare_cells",
+    "flag_sentences",
+    "fleet_rows",
+    "narrow",
+    "output_files",
+    "pages",
+    "protection_rows",
+    "sentences",
+}
 COMPOSER = "screens"
 COMPOSERS = {COMPOSER, "exports"}
 REPORT = sorted((PACKAGE / "report").glob("*.py"))

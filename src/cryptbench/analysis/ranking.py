@@ -90,6 +90,12 @@ def _ratio(doc: Document, scope: str, workloads: list[str], target: str, other: 
     return estimates.geometric_mean_ratio([_oriented(doc, w, target, other) for w in workloads], seed)
 
 
+def held_to(doc: Document, workloads: list[str], target: str, other: str) -> estimates.Ratio:
+    """The target's speed over any other target's over `workloads`, compared directly as
+    the ranking holds a target to the cheapest (a flag set to the volume's own flags)."""
+    return _ratio(doc, "overall", workloads, target, other)
+
+
 def _one(doc: Document, workload: str, target: str, plain: str) -> RankEntry:
     r = _ratio(doc, workload, [workload], target, plain)
     return RankEntry(target, r.ratio, r.ci_low, r.ci_high, 1)

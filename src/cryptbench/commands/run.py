@@ -59,6 +59,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "the same offsets, read-only (docs/existing.md)",
     )
     p.add_argument(
+        "--try-flags",
+        action="store_true",
+        help="with --existing on a dm-crypt volume: also read it through read-only mappings of the same "
+        "device with each read flag of dm-crypt toggled (no_read_workqueue, same_cpu_crypt, high_priority), "
+        "and print how to set the fastest; nothing is changed (docs/existing.md)",
+    )
+    p.add_argument(
+        "--key-file",
+        metavar="FILE",
+        help="with --try-flags, where the volume's key is not in its table or the keyring (LUKS2 as "
+        "cryptsetup opens it): its passphrase or key file, as cryptsetup --key-file reads it (- for stdin)",
+    )
+    p.add_argument(
         "--backends",
         help="comma-separated (default: the suite's, else every available default one); baselines are added",
     )

@@ -433,6 +433,31 @@ class DmCrypt(Resource):
 
 
 @dataclass
+class DmShadow(Resource):
+    """A read-only crypt mapping made by `dmsetup create` over a user's own volume's device
+    (run --existing --try-flags: pipeline/shadow.py): only ever removed, never closed by
+    cryptsetup, whose header it never had."""
+
+    kind: ClassVar[str] = "dm-shadow"
+    name: str
+
+    def release(self) -> str | None:
+        if not Path("/dev/mapper", self.name).exists():
+            return None
+        last = ""
+        for attempt in range(20):  # briefly busy while a killed fio's reads drain
+            proc = subprocess.run(["dmsetup", "remove", self.name], capture_output=True, check=False)
+            if proc.returncode == 0 or not Path("/dev/mapper", self.name).exists():
+                return f"removed read-only mapping {self.name}"
+            last = proc.stderr.decode(errors="replace").strip()
+            time.sleep(0.05 * (attempt + 1))
+        raise ProvisionError(f"could not remove read-only mapping {self.name}: {last}")
+
+
+SHADOW_INFIX = "-shadow-"  # in a shadow mapping's name, after the run directory's
+
+
+@dataclass
 class ZfsPool(Resource):
     """A ZFS pool the run created, imported under a name of its own (backends/zfs.pool_name).
 
@@ -511,13 +536,25 @@ class FscryptKey(Resource):
 KEYCTL_SEARCH, KEYCTL_INVALIDATE = 10, 21
 KEY_SPEC_USER_KEYRING = -4
 SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}  # the keyctl system call's number
+SYS_REQUEST_KEY = {"x86_64": 249, "aarch64": 218}  # request_key's
 
 
 def keyctl(*args: int | bytes) -> int:
     """keyctl(2) by its system call (no keyutils needed); OSError on failure."""
-    number = SYS_KEYCTL.get(os.uname().machine)
+    return _syscall("keyctl", SYS_KEYCTL, *args)
+
+
+def request_key(key_type: bytes, description: bytes) -> int:
+    """request_key(2) with no callout: the key's serial where one of this process's
+    keyrings holds it (as the kernel searches them for dm-crypt's table), else OSError
+    (ENOKEY)."""
+    return _syscall("request_key", SYS_REQUEST_KEY, key_type, description, 0, 0)
+
+
+def _syscall(name: str, numbers: dict[str, int], *args: int | bytes) -> int:
+    number = numbers.get(os.uname().machine)
     if number is None:
-        raise OSError(errno.ENOSYS, f"keyctl's system call number on {os.uname().machine} is not known here")
+        raise OSError(errno.ENOSYS, f"{name}'s system call number on {os.uname().machine} is not known here")
     libc = ctypes.CDLL(None, use_errno=True)
     values = [ctypes.c_long(a) if isinstance(a, int) else ctypes.c_char_p(a) for a in args]
     result = libc.syscall(ctypes.c_long(number), *values)
@@ -622,6 +659,7 @@ KINDS: dict[str, type[Resource]] = {
         FscryptKey,
         EcryptfsKeys,
         DmCrypt,
+        DmShadow,
         ZfsPool,
         Throttle,
     )
@@ -697,7 +735,8 @@ def sweep(run_dir: Path, secret_dirs: list[Path]) -> list[str]:
     # dm-crypt mappings, named after the run directory, sit between a
     # filesystem and its loop device.
     for dev in sorted(Path("/dev/mapper").glob(f"cryptbench-{root.name}-*")):
-        msg = DmCrypt(dev.name).release()
+        shadow = dev.name.startswith(f"cryptbench-{root.name}{SHADOW_INFIX}")
+        msg = (DmShadow if shadow else DmCrypt)(dev.name).release()
         if msg:
             messages.append(msg)
     # cgroup v2 throttles, named likewise (their fio was stopped above).

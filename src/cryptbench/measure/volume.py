@@ -36,6 +36,7 @@ class CryptVolume:
     device_block: int  # bytes: the device's logical block, the least a direct read may align to
     layer: Layer  # the crypt layer as the stack reads it (cipher, key size, flags; never the key)
     stack: Stack  # every layer under the mapping, the mapping first
+    options: tuple[str, ...] = ()  # the table's optional parameters (flags, sector_size:N, …; no key)
 
     def to_json(self) -> dict[str, object]:
         """What a run stores of it: names, sizes and offsets, never a file on the volume."""
@@ -179,6 +180,7 @@ def volume_of(number: str, said: str | None, reader: Reader, dev: Path = DEV) ->
         device_block=int(_read(below / "queue" / "logical_block_size") or _parent_block(below)),
         layer=layer,
         stack=stack,
+        options=options,
     )
 
 

@@ -63,3 +63,4 @@ class Existing(StrEnum):
     RAW = "existing-raw"  # the device under it, read at the mapping's offsets: the ciphertext
     FUSE = "existing-fuse"  # the user's FUSE-encrypted mount: the plaintext of their files
     CIPHERTEXT = "existing-ciphertext"  # the same files' ciphertext in its cipher directory
+    FLAGS = "existing-flags"  # a read-only mapping of the mapping's device with other flags (--try-flags)

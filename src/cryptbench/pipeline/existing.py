@@ -19,11 +19,13 @@ from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.machine.session import Session
 from cryptbench.measure.fuse_volume import FuseVolume
 from cryptbench.measure.volume import check_readable, existing_volume
+from cryptbench.model.errors import ProvisionError
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.vocabulary import Existing
 from cryptbench.pipeline.execute import Executed
 from cryptbench.pipeline.existing_fuse import run_fuse
 from cryptbench.pipeline.read_only import Reading, ReadOnlyExecutor, measure_reads, run_reads
+from cryptbench.pipeline.shadow import ShadowKey, shadow_key, shadows
 from cryptbench.planning.existing import ExistingPlan, existing_plan
 from cryptbench.planning.request import RunRequest
 from cryptbench.planning.suite import WorkloadSpec
@@ -47,19 +49,23 @@ class VolumeExecutor(ReadOnlyExecutor):
         targets: dict[str, Target],
         progress: Progress,
         fio: FioRunner = run_fio,
+        shadows: dict[str, Path] | None = None,
     ) -> None:
         super().__init__(ctx, targets, progress)
         self.plan = plan
         self.fio = partial(fio, readonly=True)
+        self.shadows = shadows or {}  # --try-flags: flag set's target -> its shadow mapping's node
 
     def job(self, spec: TrialSpec) -> TrialJob:
-        """The trial's job: the region on the mapping, or the same sectors on the device."""
+        """The trial's job: the region on the mapping (or a shadow of it, whose table has
+        the same offset), or the same sectors on the device."""
         plan, w = self.plan, spec.workload
         assert isinstance(w, WorkloadSpec)
         raw = spec.target == plan.raw_target
         timed = plan.trial_time > 0
+        node = self.shadows.get(spec.target, plan.volume.mapping_node)
         opts = JobOptions(
-            filename=plan.volume.device_node if raw else plan.volume.mapping_node,
+            filename=plan.volume.device_node if raw else node,
             size=plan.region_bytes,
             direct=True,
             ioengine=self.ctx.ioengine,
@@ -78,8 +84,9 @@ class VolumeExecutor(ReadOnlyExecutor):
 TIMED_PASSES = 100_000
 
 
-def targets_of(plan: ExistingPlan) -> dict[str, Target]:
-    """The two targets, as the trials and the store see them; their paths are the devices."""
+def targets_of(plan: ExistingPlan, shadows: dict[str, Path] | None = None) -> dict[str, Target]:
+    """The targets, as the trials and the store see them; their paths are the devices
+    (`shadows`: each flag set's shadow mapping)."""
     v = plan.volume
     crypt = dict(v.layer.details)
     raw = Target(
@@ -104,7 +111,24 @@ def targets_of(plan: ExistingPlan) -> dict[str, Target]:
             "reads from": f"byte {plan.region_start:,}",
         },
     )
-    return {raw.name: raw, mapping.name: mapping}
+    found = {raw.name: raw, mapping.name: mapping}
+    for s in plan.flag_sets:
+        node = (shadows or {})[s.name]
+        found[s.name] = Target(
+            name=s.name,
+            backend=Existing.FLAGS,
+            encrypted=True,
+            baseline=plan.raw_target,
+            path=node,
+            backing=(),
+            details={
+                "mapping": f"{node.name}, read-only, over {v.device} as {v.mapping} is",
+                "flags": ", ".join(s.flags) or "none",
+                "tried": s.said,
+                "reads from": f"byte {plan.region_start:,}",
+            },
+        )
+    return found
 
 
 def differs(plan: ExistingPlan) -> bool:
@@ -113,6 +137,18 @@ def differs(plan: ExistingPlan) -> bool:
     shows them equal). Both opened O_RDONLY."""
     v = plan.volume
     return _read_at(v.mapping_node, plan.region_start) != _read_at(v.device_node, plan.raw_offset)
+
+
+def check_shadows(plan: ExistingPlan, shadows: dict[str, Path]) -> None:
+    """Each shadow mapping reads the region's first bytes as the user's mapping does: the
+    same key, cipher and offset, so its trials read the same plaintext."""
+    own = _read_at(plan.volume.mapping_node, plan.region_start)
+    for name, node in shadows.items():
+        if _read_at(node, plan.region_start) != own:
+            raise ProvisionError(
+                f"{name}'s mapping does not read as {plan.mapping_target} does: "
+                "its key or table is not the volume's"
+            )
 
 
 def _read_at(node: Path, offset: int) -> bytes:
@@ -124,10 +160,38 @@ def _read_at(node: Path, offset: int) -> bytes:
 
 
 def measure(
-    plan: ExistingPlan, store: Store, progress: Progress, session: Session, run_id: int, env: JsonObject
+    plan: ExistingPlan,
+    key: ShadowKey | None,
+    store: Store,
+    progress: Progress,
+    session: Session,
+    run_id: int,
+    env: JsonObject,
 ) -> tuple[int, int]:
-    """The trials of `plan`, interleaved until the controller has its answers."""
-    targets = targets_of(plan)
+    """The trials of `plan`, interleaved until the controller has its answers; with flag
+    sets, their shadow mappings made first (with `key`) and removed after."""
+    if not plan.flag_sets:
+        return _measure(plan, {}, store, progress, session, run_id, env)
+    assert key is not None
+    progress.phase(
+        f"making {len(plan.flag_sets)} read-only mappings of {plan.volume.device}, one per flag set"
+    )
+    with shadows(session, plan.volume, plan.flag_sets, key) as nodes:
+        check_shadows(plan, nodes)
+        store.add_note(run_id, f"the flag trial's mappings were made with {key.how}")
+        return _measure(plan, nodes, store, progress, session, run_id, env)
+
+
+def _measure(
+    plan: ExistingPlan,
+    nodes: dict[str, Path],
+    store: Store,
+    progress: Progress,
+    session: Session,
+    run_id: int,
+    env: JsonObject,
+) -> tuple[int, int]:
+    targets = targets_of(plan, nodes)
     reading = Reading(
         stack=plan.volume.stack,
         targets=targets,
@@ -141,7 +205,7 @@ def measure(
     )
 
     def executor(ctx: TrialContext) -> VolumeExecutor:
-        return VolumeExecutor(ctx, plan, targets, progress)
+        return VolumeExecutor(ctx, plan, targets, progress, shadows=nodes)
 
     return measure_reads(plan, reading, executor, store, progress, session, run_id, env)
 
@@ -155,5 +219,7 @@ def run(request: RunRequest, *, progress: Progress | None = None, registry: Path
         return run_fuse(found, request, shown, registry)
     plan = existing_plan(request, found)
     check_readable(found)
+    # the key is had (or refused, in one line) before anything is stored
+    key = shadow_key(found, request.key_file) if plan.flag_sets else None
     said = f"your volume {found.stack.path}: {found.stack.line()}"
-    return run_reads(plan, said, partial(measure, plan), shown, registry)
+    return run_reads(plan, said, partial(measure, plan, key), shown, registry)

@@ -61,14 +61,14 @@ class ReadPlan(Protocol):
     def ranking(self) -> RankingGroups | None: ...
 
     @property
-    def targets(self) -> tuple[str, str]: ...
+    def targets(self) -> tuple[str, ...]: ...
 
     def to_json(self) -> JsonObject: ...
 
 
 @dataclass(frozen=True)
 class Reading:
-    """How a run --existing reads its two targets, for the store and the trials."""
+    """How a run --existing reads its targets, for the store and the trials."""
 
     stack: Stack  # the stack under the user's data: its disks are the device counted
     targets: dict[str, Target]

@@ -19,6 +19,7 @@ from cryptbench.model.json_types import JsonObject
 from cryptbench.model.stored_run import RunPlan
 from cryptbench.model.units import format_bytes, parse_size
 from cryptbench.model.vocabulary import Existing
+from cryptbench.planning.flag_trial import FlagSet, crypttab_entry, flag_sets, own_flags
 from cryptbench.planning.plan import DEFAULT_SUITE, IO_ENGINES, trial_seconds
 from cryptbench.planning.questions import workload_questions, workload_seeds
 from cryptbench.planning.request import RunRequest, checked_seed
@@ -76,6 +77,9 @@ class ExistingPlan:
     seeds: dict[str, int] = field(default_factory=dict)
     questions: tuple[Question, ...] = ()
     ranking: RankingGroups | None = None
+    flag_sets: tuple[FlagSet, ...] = ()  # --try-flags: each read through its own shadow mapping
+    flag_notes: tuple[str, ...] = ()  # the flags not tried, and why
+    crypttab: str | None = None  # --try-flags: /etc/crypttab's line for the mapping, as read
 
     @property
     def mapping_target(self) -> str:
@@ -86,8 +90,8 @@ class ExistingPlan:
         return f"raw-{self.volume.device}"
 
     @property
-    def targets(self) -> tuple[str, str]:
-        return (self.raw_target, self.mapping_target)
+    def targets(self) -> tuple[str, ...]:
+        return (self.raw_target, self.mapping_target, *(s.name for s in self.flag_sets))
 
     @property
     def raw_offset(self) -> int:
@@ -103,12 +107,25 @@ class ExistingPlan:
             "raw_offset": self.raw_offset,
             "targets": {"mapping": self.mapping_target, "raw": self.raw_target},
             "left_out": list(self.left_out),
+            **({"flags": self.flags_json()} if self.flag_sets else {}),
+        }
+
+    def flags_json(self) -> JsonObject:
+        """The flag trial as stored: the volume's own flags, each set tried, what was not."""
+        options = self.volume.options
+        return {
+            "own": list(own_flags(options)),
+            "options": [o for o in options if ":" not in o],  # its flags and discards, no sizes or keys
+            "luks2": self.volume.layer.detail("format") == "LUKS2",
+            "sets": [s.to_json() for s in self.flag_sets],
+            "crypttab": self.crypttab,
+            "not_tried": list(self.flag_notes),
         }
 
     def to_json(self) -> JsonObject:
         return stored_plan(
             self.suite,
-            [Existing.RAW, Existing.MAPPING],
+            [Existing.RAW, Existing.MAPPING, *([Existing.FLAGS] if self.flag_sets else [])],
             self.targets,
             self.target_dir,
             self.region_bytes,
@@ -124,7 +141,7 @@ class ExistingPlan:
 def stored_plan(
     suite: Suite,
     backends: list[str],
-    targets: tuple[str, str],
+    targets: tuple[str, ...],
     target_dir: Path,
     size: int,
     rule: Stopping,
@@ -208,8 +225,14 @@ def existing_plan(r: RunRequest, volume: CryptVolume) -> ExistingPlan:
     raw, mapping = f"raw-{volume.device}", volume.mapping
     if raw == mapping:
         raise UsageError(f"--existing: mapping {mapping} is named as its device's raw target would be")
-    baselines: dict[str, str | None] = {raw: None, mapping: raw}
-    notes = []
+    sets, flag_notes = flag_sets(volume.options) if r.try_flags else ((), [])
+    if r.key_file is not None and not r.try_flags:
+        raise UsageError("--key-file goes with --try-flags: --existing alone reads a volume already open")
+    clash = [s.name for s in sets if s.name in (raw, mapping)]
+    if clash:
+        raise UsageError(f"--existing: mapping {mapping} is named as a flag set's target would be")
+    baselines: dict[str, str | None] = {raw: None, mapping: raw, **{s.name: raw for s in sets}}
+    notes = [*flag_notes]
     if left_out:
         notes.append(f"{', '.join(left_out)} {WRITES_LEFT_OUT}")
     return ExistingPlan(
@@ -226,12 +249,15 @@ def existing_plan(r: RunRequest, volume: CryptVolume) -> ExistingPlan:
         left_out=tuple(left_out),
         notes=tuple(notes),
         seeds=workload_seeds(seed, reads),
-        questions=workload_questions(reads, baselines, [mapping]),
+        questions=workload_questions(reads, baselines, [mapping, *(s.name for s in sets)]),
         ranking=RankingGroups(
-            {mapping: raw},
+            {mapping: raw, **{s.name: raw for s in sets}},
             {w.name: family(w) for w in reads},
             {w.name: info(primary_metric(w)).higher_is_better for w in reads},
         ),
+        flag_sets=sets,
+        flag_notes=tuple(flag_notes),
+        crypttab=crypttab_entry(mapping) if sets else None,
     )
 
 

@@ -144,6 +144,11 @@ def fuse_plan(r: RunRequest, volume: FuseVolume) -> FusePlan:
     """Every choice of a read-only run of the FUSE directory `volume` checked, its files
     walked and sampled; each refusal in one line."""
     checked(r, ("auto", "buffered"), FUSE_IO_MODE)
+    if r.try_flags or r.key_file is not None:
+        raise UsageError(
+            f"--existing {volume.root}: --try-flags tries dm-crypt's flags; "
+            f"a FUSE mount ({volume.overlay}) has none"
+        )
     suite = load_suite(r.suite or DEFAULT_SUITE)
     reads, left_out = suite_reads(suite)
     seed = checked_seed(r.seed)

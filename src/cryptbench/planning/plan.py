@@ -208,6 +208,11 @@ def build_plan(request: RunRequest) -> Plan:
     """Every choice checked, in the order a user fixes them: suite, size, options, backends,
     image states and filesystem, the RAM twins, the space on the target."""
     r = request
+    if r.try_flags or r.key_file is not None:
+        raise UsageError(
+            f"{'--try-flags' if r.try_flags else '--key-file'} goes with --existing: "
+            "it tries your own volume's flags"
+        )
     suite = _suite(r)
     size, target_bytes, input_bytes = _size(r, suite)
     if r.io_mode not in IO_MODES:

@@ -67,6 +67,8 @@ class RunRequest:
     needs: str | None = None  # comma-separated properties a ranked target must be proven to protect
     skip_protection: bool = False  # no protection probes at provisioning
     existing: str | None = None  # a user's dm-crypt volume to read (a path on it, or its mapping)
+    try_flags: bool = False  # with existing: read it through shadow mappings with other flags too
+    key_file: str | None = None  # with try_flags: the volume's key or passphrase file ("-": stdin)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunRequest:

@@ -21,6 +21,7 @@ from cryptbench.model.stack import LayerKind, Stack
 from cryptbench.model.units import format_bytes, format_count_range, format_duration, format_value
 from cryptbench.model.vocabulary import RunStatus
 from cryptbench.planning.suite import command_name
+from cryptbench.report.flag_sentences import flag_answer
 from cryptbench.stats import estimates
 
 
@@ -75,10 +76,15 @@ def existing_answer(doc: Document) -> list[str]:
     for section in doc.ranking:
         n = len(section.workloads)
         against = f"against {base}, {same}, over {n} read workload{'s' if n != 1 else ''}"
+        mapping = existing.get("targets", {}).get("mapping") if not fuse else None
         for e in section.overall:
-            out.append(_decryption(what, e, against, base, doc.equivalence))
+            # a flag set's shadow is held to the volume's own flags (flag_answer), not here
+            if mapping is None or e.target == mapping:
+                out.append(_decryption(what, e, against, base, doc.equivalence))
         for x in section.not_ranked:
-            out.append(f"What decryption costs reads {what} is not known: {x.reason}.")
+            if mapping is None or x.target == mapping:
+                out.append(f"What decryption costs reads {what} is not known: {x.reason}.")
+    out += flag_answer(doc, existing)
     space = _space(existing) if fuse else None
     if space:
         out.append(space)
