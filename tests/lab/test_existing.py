@@ -179,7 +179,9 @@ def test_run_existing_refuses_what_it_cannot_read_in_one_line(tmp_path: Path) ->
         "mapping (its targets: linear)"
     )
     with users_luks_volume(tmp_path, mounted=False):
-        ram = cli("run", "--existing", f"/dev/mapper/{MAPPING}", "--ram", "--db", str(db))
+        ram = cli("run", "--existing", f"/dev/mapper/{MAPPING}", "--ram", "--try-flags", "--db", str(db))
     assert (ram.returncode, ram.stdout) == (2, "")
-    assert ram.stderr.strip().startswith("cryptbench: error: --ram: a RAM twin of your volume")
+    assert ram.stderr.strip() == (
+        "cryptbench: error: --try-flags reads your volume; --ram writes its twin: run them one at a time"
+    )
     assert not db.exists()

@@ -78,10 +78,12 @@ def run(*args: str) -> str:
 
 
 @contextmanager
-def users_luks_volume(where: Path, mounted: bool = True, size: int = VOLUME_BYTES) -> Iterator[Path]:
-    """The user's own LUKS2 volume of `size` bytes, mounted, with files on it; closed
-    however the test ends. Not `mounted`: its files written, then unmounted, so that
-    nothing writes to it while it is checksummed."""
+def users_luks_volume(
+    where: Path, mounted: bool = True, size: int = VOLUME_BYTES, flags: tuple[str, ...] = ()
+) -> Iterator[Path]:
+    """The user's own LUKS2 volume of `size` bytes, opened with dm-crypt's `flags`,
+    mounted, with files on it; closed however the test ends. Not `mounted`: its files
+    written, then unmounted, so that nothing writes to it while it is checksummed."""
     image, key, home = where / "volume.img", where / "volume.key", where / "home"
     with open(image, "wb") as f:
         f.truncate(size)  # sparse: the lab's disk holds only what is written
@@ -92,7 +94,7 @@ def users_luks_volume(where: Path, mounted: bool = True, size: int = VOLUME_BYTE
     (where / "loop").write_text(loop)  # the device under the mapping, for the checksums
     try:
         run(*format_command(loop, key, 512))
-        run(*open_command(loop, key, MAPPING))
+        run(*open_command(loop, key, MAPPING, flags))
         try:
             run("mkfs.ext4", "-q", f"/dev/mapper/{MAPPING}")
             run("mount", f"/dev/mapper/{MAPPING}", str(home))

@@ -14,13 +14,37 @@ from cryptbench.backends.gocryptfs import GocryptfsBackend
 from cryptbench.backends.images import image_backends
 from cryptbench.backends.known import known_answer_backends
 from cryptbench.backends.luks import luks_backends
+from cryptbench.backends.luks_twin import twin_backend
 from cryptbench.backends.plain import PlainBackend
 from cryptbench.backends.rclone import RcloneCryptBackend
 from cryptbench.backends.securefs import SecurefsBackend
 from cryptbench.backends.zfs import zfs_backends
 
-REGISTRY: dict[str, Backend] = {
-    b.name: b
+
+class Registry(dict[str, Backend]):
+    """The backends by name. It lists the built-in ones; it also resolves a LUKS twin's
+    name (backends/luks_twin.py), which says the twin's whole make, so that a run's twin
+    is found again by any later process that reads it from the store. Twins are never
+    listed: `backends` and --backends' choices show the built-in ones."""
+
+    def __missing__(self, name: str) -> Backend:
+        twin = twin_backend(name)
+        if twin is None:
+            raise KeyError(name)
+        return twin
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or (isinstance(name, str) and twin_backend(name) is not None)
+
+    def get(self, name: str, default: Backend | None = None) -> Backend | None:  # type: ignore[override]
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+
+REGISTRY: Registry = Registry(
+    (b.name, b)
     for b in (
         PlainBackend(),
         Ext4LoopBackend(),
@@ -39,7 +63,7 @@ REGISTRY: dict[str, Backend] = {
         *image_backends(),
         *known_answer_backends(),
     )
-}
+)
 # What a run measures when neither --backends nor the suite names any: one
 # target per way of encrypting a directory or filesystem. The image matrix has
 # its own suite (`--suite images`); LUKS joins wherever the kernel can run it.

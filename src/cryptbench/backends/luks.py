@@ -543,9 +543,10 @@ class LuksBackend(Backend):
             )
         return said
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, variant: Variant | None = None) -> None:
         self.name = name
-        self.variant = v = VARIANTS[name]
+        # `variant`: a twin's (backends/luks_twin.py), which VARIANTS does not list
+        self.variant = v = variant or VARIANTS[name]
         label = v.cipher_name + (f", {v.label}" if v.label else "")
         self.cipher_label = f"{v.cipher}, {v.key_bits}-bit key, {v.sector}-byte sectors"
         self.summary = f"dm-crypt LUKS2 ({label}) on a loop device, ext4 on top"

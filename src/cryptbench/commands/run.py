@@ -142,7 +142,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--ram",
         action="store_true",
         help="also run each backend's stack on RAM (tmpfs, or a loop device over a tmpfs file), "
-        "to tell the device's cost from the layer's",
+        "to tell the device's cost from the layer's; with --existing on a dm-crypt volume: run its "
+        "twin (its cipher, key size, sector size and flags) in scratch space and on RAM, writes "
+        "included, the volume only read (docs/existing.md)",
     )
     add_json(p)
     add_details(p)

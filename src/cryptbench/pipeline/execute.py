@@ -9,7 +9,7 @@ from __future__ import annotations
 import resource
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cryptbench import __version__
@@ -214,8 +214,17 @@ def time_ciphers(plan: Plan, store: Store, run_id: int, env: JsonObject, progres
     store.insert_cipher(run_id, doc.to_json(), env, __version__)
 
 
-def run(request: RunRequest, *, progress: Progress | None = None, registry: Path | None = None) -> Executed:
+def run(
+    request: RunRequest,
+    *,
+    progress: Progress | None = None,
+    registry: Path | None = None,
+    notes: tuple[str, ...] = (),
+) -> Executed:
+    """The run `request` asks for; `notes`: what its caller says of it first (a twin's make)."""
     plan = build_plan(request)
+    if notes:
+        plan = replace(plan, notes=(*notes, *plan.notes))
     # A core dump of a run would hold its keys.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     store = Store.open(plan.db_path)

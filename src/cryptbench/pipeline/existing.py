@@ -22,6 +22,7 @@ from cryptbench.measure.volume import check_readable, existing_volume
 from cryptbench.model.errors import ProvisionError
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.vocabulary import Existing
+from cryptbench.pipeline import execute
 from cryptbench.pipeline.execute import Executed
 from cryptbench.pipeline.existing_fuse import run_fuse
 from cryptbench.pipeline.read_only import Reading, ReadOnlyExecutor, measure_reads, run_reads
@@ -29,6 +30,7 @@ from cryptbench.pipeline.shadow import ShadowKey, shadow_key, shadows
 from cryptbench.planning.existing import ExistingPlan, existing_plan
 from cryptbench.planning.request import RunRequest
 from cryptbench.planning.suite import WorkloadSpec
+from cryptbench.planning.twin_request import twin_request, twin_said
 from cryptbench.store.database import Store
 from cryptbench.trial.context import NullProgress, Progress, TrialContext, TrialSpec
 from cryptbench.trial.runner import FioRunner, TrialJob
@@ -217,6 +219,9 @@ def run(request: RunRequest, *, progress: Progress | None = None, registry: Path
     shown = progress or NullProgress()
     if isinstance(found, FuseVolume):
         return run_fuse(found, request, shown, registry)
+    if request.ram:  # writes on the volume's twin, in scratch space and on RAM
+        twin = twin_request(request, found)
+        return execute.run(twin, progress=progress, registry=registry, notes=(twin_said(found),))
     plan = existing_plan(request, found)
     check_readable(found)
     # the key is had (or refused, in one line) before anything is stored

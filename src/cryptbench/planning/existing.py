@@ -47,16 +47,16 @@ REFUSED = (
     ("max_bytes", "--max-bytes: --existing writes nothing, so there is no byte budget"),
     (
         "ram",
-        "--ram: a RAM twin of your volume is not made by --existing; for the cipher's cost without "
-        "the device, run a LUKS target with --ram (cryptbench run --backends luks-aes256 --ram)",
+        "--ram: a twin is made of a dm-crypt volume only; for an overlay's cost without the device, "
+        "run its backend with --ram (cryptbench run --backends gocryptfs --ram)",
     ),
 )
 WRITES_LEFT_OUT = (
     "not run: writes to your volume cannot be compared with its raw device without destroying "
     "its data. What can be measured: writes above your encryption, in scratch space on its "
     "filesystem (cryptbench run --target DIR, DIR a directory on the volume: its plain target "
-    "is then your encryption, said so first), and the cipher's cost without a device "
-    "(--backends luks-aes256 --ram)"
+    "is then your encryption, said so first), and your volume's twin, the same cipher and flags "
+    "in scratch space and on RAM (the same command with --ram)"
 )
 
 

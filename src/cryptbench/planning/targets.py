@@ -7,6 +7,7 @@ from __future__ import annotations
 from cryptbench.backends import DEFAULT, REGISTRY
 from cryptbench.backends.base import FILESYSTEMS, STATES, TargetSpec
 from cryptbench.backends.filesystem import probe_fs
+from cryptbench.backends.luks_twin import twin_backend
 from cryptbench.model.errors import UnavailableError, UsageError, did_you_mean
 from cryptbench.model.vocabulary import Medium
 from cryptbench.planning.request import RunRequest
@@ -36,8 +37,11 @@ def with_baselines(names: list[str]) -> tuple[list[str], list[str]]:
 
 
 def parse_backend_list(text: str) -> list[str]:
-    """--backends: comma-separated names from the registry, each once."""
-    return list(_parse_choices(text.split(","), tuple(REGISTRY), "--backends", "backend"))
+    """--backends: comma-separated names from the registry, each once (a LUKS twin's too,
+    which the registry resolves but does not list)."""
+    items = text.split(",")
+    twins = tuple(i.strip() for i in items if twin_backend(i.strip()))
+    return list(_parse_choices(items, (*REGISTRY, *twins), "--backends", "backend"))
 
 
 def parse_states(text: str | tuple[str, ...], what: str = "--state") -> tuple[str, ...]:
