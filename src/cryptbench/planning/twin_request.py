@@ -16,6 +16,7 @@ from cryptbench.measure.volume import CryptVolume
 from cryptbench.model.errors import UsageError
 from cryptbench.planning.request import RunRequest
 
+TWIN_SAID = "the twin of your volume"  # how the run's note of the twin begins (twin_said)
 # what --existing VOLUME --ram cannot be asked with, and why, one line each
 REFUSED = (
     ("backends", "--backends: --existing VOLUME --ram runs your volume's twin, not targets you name"),
@@ -54,7 +55,7 @@ def twin_said(volume: CryptVolume) -> str:
     flags = ", ".join(o for o in volume.options if ":" not in o and o not in IGNORED) or "none"
     ignored = [o for o in volume.options if o in IGNORED]
     return (
-        f"the twin of your volume {volume.mapping} (on {volume.device}): LUKS2 with its {copied}, "
+        f"{TWIN_SAID} {volume.mapping} (on {volume.device}): LUKS2 with its {copied}, "
         f"flags {flags}, made in scratch space and on RAM with a key of its own; your volume is "
         "only read (its table), never written"
         + (f"; left out: {', '.join(ignored)} (no workload here discards)" if ignored else "")

@@ -12,6 +12,7 @@ from collections import defaultdict
 from cryptbench.analysis import ranking
 from cryptbench.analysis.document import results_by_key
 from cryptbench.analysis.speed_change import change_words, percent, speed_change
+from cryptbench.backends.luks_twin import twin_variant
 from cryptbench.cipher.kernel import DRIVER_DETAIL, classify
 from cryptbench.engines.metric_catalog import info
 from cryptbench.model.json_types import JsonObject
@@ -21,6 +22,7 @@ from cryptbench.model.stack import LayerKind, Stack
 from cryptbench.model.units import format_bytes, format_count_range, format_duration, format_value
 from cryptbench.model.vocabulary import RunStatus
 from cryptbench.planning.suite import command_name
+from cryptbench.planning.twin_request import TWIN_SAID
 from cryptbench.report.flag_sentences import flag_answer
 from cryptbench.stats import estimates
 
@@ -149,8 +151,18 @@ def _decryption(what: str, e: RankEntry, against: str, base: str, margin: float 
 def the_answer(doc: Document) -> list[str]:
     """What the user asked, in words, before any figure: that the scratch space is already
     encrypted where it is, then the ranking (run --existing: decryption's cost)."""
-    encrypted = scratch_encrypted(doc)
-    return [*([encrypted] if encrypted else []), *(existing_answer(doc) or ranking.sentences(doc))]
+    first = [said for said in (twin_line(doc), scratch_encrypted(doc)) if said]
+    return [*first, *(existing_answer(doc) or ranking.sentences(doc))]
+
+
+def twin_line(doc: Document) -> str | None:
+    """Which volume a run --existing --ram's twin copies, and how, first: its targets'
+    names alone do not say that they stand in for the user's own volume."""
+    twins = sorted({t.backend for t in doc.targets if twin_variant(t.backend)})
+    said = next((n for n in doc.notes if n.startswith(TWIN_SAID)), None)
+    if not twins or said is None:
+        return None
+    return f"{', '.join(twins)} is {said}."
 
 
 def scratch_encrypted(doc: Document) -> str | None:
