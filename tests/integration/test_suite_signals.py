@@ -28,9 +28,9 @@ LAB_DIRS = Path("/var/tmp")  # where tests/kernel_lab.py makes its working direc
 INTERRUPTED = 2  # pytest's exit status when stopped (KeyboardInterrupt)
 
 
-def _pytest(*nodeids: str, env: dict[str, str]) -> subprocess.Popen[str]:
+def _pytest(*nodeids: str, env: dict[str, str], flags: tuple[str, ...] = ()) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-q", *nodeids],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-q", *flags, *nodeids],
         cwd=REPO,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
@@ -63,14 +63,17 @@ def test_a_signal_to_a_run_in_the_suites_process_stops_the_suite(tmp_path: Path,
     test too (its next test never runs), not go on as if only the run was meant."""
     says = tmp_path / "says"
     victims = (f"{VICTIMS}::test_runs_cryptbench_in_this_process", f"{VICTIMS}::test_comes_after_the_run")
-    proc = _pytest(*victims, env={SAYS: str(says)})
+    # -s: the run's phases reach the output, so a run that never provisions says where it stood
+    proc = _pytest(*victims, env={SAYS: str(says)}, flags=("-s",))
     wait_for(says.exists, proc, "the victim's run", timeout=120)
     held = Path(says.read_text())
 
     def provisioned() -> bool:
         return any((held / "cryptbench").glob("run-*/targets"))
 
-    wait_for(provisioned, proc, "the run's targets", timeout=120)
+    # A second alone, but CI once saw over 120 s with the lab and lane 2 beside it; the wait
+    # ends as soon as the targets are there, so a long limit costs only a failing run.
+    wait_for(provisioned, proc, "the run's targets", timeout=600)
     proc.send_signal(sig)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == INTERRUPTED, out[-3000:]
