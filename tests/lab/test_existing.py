@@ -16,7 +16,7 @@ import pytest
 from cryptbench.model.stack import LayerKind, Stack
 from tests.lab import run_json
 from tests.support.cli import cli
-from tests.support.users_mounts import MAPPING, VOLUME_BYTES, changed, digests, run, users_luks_volume
+from tests.support.users_mounts import MAPPING, SMALL_VOLUME, changed, digests, run, users_luks_volume
 
 pytestmark = [pytest.mark.lab("6.1", "6.12"), pytest.mark.integration]
 
@@ -109,10 +109,10 @@ def test_run_existing_reads_the_mapping_and_its_device_and_changes_no_byte(tmp_p
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     db = tmp_path / "e.sqlite"
-    with users_luks_volume(tmp_path, mounted=False):
+    with users_luks_volume(tmp_path, mounted=False, size=SMALL_VOLUME):
         loop = (tmp_path / "loop").read_text()
         before = (digests(f"/dev/mapper/{MAPPING}"), digests(loop))
-        args = ("run", "--existing", f"/dev/mapper/{MAPPING}", "--suite", str(suite), "--size", "16M")
+        args = ("run", "--existing", f"/dev/mapper/{MAPPING}", "--suite", str(suite), "--size", "8M")
         args += ("--repeats", "2", "--trial-time", "0", "--target", str(scratch), "--db", str(db))
         proc = cli(*args)
         after = (digests(f"/dev/mapper/{MAPPING}"), digests(loop))
@@ -130,7 +130,7 @@ def test_run_existing_reads_the_mapping_and_its_device_and_changes_no_byte(tmp_p
     existing = doc["plan"]["existing"]
     offset = int(table.split()[7]) * 512
     assert existing["data_offset"] == offset
-    assert [len(b) for b in before] == [(VOLUME_BYTES - offset) >> 20, VOLUME_BYTES >> 20]
+    assert [len(b) for b in before] == [(SMALL_VOLUME - offset) >> 20, SMALL_VOLUME >> 20]
     assert existing["raw_offset"] == offset + existing["region_start"]
     assert existing["left_out"] == ["seq1m-q8-write"]
     assert doc["plan"]["workloads"] == ["seq1m-q8-read", "rnd4k-q8-read"]
@@ -178,7 +178,7 @@ def test_run_existing_refuses_what_it_cannot_read_in_one_line(tmp_path: Path) ->
         "cryptbench: error: --existing /dev/mapper/users-linear: mapping users-linear is not a crypt "
         "mapping (its targets: linear)"
     )
-    with users_luks_volume(tmp_path, mounted=False):
+    with users_luks_volume(tmp_path, mounted=False, size=SMALL_VOLUME):
         ram = cli("run", "--existing", f"/dev/mapper/{MAPPING}", "--ram", "--try-flags", "--db", str(db))
     assert (ram.returncode, ram.stdout) == (2, "")
     assert ram.stderr.strip() == (

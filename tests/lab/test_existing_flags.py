@@ -25,12 +25,9 @@ import pytest
 
 from cryptbench.model.json_types import JsonObject
 from tests.support.cli import cli
-from tests.support.users_mounts import MAPPING, changed, digests, run, users_luks_volume
+from tests.support.users_mounts import MAPPING, SMALL_VOLUME, changed, digests, run, users_luks_volume
 
 pytestmark = [pytest.mark.lab("6.1", "6.12"), pytest.mark.integration]
-# bytes: the LUKS2 header (16 MiB) and a small ext4; the scratch space is not on it, and
-# each MiB is checksummed twice under TCG
-SMALL_VOLUME = 48 << 20
 ONE_READ = """
 name = "flags"
 description = "One random read of the user's volume"

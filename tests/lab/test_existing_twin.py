@@ -14,10 +14,9 @@ import pytest
 
 from cryptbench.model.json_types import JsonObject
 from tests.support.cli import cli
-from tests.support.users_mounts import MAPPING, changed, digests, users_luks_volume
+from tests.support.users_mounts import MAPPING, SMALL_VOLUME, changed, digests, users_luks_volume
 
 pytestmark = [pytest.mark.lab("6.1", "6.12"), pytest.mark.integration]
-SMALL_VOLUME = 48 << 20  # bytes: the LUKS2 header (16 MiB) and a small ext4
 TWIN = "luks-twin-aes256-s4096-noreadq"  # tests/support/users_mounts: 512-bit key, 4096-byte sectors
 A_WRITE_AND_A_READ = """
 name = "twin"
