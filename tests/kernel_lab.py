@@ -104,6 +104,7 @@ GUEST_PYTEST = "-p no:cacheprovider -p no:hypothesispytest"
 RESIDENT = "resident.txt"  # what tests/lab_resident.py holds, in the shared directory
 CONSOLE = "console.log"
 PYTEST_EXIT = "lab: pytest exit "  # the guest script's last line, then the status
+CANNOT_RUN = "lab: cannot run: "  # the guest script's line when it stops before pytest, then why
 
 
 @dataclass
@@ -358,7 +359,16 @@ def guest_script(
     ids = " ".join(shlex.quote(n) for n in nodeids)
     results = shlex.quote(str(shared / RESULTS))
     resident_file = shlex.quote(str(shared / RESIDENT))
-    binds = "\n".join(f"  mount --bind /tmp/host{shlex.quote(d)} {shlex.quote(d)}" for d in cached_dirs())
+    # mkdir first: virtme-ng's guest mounts tmpfs over /tmp, /var/tmp and more, which
+    # hides a checkout there (and its .venv) unless it is bound back in
+    binds = "\n".join(
+        f"  mkdir -p {shlex.quote(d)}\n  mount --bind /tmp/host{shlex.quote(d)} {shlex.quote(d)}"
+        for d in cached_dirs()
+    )
+    unseen = shlex.quote(
+        f"{CANNOT_RUN}the guest cannot see this checkout ({REPO}): a tmpfs covers it there and the "
+        "host's tree did not mount to bind it back; clone it elsewhere than under /tmp or /var/tmp"
+    )
     keep = (
         f"[ $cached = yes ] && {python} -m tests.lab_resident {resident_file} > /dev/null 2>&1 &"
         if resident
@@ -406,6 +416,10 @@ fi
 # cryptbench reads for what the kernel was built with): the host's /boot holds only
 # the host's packages'
 [ -e /boot/config-$release ] || mount --bind {boot_dir} /boot
+if [ ! -e {shlex.quote(str(REPO / "tests" / "kernel_lab.py"))} ]; then
+  echo {unseen}
+  exit 1
+fi
 cd {shlex.quote(str(REPO))}
 export CRYPTBENCH_LAB=guest CRYPTBENCH_LAB_KERNEL={series} CRYPTBENCH_LAB_RESULTS={results}
 export CRYPTBENCH_TEST_TARGET=/tmp/lab/targets
@@ -447,11 +461,19 @@ def boot(nodeids: list[str], resident: bool = True, name: str = DEFAULT_KERNELS[
         lab.console = log.read_text(errors="replace")
         lab.outcomes, lab.figures, lab.shared = read_results(scratch / RESULTS)
         lab.pytest_exit = pytest_exit(lab.console)
+        lab.unavailable = cannot_run(lab.console)
         if lab.returncode is None:
             lab.console += f"\n[stopped after {LAB_SECONDS:.0f} s]"
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return lab
+
+
+def cannot_run(console: str) -> str:
+    """Why the guest script stopped before its pytest, in its own words; "" if it did not
+    say (each test then fails with what its phases show)."""
+    said = [line for line in console.splitlines() if line.startswith(CANNOT_RUN)]
+    return said[-1].removeprefix(CANNOT_RUN) if said else ""
 
 
 def pytest_exit(console: str) -> int | None:

@@ -125,6 +125,23 @@ def test_the_lab_fails_as_a_whole_when_stopped_died_or_pytest_failed() -> None:
     assert kernel_lab.LabRun(unavailable="no qemu").failure() is None  # the stand-ins say so instead
 
 
+def test_a_guest_that_cannot_see_the_checkout_says_so_before_python_and_the_lab_is_unavailable(
+    tmp_path: Path,
+) -> None:
+    lines = kernel_lab.guest_script(tmp_path, ["tests/lab/test_x.py::test_y"]).splitlines()
+    check = lines.index(f"if [ ! -e {kernel_lab.REPO / 'tests' / 'kernel_lab.py'} ]; then")
+    said = lines[check + 1].strip()
+    assert said.startswith(
+        f"echo '{kernel_lab.CANNOT_RUN}the guest cannot see this checkout ({kernel_lab.REPO})"
+    )
+    assert lines[check + 2].strip() == "exit 1"
+    first_python = next(i for i, line in enumerate(lines) if sys.executable in line)
+    assert check < lines.index(f"cd {kernel_lab.REPO}") < first_python
+    console = f"lab: 6.1.0-56-amd64\n{kernel_lab.CANNOT_RUN}a tmpfs covers it\n[ 9.1] reboot: Power down\n"
+    assert kernel_lab.cannot_run(console) == "a tmpfs covers it"
+    assert kernel_lab.cannot_run(f"lab: 6.1.0-56-amd64\n{kernel_lab.PYTEST_EXIT}0\n") == ""
+
+
 def test_the_guest_script_ends_with_pytest_exit(tmp_path: Path) -> None:
     script = kernel_lab.guest_script(tmp_path, ["tests/lab/test_luks.py::test_x"])
     assert script.rstrip().splitlines()[-1] == f'echo "{kernel_lab.PYTEST_EXIT}$status"'
@@ -172,6 +189,8 @@ def test_the_guest_reads_code_through_a_cached_mount_of_the_host(tmp_path: Path)
     assert lines[mount].endswith(f"{kernel_lab.HOST_TAG} /tmp/host")
     binds = [line.strip() for line in lines if line.strip().startswith("mount --bind")]
     assert binds == [f"mount --bind /tmp/host{d} {d}" for d in dirs]
+    # each made first: a tmpfs of the guest's (/tmp, /var/tmp) hides a checkout under it
+    assert [lines[lines.index(f"  {b}") - 1] for b in binds] == [f"  mkdir -p {d}" for d in dirs]
     first_python = next(i for i, line in enumerate(lines) if sys.executable in line)
     assert mount < max(lines.index(f"  {b}") for b in binds) < first_python
     assert "-m tests.lab_resident" in lines[first_python] and lines[first_python].endswith("&")
