@@ -172,7 +172,7 @@ def test_suite_tables_make_app_workloads() -> None:
     imp = s.workloads[0]
     assert isinstance(imp, PhotoImport) and imp.variant == "stage-then-move" and imp.photo_size == MIB
     assert imp.is_write and imp.name == "imp"
-    # each app under the name suites give it (README's app table is held to APPS in
+    # each app under the name suites give it (docs/usage.md's app table is held to APPS in
     # test_docs_tables.py)
     assert APPS["photo-import"] is PhotoImport and all(cls.app == name for name, cls in APPS.items())
 

@@ -1,4 +1,4 @@
-"""The README's table of backends and docs/backends.md's agree with the registry that
+"""docs/usage.md's table of backends and docs/backends.md's agree with the registry that
 `cryptbench backends` lists: every backend named once in each, none that does not exist,
 and each one's baseline as the registry has it. A new backend left out of either table,
 or a renamed one left in, fails here.
@@ -20,7 +20,7 @@ from cryptbench.backends.images import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {
-    "README.md": "| name | what | baseline |",
+    "docs/usage.md": "| name | what | baseline |",
     "docs/backends.md": "| backend | encrypts | cipher | baseline |",
 }
 NONE = "—"

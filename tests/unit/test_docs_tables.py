@@ -1,4 +1,4 @@
-"""The backend and app tables users read (README.md, docs/backends.md) and what
+"""The backend and app tables users read (docs/usage.md, docs/backends.md) and what
 `cryptbench backends` lists are held to the registries: a backend or app added to the
 code without its rows, or a row left behind by one removed, fails here. So does a
 userspace cipher a backend names that `cipher/userspace.CASES` cannot time (its
@@ -17,7 +17,7 @@ from cryptbench.commands import backends as backends_cmd
 from cryptbench.engines.apps import APPS
 
 ROOT = Path(__file__).parent.parent.parent
-README = ROOT / "README.md"
+USAGE = ROOT / "docs" / "usage.md"
 BACKENDS_DOC = ROOT / "docs" / "backends.md"
 # the disk image kinds that `image-KIND-…` stands for in the tables
 KINDS = sorted(n.removeprefix("image-") for n in REGISTRY if re.fullmatch(r"image-[a-z0-9]+", n))
@@ -93,8 +93,8 @@ def _baselines(path: Path, header: str, column: int) -> dict[str, str | None]:
 
 @pytest.mark.parametrize(
     ("path", "header"),
-    [(README, "| name | what | baseline |"), (BACKENDS_DOC, "| backend | encrypts | cipher | baseline |")],
-    ids=["README", "docs/backends.md"],
+    [(USAGE, "| name | what | baseline |"), (BACKENDS_DOC, "| backend | encrypts | cipher | baseline |")],
+    ids=["docs/usage.md", "docs/backends.md"],
 )
 def test_every_backend_has_its_row_and_every_row_a_backend(path: Path, header: str) -> None:
     listed = _listed(path, header)
@@ -106,10 +106,10 @@ def test_every_backend_has_its_row_and_every_row_a_backend(path: Path, header: s
 @pytest.mark.parametrize(
     ("path", "header", "column"),
     [
-        (README, "| name | what | baseline |", 2),
+        (USAGE, "| name | what | baseline |", 2),
         (BACKENDS_DOC, "| backend | encrypts | cipher | baseline |", 3),
     ],
-    ids=["README", "docs/backends.md"],
+    ids=["docs/usage.md", "docs/backends.md"],
 )
 def test_each_row_names_the_backends_own_baseline(path: Path, header: str, column: int) -> None:
     written = _baselines(path, header, column)
@@ -140,5 +140,5 @@ def test_backends_lists_every_backend() -> None:
 
 
 def test_every_app_has_its_row_and_every_row_an_app() -> None:
-    listed = [row[0].strip("`") for row in table(README, "| app | what one trial does |")]
+    listed = [row[0].strip("`") for row in table(USAGE, "| app | what one trial does |")]
     assert sorted(listed) == sorted(APPS)

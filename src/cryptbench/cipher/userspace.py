@@ -48,7 +48,7 @@ except ImportError:  # not built: no compiler, Python headers or libssl-dev at i
     _units = None
 
 ENGINES = ("libcrypto", "cryptography")
-NOT_BUILT = "the libcrypto timing loop was not built (see README: the two commands)"
+NOT_BUILT = "the libcrypto timing loop was not built (see README: install and run)"
 
 WORKER_GRACE = 60.0  # seconds a worker may take beyond its measurement (start-up, imports)
 BUFFER = 1 << 20  # bytes encrypted per pass: fits the L2 cache, as openssl speed's buffer fits L1

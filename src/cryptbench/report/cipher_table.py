@@ -42,7 +42,7 @@ def render(doc: CipherDocument, out: Console) -> None:
     if doc.lower_bounds:  # schema 1 documents were all timed from Python
         note += (
             "; timed from Python, whose per-call overhead is a large part of each call at 512 B, "
-            "so those figures are lower bounds (the C loop was not built: see README, the two commands)"
+            "so those figures are lower bounds (the C loop was not built: see README, install and run)"
         )
     out.print(f"[dim]{note}[/dim]")
     for u in doc.unavailable:

@@ -1,0 +1,1 @@
+"""The suites shipped with cryptbench, as TOML files beside this module."""
