@@ -44,7 +44,7 @@ from cryptbench.stats.stopping import (
     RankingGroups,
     Rounds,
     Samples,
-    Stopping,
+    StoppingRule,
     StopReason,
     contenders,
     questions,
@@ -110,7 +110,7 @@ def replay(rec: dict[str, Any], policy: str, seed: int, tmp: Path) -> tuple[int,
         asked,
     )
     new = policy == "new"
-    rule = Stopping(0.05, 3, 10, None, 240.0, 0.03 if new else None)
+    rule = StoppingRule(0.05, 3, 10, None, 240.0, 0.03 if new else None)
     plain = next(t for t in targets if t == "plain")
     groups = RankingGroups(
         {t: plain for t, d in targets.items() if d["encrypted"]}, dict(rec["families"]), higher

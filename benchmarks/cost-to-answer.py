@@ -41,7 +41,7 @@ from cryptbench.engines.metric_catalog import info
 from cryptbench.model.units import format_bytes, parse_percent
 from cryptbench.planning.request import RunRequest
 from cryptbench.planning.stopping_rule import DEFAULT_EQUIVALENCE, DEFAULT_MAX_REPEATS, DEFAULT_MIN_REPEATS
-from cryptbench.stats.stopping import Controller, Stopping, questions
+from cryptbench.stats.stopping import Controller, StoppingRule, questions
 from cryptbench.store.database import Store, split_rounds
 
 GOAL_BYTES = 0.25  # adaptive bytes at most this share of the fixed protocol's
@@ -71,7 +71,7 @@ def replay(db: Path, doc: dict[str, Any], precision: str) -> tuple[int, int, dic
     """The fixed run's trials through the adaptive rule: (bytes its write trials moved,
     bytes the adaptive rule would have used of them, each question's closing round)."""
     plan = doc["plan"]
-    rule = Stopping(
+    rule = StoppingRule(
         parse_percent(precision, what="--precision", low=0.1, high=50),
         DEFAULT_MIN_REPEATS,
         DEFAULT_MAX_REPEATS,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.cipher import cryptsetup_bench, kernel
-from cryptbench.cipher.document import CipherDocument
+from cryptbench.cipher.cipher_document import CipherDocument
 from cryptbench.model.units import format_rate
 from cryptbench.report import cipher_table
 from tests.support.cli import cli

@@ -18,7 +18,7 @@ from cryptbench.stats.stopping import (
     RankingGroups,
     Rounds,
     Samples,
-    Stopping,
+    StoppingRule,
     StopReason,
     contenders,
     fit_minimum_rounds,
@@ -89,7 +89,7 @@ def test_halfwidth_pairs_by_round_as_the_document_does() -> None:
 def test_an_interval_within_the_equivalence_margin_is_answered_as_no_cost() -> None:
     # enc is plain give or take 1 %: its interval lies within ±3 % of no change, though at
     # ±2.5 % it is not within the ±2 % asked for.
-    rule = Stopping(0.02, 3, 8, None, None, 0.03)
+    rule = StoppingRule(0.02, 3, 8, None, None, 0.03)
     c = Controller(rule, [_q()], 1)
     rounds = {("w", "plain"): [0, 1, 2], ("w", "enc"): [0, 1, 2]}
     samples = {("w", "plain"): [100.0, 200.0, 50.0], ("w", "enc"): [101.0, 198.5, 50.3]}
@@ -98,7 +98,7 @@ def test_an_interval_within_the_equivalence_margin_is_answered_as_no_cost() -> N
     assert a.stopped_by is StopReason.EQUIVALENT and a.equivalent
     assert a.halfwidth is not None and 0.02 < a.halfwidth < 0.03
     # without a margin the same interval is merely imprecise
-    c = Controller(Stopping(0.02, 3, 8, None, None), [_q()], 1)
+    c = Controller(StoppingRule(0.02, 3, 8, None, None), [_q()], 1)
     c.review(3, samples, set(), rounds)
     assert c.answers[0].stopped_by is None
     # a 10 % cost measured as precisely is not equivalent to no cost
@@ -110,7 +110,7 @@ def test_an_interval_within_the_equivalence_margin_is_answered_as_no_cost() -> N
 
 def test_an_interval_exactly_as_precise_as_asked_has_reached_it() -> None:
     # every trial alike: the interval is a point, its half-width 0, and a precision of 0 is met
-    c = Controller(Stopping(0.0, 3, 8, None, None), [_q()], 1)
+    c = Controller(StoppingRule(0.0, 3, 8, None, None), [_q()], 1)
     rounds = {("w", "plain"): [0, 1, 2], ("w", "enc"): [0, 1, 2]}
     c.review(3, {("w", "plain"): [100.0] * 3, ("w", "enc"): [50.0] * 3}, set(), rounds)
     (a,) = c.answers
@@ -122,7 +122,7 @@ def test_own_median_is_judged_relative_to_itself() -> None:
     assert hw == pytest.approx(0.10)
 
 
-RULE = Stopping(0.05, 3, 8, None, None)
+RULE = StoppingRule(0.05, 3, 8, None, None)
 
 
 def _samples(enc: list[float]) -> dict[tuple[str, str], list[float]]:
@@ -152,7 +152,7 @@ def test_a_noisy_question_runs_to_max_repeats() -> None:
 
 
 def test_fixed_rule_runs_exactly_n_rounds_however_precise() -> None:
-    c = Controller(Stopping(None, 4, 4, None, None), [_q()], 1)
+    c = Controller(StoppingRule(None, 4, 4, None, None), [_q()], 1)
     c.review(3, _samples([50.0] * 3), set())
     assert not c.done
     c.review(4, _samples([50.0] * 4), set())
@@ -205,7 +205,7 @@ WORKLOADS = tuple(w for w in load_suite("quick").workloads if w.name in ("seq1m-
 
 
 def _rounds(
-    tmp_path: Path, rule: Stopping, spread: dict[str, tuple[float, float]], clock: Any = None
+    tmp_path: Path, rule: StoppingRule, spread: dict[str, tuple[float, float]], clock: Any = None
 ) -> tuple[FakeExecutor, Controller]:
     store = Store.open(tmp_path / "r.sqlite")
     run_id = store.insert_run("quick", {}, {}, "0")
@@ -221,7 +221,7 @@ def _rounds(
 def test_precise_comparisons_stop_and_noisy_ones_go_on_with_their_baseline(tmp_path: Path) -> None:
     ex, c = _rounds(
         tmp_path,
-        Stopping(0.05, 3, 8, None, None),
+        StoppingRule(0.05, 3, 8, None, None),
         {"plain": (100, 0.5), "steady": (50, 0.25), "noisy": (50, 25)},
     )
     by = {(a.question.workload, a.question.target): a for a in c.answers}
@@ -243,7 +243,7 @@ def test_the_byte_budget_stops_the_run_between_blocks(tmp_path: Path) -> None:
     # one write block (three targets, 1 MiB each) per round: 3 MiB a round
     ex, c = _rounds(
         tmp_path,
-        Stopping(0.05, 3, 8, 7 << 20, None),
+        StoppingRule(0.05, 3, 8, 7 << 20, None),
         {"plain": (100, 20), "steady": (50, 10), "noisy": (50, 15)},
     )
     assert c.stopped_by is StopReason.MAX_BYTES
@@ -256,7 +256,7 @@ def test_the_time_budget_stops_the_run(tmp_path: Path) -> None:
     ticks = iter(range(10_000))
     ex, c = _rounds(
         tmp_path,
-        Stopping(0.05, 3, 8, None, 5.0),
+        StoppingRule(0.05, 3, 8, None, 5.0),
         {"plain": (100, 20), "steady": (50, 10), "noisy": (50, 15)},
         clock=lambda: float(next(ticks)),
     )
@@ -276,7 +276,7 @@ def test_the_other_targets_go_on_when_one_is_lost(tmp_path: Path) -> None:
     ex = FakeExecutor(store, run_id, {"plain": (100, 1), "enc": (50, 1)})
     ex.lost["enc"] = "its daemon died"
     qs = questions([(w.name, THROUGHPUT) for w in WORKLOADS], {"plain": None, "enc": "plain"})
-    controller = Controller(Stopping(None, 4, 4, None, None), qs, 3)
+    controller = Controller(StoppingRule(None, 4, 4, None, None), qs, 3)
     spend = Spend(ex.ctx, set(), lambda: 0.0)
     interleave(ex, controller, spend, WORKLOADS, ["plain", "enc"], 3)
     assert {a.stopped_by for a in controller.answers} == {StopReason.TARGET_LOST}
@@ -285,7 +285,7 @@ def test_the_other_targets_go_on_when_one_is_lost(tmp_path: Path) -> None:
 
 def test_a_tight_time_budget_gives_its_trials_to_the_questions_nearest_an_answer() -> None:
     qs = [Question(w, t, "plain", "throughput", True) for w, t in (("w1", "a"), ("w2", "b"), ("w3", "c"))]
-    c = Controller(Stopping(0.05, 3, 10, None, 60.0), qs, 0)
+    c = Controller(StoppingRule(0.05, 3, 10, None, 60.0), qs, 0)
     for a, hw in zip(c.answers, (0.06, 0.20, 0.08), strict=True):
         a.halfwidth, a.samples = hw, 3
     # trials each target still needs, as 1/sqrt(n) predicts: 1.3, 45 and 4.7
@@ -316,13 +316,15 @@ PACE = {"s1": 10.0, "s2": 30.0, "s3": 5.0, "r1": 5.0, "r2": 20.0, "r3": 15.0, "r
 
 
 def test_minimum_rounds_that_fit_need_nothing() -> None:
-    assert fit_minimum_rounds(Stopping(0.05, 3, 10, None, 500.0), PACE, KIND, 150.0) is None  # 300 <= 350
-    assert fit_minimum_rounds(Stopping(0.05, 3, 10, None, None), PACE, KIND, 150.0) is None  # no time budget
+    assert fit_minimum_rounds(StoppingRule(0.05, 3, 10, None, 500.0), PACE, KIND, 150.0) is None  # 300 <= 350
+    assert (
+        fit_minimum_rounds(StoppingRule(0.05, 3, 10, None, None), PACE, KIND, 150.0) is None
+    )  # no time budget
 
 
 def test_the_slowest_of_the_largest_kind_is_dropped_first_and_reads_and_writes_kept() -> None:
     # 300 s more needed, 230 - 150 = 80 s left: 2 rounds of at most 40 s
-    fit = fit_minimum_rounds(Stopping(0.05, 3, 10, None, 230.0), PACE, KIND, 150.0)
+    fit = fit_minimum_rounds(StoppingRule(0.05, 3, 10, None, 230.0), PACE, KIND, 150.0)
     assert fit is not None and (fit.needed, fit.left) == (300.0, 80.0)
     # random has four: its slowest, r4 (25 s), goes; then sequential and random have three
     # each, and the slower of their slowest spare goes, s2 (30 s); then random's r2 (20 s).
@@ -330,17 +332,20 @@ def test_the_slowest_of_the_largest_kind_is_dropped_first_and_reads_and_writes_k
     # slower than r2 was, but it is random's last writes.
     assert fit.dropped == ("r4", "s2", "r2")
     assert fit.kept_needed == 2 * (10.0 + 5.0 + 5.0 + 15.0 + 40.0) and not fit.fits  # 150 s: still over
-    fit = fit_minimum_rounds(Stopping(0.05, 3, 10, None, 380.0), PACE, KIND, 150.0)
+    fit = fit_minimum_rounds(StoppingRule(0.05, 3, 10, None, 380.0), PACE, KIND, 150.0)
     assert fit is not None and fit.dropped == ("r4", "s2") and fit.fits  # 2 * 95 = 190 <= 230
     # a kind whose reads and writes are one workload each is never dropped from
     fit = fit_minimum_rounds(
-        Stopping(0.05, 3, 10, None, 100.0), {"s1": 10.0, "s2": 30.0}, {w: KIND[w] for w in ("s1", "s2")}, 40.0
+        StoppingRule(0.05, 3, 10, None, 100.0),
+        {"s1": 10.0, "s2": 30.0},
+        {w: KIND[w] for w in ("s1", "s2")},
+        40.0,
     )
     assert fit is not None and fit.dropped == () and not fit.fits
 
 
 def test_asked_to_extend_the_budget_is_extended_instead() -> None:
-    rule = Stopping(0.05, 3, 10, None, 200.0, 0.03, "extend")
+    rule = StoppingRule(0.05, 3, 10, None, 200.0, 0.03, "extend")
     fit = fit_minimum_rounds(rule, PACE, KIND, 150.0)
     assert fit is not None and fit.dropped == () and fit.fits
     assert fit.extended_to == pytest.approx(150.0 + 300.0 * 1.1)
@@ -371,7 +376,7 @@ def test_a_first_round_too_slow_for_the_budget_drops_workloads_and_says_so(tmp_p
     ex = _Clocked(store, run_id, {"plain": (100, 1), "enc": (50, 0.5)}, cost)
     qs = questions([(w.name, THROUGHPUT) for w in workloads], {"plain": None, "enc": "plain"})
     # round 1: (1 + 1 + 1 + 2) * 2 targets = 10 s; two more rounds need 20 s, 26 - 10 = 16 s left
-    controller = Controller(Stopping(0.05, 3, 10, None, 26.0), qs, 3)
+    controller = Controller(StoppingRule(0.05, 3, 10, None, 26.0), qs, 3)
     interleave(ex, controller, Spend(ex.ctx, set(), lambda: ex.now), workloads, ["plain", "enc"], 3)
     dropped = {a.question.workload for a in controller.answers if a.stopped_by is StopReason.DROPPED}
     # sequential has its one read and one write: both stay. random has two reads: the
@@ -387,11 +392,11 @@ def test_a_first_round_too_slow_for_the_budget_drops_workloads_and_says_so(tmp_p
 
 def test_a_refit_extends_the_time_budget_or_closes_the_dropped_questions() -> None:
     qs = [Question(w, "enc", "plain", "throughput", True) for w in ("w", "v")]
-    longer = Controller(Stopping(0.05, 3, 10, None, 60.0), qs, 0)
+    longer = Controller(StoppingRule(0.05, 3, 10, None, 60.0), qs, 0)
     longer.refit(Fit(needed=90.0, left=10.0, extended_to=120.0), 1)
     assert longer.rule.max_time == 120.0 and longer.rule.min_repeats == 3
     assert all(a.stopped_by is None for a in longer.answers)
-    fewer = Controller(Stopping(0.05, 3, 10, None, 60.0), qs, 0)
+    fewer = Controller(StoppingRule(0.05, 3, 10, None, 60.0), qs, 0)
     fewer.refit(Fit(needed=90.0, left=10.0, dropped=("v",), kept_needed=8.0), 1)
     assert fewer.rule.max_time == 60.0
     assert [(a.question.workload, a.stopped_by, a.rounds) for a in fewer.answers] == [
@@ -458,7 +463,7 @@ def test_a_target_contends_by_its_direct_comparison_with_the_cheapest() -> None:
 
 def test_contenders_take_the_trials_first_and_ranked_targets_run_with_their_plain() -> None:
     qs = [Question("w", t, "base", "throughput", True) for t in ("a", "b", "c")]
-    c = Controller(Stopping(0.05, 3, 10, None, None), qs, 1, GROUPS)
+    c = Controller(StoppingRule(0.05, 3, 10, None, None), qs, 1, GROUPS)
     c.contenders = {"b", "a"}
     for a in c.answers:
         a.halfwidth, a.samples = {"a": 0.20, "b": 0.30, "c": 0.06}[a.question.target], 3
@@ -475,7 +480,7 @@ def test_contenders_take_the_trials_first_and_ranked_targets_run_with_their_plai
 
 def test_the_rule_and_each_answer_are_stored_under_their_names() -> None:
     """The document's `stopping` block, which `show` and the report read back."""
-    rule = Stopping(0.05, 3, 10, 1 << 30, 300.0, 0.03, "extend")
+    rule = StoppingRule(0.05, 3, 10, 1 << 30, 300.0, 0.03, "extend")
     assert rule.to_json() == {
         "precision": 0.05,
         "min_repeats": 3,
@@ -485,7 +490,7 @@ def test_the_rule_and_each_answer_are_stored_under_their_names() -> None:
         "equivalence": 0.03,
         "overrun": "extend",
     }
-    assert Stopping.from_json(rule.to_json()) == rule
+    assert StoppingRule.from_json(rule.to_json()) == rule
     a = Controller(rule, [Question("w", "t", "plain", "throughput", True)], 1).answers[0]
     assert a.to_json() == {
         "workload": "w",
@@ -561,7 +566,7 @@ def test_a_tie_within_one_kind_of_work_keeps_both_contending() -> None:
 def test_each_review_notes_the_contenders_paired_by_round_less_the_lost() -> None:
     qs = [Question("w", t, "plain", "throughput", True) for t in ("a", "b", "c")]
     samples, rounds = _ranked_samples([70.0, 180.0, 38.0])
-    c = Controller(Stopping(0.05, 3, 10, None, None), qs, 1, GROUPS)
+    c = Controller(StoppingRule(0.05, 3, 10, None, None), qs, 1, GROUPS)
     c.review(3, samples, set(), rounds)
     assert c.contenders == {"a", "b"}  # unpaired, plain's swings would tie all three
     c.review(3, samples, {"b"}, rounds)
@@ -573,18 +578,18 @@ def test_each_review_notes_the_contenders_paired_by_round_less_the_lost() -> Non
 def test_the_time_budgets_boundaries_hold_exactly() -> None:
     """Rounds that fill the time left exactly fit; two minimum rounds still leave one to fit;
     dropping stops once the rest fill it exactly; an extension says what it needed."""
-    assert fit_minimum_rounds(Stopping(0.05, 3, 10, None, 450.0), PACE, KIND, 150.0) is None  # 300 of 300
-    two = fit_minimum_rounds(Stopping(0.05, 2, 10, None, 200.0), PACE, KIND, 150.0)
+    assert fit_minimum_rounds(StoppingRule(0.05, 3, 10, None, 450.0), PACE, KIND, 150.0) is None  # 300 of 300
+    two = fit_minimum_rounds(StoppingRule(0.05, 2, 10, None, 200.0), PACE, KIND, 150.0)
     assert two is not None and (two.needed, two.left) == (150.0, 50.0)  # one round of 150 s, 50 s left
-    exact = fit_minimum_rounds(Stopping(0.05, 3, 10, None, 400.0), PACE, KIND, 150.0)
+    exact = fit_minimum_rounds(StoppingRule(0.05, 3, 10, None, 400.0), PACE, KIND, 150.0)
     assert exact is not None and exact.dropped == ("r4",) and exact.kept_needed == 250.0 == exact.left
-    extend = fit_minimum_rounds(Stopping(0.05, 3, 10, None, 200.0, 0.03, "extend"), PACE, KIND, 150.0)
+    extend = fit_minimum_rounds(StoppingRule(0.05, 3, 10, None, 200.0, 0.03, "extend"), PACE, KIND, 150.0)
     assert extend is not None and (extend.needed, extend.left) == (300.0, 50.0)
 
 
 def test_a_rule_stored_before_equivalence_and_overrun_reads_back_with_their_defaults() -> None:
     old = {"precision": 0.05, "min_repeats": 3, "max_repeats": 10, "max_bytes": None, "max_time": None}
-    assert Stopping.from_json(old) == Stopping(0.05, 3, 10, None, None, None, "drop")
+    assert StoppingRule.from_json(old) == StoppingRule(0.05, 3, 10, None, None, None, "drop")
 
 
 def test_a_targets_own_median_is_judged_from_two_trials_relative_to_itself() -> None:
@@ -601,7 +606,7 @@ def _budgeted() -> Controller:
         Question(w, t, "plain", "throughput", True)
         for w, t in zip(("w1", "w2", "w3", "w4"), "abec", strict=True)
     ]
-    c = Controller(Stopping(0.05, 3, 20, None, None), qs, 1)
+    c = Controller(StoppingRule(0.05, 3, 20, None, None), qs, 1)
     for a, hw in zip(c.answers, (0.05, 0.1, 0.1, 0.3), strict=True):
         a.halfwidth, a.samples = hw, 3
     assert [c.remaining(a) for a in c.answers] == pytest.approx([1.0, 9.0, 9.0, 105.0])
@@ -632,7 +637,7 @@ def test_remaining_trials_are_unknown_without_a_precision_an_interval_or_a_trial
     for halfwidth, samples in ((None, 3), (0.1, 0)):
         a.halfwidth, a.samples = halfwidth, samples
         assert c.remaining(a) == math.inf
-    fixed = Controller(Stopping(None, 3, 3, None, None), [a.question], 1)
+    fixed = Controller(StoppingRule(None, 3, 3, None, None), [a.question], 1)
     fixed.answers[0].halfwidth, fixed.answers[0].samples = 0.1, 3
     assert fixed.remaining(fixed.answers[0]) == math.inf
 

@@ -21,7 +21,7 @@ from cryptbench.cipher.ceilings import (
     openssl_cells,
     separate,
 )
-from cryptbench.cipher.document import CipherDocument
+from cryptbench.cipher.cipher_document import CipherDocument
 
 HERE = {"hostname": "h1", "kernel": "6.18", "cpu_model": "EPYC"}
 ELSEWHERE = {"hostname": "h2", "kernel": "6.18", "cpu_model": "EPYC"}

@@ -57,19 +57,19 @@ def test_a_target_fails_on_its_worst_workload_and_only_then() -> None:
 
 def test_interval_wording_tells_clear_from_borderline() -> None:
     # in the tool's one convention: a change in speed, negative when slower
-    f = check.Finding("t", "b", "w", -40.0, -45.0, -35.0, False)
+    f = check.CheckedCost("t", "b", "w", -40.0, -45.0, -35.0, False)
     assert f.words(-30) == (
         "t at w: -40% [-45, -35] against b — past the -30% bound, clearly (its whole interval)"
     )
-    assert check.Finding("t", "b", "w", -40.0, -45.0, -25.0, False).words(-30) == (
+    assert check.CheckedCost("t", "b", "w", -40.0, -45.0, -25.0, False).words(-30) == (
         "t at w: -40% [-45, -25] against b — past the -30% bound, though its interval reaches it"
     )
-    passing = check.Finding("t", "b", "w", -20.0, -25.0, -15.0, True)
+    passing = check.CheckedCost("t", "b", "w", -20.0, -25.0, -15.0, True)
     assert passing.words(-30) == "t at w: -20% [-25, -15] against b"
 
 
 def test_a_figure_without_an_interval_never_says_its_interval_reaches() -> None:
-    f = check.Finding("t", "b", "w", -40.0, None, None, False)
+    f = check.CheckedCost("t", "b", "w", -40.0, None, None, False)
     assert f.words(-30) == (
         "t at w: -40% (one trial: no interval) against b — past the -30% bound, with no interval"
         " to say how clearly"

@@ -196,7 +196,7 @@ def test_af_alg_where_the_kernel_has_none_is_an_oserror_from_either_loop(
 
 
 def test_kernel_ciphers_the_kernel_refused_are_kept_with_its_reason() -> None:
-    from cryptbench.cipher.document import AfAlg, AfAlgFigure, Unmeasured
+    from cryptbench.cipher.cipher_document import AfAlg, AfAlgFigure, Unmeasured
 
     refused = Unmeasured(
         "adiantum(xchacha12,aes)", 4096, "the kernel refused adiantum(xchacha12,aes) through AF_ALG"

@@ -9,7 +9,7 @@ from dataclasses import replace
 from rich.console import Console
 
 from cryptbench.cipher import userspace
-from cryptbench.cipher.document import AfAlg, AfAlgFigure, CipherDocument, DriverInfo
+from cryptbench.cipher.cipher_document import AfAlg, AfAlgFigure, CipherDocument, DriverInfo
 from cryptbench.commands import cipher
 from cryptbench.report import cipher_table
 

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from cryptbench.cipher import cryptsetup_bench
-from cryptbench.cipher.document import (
+from cryptbench.cipher.cipher_document import (
     AfAlg,
     AfAlgFigure,
     CipherDocument,

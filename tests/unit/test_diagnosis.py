@@ -39,7 +39,7 @@ def _row(doc: dict[str, Any], target: str, workload: str) -> dict[str, Any]:
     return next(e for e in doc["efficiency"] if (e["target"], e["workload"]) == (target, workload))
 
 
-def _judge(doc: dict[str, Any], target: str, workload: str) -> diagnosis.Finding:
+def _judge(doc: dict[str, Any], target: str, workload: str) -> diagnosis.DiagnosedLimit:
     row = EfficiencyRow.from_json(_row(doc, target, workload))
     return diagnosis.judge(diagnosis.facts(Document.from_json(doc), row))
 

@@ -432,8 +432,8 @@ def test_facts_take_the_driver_the_target_got_over_the_environments(recorded: di
     assert diagnosis.facts(doc, _first_row(doc, "fscrypt")).driver == "xts-aes-aesni"
 
 
-def _finding(workload: str, rule: Rule, loss: float) -> diagnosis.Finding:
-    return diagnosis.Finding(workload, "t", rule, f"{rule} at {workload}.", None, loss)
+def _finding(workload: str, rule: Rule, loss: float) -> diagnosis.DiagnosedLimit:
+    return diagnosis.DiagnosedLimit(workload, "t", rule, f"{rule} at {workload}.", None, loss)
 
 
 def test_a_diagnosis_orders_limits_by_count_then_loss_and_sums_up_the_rest(

@@ -11,7 +11,7 @@ import pytest
 from cryptbench.backends.base import Target
 from cryptbench.model.vocabulary import Verdict
 from cryptbench.protection import probes
-from cryptbench.protection.findings import Finding
+from cryptbench.protection.findings import PropertyFinding
 from cryptbench.protection.sight import Entry, Sight
 
 S = probes.SIZES  # 1, 4095, 4096, 4097, 100000 bytes
@@ -77,7 +77,9 @@ SIZES_CASES = {
 def test_each_sizes_verdict_with_its_evidence_and_detail(case: str) -> None:
     mapping, verdict, evidence, extra = SIZES_CASES[case]
     mapping_json = {str(p): v for p, v in mapping.items()}
-    assert probes.decide_sizes(mapping) == Finding(verdict, evidence, {"mapping": mapping_json, **extra})
+    assert probes.decide_sizes(mapping) == PropertyFinding(
+        verdict, evidence, {"mapping": mapping_json, **extra}
+    )
 
 
 TOKEN = "cbnamea1b2c3"
@@ -99,33 +101,33 @@ def _sight(*names: str, how: str = "directory") -> Sight:
 
 def test_a_luks_container_hides_the_names_with_the_contents(tmp_path: Path) -> None:
     found = probes._named(Sight("LUKS container", None, "no filesystem in sight"), _target(tmp_path), TOKEN)
-    assert found == Finding(
+    assert found == PropertyFinding(
         Verdict.HIDDEN, "LUKS container: the names are in its ciphertext, with the contents"
     )
 
 
 def test_a_name_in_the_backings_names_is_quoted_the_first_in_order(tmp_path: Path) -> None:
     sight = _sight(f"z/{TOKEN}", "other", f"a/{TOKEN}.x")
-    assert probes._named(sight, _target(tmp_path), TOKEN) == Finding(
+    assert probes._named(sight, _target(tmp_path), TOKEN) == PropertyFinding(
         Verdict.SHOWN, f"the name appears in the backing's names: a/{TOKEN}.x"
     )
 
 
 def test_a_name_in_an_images_bytes_names_that_image(tmp_path: Path) -> None:
     target = _target(tmp_path, b"nothing here", b"xx" + TOKEN.encode() + b"yy", TOKEN.encode())
-    assert probes._named(_sight("lost+found", how="ext4 image"), target, TOKEN) == Finding(
+    assert probes._named(_sight("lost+found", how="ext4 image"), target, TOKEN) == PropertyFinding(
         Verdict.SHOWN, "the name appears in the bytes of img1"
     )
 
 
 def test_a_hidden_name_says_where_it_was_looked_for(tmp_path: Path) -> None:
     unread = Sight("unreadable image", None, "no filesystem it knows")
-    assert probes._named(unread, _target(tmp_path / "unread", b"noise"), TOKEN) == Finding(
+    assert probes._named(unread, _target(tmp_path / "unread", b"noise"), TOKEN) == PropertyFinding(
         Verdict.HIDDEN, "unreadable image: the name is nowhere in its bytes (no filesystem it knows)"
     )
-    assert probes._named(_sight("a", "b"), _target(tmp_path / "image", b"noise"), TOKEN) == Finding(
+    assert probes._named(_sight("a", "b"), _target(tmp_path / "image", b"noise"), TOKEN) == PropertyFinding(
         Verdict.HIDDEN, "the name is in none of the backing's names or bytes (2 entries)"
     )
-    assert probes._named(_sight("a", "b", "c"), _target(tmp_path), TOKEN) == Finding(
+    assert probes._named(_sight("a", "b", "c"), _target(tmp_path), TOKEN) == PropertyFinding(
         Verdict.HIDDEN, "the name is in none of the backing's names (3 entries)"
     )

@@ -22,7 +22,7 @@ from cryptbench.model.warning_kinds import WarningKind
 from cryptbench.pipeline import verify
 from cryptbench.planning.plan import parse_needs
 from cryptbench.protection import probes, space
-from cryptbench.protection.findings import Finding, Protection
+from cryptbench.protection.findings import PropertyFinding, Protection
 from cryptbench.protection.sight import LUKS_MAGIC, QCOW_MAGIC, Entry, Sight, look
 from cryptbench.report import console, protection_rows
 from tests.support.documents import doc_with
@@ -311,7 +311,7 @@ def test_a_control_that_hides_a_property_marks_every_finding_broken(
     session, plain = dir_target
     enc = Target("gocryptfs", "gocryptfs", True, "plain", plain.path, (plain.path,), encryption_verified=True)
     plain.marker_in_backing = True
-    hidden = Finding(Verdict.HIDDEN, "not seen")
+    hidden = PropertyFinding(Verdict.HIDDEN, "not seen")
 
     def fake(_session: Session, t: Target) -> Protection:
         return Protection({Property.NAMES: hidden}, "directory")
@@ -511,7 +511,9 @@ def test_a_flag_only_luks_variant_takes_its_formats_findings_probed_once(
     def fake(_session: Session, t: Target) -> Protection:
         probed.append(t.name)
         verdict = Verdict.SHOWN if t.name == "plain" else Verdict.HIDDEN
-        return Protection({Property.NAMES: Finding(verdict, f"read on {t.name}")}, f"sight of {t.name}")
+        return Protection(
+            {Property.NAMES: PropertyFinding(verdict, f"read on {t.name}")}, f"sight of {t.name}"
+        )
 
     monkeypatch.setattr(probes, "probe", fake)
     verify.probe_protection(session, targets)
@@ -547,7 +549,7 @@ def test_a_flip_caught_by_a_checksum_is_not_a_mac() -> None:
     """ZFS fails the read of a flipped byte whether or not it encrypts: where the backend
     declares no more than a checksum, the probe's "detected" is "checked", which protects
     nothing against someone who can rewrite the checksum too, and so meets no `--needs tamper`."""
-    caught = Finding(Verdict.DETECTED, "reading the file back failed with EIO")
+    caught = PropertyFinding(Verdict.DETECTED, "reading the file back failed with EIO")
     checksum = (Verdict.CHECKED, "ZFS checksums every block")
     assert caught.as_declared(checksum).verdict is Verdict.CHECKED
     assert caught.as_declared(checksum).evidence == caught.evidence
@@ -555,7 +557,7 @@ def test_a_flip_caught_by_a_checksum_is_not_a_mac() -> None:
     checked = caught.as_declared(checksum)
     assert checked.declared == checksum  # the declaration kept beside it, for the report
     assert checked.protects is False and not checked.disagrees
-    silent = Finding(Verdict.SILENT, "read back changed").as_declared(checksum)
+    silent = PropertyFinding(Verdict.SILENT, "read back changed").as_declared(checksum)
     assert silent.verdict is Verdict.SILENT and silent.disagrees  # the checksum was promised
     assert protection_rows.cell(checked) == "~ checksum"
     target = SimpleNamespace(protection={"sight": "unreadable image", "tamper": checked.to_json()})

@@ -7,7 +7,7 @@ import itertools
 from pathlib import Path
 
 from cryptbench.planning.suite import load_suite
-from cryptbench.stats.stopping import Controller, Stopping, questions
+from cryptbench.stats.stopping import Controller, StoppingRule, questions
 from cryptbench.store.database import Store
 from cryptbench.trial.context import TrialSpec
 from cryptbench.trial.schedule import Spend, interleave
@@ -25,7 +25,7 @@ def schedule(tmp_path: Path, repeats: int, seed: int) -> list[TrialSpec]:
     run_id = store.insert_run("quick", {}, {}, str(seed))
     ex = FakeExecutor(store, run_id, {t: (100.0, 1.0) for t in TARGETS})
     qs = questions([(w.name, ("throughput", True)) for w in WORKLOADS], BASELINES)
-    controller = Controller(Stopping(None, repeats, repeats, None, None), qs, seed)
+    controller = Controller(StoppingRule(None, repeats, repeats, None, None), qs, seed)
     spend = Spend(ex.ctx, set(), lambda: 0.0)
     interleave(ex, controller, spend, WORKLOADS, TARGETS, seed)
     return ex.specs

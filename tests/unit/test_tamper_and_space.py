@@ -24,7 +24,7 @@ from cryptbench.model.vocabulary import Verdict
 from cryptbench.pipeline.verify import with_ratios
 from cryptbench.protection import blocks, tamper
 from cryptbench.protection.blocks import HOLE, Run
-from cryptbench.protection.findings import Finding
+from cryptbench.protection.findings import PropertyFinding
 from cryptbench.report import charts, export_html, protection_rows
 from tests.support.documents import doc_with
 from tests.support.html_page import Page
@@ -126,7 +126,7 @@ def test_space_ratios_are_against_the_baselines_measure() -> None:
 
 
 def test_a_tamper_finding_against_the_documentation_is_said_in_its_own_words() -> None:
-    silent = Finding(
+    silent = PropertyFinding(
         Verdict.SILENT, "a byte flipped: read back changed", declared=(Verdict.DETECTED, "its docs")
     )
     assert silent.disagrees and silent.protects is False
@@ -136,7 +136,9 @@ def test_a_tamper_finding_against_the_documentation_is_said_in_its_own_words() -
         "gocryptfs is said to detect tampering (its docs); here a flipped byte was returned silently: "
         "a byte flipped: read back changed"
     )
-    assert not Finding(Verdict.UNKNOWN, "probe error", declared=(Verdict.DETECTED, "its docs")).disagrees
+    assert not PropertyFinding(
+        Verdict.UNKNOWN, "probe error", declared=(Verdict.DETECTED, "its docs")
+    ).disagrees
 
 
 def test_the_table_and_the_chart_show_space_against_the_baseline() -> None:
@@ -169,12 +171,12 @@ def test_tamper_verdicts_read_back_from_json(verdict: str, protects: bool | None
         "detail": {"offset": 34816},
         "declared": {"verdict": "detected", "source": "its documentation"},
     }
-    f = Finding.from_json(stored)
+    f = PropertyFinding.from_json(stored)
     assert f.protects is protects  # what the tables and --needs tamper read
     assert f.disagrees is (protects is False)  # silent where the documentation says detected
     assert f.to_json() == stored  # nothing lost on the way back
     with pytest.raises(ValueError):
-        Finding.from_json({**stored, "verdict": "maybe"})
+        PropertyFinding.from_json({**stored, "verdict": "maybe"})
 
 
 def test_a_daemon_that_dies_on_the_flipped_byte_stops_the_run(

@@ -58,7 +58,9 @@ class Rule(StrEnum):
 
 
 @dataclass(frozen=True)
-class Finding:
+class DiagnosedLimit:
+    """The limit the first rule that holds found for one target at one workload."""
+
     workload: str
     target: str
     rule: Rule
@@ -338,15 +340,15 @@ def facts(doc: Document, e: EfficiencyRow, index: Index | None = None) -> Facts:
     )
 
 
-def judge(f: Facts) -> Finding:
+def judge(f: Facts) -> DiagnosedLimit:
     """The first rule that holds for one (target, workload), or UNKNOWN."""
     plain = f.e.plain
     loss = 1 - f.e.achieved / plain if plain else 0.0
     for rule, test in RULES:
         sentence = test(f)
         if sentence is not None:
-            return Finding(f.e.workload, f.name, rule, sentence, f.e.efficiency, loss)
-    return Finding(f.e.workload, f.name, Rule.UNKNOWN, _unknown(f), f.e.efficiency, loss)
+            return DiagnosedLimit(f.e.workload, f.name, rule, sentence, f.e.efficiency, loss)
+    return DiagnosedLimit(f.e.workload, f.name, Rule.UNKNOWN, _unknown(f), f.e.efficiency, loss)
 
 
 def _qd_shift(curve: QdCurve) -> float | None:
@@ -390,14 +392,14 @@ MAX_SENTENCES = 2  # rules told per target, besides the queue-depth sentence
 
 
 def diagnose(doc: Document) -> list[TargetDiagnosis]:
-    by_target: dict[str, list[Finding]] = defaultdict(list)
+    by_target: dict[str, list[DiagnosedLimit]] = defaultdict(list)
     tmap = {t.name: t for t in doc.targets}
     index = Index.of(doc)
     for e in doc.efficiency:
         by_target[e.target].append(judge(facts(doc, e, index)))
     out = []
     for target, findings in by_target.items():
-        groups: dict[Rule, list[Finding]] = defaultdict(list)
+        groups: dict[Rule, list[DiagnosedLimit]] = defaultdict(list)
         for f in findings:
             groups[f.rule].append(f)
         # Known limits first; among them the commonest, then where the target lost most.

@@ -27,7 +27,7 @@ from cryptbench.analysis import diagnosis, ranking, study_summary, warning_rules
 from cryptbench.analysis.speed_change import change_words, percent, speed_change
 from cryptbench.backends.base import RAM_PREFIX
 from cryptbench.cipher import ceilings
-from cryptbench.cipher.document import CipherDocument
+from cryptbench.cipher.cipher_document import CipherDocument
 from cryptbench.engines.metric_catalog import CATALOG, info
 from cryptbench.fleet import spread
 from cryptbench.model.errors import UsageError, did_you_mean

@@ -25,7 +25,7 @@ from typing import Any
 
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.base import RAM_PREFIX, CipherUse
-from cryptbench.cipher.document import AfAlgFigure, CipherDocument, UserspaceFigure
+from cryptbench.cipher.cipher_document import AfAlgFigure, CipherDocument, UserspaceFigure
 from cryptbench.model.result import CipherInfo, EfficiencyRow, JsonObject
 
 UNKNOWN_HINT = "run `cryptbench cipher`, or this run with --ram, to measure it"

@@ -15,7 +15,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from cryptbench.cipher.document import Cryptsetup, CryptsetupFigure, Unmeasured
+from cryptbench.cipher.cipher_document import Cryptsetup, CryptsetupFigure, Unmeasured
 from cryptbench.machine.system import which
 
 # (cryptsetup's cipher spec, key bits, the kernel's crypto API name): what LUKS targets use

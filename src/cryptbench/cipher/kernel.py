@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptbench.cipher.document import DriverInfo
+from cryptbench.cipher.cipher_document import DriverInfo
 
 try:
     # a C extension built at install time (setup.py): there is no .py for mypy to read

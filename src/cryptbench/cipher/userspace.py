@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
-from cryptbench.cipher.document import UserspaceFigure
+from cryptbench.cipher.cipher_document import UserspaceFigure
 from cryptbench.model.errors import CryptbenchError
 
 try:

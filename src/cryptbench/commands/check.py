@@ -39,7 +39,9 @@ from cryptbench.store.database import Store, default_db_path
 
 
 @dataclass(frozen=True)
-class Finding:
+class CheckedCost:
+    """One target's change against its baseline at one workload, held to the gate."""
+
     target: str
     baseline: str
     workload: str
@@ -93,7 +95,7 @@ class Result:
     run_id: int
     floor: float | None  # percent: the lowest change in speed that passes (-30 for --max-overhead
     # 30%); None: no --max-overhead
-    findings: list[Finding]
+    findings: list[CheckedCost]
     required: tuple[str, ...] = ()  # --require's properties
     protection: list[Required] = field(default_factory=list)
 
@@ -101,19 +103,19 @@ class Result:
     def passed(self) -> bool:
         return all(f.passed for f in self.findings) and all(r.passed for r in self.protection)
 
-    def worst(self) -> dict[str, Finding]:
+    def worst(self) -> dict[str, CheckedCost]:
         """Per target, the finding that decides it: a missing figure, else the lowest change."""
-        out: dict[str, Finding] = {}
+        out: dict[str, CheckedCost] = {}
         for f in self.findings:
             best = out.get(f.target)
             if best is None or _rank(f) > _rank(best):
                 out[f.target] = f
         return out
 
-    def worst_hosts(self) -> dict[str, Finding]:
+    def worst_hosts(self) -> dict[str, CheckedCost]:
         """On a fleet run, per target as served (fscrypt, not HOST/fscrypt), the
         host whose worst finding is worst; empty on a one-machine run."""
-        out: dict[str, Finding] = {}
+        out: dict[str, CheckedCost] = {}
         for f in self.worst().values():
             if f.host is None:
                 continue
@@ -137,7 +139,7 @@ class Result:
         }
 
 
-def _rank(f: Finding) -> float:
+def _rank(f: CheckedCost) -> float:
     # larger is worse: a missing figure, then the most speed lost
     return float("inf") if f.change is None else -f.change
 
@@ -156,11 +158,11 @@ def evaluate(doc: Document, floor: float | None, require: tuple[str, ...] = ()) 
         for w in doc.plan.workloads:
             c = comps.get((w, t.name))
             if c is None:
-                findings.append(Finding(t.name, t.baseline, w, None, None, None, False, t.host))
+                findings.append(CheckedCost(t.name, t.baseline, w, None, None, None, False, t.host))
                 continue
             pct, interval, _ = speed_change(c)
             low, high = (None, None) if interval is None else interval
-            findings.append(Finding(t.name, t.baseline, w, pct, low, high, pct >= floor, t.host))
+            findings.append(CheckedCost(t.name, t.baseline, w, pct, low, high, pct >= floor, t.host))
     if not findings and not protection:
         what = "measured against a baseline " if floor is not None else ""
         raise UsageError(f"run {doc.run_id} has no encrypted target {what}on the device: nothing to check")

@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from cryptbench import __version__
-from cryptbench.cipher.document import CipherDocument
+from cryptbench.cipher.cipher_document import CipherDocument
 from cryptbench.commands.common_args import add_db, add_json, add_target
 from cryptbench.machine.interrupts import interruptible
 from cryptbench.machine.session import check_target_dir

@@ -334,7 +334,7 @@ _ANSWER_KEYS = tuple(Answer.__dataclass_fields__)
 class Stopping:
     """What decided how many trials ran."""
 
-    rule: JsonObject  # stopping.Stopping's JSON: precision, min/max repeats, max bytes, max time
+    rule: JsonObject  # stopping.StoppingRule's JSON: precision, min/max repeats, max bytes, max time
     answers: list[Answer]
     stopped_by: str | None  # what ended the run's trials (stopping.StopReason's value)
     bytes_written: float  # bytes the trials wrote

@@ -60,7 +60,7 @@ class RunPlan:
         target_dir: str | None = None,  # a local run's
         size: int,  # bytes of data per target
         repeats: int | None,  # a fixed count of rounds; None: adaptive
-        stopping: JsonObject,  # the stopping rule (stopping.Stopping.to_json)
+        stopping: JsonObject,  # the stopping rule (stopping.StoppingRule.to_json)
         seed: int,
         io_mode: str,
         data: str,  # "random" or "zero" write buffers
@@ -122,7 +122,7 @@ class RunPlan:
         return None if value is None else int(value)
 
     @property
-    def stopping(self) -> JsonObject | None:  # the stopping rule (stopping.Stopping.to_json)
+    def stopping(self) -> JsonObject | None:  # the stopping rule (stopping.StoppingRule.to_json)
         return self.raw.get("stopping")
 
     @property

@@ -19,7 +19,7 @@ from cryptbench.backends import REGISTRY, Target, TargetSpec
 from cryptbench.backends.ext4image import image_size
 from cryptbench.cipher import cryptsetup_bench, kernel, userspace
 from cryptbench.cipher.ceilings import separate
-from cryptbench.cipher.document import (
+from cryptbench.cipher.cipher_document import (
     SCHEMA,
     AfAlg,
     AfAlgFigure,

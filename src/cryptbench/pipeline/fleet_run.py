@@ -42,7 +42,7 @@ from cryptbench.planning.questions import workload_questions, workload_seeds
 from cryptbench.planning.request import checked_seed
 from cryptbench.planning.stopping_rule import stopping_rule
 from cryptbench.planning.suite import Suite, WorkloadSpec, load_suite, primary_metric
-from cryptbench.stats.stopping import Controller, Question, Stopping
+from cryptbench.stats.stopping import Controller, Question, StoppingRule
 from cryptbench.store.database import Store, default_db_path
 from cryptbench.trial.context import NullProgress, Progress
 from cryptbench.trial.schedule import Spend, interleave
@@ -73,7 +73,7 @@ def fleet_plan(
     hosts: list[Host],
     size: int,
     zero: bool,
-    rule: Stopping,
+    rule: StoppingRule,
     seed: int,
     targets: list[str],
 ) -> RunPlan:
@@ -138,7 +138,7 @@ def execute(
     suite: Suite,
     workloads: list[WorkloadSpec],
     hosts: list[Host],
-    rule: Stopping,
+    rule: StoppingRule,
     seed: int,
     store: Store,
     progress: Progress,

@@ -22,7 +22,7 @@ from cryptbench.model.stack import Stack
 from cryptbench.model.vocabulary import Medium
 from cryptbench.pipeline.execute import Executed, Stored, in_session
 from cryptbench.planning.suite import Suite
-from cryptbench.stats.stopping import Controller, Question, RankingGroups, Stopping
+from cryptbench.stats.stopping import Controller, Question, RankingGroups, StoppingRule
 from cryptbench.store.database import Store
 from cryptbench.trial.context import Progress, TrialContext, TrialSpec
 from cryptbench.trial.runner import TrialJob, run_job
@@ -40,7 +40,7 @@ class ReadPlan(Protocol):
     def target_dir(self) -> Path: ...
 
     @property
-    def rule(self) -> Stopping: ...
+    def rule(self) -> StoppingRule: ...
 
     @property
     def seed(self) -> int: ...

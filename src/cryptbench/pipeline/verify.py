@@ -22,7 +22,7 @@ from cryptbench.measure.cache import make_cold, resident_bytes
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.vocabulary import Property, Verdict
 from cryptbench.protection import probes
-from cryptbench.protection.findings import Finding, Protection
+from cryptbench.protection.findings import PropertyFinding, Protection
 from cryptbench.protection.sight import Entry, contains, look
 
 MARKER_NAME = ".cryptbench-marker"
@@ -168,11 +168,13 @@ def with_ratios(space: JsonObject, baseline: JsonObject) -> JsonObject:
     return out
 
 
-def _contents(t: Target) -> Finding:
+def _contents(t: Target) -> PropertyFinding:
     if t.marker_in_backing:
-        return Finding(Verdict.SHOWN, "a marker written through the target appeared in its backing")
+        return PropertyFinding(Verdict.SHOWN, "a marker written through the target appeared in its backing")
     if t.encryption_verified:
-        return Finding(Verdict.HIDDEN, "a marker written through the target is nowhere in its backing")
-    return Finding(
+        return PropertyFinding(
+            Verdict.HIDDEN, "a marker written through the target is nowhere in its backing"
+        )
+    return PropertyFinding(
         Verdict.UNKNOWN, "the marker was not found, but its baseline's positive control did not run"
     )

@@ -25,7 +25,7 @@ from cryptbench.planning.questions import workload_questions, workload_seeds
 from cryptbench.planning.request import RunRequest, checked_seed
 from cryptbench.planning.stopping_rule import stopping_rule
 from cryptbench.planning.suite import Suite, family, load_suite, primary_metric
-from cryptbench.stats.stopping import Question, RankingGroups, Stopping
+from cryptbench.stats.stopping import Question, RankingGroups, StoppingRule
 from cryptbench.store.database import default_db_path
 
 # bytes of the volume a run reads (each trial a pass over it, or its trial time): large
@@ -67,7 +67,7 @@ class ExistingPlan:
     target_dir: Path  # the scratch space: job files and the journal, never the volume
     region_start: int  # bytes into the mapping where the region read starts
     region_bytes: int  # bytes of the region each trial reads (a pass, or its trial time's worth)
-    rule: Stopping
+    rule: StoppingRule
     seed: int  # trial order, the region's place and fio's random offsets
     trial_time: float  # seconds of I/O each trial lasts; 0: one pass over the region
     db_path: Path
@@ -144,7 +144,7 @@ def stored_plan(
     targets: tuple[str, ...],
     target_dir: Path,
     size: int,
-    rule: Stopping,
+    rule: StoppingRule,
     seed: int,
     io_mode: str,
     trial_time: float,

@@ -25,7 +25,7 @@ from cryptbench.planning.questions import workload_questions, workload_seeds
 from cryptbench.planning.request import RunRequest, checked_seed
 from cryptbench.planning.stopping_rule import stopping_rule
 from cryptbench.planning.suite import Suite, family, load_suite, primary_metric
-from cryptbench.stats.stopping import Question, RankingGroups, Stopping
+from cryptbench.stats.stopping import Question, RankingGroups, StoppingRule
 from cryptbench.store.database import default_db_path
 
 # files a trial reads at most: fio takes its files in one filename= of at most 4096
@@ -77,7 +77,7 @@ class FusePlan:
     # the ciphertext read against them, in the order read, with its bytes
     cipher_files: tuple[tuple[Path, int], ...]
     space: Space
-    rule: Stopping
+    rule: StoppingRule
     seed: int  # the sample, the trial order and fio's random offsets
     trial_time: float  # seconds each trial lasts at most; 0: one pass over the sample
     db_path: Path

@@ -40,7 +40,7 @@ from cryptbench.planning.targets import (
     skipped_trials,
     states_and_fs,
 )
-from cryptbench.stats.stopping import Question, RankingGroups, Stopping
+from cryptbench.stats.stopping import Question, RankingGroups, StoppingRule
 from cryptbench.store.database import default_db_path
 
 DEFAULT_SIZE = "64M"
@@ -88,7 +88,7 @@ class Plan:
     skipped: tuple[tuple[str, str], ...]  # (backend, reason): unavailable, not asked for
     target_dir: Path
     size: int  # bytes: the data file on each target, and bytes moved per trial
-    rule: Stopping  # how many rounds: a fixed count or adaptive, and the budgets
+    rule: StoppingRule  # how many rounds: a fixed count or adaptive, and the budgets
     seed: int  # trial order and fio random offsets
     io_mode: str  # auto, direct or buffered, as asked
     zero_data: bool
@@ -309,7 +309,7 @@ def _growth_limit(
     suite: Suite,
     size: int,
     targets: tuple[TargetSpec, ...],
-    rule: Stopping,
+    rule: StoppingRule,
     target_dir: Path,
     trial_time: float,
 ) -> int:

@@ -14,7 +14,7 @@ from cryptbench.planning.suite import (
     Suite,
     check_repeats_range,
 )
-from cryptbench.stats.stopping import OVERRUNS, Stopping
+from cryptbench.stats.stopping import OVERRUNS, StoppingRule
 
 DEFAULT_PRECISION = "5%"
 # Within this much of no change, a whole interval is "no measurable cost" and two
@@ -59,7 +59,7 @@ class AsksStopping(Protocol):
 
 def stopping_rule(
     suite: Suite, request: AsksStopping, *, max_bytes: str | None, target_dir: Path | None
-) -> Stopping:
+) -> StoppingRule:
     """Adaptive unless the number of rounds is fixed: by --repeats, or by a
     suite that reproduces a study's count (unless --precision asks otherwise).
 
@@ -94,7 +94,7 @@ def stopping_rule(
     fixed = repeats if repeats is not None else (None if adaptive_flags else suite.repeats)
     if fixed is not None:
         check_repeats_range(fixed, "--repeats")
-        return Stopping(None, fixed, fixed, budget, seconds, margin, overrun)
+        return StoppingRule(None, fixed, fixed, budget, seconds, margin, overrun)
     if budget is None and target_dir is not None:
         budget = default_max_bytes(target_dir)
     if seconds is None:
@@ -109,7 +109,7 @@ def stopping_rule(
         raise UsageError("--min-repeats must be at least 2: one trial has no interval to judge")
     if most < least:
         raise UsageError(f"--max-repeats {most} is below --min-repeats {least}")
-    return Stopping(fraction, least, most, budget, seconds, margin, overrun)
+    return StoppingRule(fraction, least, most, budget, seconds, margin, overrun)
 
 
 def default_max_bytes(target_dir: Path) -> int:

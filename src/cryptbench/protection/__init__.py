@@ -10,7 +10,7 @@ at rest would (docs/protection.md), run at provisioning.
 - `tamper.py`: rewrite a file, flip a byte in what changed, read back, put it back.
 - `space.py`: a small-file tree and a large file, as `du` or the inner filesystem counts
   them; one byte's change in blocks.
-- `findings.py`: `Property`, `Verdict`, `Finding` (with the backend's declaration) and
+- `findings.py`: `Property`, `Verdict`, `PropertyFinding` (with the backend's declaration) and
   `Protection` (with its space).
 
 Who reads them: `pipeline/verify.probe_protection` runs them with the positive

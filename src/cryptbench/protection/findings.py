@@ -12,7 +12,7 @@ PROTECTING = (Verdict.HIDDEN, Verdict.DETECTED)
 
 
 @dataclass(frozen=True)
-class Finding:
+class PropertyFinding:
     """One property's proven verdict. "Protects" means hidden, or for tampering detected."""
 
     verdict: Verdict
@@ -32,7 +32,7 @@ class Finding:
         return d
 
     @classmethod
-    def from_json(cls, d: JsonObject) -> Finding:
+    def from_json(cls, d: JsonObject) -> PropertyFinding:
         declared = d.get("declared")
         said = None if declared is None else (Verdict(declared["verdict"]), declared["source"])
         return cls(Verdict(d["verdict"]), d["evidence"], d.get("detail", {}), said)
@@ -48,7 +48,7 @@ class Finding:
             return self.verdict is Verdict.SILENT
         return self.protects != (self.declared[0] in PROTECTING)
 
-    def as_declared(self, declared: tuple[Verdict, str]) -> Finding:
+    def as_declared(self, declared: tuple[Verdict, str]) -> PropertyFinding:
         """With the documentation's promise. A flipped byte the probe saw caught is caught
         by a checksum where the backend declares no more (Verdict.CHECKED): the probe sees
         the read fail, not whether a key was needed to make it pass."""
@@ -69,7 +69,7 @@ class Finding:
 class Protection:
     """Every probed property of one target, and how its backing was read."""
 
-    findings: dict[Property, Finding]
+    findings: dict[Property, PropertyFinding]
     sight: str  # how the backing was read: "directory", "ext4 image", "LUKS container", …
     # the positive control failed on this run's unencrypted targets: the findings are no evidence
     broken: str | None = None
@@ -95,5 +95,5 @@ class Protection:
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Protection:
-        findings = {p: Finding.from_json(d[str(p)]) for p in Property if str(p) in d}
+        findings = {p: PropertyFinding.from_json(d[str(p)]) for p in Property if str(p) in d}
         return cls(findings, d.get("sight", ""), d.get("broken"), d.get("space", {}), d.get("probed_on"))

@@ -35,7 +35,7 @@ from cryptbench.machine.session import Session
 from cryptbench.model.vocabulary import Property, Verdict
 from cryptbench.protection import blocks
 from cryptbench.protection.blocks import Blocks
-from cryptbench.protection.findings import Finding, Protection
+from cryptbench.protection.findings import PropertyFinding, Protection
 from cryptbench.protection.sight import (
     LUKS_MAGIC,
     QCOW_MAGIC,
@@ -197,12 +197,12 @@ def _new(before: Sight, after: Sight) -> dict[str, Entry]:
     return {p: e for p, e in after.entries.items() if before.entries.get(p) != e}
 
 
-def _unread(sight: Sight) -> Finding:
+def _unread(sight: Sight) -> PropertyFinding:
     verdict = Verdict.HIDDEN if sight.how == "LUKS container" else Verdict.UNKNOWN
-    return Finding(verdict, f"{sight.how}: {sight.reason}")
+    return PropertyFinding(verdict, f"{sight.how}: {sight.reason}")
 
 
-def _names(folder: Path, target: Target, see: Callable[[], Sight]) -> tuple[Finding, Sight]:
+def _names(folder: Path, target: Target, see: Callable[[], Sight]) -> tuple[PropertyFinding, Sight]:
     token = f"cbname{secrets.token_hex(10)}"
     _write(folder / token, b"x")
     _mkdir(folder / f"{token}d")
@@ -210,28 +210,32 @@ def _names(folder: Path, target: Target, see: Callable[[], Sight]) -> tuple[Find
     return _named(sight, target, token), sight
 
 
-def _named(sight: Sight, target: Target, token: str) -> Finding:
+def _named(sight: Sight, target: Target, token: str) -> PropertyFinding:
     if sight.how == "LUKS container":
         # Its names lie in its ciphertext with the contents, which the proof of encryption
         # has already searched for plaintext; a second pass over the image finds nothing new.
-        return Finding(Verdict.HIDDEN, f"{sight.how}: the names are in its ciphertext, with the contents")
+        return PropertyFinding(
+            Verdict.HIDDEN, f"{sight.how}: the names are in its ciphertext, with the contents"
+        )
     if sight.entries is not None:
         named = sorted(p for p in sight.entries if token in p)
         if named:
-            return Finding(Verdict.SHOWN, f"the name appears in the backing's names: {named[0]}")
+            return PropertyFinding(Verdict.SHOWN, f"the name appears in the backing's names: {named[0]}")
     images = [p for p in target.backing if p.is_file()]
     found = [p for p in images if contains(p, token.encode())]
     if found:
-        return Finding(Verdict.SHOWN, f"the name appears in the bytes of {found[0].name}")
+        return PropertyFinding(Verdict.SHOWN, f"the name appears in the bytes of {found[0].name}")
     if sight.entries is None:
-        return Finding(Verdict.HIDDEN, f"{sight.how}: the name is nowhere in its bytes ({sight.reason})")
+        return PropertyFinding(
+            Verdict.HIDDEN, f"{sight.how}: the name is nowhere in its bytes ({sight.reason})"
+        )
     where = "names or bytes" if images else "names"
-    return Finding(
+    return PropertyFinding(
         Verdict.HIDDEN, f"the name is in none of the backing's {where} ({len(sight.entries)} entries)"
     )
 
 
-def _sizes(folder: Path, see: Callable[[], Sight], sight: Sight) -> tuple[Finding, Sight]:
+def _sizes(folder: Path, see: Callable[[], Sight], sight: Sight) -> tuple[PropertyFinding, Sight]:
     mapping: dict[int, list[int]] = {}  # plaintext bytes -> sizes of the backing files it added
     if sight.entries is None:
         return _unread(sight), sight
@@ -255,7 +259,7 @@ def _exact_offset(mapping: dict[int, list[int]]) -> int | None:
     return None
 
 
-def decide_sizes(mapping: dict[int, list[int]]) -> Finding:
+def decide_sizes(mapping: dict[int, list[int]]) -> PropertyFinding:
     """From the backing files each plaintext size added (or changed), what an observer
     learns of the sizes: exactly, to a block, or nothing."""
     one_each = all(len(v) == 1 for v in mapping.values())
@@ -264,7 +268,7 @@ def decide_sizes(mapping: dict[int, list[int]]) -> Finding:
     if not one_each and (offset := _exact_offset(mapping)) is not None:
         # e.g. securefs's full format: a data file as long as the file (or longer by a fixed
         # header), beside a meta file of its own; the data file gives the size away.
-        return Finding(
+        return PropertyFinding(
             Verdict.SHOWN,
             f"one of each file's backing files is its size plus {offset} bytes: {shown}",
             {**detail, "offset": offset},
@@ -272,28 +276,34 @@ def decide_sizes(mapping: dict[int, list[int]]) -> Finding:
     if not one_each:
         sizes = {b for v in mapping.values() for b in v}
         why = f"all {sizes.pop()} bytes (fixed-size blocks)" if len(sizes) == 1 else "no one file per file"
-        return Finding(Verdict.HIDDEN, f"no backing file of each file's own: {why}; {shown}", detail)
+        return PropertyFinding(Verdict.HIDDEN, f"no backing file of each file's own: {why}; {shown}", detail)
     backing = [v[0] for v in mapping.values()]
     plain = list(mapping)
     if len(set(backing)) == len(backing) and backing == sorted(backing):
-        return Finding(Verdict.SHOWN, f"a backing file per file, its size a function of it: {shown}", detail)
+        return PropertyFinding(
+            Verdict.SHOWN, f"a backing file per file, its size a function of it: {shown}", detail
+        )
     if len(set(backing)) == 1:
-        return Finding(Verdict.HIDDEN, f"every file's backing file has {backing[0]} bytes: {shown}", detail)
+        return PropertyFinding(
+            Verdict.HIDDEN, f"every file's backing file has {backing[0]} bytes: {shown}", detail
+        )
     steps = sorted({b - a for a, b in zip(sorted(set(backing)), sorted(set(backing))[1:], strict=False)})
     block = steps[0] if steps else 0
     order_kept = all(
         backing[i] <= backing[j] for i in range(len(plain)) for j in range(len(plain)) if plain[i] < plain[j]
     )
     if not order_kept:
-        return Finding(Verdict.HIDDEN, f"backing sizes do not follow the files' sizes: {shown}", detail)
-    return Finding(
+        return PropertyFinding(
+            Verdict.HIDDEN, f"backing sizes do not follow the files' sizes: {shown}", detail
+        )
+    return PropertyFinding(
         Verdict.BLOCK,
         f"a backing file per file, its size rounded to {block}-byte blocks: {shown}",
         {**detail, "block": block},
     )
 
 
-def _tree(folder: Path, see: Callable[[], Sight], sight: Sight) -> Finding:
+def _tree(folder: Path, see: Callable[[], Sight], sight: Sight) -> PropertyFinding:
     if sight.entries is None:
         return _unread(sight)
     inner = folder / "t" / "u"
@@ -308,11 +318,11 @@ def _tree(folder: Path, see: Callable[[], Sight], sight: Sight) -> Finding:
         held = [f for f in files if f.rpartition("/")[0] == d]
         outer = d.rpartition("/")[0]
         if len(held) >= TREE_FILES and outer in dirs:
-            return Finding(
+            return PropertyFinding(
                 Verdict.SHOWN,
                 f"a new directory inside a new directory holds the {TREE_FILES} new files, as written",
             )
-    return Finding(
+    return PropertyFinding(
         Verdict.HIDDEN,
         f"the backing gained {len(files)} file(s) and {len(dirs)} directory(ies), "
         f"not a directory of {TREE_FILES} files inside another",

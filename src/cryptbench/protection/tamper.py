@@ -37,7 +37,7 @@ from cryptbench.model.errors import ProvisionError
 from cryptbench.model.vocabulary import Verdict
 from cryptbench.protection import blocks
 from cryptbench.protection.blocks import Blocks, Run
-from cryptbench.protection.findings import Finding
+from cryptbench.protection.findings import PropertyFinding
 from cryptbench.protection.sight import is_image, wait_write_behind
 
 TAMPER_BYTES = 64 << 10  # bytes of the probe file: 16 blocks, enough to stand out of metadata
@@ -51,7 +51,7 @@ def probe_tamper(
     target: Target,
     write: Callable[[Path, bytes], None],
     settled: Callable[[Blocks | None], Blocks],
-) -> Finding:
+) -> PropertyFinding:
     """Whether a flipped ciphertext byte of a probe file in `folder` is detected.
     `write` writes and fsyncs a file; `settled(before)` digests the backing once it
     differs from `before` (or once it has settled, for None)."""
@@ -73,7 +73,7 @@ def probe_tamper(
         runs = [r for r in runs if r.path in own]
     runs = candidates(runs, image)
     if not runs:
-        return Finding(
+        return PropertyFinding(
             Verdict.UNKNOWN,
             "probe error: no run of backing blocks about the file's length changed when it was rewritten",
         )
@@ -81,7 +81,7 @@ def probe_tamper(
         outcome = _flip_and_read(session, target, probe, second, run)
         if outcome is not None:
             return outcome
-    return Finding(
+    return PropertyFinding(
         Verdict.UNKNOWN,
         f"probe error: a byte flipped in each of {min(len(runs), MAX_TRIES)} changed run(s) of the "
         "backing, and the file read back unchanged each time (the flips missed its ciphertext)",
@@ -103,7 +103,7 @@ def candidates(runs: list[Run], image: bool) -> list[Run]:
 
 def _flip_and_read(
     session: Session, target: Target, probe: Path, expected: bytes, run: Run
-) -> Finding | None:
+) -> PropertyFinding | None:
     backing = session.check_inside(run.path)
     offset = run.middle
     where = f"byte {offset} of {backing.name} (in a run of {run.count} changed 4 KiB block(s))"
@@ -124,12 +124,12 @@ def _flip_and_read(
         return None
     if isinstance(outcome, OSError):
         code = errno.errorcode.get(outcome.errno or 0, str(outcome.errno))
-        return Finding(
+        return PropertyFinding(
             Verdict.DETECTED,
             f"{where} flipped: reading the file back failed with {code} ({os.strerror(outcome.errno or 0)})",
             {"error": code, "offset": offset, "file": backing.name},
         )
-    return Finding(
+    return PropertyFinding(
         Verdict.SILENT,
         f"{where} flipped: the file read back without an error, {outcome} of its bytes changed",
         {"bytes_changed": outcome, "offset": offset, "file": backing.name},

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.table import Table
 
 from cryptbench.analysis.speed_change import percent
+from cryptbench.cipher.cipher_document import CipherDocument, UserspaceFigure
 from cryptbench.cipher.cryptsetup_bench import REQUEST
-from cryptbench.cipher.document import CipherDocument, UserspaceFigure
 from cryptbench.model.units import format_bytes, format_rate
 
 DM_SECTOR = 4096  # bytes: the sector LUKS2 targets encrypt by

@@ -8,7 +8,7 @@ from cryptbench.analysis.ranking import change
 from cryptbench.model.result import Document, TargetInfo
 from cryptbench.model.units import format_bytes
 from cryptbench.model.vocabulary import Property, Verdict
-from cryptbench.protection.findings import Finding, Protection
+from cryptbench.protection.findings import PropertyFinding, Protection
 
 SHOWN_AS = {
     Property.CONTENTS: "contents",
@@ -30,7 +30,7 @@ def probed(doc: Document) -> list[tuple[TargetInfo, Protection]]:
     return [(t, Protection.from_json(t.protection)) for t in doc.targets if t.protection is not None]
 
 
-def cell(f: Finding | None) -> str:
+def cell(f: PropertyFinding | None) -> str:
     """✓ hidden (or detected), ✗ shown (to the byte; or silent), ~N: shown to an N-byte
     block, ~ checksum: a flipped byte caught by a checksum, not authenticated, ? undecided."""
     if f is None:

@@ -47,7 +47,7 @@ ANSWERED = (StopReason.PRECISION, StopReason.EQUIVALENT)  # closed by its interv
 
 
 @dataclass(frozen=True)
-class Stopping:
+class StoppingRule:
     """The rule a run repeats by."""
 
     precision: float | None  # ratio units (0.05: ±5 points of change); None: a fixed number of rounds
@@ -74,7 +74,7 @@ class Stopping:
         }
 
     @classmethod
-    def from_json(cls, d: JsonObject) -> Stopping:
+    def from_json(cls, d: JsonObject) -> StoppingRule:
         return cls(
             d["precision"],
             d["min_repeats"],
@@ -112,7 +112,7 @@ Kind = tuple[str, str]  # a workload's kind of work (suite.family) and direction
 
 
 def fit_minimum_rounds(
-    rule: Stopping, first_round: dict[str, float], kinds: dict[str, Kind], elapsed: float
+    rule: StoppingRule, first_round: dict[str, float], kinds: dict[str, Kind], elapsed: float
 ) -> Fit | None:
     """Whether the rounds every target must run (min_repeats) fit the time budget, at
     the pace of the first round (`first_round`: each workload's seconds in it, every
@@ -161,7 +161,7 @@ class Question:
 
 
 @dataclass
-class Answer:
+class QuestionState:
     question: Question
     stopped_by: StopReason | None = None  # None: still open
     rounds: int = 0  # rounds run while the question was open (failed trials included)
@@ -343,17 +343,17 @@ class Controller:
     """Which targets each workload still needs, round after round."""
 
     def __init__(
-        self, rule: Stopping, qs: Sequence[Question], run_seed: int, ranking: RankingGroups | None = None
+        self, rule: StoppingRule, qs: Sequence[Question], run_seed: int, ranking: RankingGroups | None = None
     ) -> None:
         self.rule = rule
-        self.answers = [Answer(q) for q in qs]
+        self.answers = [QuestionState(q) for q in qs]
         self.run_seed = run_seed
         self.ranking = ranking
         self.stopped_by: StopReason | None = None  # a budget that ended the run
         self.contenders: set[str] = set()  # the targets that can still change the ranking, at the last review
 
     @property
-    def open(self) -> list[Answer]:
+    def open(self) -> list[QuestionState]:
         return [a for a in self.answers if a.stopped_by is None]
 
     @property
@@ -406,7 +406,7 @@ class Controller:
             if a.question.workload in fit.dropped:
                 a.stopped_by, a.rounds = StopReason.DROPPED, rounds
 
-    def _precise(self, a: Answer) -> bool:
+    def _precise(self, a: QuestionState) -> bool:
         p = self.rule.precision
         return p is not None and a.halfwidth is not None and a.halfwidth <= p
 
@@ -426,14 +426,14 @@ class Controller:
         for a in self.open:
             a.stopped_by = reason
 
-    def remaining(self, a: Answer) -> float:
+    def remaining(self, a: QuestionState) -> float:
         """Trials the question's target is estimated to need before its interval reaches the
         precision: a half-width shrinks about as 1/sqrt(trials). Infinite without an estimate."""
         if self.rule.precision is None or a.halfwidth is None or a.samples < 1:
             return math.inf
         return max(1.0, a.samples * (a.halfwidth / self.rule.precision) ** 2 - a.samples)
 
-    def _targets(self, a: Answer) -> tuple[str, ...]:
+    def _targets(self, a: QuestionState) -> tuple[str, ...]:
         """What a question's next trial needs: its target and baseline, and for a ranked
         target the plain it is ranked against too, so that its rounds keep pairing with
         plain's (a round without plain would leave its ranking unpaired for good)."""
@@ -459,7 +459,7 @@ class Controller:
             self.open, key=lambda a: (a.question.target not in self.contenders, self.remaining(a))
         )
         if capacity is not None and self.rule.precision is not None:
-            kept: list[Answer] = []
+            kept: list[QuestionState] = []
             cost = 0.0
             for a in chosen:
                 c = min(self.remaining(a), self.rule.max_repeats - rounds) * len(self._targets(a))

@@ -30,7 +30,7 @@ class RunRow:
     plan: JsonObject  # plan.Plan.to_json() as the run stored it
     environment: JsonObject  # measure/environment.collect() on the machine
     notes: list[str]  # what the run noted, in order
-    stopping: JsonObject  # stopping.Stopping's JSON; {} for runs stored before schema 2
+    stopping: JsonObject  # stopping.StoppingRule's JSON; {} for runs stored before schema 2
 
     @classmethod
     def from_db(cls, row: DbRow) -> RunRow:

@@ -27,7 +27,7 @@ from cryptbench.stats.stopping import (
     Fit,
     Rounds,
     Samples,
-    Stopping,
+    StoppingRule,
     StopReason,
     fit_minimum_rounds,
 )
@@ -191,7 +191,7 @@ class Spend:
     def seconds(self) -> float:
         return self.clock() - self.started
 
-    def over(self, rule: Stopping) -> StopReason | None:
+    def over(self, rule: StoppingRule) -> StopReason | None:
         if rule.max_bytes is not None and self.bytes() >= rule.max_bytes:
             return StopReason.MAX_BYTES
         if rule.max_time is not None and self.seconds() >= rule.max_time:
@@ -295,7 +295,7 @@ def _rounds(
         rounds += 1
 
 
-def fit_note(fit: Fit, rule: Stopping) -> str:
+def fit_note(fit: Fit, rule: StoppingRule) -> str:
     """What the first round showed of the time budget, and what the run did, in one sentence."""
     left = format_duration(max(fit.left, 0))
     pace = (
