@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from cryptbench.backends.filesystem import kernel_filesystems
-from cryptbench.backends.luks import HIGH_PRIORITY, VARIANTS
+from cryptbench.backends.luks_variants import HIGH_PRIORITY, VARIANTS
 from cryptbench.commands import backends
 from tests.lab import FinishedRun, RamRun, run_args
 from tests.support.cli import cli, own_state

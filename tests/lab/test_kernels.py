@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from cryptbench.backends.luks import HIGH_PRIORITY, VARIANTS
+from cryptbench.backends.luks_variants import HIGH_PRIORITY, VARIANTS
 from tests.support.cli import cli
 
 pytestmark = [pytest.mark.lab("6.1", "6.12"), pytest.mark.integration]

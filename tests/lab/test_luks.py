@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.analysis import tuning
-from cryptbench.backends.luks import ADIANTUM, AES_XTS, HIGH_PRIORITY, VARIANTS
+from cryptbench.backends.luks_variants import ADIANTUM, AES_XTS, HIGH_PRIORITY, VARIANTS
 from cryptbench.cipher.kernel import DRIVER_DETAIL, classify
 from cryptbench.model.result import Document
 from cryptbench.pipeline.provision import name_kernel_ciphers

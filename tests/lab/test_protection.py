@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
-from cryptbench.backends.luks import PLAIN_LUKS, VARIANTS, OptionKind
+from cryptbench.backends.luks_variants import PLAIN_LUKS, VARIANTS
+from cryptbench.model.option_kinds import OptionKind
 from tests.lab import FinishedRun
 from tests.lab.conftest import KERNEL_ONLY
 

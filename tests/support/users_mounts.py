@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from cryptbench.backends.luks import format_command, open_command
+from cryptbench.backends.dm_table import format_command, open_command
 
 QUIET = {"capture_output": True, "check": True}
 

@@ -4,7 +4,6 @@ answer first, nothing wrapped or cut at 80 columns."""
 import io
 import json
 import re
-from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -12,8 +11,9 @@ from rich.console import Console
 from cryptbench.analysis import ranking
 from cryptbench.model.result import Document
 from cryptbench.report import screens
+from tests.support.paths import TESTS
 
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+DOCS = TESTS / "fixtures" / "documents"
 NAMES = [
     "default-run",
     "quick-fscrypt-gocryptfs-ram",

@@ -26,6 +26,7 @@ from cryptbench.measure.cpu import CpuUsage
 from cryptbench.model.errors import TrialError, UsageError
 from cryptbench.planning.suite import parse_suite
 from cryptbench.trial.figures import app_metrics
+from tests.support.paths import TESTS
 
 MIB = 1 << 20
 
@@ -201,7 +202,7 @@ def test_bad_app_tables_are_refused(table: dict[str, Any], message: str) -> None
         suite(table)
 
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "dd"
+FIXTURES = TESTS / "fixtures" / "dd"
 
 
 def test_dd_summary_lines_as_gnu_dd_printed_them_here() -> None:

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import REPO
+
+ROOT = REPO
 PACKAGE = ROOT / "src" / "cryptbench"
 PAGE = ROOT / "docs" / "architecture.md"
 TICKED = re.compile(r"`([^`\s]+)`")
@@ -25,9 +27,10 @@ PLACEHOLDER = re.compile(r"NAME|KIND|FILE|DIR|\bX\b|<|journal\.jsonl|test-output
 
 
 @cache
-def defined() -> dict[str, set[Path]]:
+def defined(imported: bool = True) -> dict[str, set[Path]]:
     """Every name a module of the package defines (functions, classes, assignments,
-    annotated fields and methods, at any depth), to the files that define it."""
+    annotated fields and methods, at any depth; with `imported`, the names it imports
+    too), to the files that define it."""
     names: dict[str, set[Path]] = {}
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -38,7 +41,7 @@ def defined() -> dict[str, set[Path]]:
                 found = [t.id for t in node.targets if isinstance(t, ast.Name)]
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 found = [node.target.id]
-            elif isinstance(node, ast.ImportFrom):  # `ExitStack`: a name the package uses
+            elif imported and isinstance(node, ast.ImportFrom):  # `ExitStack`: a name the package uses
                 found = [a.asname or a.name for a in node.names]
             for name in found:
                 names.setdefault(name, set()).add(path)
@@ -114,6 +117,19 @@ def references() -> list[tuple[int, str]]:
 def test_every_name_the_page_cites_is_in_the_tree() -> None:
     broken = [f"line {n}: `{t}`: {why}" for n, t in references() if (why := holds(t))]
     assert broken == []
+
+
+# "one row of `VARIANTS` in `backends/luks_variants.py`": the name must be that module's
+PLACED = re.compile(r"`([A-Za-z_]\w*)`\s+in\s+`([\w/]+\.py)`")
+
+
+def test_a_name_said_to_be_in_a_module_is_defined_there() -> None:
+    misplaced = []
+    for name, module in PLACED.findall(PAGE.read_text()):
+        files = {p.resolve() for p in defined(imported=False).get(name, set())}
+        if (PACKAGE / module).resolve() not in files:
+            misplaced.append(f"`{name}` in `{module}`")
+    assert misplaced == []
 
 
 @pytest.mark.parametrize(

@@ -11,14 +11,14 @@ none."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.images import KINDS
+from tests.support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 TABLES = {
     "docs/usage.md": "| name | what | baseline |",
     "docs/backends.md": "| backend | encrypts | cipher | baseline |",

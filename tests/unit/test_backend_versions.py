@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from cryptbench.backends import REGISTRY, versions
 from cryptbench.model.result import Document
 from cryptbench.report.sentences import environment_rows
+from tests.support.paths import TESTS
 
-DOC = Path(__file__).parent.parent / "fixtures" / "documents" / "quick-fscrypt-gocryptfs-ram.json"
+DOC = TESTS / "fixtures" / "documents" / "quick-fscrypt-gocryptfs-ram.json"
 
 
 def test_kernel_backends_name_no_program_of_their_own() -> None:

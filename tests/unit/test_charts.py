@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from matplotlib.container import BarContainer
@@ -15,8 +14,9 @@ from cryptbench.analysis.speed_change import speed_change
 from cryptbench.measure.cpu_timeline import CpuTimeline
 from cryptbench.model.result import Document
 from cryptbench.report import charts
+from tests.support.paths import TESTS
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
+FIXTURES = TESTS / "fixtures"
 
 
 def _doc(name: str) -> Document:

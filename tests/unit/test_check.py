@@ -12,10 +12,9 @@ import pytest
 from cryptbench.commands import check
 from cryptbench.model.errors import UsageError
 from cryptbench.model.result import Document
+from tests.support.paths import TESTS
 
-DOC = json.loads(
-    (Path(__file__).parent.parent / "fixtures" / "documents" / "quick-fscrypt-gocryptfs-ram.json").read_text()
-)
+DOC = json.loads((TESTS / "fixtures" / "documents" / "quick-fscrypt-gocryptfs-ram.json").read_text())
 
 
 def _evaluate(doc: dict[str, Any], max_overhead: float) -> check.Result:

@@ -3,14 +3,13 @@ classification, the RAM-stack arithmetic, and OpenSSL measured for real."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from cryptbench.cipher import kernel, userspace
 from cryptbench.cipher.ceilings import separate
+from tests.support.paths import TESTS
 
-PROC_CRYPTO = (Path(__file__).parent.parent / "fixtures" / "proc" / "crypto-6.18-generic-aes.txt").read_text()
+PROC_CRYPTO = (TESTS / "fixtures" / "proc" / "crypto-6.18-generic-aes.txt").read_text()
 
 
 def test_drivers_from_this_machines_proc_crypto() -> None:

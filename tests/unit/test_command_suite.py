@@ -17,6 +17,7 @@ from cryptbench.planning.plan import build_plan
 from cryptbench.planning.request import RunRequest
 from cryptbench.planning.suite import command_suite, load_suite, parse_suite
 from cryptbench.report import console
+from tests.support.paths import TESTS
 
 
 def _suite(**over: object) -> dict:
@@ -194,7 +195,7 @@ def test_a_program_the_commands_need_is_checked_before_anything_runs(tmp_path: P
 
 
 def test_a_run_of_commands_only_says_they_did_their_own_io() -> None:
-    raw = json.loads((Path(__file__).parents[1] / "fixtures" / "documents" / "default-run.json").read_text())
+    raw = json.loads((TESTS / "fixtures" / "documents" / "default-run.json").read_text())
     doc = Document.from_json(raw)
     assert not console._commands_only(doc)  # fio workloads: cryptbench chose their I/O mode
     raw["plan"]["workloads"] = ["build"]
@@ -205,7 +206,7 @@ def test_a_run_of_commands_only_says_they_did_their_own_io() -> None:
 
 
 def test_the_legend_of_times_names_no_unit_the_figures_do_not_use() -> None:
-    raw = json.loads((Path(__file__).parents[1] / "fixtures" / "documents" / "default-run.json").read_text())
+    raw = json.loads((TESTS / "fixtures" / "documents" / "default-run.json").read_text())
     raw["plan"]["workloads"] = ["build"]
     raw["plan"]["primary_metrics"] = {"build": "seconds"}
     out = Console(record=True, width=200)

@@ -11,7 +11,6 @@ import dataclasses
 import json
 import math
 import statistics
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,10 +24,9 @@ from cryptbench.report import charts, compare_cells, compare_console, export_com
 from cryptbench.stats import estimates
 from tests.support.bootstrap_oracle import exact_distribution, quantile, ratio_of_medians
 from tests.support.html_page import Page
+from tests.support.paths import TESTS
 
-DOC = json.loads(
-    (Path(__file__).parent.parent / "fixtures" / "documents" / "quick-fscrypt-gocryptfs-ram.json").read_text()
-)
+DOC = json.loads((TESTS / "fixtures" / "documents" / "quick-fscrypt-gocryptfs-ram.json").read_text())
 
 
 def _scaled(doc: dict[str, Any], factor: float, run_id: int = 99) -> dict[str, Any]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 from cryptbench.model.result import Document, Stopping
 from cryptbench.report.sentences import precision_line, stopping_lines
+from tests.support.paths import TESTS
 
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+DOCS = TESTS / "fixtures" / "documents"
 
 
 def _stopping(precision: float | None, source: str = "device") -> Stopping:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from rich.console import Console
 
 from cryptbench.model.result import Document
 from cryptbench.report import cost_console
+from tests.support.paths import TESTS
 
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+DOCS = TESTS / "fixtures" / "documents"
 
 
 def _printed(name: str, width: int = 120) -> str:

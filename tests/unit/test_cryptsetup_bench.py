@@ -8,7 +8,6 @@ import io
 import json
 import re
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -27,8 +26,9 @@ from cryptbench.cipher.cipher_document import (
     Unmeasured,
 )
 from cryptbench.report import cipher_table
+from tests.support.paths import TESTS
 
-FIXTURES = sorted((Path(__file__).parents[1] / "fixtures" / "cryptsetup").glob("*.json"))
+FIXTURES = sorted((TESTS / "fixtures" / "cryptsetup").glob("*.json"))
 LOAD = "Ensure you have algif_skcipher kernel module loaded."
 CASES = [(f.stem, c) for f in FIXTURES for c in json.loads(f.read_text())["cases"]]
 

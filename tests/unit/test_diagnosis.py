@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +20,9 @@ import pytest
 from cryptbench.analysis import diagnosis
 from cryptbench.analysis.diagnosis import Rule
 from cryptbench.model.result import Document, EfficiencyRow, QdCurve, QdPoint
+from tests.support.paths import TESTS
 
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+DOCS = TESTS / "fixtures" / "documents"
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +16,10 @@ from cryptbench.analysis import diagnosis
 from cryptbench.analysis.diagnosis import CIPHER_NEAR, DEVICE_NEAR, LAYER_SHARE, QD_SHIFT, Facts, Rule
 from cryptbench.cipher.ceilings import UNKNOWN_HINT
 from cryptbench.model.result import CipherInfo, Document, EfficiencyRow, QdCurve, QdPoint, TargetInfo
+from tests.support.paths import TESTS
 
 MB = 1e6  # bytes/s per MB/s
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+DOCS = TESTS / "fixtures" / "documents"
 
 
 def _row(**changes: Any) -> EfficiencyRow:

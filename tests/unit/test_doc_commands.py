@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from cryptbench import cli
+from tests.support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 PAGES = [ROOT / "README.md", ROOT / "docs" / "usage.md"]
 FENCE = re.compile(r"^```\n(.*?)^```", re.M | re.S)
 

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import REPO
+
+ROOT = REPO
 RESULTS = ROOT / "docs" / "results"
 # The pages that say what is true now: everything a reader meets before the evidence.
 README = ROOT / "README.md"

@@ -15,8 +15,9 @@ from cryptbench.backends import REGISTRY
 from cryptbench.cipher import ceilings, userspace
 from cryptbench.commands import backends as backends_cmd
 from cryptbench.engines.apps import APPS
+from tests.support.paths import REPO
 
-ROOT = Path(__file__).parent.parent.parent
+ROOT = REPO
 USAGE = ROOT / "docs" / "usage.md"
 BACKENDS_DOC = ROOT / "docs" / "backends.md"
 # the disk image kinds that `image-KIND-…` stands for in the tables

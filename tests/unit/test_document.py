@@ -12,6 +12,7 @@ from cryptbench.model.result import Comparison, Document, TargetInfo
 from cryptbench.stats.stopping import Question, interval
 from cryptbench.store.database import MetricValue, Store, TrialRecord
 from tests.support.bootstrap_spy import spy_on_bootstrap
+from tests.support.paths import TESTS
 
 CONTRACT_TARGET_KEYS = {"name", "backend", "baseline", "io_mode", "encryption_verified"}
 CONTRACT_RESULT_KEYS = {
@@ -25,7 +26,7 @@ CONTRACT_RESULT_KEYS = {
     "ci_high",
     "cv",
 }
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+DOCS = TESTS / "fixtures" / "documents"
 CONTRACT_COMPARISON_KEYS = {"workload", "target", "baseline", "ratio", "ci_low", "ci_high"}
 
 
@@ -307,7 +308,7 @@ def test_a_comparison_within_the_equivalence_margin_has_no_measurable_cost() -> 
 
 
 def test_a_misspelt_metric_is_answered_with_the_closest_one() -> None:
-    path = Path(__file__).parent.parent / "fixtures" / "documents" / "default-run.json"
+    path = TESTS / "fixtures" / "documents" / "default-run.json"
     doc = Document.from_json(json.loads(path.read_text()))
     document.require_metric(doc, "lat_p99")  # one the run has: no error
     with pytest.raises(UsageError, match=r"has no metric 'lat_p9' \(did you mean lat_p99\?\)$"):

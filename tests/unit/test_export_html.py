@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,9 @@ from cryptbench.model.result import Document
 from cryptbench.report import charts, export_html
 from cryptbench.report.sentences import change_text, median_text
 from tests.support.html_page import Page
+from tests.support.paths import TESTS
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "documents"
+FIXTURES = TESTS / "fixtures" / "documents"
 
 
 @pytest.fixture(scope="module")

@@ -4,14 +4,14 @@ as the document has them, and a table Markdown renders."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from cryptbench.model.result import Document
 from cryptbench.report import export_markdown
+from tests.support.paths import TESTS
 
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+DOCS = TESTS / "fixtures" / "documents"
 
 
 @pytest.mark.parametrize("name", ["default-run.json", "quick-fscrypt-gocryptfs-ram.json"])

@@ -11,7 +11,6 @@ import html
 import io
 import json
 import re
-from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -24,8 +23,9 @@ from cryptbench.report import export_html, export_markdown, screens
 from cryptbench.report.cost_console import qd_cell
 from cryptbench.report.fleet_rows import cost_rows
 from tests.support.golden import recorded
+from tests.support.paths import TESTS
 
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+DOCS = TESTS / "fixtures" / "documents"
 NAMES = sorted(p.stem for p in DOCS.glob("*.json"))
 
 

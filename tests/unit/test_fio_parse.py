@@ -1,14 +1,14 @@
 """Parsing JSON that fio 3.33 printed on this machine (tests/fixtures/fio/regenerate.py)."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from cryptbench.engines.fio import parse_fio_json
 from cryptbench.model.errors import TrialError
+from tests.support.paths import TESTS
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "fio"
+FIXTURES = TESTS / "fixtures" / "fio"
 
 
 def _load(name: str) -> tuple[str, dict]:

@@ -19,8 +19,9 @@ from cryptbench.pipeline.fleet_hosts import Host
 from cryptbench.planning.suite import WorkloadSpec
 from cryptbench.store.database import Store
 from cryptbench.trial.context import NullProgress
+from tests.support.paths import TESTS
 
-CLIENT = Path(__file__).parent.parent / "fixtures" / "fio" / "client"
+CLIENT = TESTS / "fixtures" / "fio" / "client"
 SERVERS = {"one": Address("ip", "127.0.0.1", 18891), "two": Address("ip", "127.0.0.2", 18892)}
 
 

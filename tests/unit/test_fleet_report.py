@@ -6,16 +6,14 @@ from __future__ import annotations
 import io
 import json
 from html.parser import HTMLParser
-from pathlib import Path
 
 from rich.console import Console
 
 from cryptbench.model.result import Document
 from cryptbench.report import export_html, export_markdown, screens
+from tests.support.paths import TESTS
 
-DOC = json.loads(
-    (Path(__file__).parent.parent / "fixtures" / "documents" / "fleet-three-hosts.json").read_text()
-)
+DOC = json.loads((TESTS / "fixtures" / "documents" / "fleet-three-hosts.json").read_text())
 MODEL = Document.from_json(DOC)
 
 

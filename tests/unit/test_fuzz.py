@@ -26,9 +26,10 @@ from cryptbench.model.units import parse_size
 from cryptbench.planning.suite import _NAME_RE, MAX_BLOCK, load_suite, parse_suite
 from cryptbench.planning.targets import parse_backend_list
 from cryptbench.store.database import parse_run_ref
+from tests.support.paths import TESTS
 from tests.support.reliability import count
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "fio"
+FIXTURES = TESTS / "fixtures" / "fio"
 FIO_TEXTS = {p.stem: p.read_text() for p in sorted(FIXTURES.glob("*.json"))}
 
 

@@ -11,8 +11,9 @@ import pytest
 from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.planning.suite import builtin_suites, load_suite
 from tests.support.golden import JOBS
+from tests.support.paths import TESTS
 
-GOLDEN = Path(__file__).parent.parent / "golden"
+GOLDEN = TESTS / "golden"
 
 
 @pytest.mark.parametrize("name", sorted(JOBS))

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
 
 from cryptbench.report import json_schema
+from tests.support.paths import REPO
 
-ROOT = Path(__file__).parent.parent.parent
+ROOT = REPO
 SHIPPED = ROOT / "docs" / "result-schema.json"
 DOCS = ROOT / "tests" / "fixtures" / "documents"
 NAMES = sorted(p.stem for p in DOCS.glob("*.json"))

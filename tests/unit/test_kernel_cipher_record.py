@@ -8,8 +8,9 @@ from pathlib import Path
 from cryptbench.backends import Target
 from cryptbench.cipher.kernel import DRIVER_DETAIL
 from cryptbench.pipeline.provision import name_kernel_ciphers
+from tests.support.paths import TESTS
 
-PROC_CRYPTO = (Path(__file__).parent.parent / "fixtures" / "proc" / "crypto-6.18-generic-aes.txt").read_text()
+PROC_CRYPTO = (TESTS / "fixtures" / "proc" / "crypto-6.18-generic-aes.txt").read_text()
 
 
 def _targets(tmp_path: Path, *backends: str) -> dict[str, Target]:

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).parent.parent.parent / "src"
+from tests.support.paths import REPO, TESTS
+
+SRC = REPO / "src"
 PACKAGE = SRC / "cryptbench"
 
 # Lowest first. A module may import from its own layer and the ones below it.
@@ -197,7 +199,7 @@ def test_terminal_output_never_loads_matplotlib() -> None:
     """`show`, `compare` without --html, `history` and `backends` print tables: the
     renderers they use, and the answer and details of a stored run rendered in full,
     load no Matplotlib (seconds of start-up on a small machine)."""
-    docs = Path(__file__).parent.parent / "fixtures" / "documents"
+    docs = TESTS / "fixtures" / "documents"
     script = f"""
 import json, sys
 from pathlib import Path

@@ -8,37 +8,41 @@ import pytest
 
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.base import TargetSpec
-from cryptbench.backends.luks import (
-    AES_XTS,
-    HIGH_PRIORITY,
+from cryptbench.backends.dm_kernel import (
     HIGH_PRIORITY_SINCE,
-    LUKS2_HEADER,
     NO_QUEUE_SINCE,
-    NO_READ_QUEUE,
-    NO_WRITE_QUEUE,
-    PLAIN_LUKS,
-    VARIANTS,
+    cryptsetup_takes,
+    device_mapper_missing,
+    high_priority_missing,
+    parse_targets,
+)
+from cryptbench.backends.dm_table import (
     check_cipher,
     check_integrity_mode,
     check_table,
-    cryptsetup_takes,
-    device_mapper_missing,
     format_command,
-    high_priority_missing,
-    image_size,
     integrity_detail,
     integrity_table_mode,
     open_command,
-    parse_targets,
     table_cipher,
     table_options,
     table_without_key,
     with_table_options,
 )
+from cryptbench.backends.luks import LUKS2_HEADER, image_size
+from cryptbench.backends.luks_variants import (
+    AES_XTS,
+    HIGH_PRIORITY,
+    NO_READ_QUEUE,
+    NO_WRITE_QUEUE,
+    PLAIN_LUKS,
+    VARIANTS,
+)
 from cryptbench.model.errors import ProvisionError, UnavailableError
 from cryptbench.planning.plan import build_plan
 from cryptbench.planning.request import RunRequest
 from cryptbench.planning.suite import load_suite
+from tests.support.paths import TESTS
 
 KEY = Path("/dev/shm/cryptbench-secrets-x/luks-1")
 # the driver, not the node: libdevmapper makes /dev/mapper/control where the kernel has none
@@ -140,7 +144,7 @@ def test_adiantum_is_xchacha12_and_aes_with_4096_byte_sectors() -> None:
 
 # What each lab kernel printed for each sector size and flag set (tests/fixtures/dmsetup/
 # record_tables.py): Debian 12's 6.1, and Debian 13's 6.12 for the flags 6.1 lacks.
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "dmsetup"
+FIXTURES = TESTS / "fixtures" / "dmsetup"
 FIXTURE = FIXTURES / "luks2-tables-6.1.txt"
 
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from cryptbench.analysis import diagnosis, option_effects
 from cryptbench.analysis.option_effects import OptionKind
-from cryptbench.backends.luks import PLAIN_LUKS, VARIANTS
+from cryptbench.backends.luks_variants import PLAIN_LUKS, VARIANTS
 from cryptbench.model.result import Document, TargetInfo
+from tests.support.paths import TESTS
 
-RECORDED = Path(__file__).parent.parent / "fixtures" / "documents"
+RECORDED = TESTS / "fixtures" / "documents"
 DOCS = {
     name: Document.from_json(json.loads((RECORDED / f"{name}.json").read_text()))
     for name in ("luks-tuning-lab", "luks-integrity-lab")

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from cryptbench.backends import REGISTRY
-from cryptbench.backends.luks import ADIANTUM, AES_XTS, LuksBackend
+from cryptbench.backends.luks import LuksBackend
 from cryptbench.backends.luks_twin import twin_backend, twin_name, twin_variant
+from cryptbench.backends.luks_variants import ADIANTUM, AES_XTS
 from cryptbench.measure.volume import CryptVolume
 from cryptbench.model.errors import UsageError
 from cryptbench.model.stack import Layer, LayerKind, Stack

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).parent.parent
+from tests.support.paths import TESTS
+
 REAL = sorted([*TESTS.glob("integration/test_*.py"), *TESTS.glob("lab/test_*.py")])
 
 

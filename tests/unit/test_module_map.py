@@ -10,9 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.paths import REPO
 from tests.unit.test_layers import LAYERS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 SCRIPT = ROOT / "scripts" / "module_map.py"
 spec = importlib.util.spec_from_file_location("module_map", SCRIPT)
 assert spec and spec.loader

@@ -12,7 +12,9 @@ import pytest
 from rich.console import Console
 
 from cryptbench.analysis import document, option_effects
-from cryptbench.backends.luks import VARIANTS, OptionKind, integrity_detail
+from cryptbench.backends.dm_table import integrity_detail
+from cryptbench.backends.luks_variants import VARIANTS
+from cryptbench.model.option_kinds import OptionKind
 from cryptbench.model.result import Document, TargetInfo
 from cryptbench.report import answer_console, console
 from cryptbench.store.database import MetricValue, Store, TrialRecord

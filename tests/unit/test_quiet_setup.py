@@ -6,7 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent.parent
+from tests.support.paths import REPO
+
 QUIETLY = REPO / "scripts" / "quietly.sh"
 
 

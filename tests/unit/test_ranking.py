@@ -7,7 +7,6 @@ import copy
 import dataclasses
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,9 @@ from cryptbench.stats import estimates
 from cryptbench.stats.stopping import RankingGroups, contenders
 from tests.support.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
 from tests.support.bootstrap_spy import spy_on_bootstrap
+from tests.support.paths import TESTS
 
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+DOCS = TESTS / "fixtures" / "documents"
 
 
 def _doc(name: str) -> dict:

@@ -18,8 +18,10 @@ import pytest
 
 from cryptbench.analysis import option_effects
 from cryptbench.backends import REGISTRY
-from cryptbench.backends.luks import SECTOR_SIZE, VARIANTS, LuksBackend, OptionKind, Variant
+from cryptbench.backends.luks import LuksBackend
+from cryptbench.backends.luks_variants import SECTOR_SIZE, VARIANTS, Variant
 from cryptbench.model.errors import UnavailableError
+from cryptbench.model.option_kinds import OptionKind
 from cryptbench.model.result import TargetInfo
 from tests.support.documents import plan_with
 

@@ -22,8 +22,9 @@ from cryptbench.engines.metric_catalog import info
 from cryptbench.measure.cpu import CpuUsage
 from cryptbench.model.errors import TrialError
 from cryptbench.trial.figures import app_metrics
+from tests.support.paths import TESTS
 
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "fio" / "responsiveness.json"
+FIXTURE = TESTS / "fixtures" / "fio" / "responsiveness.json"
 
 
 def _job(tmp_path: Path, direct_bulk: bool = False) -> dict[str, dict[str, str]]:

@@ -11,8 +11,9 @@ import pytest
 
 from cryptbench.model.result import Document
 from cryptbench.model.stored_run import RunPlan
+from tests.support.paths import TESTS
 
-DOCS = sorted((Path(__file__).parent.parent / "fixtures" / "documents").glob("*.json"))
+DOCS = sorted((TESTS / "fixtures" / "documents").glob("*.json"))
 
 
 def _indent(text: str) -> int:

@@ -25,8 +25,9 @@ from cryptbench.planning.suite import WorkloadSpec
 from cryptbench.store.database import Store
 from cryptbench.trial import runner
 from cryptbench.trial.context import TrialContext, TrialSpec
+from tests.support.paths import TESTS
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "fio"
+FIXTURES = TESTS / "fixtures" / "fio"
 WRITE = WorkloadSpec("seq1m-q8-write", "write", 1 << 20, 8)
 READ = WorkloadSpec("rnd4k-q32-read", "randread", 4096, 32)
 SIZE = 16 << 20

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from cryptbench.model.result import Document
 from cryptbench.report import screens
+from tests.support.paths import TESTS
 
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+DOCS = TESTS / "fixtures" / "documents"
 NAMES = sorted(p.stem for p in DOCS.glob("*.json"))
 WIDTHS = (80, 120)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +15,9 @@ from rich.console import Console
 from cryptbench.model.result import Document
 from cryptbench.model.stack import Layer, LayerKind, Stack
 from cryptbench.report import export_html, export_markdown, screens
+from tests.support.paths import TESTS
 
-DOC = json.loads((Path(__file__).parent.parent / "fixtures" / "documents" / "default-run.json").read_text())
+DOC = json.loads((TESTS / "fixtures" / "documents" / "default-run.json").read_text())
 SAID = (
     "Your scratch space is on dm-crypt (aes-xts-plain64, 512-bit key): plain here is encrypted; "
     "each figure is the cost of adding a layer to it."

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests import time_budget
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent.parent
 RECORD = {
     "wall": 2450.0,
     "tests": {

@@ -26,9 +26,10 @@ from cryptbench.trial import amount, sizing
 from cryptbench.trial.amount import TrialSize
 from cryptbench.trial.context import NullProgress, TrialContext
 from cryptbench.trial.sizing import MARGIN, MAX_PASSES, calibrate, passes_for, within_budget
+from tests.support.paths import TESTS
 from tests.support.sessions import scratch_session
 
-FIXTURE = json.loads((Path(__file__).parent.parent / "fixtures/fio/rnd4k-q32-read-direct.json").read_text())
+FIXTURE = json.loads((TESTS / "fixtures/fio/rnd4k-q32-read-direct.json").read_text())
 SIZE = 64 << 20
 SEQ_READ = WorkloadSpec("seq-read", "read", 1 << 20, 8)
 SEQ_WRITE = WorkloadSpec("seq-write", "write", 1 << 20, 8)

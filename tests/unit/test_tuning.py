@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import io
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +15,9 @@ from rich.console import Console
 from cryptbench.analysis import tuning
 from cryptbench.model.result import Document
 from cryptbench.report import answer_console
+from tests.support.paths import TESTS
 
-DOC_DIR = Path(__file__).parent.parent / "fixtures" / "documents"
+DOC_DIR = TESTS / "fixtures" / "documents"
 DOC = json.loads((DOC_DIR / "luks-tuning-lab.json").read_text())
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +13,9 @@ import pytest
 from cryptbench.analysis import warning_rules
 from cryptbench.model.result import Document
 from cryptbench.model.warning_kinds import RunWarning, WarningKind
+from tests.support.paths import TESTS
 
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+DOCS = TESTS / "fixtures" / "documents"
 
 
 def test_every_kind_has_its_rule_and_find_calls_every_rule(monkeypatch: pytest.MonkeyPatch) -> None:

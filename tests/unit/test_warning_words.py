@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from cryptbench.analysis import warning_rules as rules
 from cryptbench.model.result import Document, Result
 from cryptbench.model.warning_kinds import RunWarning
 from cryptbench.store.rows import TrialRow
+from tests.support.paths import TESTS
 
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
+DOCS = TESTS / "fixtures" / "documents"
 Raw = dict[str, Any]
 SIZE = 67108864  # bytes: default-run.json's plan.size
 

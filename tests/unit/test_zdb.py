@@ -18,8 +18,9 @@ from cryptbench.model.vocabulary import Verdict
 from cryptbench.protection import zdb
 from cryptbench.protection.probes import decide_sizes
 from cryptbench.protection.sight import Entry, look
+from tests.support.paths import TESTS
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "zdb"
+FIXTURES = TESTS / "fixtures" / "zdb"
 PROBE = ".cryptbench-protection-0a1b2c3d4e5f"
 TOKEN = "cbname00112233445566778899"
 

@@ -10,7 +10,8 @@ usual explanation for that kind of option (docs/methodology.md, "Options").
 from __future__ import annotations
 
 from cryptbench.analysis.speed_change import speed_change
-from cryptbench.backends.luks import VARIANTS, OptionKind
+from cryptbench.backends.luks_variants import VARIANTS
+from cryptbench.model.option_kinds import OptionKind
 from cryptbench.model.result import Comparison, ComparisonKind, Document, TargetInfo
 
 SHOWN = 3  # workloads named with their figures per sentence; the rest counted

@@ -19,9 +19,9 @@ import statistics
 from dataclasses import dataclass
 
 from cryptbench.analysis.speed_change import change_words, percent, significant, speed_change
-from cryptbench.backends.luks import (
+from cryptbench.backends.dm_kernel import HIGH_PRIORITY_KERNEL
+from cryptbench.backends.luks_variants import (
     HIGH_PRIORITY,
-    HIGH_PRIORITY_KERNEL,
     NO_READ_QUEUE,
     NO_WRITE_QUEUE,
     SUBMIT_FROM_CRYPT_CPUS,

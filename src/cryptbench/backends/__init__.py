@@ -77,7 +77,7 @@ __all__ = ["DEFAULT", "REGISTRY", "Availability", "Backend", "DirectIO", "Helper
 
 def helper_programs() -> frozenset[str]:
     """The programs the backends start with paths in a run directory as arguments
-    (Backend.programs): what recovery after a SIGKILL looks for, with resources.CORE_HELPERS."""
+    (Backend.programs): what recovery after a SIGKILL looks for, with recovery.CORE_HELPERS."""
     return frozenset(p for b in REGISTRY.values() for p in b.programs)
 
 

@@ -159,7 +159,7 @@ class Backend(ABC):
     # The cipher it runs; None for a layer without one.
     cipher_use: CipherUse | None = None
     # The programs it starts with paths in its run directory as arguments, beyond the
-    # ones every target's stack uses (resources.CORE_HELPERS): after a SIGKILL, recovery
+    # ones every target's stack uses (recovery.CORE_HELPERS): after a SIGKILL, recovery
     # stops them before it unmounts (backends.helper_programs()).
     programs: ClassVar[tuple[str, ...]] = ()
     # Why it writes a file only from its start to its end (no write at another offset, no

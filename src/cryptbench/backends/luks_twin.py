@@ -13,14 +13,14 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from cryptbench.backends.luks import (
+from cryptbench.backends.luks import LuksBackend
+from cryptbench.backends.luks_variants import (
     ADIANTUM,
     AES_XTS,
     HIGH_PRIORITY,
     NO_READ_QUEUE,
     NO_WRITE_QUEUE,
     SUBMIT_FROM_CRYPT_CPUS,
-    LuksBackend,
     Variant,
 )
 from cryptbench.model.errors import UsageError

@@ -46,17 +46,11 @@ from cryptbench.backends.base import (
     TargetSpec,
     target_dir,
 )
+from cryptbench.backends.dm_kernel import device_mapper_missing
 from cryptbench.backends.ext4image import preallocate
 from cryptbench.backends.filesystem import loop_device, probe_loop
-from cryptbench.backends.luks import (
-    AES_XTS,
-    LUKS2_HEADER,
-    PLAIN_LUKS,
-    SECTOR_SIZE,
-    VARIANTS,
-    device_mapper_missing,
-    opened,
-)
+from cryptbench.backends.luks import LUKS2_HEADER, opened
+from cryptbench.backends.luks_variants import AES_XTS, PLAIN_LUKS, SECTOR_SIZE, VARIANTS
 from cryptbench.machine import keys
 from cryptbench.machine.interrupts import signals_blocked
 from cryptbench.machine.resources import ZfsPool
@@ -146,7 +140,7 @@ def zfs_missing(modules: Path = Path("/proc/modules")) -> str | None:
 
 def pool_name(session: Session, spec: TargetSpec, n: str) -> str:
     # Pool names are global, as device-mapper names: the run directory's name makes ours
-    # unique and tells `cleanup` whose they are (resources.sweep).
+    # unique and tells `cleanup` whose they are (recovery.sweep).
     return f"cryptbench-{session.run_dir.name}-{spec.slug}-{n}"
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from cryptbench.machine import keys, resources
+from cryptbench.machine import keys, recovery, resources
 from cryptbench.machine.interrupts import signals_blocked
 from cryptbench.machine.resources import Mount, Resource, SecretDir, SecretFile
 from cryptbench.machine.system import mounts_under, run_cmd
@@ -385,7 +385,7 @@ def candidate_run_dirs(targets: list[Path], registry: Path | None = None) -> lis
 
 
 def recover(
-    run_dir: Path, registry: Path | None = None, programs: frozenset[str] = resources.CORE_HELPERS
+    run_dir: Path, registry: Path | None = None, programs: frozenset[str] = recovery.CORE_HELPERS
 ) -> list[str] | None:
     """Tear down what a dead run left: first the helpers among `programs` still at work in
     it, then what its journal names, then what lies where a run's resources lie. None if
@@ -411,14 +411,14 @@ def recover(
         with signals_blocked():
             # Helpers first: a mount or losetup a dead run had started may
             # still complete, and fio or a daemon keep mounts busy.
-            messages.extend(resources.stop_processes_using(run_dir, programs))
+            messages.extend(recovery.stop_processes_using(run_dir, programs))
             for rid in sorted(acquired, reverse=True):
                 msg = acquired[rid].release()
                 if msg:
                     messages.append(msg)
             # Whatever the journal could not name (a kill between a helper
             # starting and its journal line) is found by where it lives.
-            messages.extend(resources.sweep(run_dir, keys.secret_dirs_of(run_dir.name)))
+            messages.extend(recovery.sweep(run_dir, keys.secret_dirs_of(run_dir.name)))
             _remove_run_dir(run_dir)
             reg = registry if registry is not None else state_dir() / "sessions"
             (reg / f"{run_dir.name}.path").unlink(missing_ok=True)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import psutil
 
+from cryptbench.backends.dm_table import table_options
 from cryptbench.backends.fscrypt import FS_IOC_GET_ENCRYPTION_POLICY_EX
-from cryptbench.backends.luks import table_options
 from cryptbench.machine.system import MountInfo, is_root, mount_holding, mountinfo, run_cmd
 from cryptbench.model.errors import CryptbenchError, ProvisionError, UsageError
 from cryptbench.model.stack import Layer, LayerKind, Stack

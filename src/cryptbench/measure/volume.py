@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptbench.backends.luks import table_options
+from cryptbench.backends.dm_table import table_options
 from cryptbench.machine.system import is_root
 from cryptbench.measure.fuse_volume import FuseVolume, fuse_volume
 from cryptbench.measure.stack import SECTOR, Reader

@@ -11,7 +11,7 @@ from pathlib import Path
 from cryptbench.backends import REGISTRY, DirectIO, Target, helper_programs
 from cryptbench.cipher import kernel
 from cryptbench.engines.apps import AppWorkload
-from cryptbench.machine import resources
+from cryptbench.machine import recovery
 from cryptbench.machine.interrupts import signals_blocked
 from cryptbench.machine.session import MARKER, Session, candidate_run_dirs, recover, scratch_root
 from cryptbench.model.errors import ProvisionError
@@ -26,7 +26,7 @@ def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str
     """Tear down what dead runs left in these scratch spaces (their lock is free), and
     loop devices over files of run directories that are gone; what was removed, in words."""
     messages: list[str] = []
-    programs = resources.CORE_HELPERS | helper_programs()
+    programs = recovery.CORE_HELPERS | helper_programs()
     for run_dir in candidate_run_dirs(targets, registry):
         done = recover(run_dir, registry, programs)
         if done:
@@ -35,7 +35,7 @@ def recover_stale(targets: list[Path], registry: Path | None = None) -> list[str
         root = scratch_root(target)
         if (root / MARKER).is_file():  # only a scratch root cryptbench made
             with signals_blocked():
-                messages.extend(resources.detach_orphans(root))
+                messages.extend(recovery.detach_orphans(root))
     return messages
 
 

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cryptbench.backends.luks import table_options
+from cryptbench.backends.dm_table import table_options
 from cryptbench.machine.interrupts import signals_blocked
 from cryptbench.machine.keys import read_private_file
 from cryptbench.machine.resources import SHADOW_INFIX, DmShadow, request_key

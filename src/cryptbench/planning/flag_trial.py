@@ -16,13 +16,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptbench.backends.luks import (
+from cryptbench.backends.dm_kernel import dm_target_version, high_priority_missing
+from cryptbench.backends.luks_variants import (
     HIGH_PRIORITY,
     NO_READ_QUEUE,
     NO_WRITE_QUEUE,
     SUBMIT_FROM_CRYPT_CPUS,
-    dm_target_version,
-    high_priority_missing,
 )
 
 SAME_CPU = "same_cpu_crypt"
