@@ -14,14 +14,14 @@ part of `make test` (minutes to an hour, by the modules asked):
     .venv/bin/python benchmarks/mutation.py --modules stats,analysis/ranking.py
     .venv/bin/python benchmarks/mutation.py --survivors           # and list what survived
     .venv/bin/python benchmarks/mutation.py --modules analysis/ranking.py \
-        --tests tests/unit/test_ranking.py,tests/unit/test_answer_console.py   # faster, fewer tests
+        --tests tests/unit/analysis/test_ranking.py,tests/unit/report/test_answer_console.py  # fewer
 
 A narrower --tests runs faster (a module that many golden tests reach runs all of them
 per mutant), but its score is a floor: a mutant that survives it may still be killed by
 a test left out, so its survivors are run again against tests/unit (`--recheck`).
 
 The smoke mode (--smoke) mutates one small module against its own test file, so that
-`make test` can hold the script to working (tests/unit/test_benchmarks_compute.py).
+`make test` can hold the script to working (tests/unit/support/test_benchmarks_compute.py).
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ DECIDING = (
 )
 # 54 mutants, with every status a real pass reports (killed, survived, no tests): `--smoke`
 # took 28 s here, against 72 s for model/units.py's 191 mutants, one after the other beside a lab guest
-SMOKE = ("measure/device.py", "tests/unit/test_device.py")
-SCHEMA_TEXT = "tests/unit/test_json_schema.py::test_the_shipped_schema_is_the_generated_one"
+SMOKE = ("measure/device.py", "tests/unit/measure/test_device.py")
+SCHEMA_TEXT = "tests/unit/report/test_json_schema.py::test_the_shipped_schema_is_the_generated_one"
 # this script's own smoke, which copies the tree from git: the mutants' copy is no repository
-MUTATION_SMOKE = "tests/unit/test_benchmarks_compute.py::test_the_benchmark_runs[mutation.py]"
+MUTATION_SMOKE = "tests/unit/support/test_benchmarks_compute.py::test_the_benchmark_runs[mutation.py]"
 
 
 def _source(module: str) -> str:

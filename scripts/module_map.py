@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "cryptbench"
-# The layers' order, as tests/unit/test_layers.py holds them (it checks this list too).
+# The layers' order, as tests/unit/project/test_layers.py holds them (it checks this list too).
 ORDER = [
     "model",
     "suites",

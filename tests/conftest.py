@@ -30,7 +30,7 @@ from tests.support.leaks import (
 from tests.support.reliability import FIGURES
 
 # The kernel lab's stand-ins and background boot (tests/lab_plugin.py); pytester runs
-# the stand-ins in a pytest of their own (tests/unit/test_lab_stand_ins.py).
+# the stand-ins in a pytest of their own (tests/unit/support/test_lab_stand_ins.py).
 pytest_plugins = ["pytester", "tests.lab_plugin"]
 
 # Property tests run the same examples every time (CI must not turn red by

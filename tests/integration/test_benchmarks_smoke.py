@@ -1,6 +1,6 @@
 """Every script in benchmarks/ that runs the tool on targets runs, in its tiny smoke mode
 (tests/support/benchmark_smoke.py); those that compute only run with the unit tests
-(tests/unit/test_benchmarks_compute.py)."""
+(tests/unit/support/test_benchmarks_compute.py)."""
 
 # Over 60 s of make test (224 s in the fresh-clone run of 6754047, 2026-11-29): every
 # script in benchmarks/ that runs the tool, end to end in its smoke mode, each with real

@@ -35,7 +35,7 @@ TOPS: dict[str, list[tuple[LayerKind, str | None, bool | None]]] = {
     "cryfs": [(LayerKind.FUSE, "cryfs", True), (LayerKind.FILESYSTEM, None, False)],
     "encfs": [(LayerKind.FUSE, "encfs", True), (LayerKind.FILESYSTEM, None, False)],
     # whether its remote is a crypt one is in the config file its daemon names, which
-    # cryptbench wipes once the mount is up (a user's stays: tests/unit/test_stack.py)
+    # cryptbench wipes once the mount is up (a user's stays: tests/unit/measure/test_stack.py)
     "rclone-crypt": [(LayerKind.FUSE, "rclone", None)],
 }
 

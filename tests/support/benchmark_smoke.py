@@ -2,7 +2,7 @@
 break unseen (fidelity.py once stopped with a TypeError for weeks: nothing ran it).
 Their figures at these sizes mean nothing; only that each runs to the end and prints
 its table. The scripts that compute only (COMPUTE_ONLY) run with the unit tests
-(tests/unit/test_benchmarks_compute.py), the ones that run the tool on targets with
+(tests/unit/support/test_benchmarks_compute.py), the ones that run the tool on targets with
 the integration tests (tests/integration/test_benchmarks_smoke.py)."""
 
 from __future__ import annotations

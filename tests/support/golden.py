@@ -1,7 +1,7 @@
 """What every renderer prints for the documents recorded by real runs
 (tests/fixtures/documents), kept byte for byte in tests/golden/outputs/ and checked by
-tests/unit/test_golden_outputs.py, and the fio job files cryptbench writes, kept in
-tests/golden/ and checked by tests/unit/test_jobs.py. The tests only read the files.
+tests/unit/project/test_golden_outputs.py, and the fio job files cryptbench writes, kept in
+tests/golden/ and checked by tests/unit/engines/test_jobs.py. The tests only read the files.
 After a change of output that is meant, write them again with this module, which
 prints the diff (nothing else writes them):
     .venv/bin/python -m tests.support.golden

@@ -4,7 +4,7 @@ renderer reads.
 Its JSON form is the contract of `--json` and `show --json` (docs/architecture.md
 lists its keys): `to_json()` writes the keys in the order they have always had, and
 `from_json(d).to_json() == d` for every document this version writes
-(tests/unit/test_result_model.py checks it on the recorded ones).
+(tests/unit/model/test_result.py checks it on the recorded ones).
 
 The types: `Document`, `TargetInfo`, `Result`, `Comparison`, `RunWarning`, `QdCurve`,
 `Stopping` with its `Answer`s, `DeviceWrites`, `TrialCounts`, `EfficiencyRow` (with its

@@ -298,7 +298,7 @@ def outliers(values: list[float]) -> list[int]:
 DRIFT_P = 0.01  # Spearman's test across trial order
 DRIFT_MIN_SAMPLES = 6
 DRIFT_MIN_CHANGE = 0.10  # fraction of the median, first trial to last along the trend
-BIMODAL_MIN_SAMPLES = 10  # fewer split normal samples too often (tests/unit/test_stats.py counts)
+BIMODAL_MIN_SAMPLES = 10  # fewer split normal samples too often (tests/unit/stats/test_estimates.py counts)
 BIMODAL_MIN_GROUP = 3  # values on each side of the gap, and at least a fifth of them
 BIMODAL_MIN_GAP = 0.10  # fraction of the median
 

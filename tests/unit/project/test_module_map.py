@@ -1,7 +1,7 @@
 """scripts/module_map.py, the code map's module reference (docs/architecture.md links
 to it instead of keeping a copy that drifts): every module has a docstring whose first
 sentence says its job, and the script lists every module, in the layers' order that
-tests/unit/test_layers.py holds."""
+tests/unit/project/test_layers.py holds."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.support.paths import REPO
-from tests.unit.test_layers import LAYERS
+from tests.unit.project.test_layers import LAYERS
 
 ROOT = REPO
 SCRIPT = ROOT / "scripts" / "module_map.py"

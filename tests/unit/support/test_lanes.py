@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import REPO
+
 INNER = Path(__file__).resolve().parent / "lanes_inner.py"
-REPO = INNER.parent.parent.parent
 LANES = REPO / "scripts" / "test_lanes.sh"
 
 
@@ -22,7 +23,7 @@ def test_a_timed_test_leaves_sched_idle_for_its_length(tmp_path: Path) -> None:
     ids = [f"{INNER}::test_inner_timed", f"{INNER}::test_inner_untimed"]
     done = subprocess.run(
         ["chrt", "--idle", "0", sys.executable, "-m", "pytest", *args, *ids],
-        cwd=INNER.parent.parent.parent,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,

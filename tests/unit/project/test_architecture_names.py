@@ -23,7 +23,7 @@ DOTTED = re.compile(r"^([A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)+$")
 CONSTANT = re.compile(r"^_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$|^_?[A-Z]{4,}$")
 CLASS = re.compile(r"^[A-Z][a-z]+(?:[A-Z][a-z]+)+$")
 # Words a recipe writes for the reader to fill in, and files a run makes, not the tree.
-PLACEHOLDER = re.compile(r"NAME|KIND|FILE|DIR|\bX\b|<|journal\.jsonl|test-output|build/")
+PLACEHOLDER = re.compile(r"NAME|KIND|FILE|DIR|ASPECT|\bX\b|<|journal\.jsonl|test-output|build/")
 
 
 @cache

@@ -1,4 +1,4 @@
-"""The inner half of tests/unit/test_lanes.py, which runs these two in a pytest of their
+"""The inner half of tests/unit/support/test_lanes.py, which runs these two in a pytest of their
 own under SCHED_IDLE (the name keeps them out of every other collection)."""
 
 from __future__ import annotations

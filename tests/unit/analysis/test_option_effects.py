@@ -1,7 +1,7 @@
 """A variant (one LUKS option changed) against the target it varies: the document's
 `variant` comparisons, the report's rows and table, and the diagnosis's sentences
 (analysis/option_effects.py). A real store with synthetic trials: the arithmetic and
-the words; the same on a run recorded in the kernel lab is in test_luks_tuning_lab.py."""
+the words; the same on a run recorded in the kernel lab is in test_option_effects_lab.py."""
 
 from __future__ import annotations
 
