@@ -7,5 +7,3 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]  # tests/
 REPO = TESTS.parent  # the checkout
-FIXTURES = TESTS / "fixtures"  # what real programs printed here
-DOCUMENTS = FIXTURES / "documents"  # result documents recorded by real runs
