@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,10 +18,13 @@ from tests import kernel_lab
 
 # In the kernel lab's guest, starting a Python that imports cryptbench takes tens of seconds
 # of emulated CPU: test_backends_says_io_max_is_used, one `cryptbench backends`, took 30 s
-# in make test's time table at c2486be. The commands that only read, list or tear down (no
-# trial, nothing a test signals) run there through the same main() in the test's own
-# process; their start as a process of their own is tested on the host.
-IN_PROCESS_IN_GUEST = frozenset({"backends", "cleanup", "show", "stack"})
+# in make test's time table at c2486be. So the commands a guest test runs to completion
+# (`run` among them: its trials are fio's and the helpers' processes either way) run there
+# through the same main() in the test's own process; their start as a process of their
+# own, and every command a test signals (a Popen of argv(), never cli()), is tested on the
+# host. main() restores the signal handlers it installs and reads the environment when
+# called, which in_process sets.
+IN_PROCESS_IN_GUEST = frozenset({"backends", "cleanup", "run", "show", "stack"})
 
 
 def argv(*args: str) -> list[str]:
@@ -49,6 +53,7 @@ def in_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
 
     out, err = io.StringIO(), io.StringIO()
     saved = os.environ.copy()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     if env is not None:
         os.environ.clear()
         os.environ.update(env)
@@ -61,6 +66,9 @@ def in_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
     finally:
         os.environ.clear()
         os.environ.update(saved)
+    # A handler left behind would take the next test's Ctrl-C, or the guest's SIGTERM.
+    left = [s.name for s, h in handlers.items() if signal.getsignal(s) is not h]
+    assert not left, f"cryptbench {' '.join(args)} left its own handler for {', '.join(left)}"
     return subprocess.CompletedProcess(argv(*args), status, out.getvalue(), err.getvalue())
 
 

@@ -1,6 +1,7 @@
 """tests/support/cli.py's in-process command line, which the kernel lab's guest uses for
-the commands that only read, list or tear down: it must answer exactly as the command's
-own process does, and be taken only there and only for those commands."""
+the commands its tests run to completion: it must answer exactly as the command's own
+process does, leave this process's environment and signal handlers as they were, and be
+taken only there and only for those commands."""
 
 from __future__ import annotations
 
@@ -39,6 +40,24 @@ def test_in_process_runs_with_the_environment_given_and_restores_ours(tmp_path: 
     assert dict(support.os.environ) == before
 
 
+def test_in_process_fails_when_the_command_leaves_a_signal_handler_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cryptbench import cli as entry
+
+    def leaves_one(argv: list[str]) -> int:
+        support.signal.signal(support.signal.SIGTERM, lambda *_: None)
+        return 0
+
+    before = support.signal.getsignal(support.signal.SIGTERM)
+    monkeypatch.setattr(entry, "main", leaves_one)
+    try:
+        with pytest.raises(AssertionError, match="SIGTERM"):
+            support.in_process("run")
+    finally:
+        support.signal.signal(support.signal.SIGTERM, before)
+
+
 def _recorder(calls: list[tuple[str, ...]]) -> object:
     def run(argv: list[str], **_kw: object) -> subprocess.CompletedProcess[str]:
         calls.append(tuple(argv[3:]))
@@ -57,6 +76,6 @@ def test_only_the_guest_and_only_those_commands_skip_the_process(monkeypatch: py
     for name in sorted(support.IN_PROCESS_IN_GUEST):
         assert support.cli(name, "--no-such-flag").returncode == 2  # main() said so, here
     assert calls == [("show", "--no-such-flag")]
-    for name in ("run", "suites"):  # a run, and any command not named, is a process of its own
+    for name in ("selftest", "suites"):  # any command not named is a process of its own
         support.cli(name, "--no-such-flag")
         assert calls[-1] == (name, "--no-such-flag")
