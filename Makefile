@@ -53,14 +53,14 @@ lint-steps:
 	$(VENV)/bin/mypy
 
 # Timed as a whole, set-up included, and phase by phase: the table of where the time
-# went ends the output and stays in build/test-times.txt (tests/time_budget.py).
+# went ends the output and stays in build/test-times.txt (tests/support/time_budget.py).
 PHASES := build/test-phases.tsv
 TIMES  := build/pytest-times.json
 test:
 	@start=$$(date +%s); mkdir -p build; rm -f $(PHASES) build/pytest-times*.json; \
 	$(MAKE) --no-print-directory test-steps; rc=$$?; total=$$(( $$(date +%s) - start )); \
 	if [ -x $(VENV)/bin/python ]; then \
-		$(VENV)/bin/python -m tests.time_budget $(PHASES) $(TIMES) $$total build/test-times.txt; fi; \
+		$(VENV)/bin/python -m tests.support.time_budget $(PHASES) $(TIMES) $$total build/test-times.txt; fi; \
 	echo "make test: exit $$rc after $$total s in all (set-up, lint and types, tests, kernel lab)"; \
 	exit $$rc
 

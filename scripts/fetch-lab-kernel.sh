@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The kernel lab's second kernel: Debian 13's own (trixie's linux-image-amd64, Linux 6.12),
-# beside the Debian 12 kernel install-system-deps.sh installs (tests/kernel_lab.py).
+# beside the Debian 12 kernel install-system-deps.sh installs (tests/support/kernel_lab.py).
 #
 # Fetched with Debian's own apt from the trixie suite, through a sources list and a lists
 # directory of its own, for the download only: the host's sources, package lists and

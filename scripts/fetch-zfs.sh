@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# OpenZFS for the kernel lab (tests/kernel_lab.py, docs/kernel-lab.md): Debian's own packages,
+# OpenZFS for the kernel lab (tests/support/kernel_lab.py, docs/kernel-lab.md): Debian's own packages,
 # the module built by DKMS against each lab kernel's headers, cached by ZFS version and kernel.
 #
 # ZFS is not in Debian's kernel; Debian packages it in contrib (zfs-dkms, zfsutils-linux and
@@ -39,7 +39,7 @@ if [ "${1:-}" = --where ]; then
     exit 0
 fi
 
-# The lab's kernels: Debian 12's newest image in /boot (tests/kernel_lab.py, KERNELS["6.1"]),
+# The lab's kernels: Debian 12's newest image in /boot (tests/support/kernel_lab.py, KERNELS["6.1"]),
 # and Debian 13's in fetch-lab-kernel.sh's cache (KERNELS["6.12"]), each where it is there.
 declare -A kernel_dir=()  # release -> the unpacked 6.12 kernel's directory ("" for /boot's)
 image=$(find /boot -maxdepth 1 -name 'vmlinuz-6.1.0-*-amd64' | sort -V | tail -n 1)

@@ -10,7 +10,7 @@ packages=(fio gocryptfs fuse3 fscrypt e2fsprogs util-linux util-linux-extra moun
           gcc libc6-dev libssl-dev python3-dev)  # the last four build the C cipher-timing loop
 # `make test` only: the browser test opens the HTML report in headless Chromium;
 # a font so its screenshot shows text, not boxes. The kernel lab
-# (tests/kernel_lab.py) boots Debian 12's own kernel under qemu, with busybox
+# (tests/support/kernel_lab.py) boots Debian 12's own kernel under qemu, with busybox
 # for virtme-ng's initramfs.
 # ecryptfs-utils is for the kernel lab's eCryptfs tests only: its package enables a PAM
 # module (pam-auth-update), a change to a user's login we do not make for `make run`;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One phase of make test, timed: runs the command and appends "WHAT<TAB>SECONDS<TAB>EXIT"
-# to FILE, for the table tests/time_budget.py prints at the end.
+# to FILE, for the table tests/support/time_budget.py prints at the end.
 #   scripts/timed.sh FILE "what the phase is" COMMAND [ARG...]
 set -uo pipefail
 file=$1 what=$2

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from cryptbench.pipeline.provision import recover_stale
-from tests import kernel_lab, time_budget
-from tests.support import fleet_hosts, self_signals
+from tests.support import fleet_hosts, kernel_lab, self_signals, time_budget
 from tests.support.leaks import (
     BESIDE,
     FOUND_AT_START,
@@ -29,9 +28,9 @@ from tests.support.leaks import (
 )
 from tests.support.reliability import FIGURES
 
-# The kernel lab's stand-ins and background boot (tests/lab_plugin.py); pytester runs
+# The kernel lab's stand-ins and background boot (tests/support/lab_plugin.py); pytester runs
 # the stand-ins in a pytest of their own (tests/unit/support/test_lab_stand_ins.py).
-pytest_plugins = ["pytester", "tests.lab_plugin"]
+pytest_plugins = ["pytester", "tests.support.lab_plugin"]
 
 # Property tests run the same examples every time (CI must not turn red by
 # luck) and keep no example database in the work tree. The kernel lab's guest runs none,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import kernel_lab
+from tests.support import kernel_lab
 
 
 def in_a_lab_guest() -> bool:

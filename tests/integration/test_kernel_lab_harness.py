@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import kernel_lab
+from tests.support import kernel_lab
 from tests.support.reliability import count
 
 VICTIM = "tests/harness/guest_dies.py::test_the_guest_powers_off_mid_test"

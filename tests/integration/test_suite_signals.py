@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests import kernel_lab
 from tests.harness.held_up import SAYS
+from tests.support import kernel_lab
 from tests.support.cli import wait_for
 from tests.support.leaks import leftovers
 from tests.support.targets import need_backend, requires_root
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parent.parent.parent
 VICTIMS = "tests/harness/held_up.py"
-LAB_DIRS = Path("/var/tmp")  # where tests/kernel_lab.py makes its working directory
+LAB_DIRS = Path("/var/tmp")  # where tests/support/kernel_lab.py makes its working directory
 INTERRUPTED = 2  # pytest's exit status when stopped (KeyboardInterrupt)
 
 

@@ -1,4 +1,4 @@
-"""Tests that run inside the kernel lab (tests/kernel_lab.py): Debian 12's own
+"""Tests that run inside the kernel lab (tests/support/kernel_lab.py): Debian 12's own
 kernel, with modules, device-mapper, AF_ALG and cgroup v2 only.
 
 Each run stays tiny (one or two workloads, 8 MiB, 2 trials), and tests that only

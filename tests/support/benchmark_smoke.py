@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 from tests.support import fleet_hosts
+from tests.support.paths import REPO
 
-BENCHMARKS = Path(__file__).resolve().parent.parent.parent / "benchmarks"
+BENCHMARKS = REPO / "benchmarks"
 
 # script -> (its tiny arguments, what its output must hold, exit statuses that mean
 # "ran to the end": fidelity.py exits 1 when a ratio misses its target, which at these

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import kernel_lab
+from tests.support import kernel_lab
 
 # In the kernel lab's guest, starting a Python that imports cryptbench takes tens of seconds
 # of emulated CPU: test_backends_says_io_max_is_used, one `cryptbench backends`, took 30 s

@@ -9,8 +9,9 @@ from pathlib import Path
 from cryptbench.model.result import Document
 from cryptbench.planning.plan import Plan, build_plan
 from cryptbench.planning.request import RunRequest
+from tests.support.paths import TESTS
 
-DOCUMENTS = Path(__file__).parents[1] / "fixtures" / "documents"  # JSON documents run printed
+DOCUMENTS = TESTS / "fixtures" / "documents"  # JSON documents run printed
 
 
 def doc_with(protection: dict[str, dict[str, object]]) -> Document:

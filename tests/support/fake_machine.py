@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from cryptbench.measure.stack import Reader
+from tests.support.paths import TESTS
 
-TABLES = Path(__file__).parent.parent / "fixtures" / "dmsetup"
+TABLES = TESTS / "fixtures" / "dmsetup"
 
 
 def recorded_table(kernel: str, flags: str) -> str:

@@ -30,9 +30,10 @@ from cryptbench.engines.jobs import JobOptions, render_job, render_layout
 from cryptbench.model.result import Document
 from cryptbench.planning.suite import load_suite
 from cryptbench.report import charts, export_html, export_markdown, screens
+from tests.support.paths import REPO, TESTS
 
-DOCS = Path(__file__).parent.parent / "fixtures" / "documents"
-GOLDEN = Path(__file__).parent.parent / "golden" / "outputs"
+DOCS = TESTS / "fixtures" / "documents"
+GOLDEN = TESTS / "golden" / "outputs"
 NAMES = sorted(p.stem for p in DOCS.glob("*.json"))
 
 
@@ -150,7 +151,7 @@ def write() -> int:
         if same(kind, text, old):
             continue
         changed += 1
-        rel = path.relative_to(GOLDEN.parent.parent.parent)
+        rel = path.relative_to(REPO)
         sys.stdout.writelines(
             difflib.unified_diff(old.splitlines(True), text.splitlines(True), f"a/{rel}", f"b/{rel}")
         )

@@ -14,13 +14,14 @@ import pytest
 
 from cryptbench.backends import REGISTRY, Target, TargetSpec
 from cryptbench.machine.session import Session
+from tests.support.paths import REPO
 
 # Set by .ci/run: a backend whose package scripts/install-system-deps.sh installs must
 # be available, and its test fails instead of skipping. The rule CRYPTBENCH_REQUIRE_LAB
 # applies to the lab, for the host: a skip must not hide a broken install or a broken
 # probe. (What this kernel lacks still skips: the lab runs it.)
 REQUIRE_INSTALLED = os.environ.get("CRYPTBENCH_REQUIRE_INSTALLED") == "1"
-INSTALL_SCRIPT = Path(__file__).resolve().parent.parent.parent / "scripts" / "install-system-deps.sh"
+INSTALL_SCRIPT = REPO / "scripts" / "install-system-deps.sh"
 # Every probe names the package that would mend it: "gocryptfs is not installed (apt-get install gocryptfs)".
 MISSING_PACKAGE = re.compile(r"apt-get install ([\w.+-]+)\)")
 

@@ -64,7 +64,7 @@ def why_missing(release: str | None = None) -> str | None:
 
 def need(release: str | None = None) -> LabZfs:
     """The lab's ZFS, or the test skips saying why (which CRYPTBENCH_REQUIRE_LAB, as CI
-    sets it, turns into a failure: tests/kernel_lab.py)."""
+    sets it, turns into a failure: tests/support/kernel_lab.py)."""
     found = find(release)
     if found is None:
         pytest.skip(why_missing(release) or "")

@@ -59,3 +59,10 @@ def test_a_test_named_after_no_module_is_caught() -> None:
     assert subject(UNIT / "test_adaptive.py") is not None
     assert subject(UNIT / "nowhere" / "test_x.py") is not None
     assert subject(UNIT / "project" / "test_anything.py") is None
+
+
+ROOT_FILES = {"__init__.py", "conftest.py"}  # what tests/ itself holds: the rest is in a folder
+
+
+def test_test_infrastructure_is_under_tests_support_not_at_the_root() -> None:
+    assert sorted(p.name for p in TESTS.glob("*.py") if p.name not in ROOT_FILES) == []

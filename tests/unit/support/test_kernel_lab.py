@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import kernel_lab
+from tests.support import kernel_lab
 
 
 def _line(nodeid: str, when: str, outcome: str, longrepr: str = "", **extra: object) -> str:
@@ -129,7 +129,7 @@ def test_a_guest_that_cannot_see_the_checkout_says_so_before_python_and_the_lab_
     tmp_path: Path,
 ) -> None:
     lines = kernel_lab.guest_script(tmp_path, ["tests/lab/test_x.py::test_y"]).splitlines()
-    check = lines.index(f"if [ ! -e {kernel_lab.REPO / 'tests' / 'kernel_lab.py'} ]; then")
+    check = lines.index(f"if [ ! -e {kernel_lab.REPO / 'tests' / 'support' / 'kernel_lab.py'} ]; then")
     said = lines[check + 1].strip()
     assert said.startswith(
         f"echo '{kernel_lab.CANNOT_RUN}the guest cannot see this checkout ({kernel_lab.REPO})"
@@ -174,7 +174,7 @@ def test_the_vng_command_names_the_accelerator_and_the_disk(tmp_path: Path) -> N
 def test_the_guest_reads_code_through_a_cached_mount_of_the_host(tmp_path: Path) -> None:
     """vng's 9p root has no page cache: the guest mounts the host's tree again, read-only,
     with one, binds it over where code comes from before it starts Python, and keeps what
-    Python reads resident (tests/lab_resident.py)."""
+    Python reads resident (tests/support/lab_resident.py)."""
     argv = kernel_lab.vng_command("/boot/vmlinuz-6.1.0-56-amd64", "tcg", tmp_path, tmp_path / "d.img", "true")
     opts = next(a for a in argv if a.startswith("--qemu-opts="))
     assert "path=/,security_model=none,readonly=on" in opts
@@ -193,15 +193,15 @@ def test_the_guest_reads_code_through_a_cached_mount_of_the_host(tmp_path: Path)
     assert [lines[lines.index(f"  {b}") - 1] for b in binds] == [f"  mkdir -p {d}" for d in dirs]
     first_python = next(i for i, line in enumerate(lines) if sys.executable in line)
     assert mount < max(lines.index(f"  {b}") for b in binds) < first_python
-    assert "-m tests.lab_resident" in lines[first_python] and lines[first_python].endswith("&")
+    assert "-m tests.support.lab_resident" in lines[first_python] and lines[first_python].endswith("&")
 
 
 def test_only_the_labs_own_guest_keeps_code_resident(tmp_path: Path) -> None:
-    """tests/lab_resident.py imports what a cryptbench start imports: the lab's guest, whose
+    """tests/support/lab_resident.py imports what a cryptbench start imports: the lab's guest, whose
     trials drop the caches, needs it; a host test's own guest (the harness's) is spared it."""
     ids = ["tests/lab/test_x.py::test_y"]
-    assert "-m tests.lab_resident " in kernel_lab.guest_script(tmp_path, ids)
-    assert "-m tests.lab_resident" not in kernel_lab.guest_script(tmp_path, ids, resident=False)
+    assert "-m tests.support.lab_resident " in kernel_lab.guest_script(tmp_path, ids)
+    assert "-m tests.support.lab_resident" not in kernel_lab.guest_script(tmp_path, ids, resident=False)
     assert kernel_lab.Background(ids).resident and not kernel_lab.Background(ids, resident=False).resident
 
 

@@ -1,4 +1,4 @@
-"""The kernel lab's keeper of Python's code (tests/lab_resident.py) finds what a start
+"""The kernel lab's keeper of Python's code (tests/support/lab_resident.py) finds what a start
 of `cryptbench` reads: the interpreter's mapped libraries and every module's bytecode."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import cryptbench.cli
-from tests import lab_resident
+from tests.support import lab_resident
 
 
 def test_the_files_are_the_modules_and_the_mapped_libraries() -> None:

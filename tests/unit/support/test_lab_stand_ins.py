@@ -1,4 +1,4 @@
-"""The kernel lab's stand-ins (tests/kernel_lab.py, tests/lab_plugin.py) in a pytest of
+"""The kernel lab's stand-ins (tests/support/kernel_lab.py, tests/support/lab_plugin.py) in a pytest of
 their own, each of their branches: a guest whose tests passed, failed, skipped or never
 reported; a lab that could not boot; a guest stopped at the time limit, dead before
 pytest's last line, or panicking after it; and CRYPTBENCH_REQUIRE_LAB turning a skip
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests import kernel_lab
+from tests.support import kernel_lab
 
 TESTS = """
 import pytest
@@ -56,7 +56,7 @@ def _guest(returncode: int | None = 0, pytest_exit: int | None = 0) -> kernel_la
 
 @pytest.fixture
 def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    pytester.makeconftest('pytest_plugins = ["tests.lab_plugin"]')
+    pytester.makeconftest('pytest_plugins = ["tests.support.lab_plugin"]')
     pytester.makepyfile(test_inner=TESTS)
     monkeypatch.setattr(kernel_lab, "REQUIRE", False)
     return pytester
@@ -249,7 +249,7 @@ def test_collecting_boots_nothing(inner: pytest.Pytester, monkeypatch: pytest.Mo
 
 OWNER = """
 import pytest
-from tests import kernel_lab
+from tests.support import kernel_lab
 
 VICTIM = "tests/harness/x.py::test_victim"
 

@@ -1,4 +1,4 @@
-"""The table of where make test's time went (tests/time_budget.py): each phase, the
+"""The table of where make test's time went (tests/support/time_budget.py): each phase, the
 tests split by kind with the slowest integration modules, the kernel lab's own
 accounting, from the files make test and the host's pytest write."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import time_budget
+from tests.support import time_budget
 from tests.support.paths import REPO
 
 RECORD = {
@@ -85,7 +85,7 @@ def test_the_command_joins_make_tests_phases_and_pytests_record(tmp_path: Path) 
     out = tmp_path / "build" / "test-times.txt"
     files = [str(tmp_path / n) for n in ("phases.tsv", "times.json")]
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.time_budget", *files, "2552", str(out)],
+        [sys.executable, "-m", "tests.support.time_budget", *files, "2552", str(out)],
         cwd=REPO, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert proc.stdout == out.read_text()

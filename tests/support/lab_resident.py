@@ -2,7 +2,7 @@
 start again and again in the guest's page cache, across every drop.
 
 The guest reads the host's tree through 9p under an emulated CPU. guest_script
-(tests/kernel_lab.py) mounts it a second time with the page cache on (cache=loose),
+(tests/support/kernel_lab.py) mounts it a second time with the page cache on (cache=loose),
 so that a file read once is read from memory after. But every trial drops the page
 cache, and each `python -m cryptbench` the tests start then reads its interpreter,
 NumPy, SciPy and every module again through 9p: tens of seconds a start, in a lab

@@ -34,10 +34,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import REPO
 from tests.support.reliability import count
 from tests.support.versions import version_key
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def in_guest() -> bool:
@@ -101,7 +100,7 @@ HOST_TAG = "cryptbench-host"
 # The guest's pytest: no cache in the read-only tree, and no Hypothesis (no property test
 # runs there; tests/conftest.py leaves it unimported too)
 GUEST_PYTEST = "-p no:cacheprovider -p no:hypothesispytest"
-RESIDENT = "resident.txt"  # what tests/lab_resident.py holds, in the shared directory
+RESIDENT = "resident.txt"  # what tests/support/lab_resident.py holds, in the shared directory
 CONSOLE = "console.log"
 PYTEST_EXIT = "lab: pytest exit "  # the guest script's last line, then the status
 CANNOT_RUN = "lab: cannot run: "  # the guest script's line when it stops before pytest, then why
@@ -349,7 +348,7 @@ def guest_script(
     series: str = DEFAULT_KERNELS[0],
 ) -> str:
     """What the guest runs: set the disk up as a distribution would have it, then pytest;
-    with `resident`, tests/lab_resident.py beside it (for tests whose trials drop the
+    with `resident`, tests/support/lab_resident.py beside it (for tests whose trials drop the
     caches: a host test's own guest, which runs none, is spared its imports). `kernel`:
     the image booted, whose directory holds its config where it is not the host's /boot;
     `series`: which of KERNELS it is, which the guest checks and tells its tests
@@ -370,7 +369,7 @@ def guest_script(
         "host's tree did not mount to bind it back; clone it elsewhere than under /tmp or /var/tmp"
     )
     keep = (
-        f"[ $cached = yes ] && {python} -m tests.lab_resident {resident_file} > /dev/null 2>&1 &"
+        f"[ $cached = yes ] && {python} -m tests.support.lab_resident {resident_file} > /dev/null 2>&1 &"
         if resident
         else ""
     )
@@ -397,7 +396,7 @@ echo "lab: $(uname -r), ext4 loaded: $(grep -cw ext4 /proc/filesystems || true)"
 # vng's 9p root has no page cache (cache=none): under emulation every start of Python
 # read its interpreter, NumPy and each module through 9p again, 30 s a `cryptbench`.
 # The same tree mounted with the cache on (read-only: nothing here changes while the lab
-# runs) is bound over the directories code comes from, and tests/lab_resident.py keeps
+# runs) is bound over the directories code comes from, and tests/support/lab_resident.py keeps
 # what Python starts read in memory across the trials' cache drops.
 cached=no
 mkdir -p /tmp/host
@@ -416,7 +415,7 @@ fi
 # cryptbench reads for what the kernel was built with): the host's /boot holds only
 # the host's packages'
 [ -e /boot/config-$release ] || mount --bind {boot_dir} /boot
-if [ ! -e {shlex.quote(str(REPO / "tests" / "kernel_lab.py"))} ]; then
+if [ ! -e {shlex.quote(str(REPO / "tests" / "support" / "kernel_lab.py"))} ]; then
   echo {unseen}
   exit 1
 fi

@@ -12,11 +12,11 @@ from collections.abc import Generator
 
 import pytest
 
-from tests import kernel_lab
+from tests.support import kernel_lab
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "lab: runs inside the kernel lab (tests/kernel_lab.py)")
+    config.addinivalue_line("markers", "lab: runs inside the kernel lab (tests/support/kernel_lab.py)")
     config.addinivalue_line(
         "markers",
         "guest(*nodeids): the host test boots a guest of its own on these tests, begun in the "

@@ -7,7 +7,7 @@ test's seconds, and lane 1's the kernel lab's own accounting (its boot, each sha
 run, each test, and how long the host waited for it), as JSON to the file
 CRYPTBENCH_TEST_TIMES names. Only the outermost pytest writes: configure() takes the
 name out of the environment, so a pytest that a test starts does not overwrite it.
-`python -m tests.time_budget` joins them into the table (docs/kernel-lab.md, "Two
+`python -m tests.support.time_budget` joins them into the table (docs/kernel-lab.md, "Two
 lanes").
 """
 
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import kernel_lab
+from tests.support import kernel_lab
+from tests.support.paths import REPO
 
 ENV = "CRYPTBENCH_TEST_TIMES"
 SLOWEST_MODULES = 10  # integration modules named in the table (and any over LONG); the rest are summed
@@ -30,7 +31,6 @@ SLOWEST_MODULES = 10  # integration modules named in the table (and any over LON
 # with REASON; the table marks one that does not.
 LONG = 60.0  # seconds
 REASON = "# Over 60 s of make test"
-REPO = Path(__file__).resolve().parent.parent
 PATH = pytest.StashKey[Path]()
 STARTED = pytest.StashKey[float]()  # time.monotonic() at configure, seconds
 _SECONDS: dict[str, float] = defaultdict(float)  # node id -> seconds over its phases
