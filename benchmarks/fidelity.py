@@ -94,8 +94,6 @@ from cryptbench.planning.plan import IO_ENGINES
 from cryptbench.planning.suite import WorkloadSpec, load_suite
 from cryptbench.stats import estimates
 from cryptbench.store.database import Store
-from cryptbench.trial.amount import of as trial_size
-from cryptbench.trial.amount import whole_file
 from cryptbench.trial.context import TrialContext, TrialSpec
 from cryptbench.trial.runner import job_options, run_trial
 
@@ -136,7 +134,7 @@ def main() -> int:
                 ctx = TrialContext(session, store, run_id, size, engine, False)
                 layout = session.path("layout.fio")
                 layout.write_text(
-                    render_layout(job_options(ctx, target, args.seed, whole_file(ctx, direct_io)))
+                    render_layout(job_options(ctx, target, args.seed, ctx.layout_size(direct_io)))
                 )
                 run_fio(layout, session)
                 print(
@@ -150,7 +148,7 @@ def main() -> int:
                     job = session.path(f"{w.name}.fio")
                     job.write_text(
                         render_job(
-                            w, job_options(ctx, target, args.seed, trial_size(ctx, w, target, direct_io))
+                            w, job_options(ctx, target, args.seed, ctx.trial_size(w, target, direct_io))
                         )
                     )
                     direct: list[float] = []

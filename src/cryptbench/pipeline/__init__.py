@@ -10,8 +10,6 @@ cleanup), so that no command imports another.
   `serve`, `cleanup`).
 - `verify.py`: the marker search, the proof of encryption, the O_DIRECT probe, and
   the protection probes with their positive controls.
-- `sizing.py`: trials sized to last `--trial-time`, from what the plan asks of sizing,
-  read once (`asked`; `trial/sizing.py` measures).
 - `cipher_speed.py`: the ciphers' own speed, for `cipher` and for a run's own layers.
 - `fleet_run.py`, `fleet_hosts.py`, `fleet_coordinator.py`: `fleet run`, its hosts'
   manifests and the Coordinator that runs its rounds.

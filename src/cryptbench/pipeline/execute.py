@@ -23,7 +23,7 @@ from cryptbench.measure import environment, resident
 from cryptbench.model.errors import Interrupted
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.stack import Stack
-from cryptbench.pipeline import cipher_speed, sizing
+from cryptbench.pipeline import cipher_speed
 from cryptbench.pipeline.lifecycle import Lifecycle
 from cryptbench.pipeline.provision import provision_all, target_row
 from cryptbench.planning.plan import Plan, build_plan
@@ -31,6 +31,7 @@ from cryptbench.planning.request import RunRequest
 from cryptbench.planning.suite import WorkloadSpec
 from cryptbench.stats.stopping import Controller
 from cryptbench.store.database import Store
+from cryptbench.trial import sizing
 from cryptbench.trial.context import NullProgress, Progress, TrialContext
 from cryptbench.trial.runner import app_env
 from cryptbench.trial.schedule import Executor, Spend, interleave
@@ -155,7 +156,7 @@ def _measure(
             device if isinstance(device, str) else None,
         )
         provisioned.ctx = ctx
-        asked = sizing.asked(plan)
+        asked = sizing.Asked.of(plan)
         ctx = provisioned.ctx = sizing.grow_data_file(asked, ctx, provisioned, direct, progress)
         if any(isinstance(w, WorkloadSpec) and not w.is_write for w in plan.suite.workloads):
             for t in targets.values():

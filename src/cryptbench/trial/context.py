@@ -1,5 +1,7 @@
 """What every part of a trial shares: the run's context (its session, store, sizes and
-calibration), a trial's place in the run, the targets, and progress."""
+calibration) and how much one fio trial does, decided from it in one place
+(`TrialContext.trial_size`; calibration and layout ask for their own); a trial's place
+in the run, the targets, and progress."""
 
 from __future__ import annotations
 
@@ -9,12 +11,12 @@ from typing import Protocol
 
 from cryptbench.backends.base import Target
 from cryptbench.machine.session import Session
-from cryptbench.planning.suite import Workload
+from cryptbench.planning.suite import Workload, WorkloadSpec
 from cryptbench.store.database import Store
 
 DATA_FILE = "cryptbench.dat"
 # Where a write that makes a new file writes, on a target not made anew before it: beside
-# the data file the reads read, which then stays as laid out (amount.file_name).
+# the data file the reads read, which then stays as laid out (file_name).
 WRITE_FILE = "cryptbench-write.dat"
 
 
@@ -80,6 +82,59 @@ class TrialContext:
     def file_bytes(self) -> int:
         """Bytes of fio's data file on each target."""
         return self.data_size or self.size
+
+    def writes_new_files(self, target: Target) -> bool:
+        """Whether a write trial on `target` makes a new file: in a run whose writes all do
+        (the suite's write_new_file, or a backend that writes only from a file's start), and
+        on a target made anew before each write (a disk image's state)."""
+        return self.write_new_file or target.state is not None
+
+    def makes_new_file(self, workload: Workload, target: Target) -> bool:
+        return workload.is_write and self.writes_new_files(target)
+
+    def pass_bytes(self, workload: str) -> int:
+        """Bytes one pass of `workload` moves: the data file, or fewer where sizing said so."""
+        return self.moved.get(workload, self.file_bytes)
+
+    def trial_size(self, workload: WorkloadSpec, target: Target, direct: bool) -> TrialSize:
+        """A measured trial's size. Several passes only with direct I/O, as calibrated: a
+        buffered second pass would be served from the page cache; and a write that makes a
+        new file measures a first write, which a second pass would turn into a rewrite."""
+        new_file = self.makes_new_file(workload, target)
+        passes = self.passes.get(workload.name, 1) if direct and not new_file else 1
+        return TrialSize(
+            direct, new_file, passes, self.file_bytes, self.moved.get(workload.name), self.time_cap
+        )
+
+    def calibration_size(
+        self, workload: WorkloadSpec, direct: bool, passes: int, time_limit: float | None
+    ) -> TrialSize:
+        """A calibration run's size: over the laid-out file, `passes` of it, stopped at `time_limit`."""
+        return TrialSize(direct, False, passes, self.file_bytes, self.moved.get(workload.name), time_limit)
+
+    def layout_size(self, direct: bool) -> TrialSize:
+        """The layout's: one pass writing the whole data file."""
+        return TrialSize(direct, False, 1, self.file_bytes, None, None)
+
+
+@dataclass(frozen=True)
+class TrialSize:
+    """How much one fio trial does; the job file (trial/runner.trial_job) takes it as it is."""
+
+    direct: bool  # O_DIRECT: the page cache left out
+    new_file: bool  # a write makes a new data file rather than overwriting the laid-out one
+    passes: int  # count: passes over the data file (fio's loops)
+    file_bytes: int  # bytes: the data file's size
+    io_size: int | None  # bytes a pass moves where fewer than the file; None: the whole file
+    time_limit: float | None  # seconds of I/O after which fio stops the job; None: its passes end it
+
+
+def file_name(target: Target, new_file: bool) -> str:
+    """The file a trial's job names: the data file, but a file of its own for a write that
+    makes a new file on a target that is not made anew before it (a run whose writes all
+    make one), so that the data file the reads read is laid out once, not after every
+    write. On a target made anew (a disk image's state) the write's file is the data file."""
+    return WRITE_FILE if new_file and target.state is None else DATA_FILE
 
 
 class Targets(Protocol):

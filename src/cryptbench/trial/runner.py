@@ -34,9 +34,7 @@ from cryptbench.model.errors import CryptbenchError, DiskFull, TargetLost, Trial
 from cryptbench.model.vocabulary import TrialStatus
 from cryptbench.planning.suite import WorkloadSpec
 from cryptbench.store.database import TrialRecord, now_iso
-from cryptbench.trial import amount
-from cryptbench.trial.amount import TrialSize
-from cryptbench.trial.context import DATA_FILE, Targets, TrialContext, TrialSpec
+from cryptbench.trial.context import DATA_FILE, Targets, TrialContext, TrialSize, TrialSpec, file_name
 from cryptbench.trial.figures import app_metrics, trial_metrics
 
 T = TypeVar("T")
@@ -44,7 +42,7 @@ T = TypeVar("T")
 
 def job_options(ctx: TrialContext, target: Target, seed: int, sized: TrialSize) -> JobOptions:
     """A job's options on `target`, of the size `sized`."""
-    name = amount.file_name(target, sized.new_file)
+    name = file_name(target, sized.new_file)
     return JobOptions(
         filename=ctx.session.check_inside(target.path / name),
         size=sized.file_bytes,
@@ -116,8 +114,8 @@ def prepare(ctx: TrialContext, spec: TrialSpec, targets: Targets) -> Target:
             raise TargetLost(f"{spec.target} could not be made anew ({target.state}): {e}") from None
     if isinstance(spec.workload, AppWorkload):
         return target  # its own setup runs with the trial (run_app_trial)
-    if amount.makes_new_file(ctx, spec.workload, target):
-        made = ctx.session.check_inside(target.path / amount.file_name(target, True))
+    if ctx.makes_new_file(spec.workload, target):
+        made = ctx.session.check_inside(target.path / file_name(target, True))
         if made.exists():  # the last write's: this one writes it anew
             made.unlink()
             os.sync()  # the freed blocks are the filesystem's again before the clock starts
@@ -247,7 +245,7 @@ def run_trial(
     """
     assert isinstance(spec.workload, WorkloadSpec)
     job = trial_job(
-        ctx, spec.workload, target, amount.of(ctx, spec.workload, target, direct), workload_seed, fio
+        ctx, spec.workload, target, ctx.trial_size(spec.workload, target, direct), workload_seed, fio
     )
     return run_job(ctx, spec, target, job)
 

@@ -1,5 +1,8 @@
-"""How many passes over its data file each fio trial makes, so that it lasts at least
-the run's trial time of I/O (--trial-time, 1 s by default).
+"""The run's trials sized to last the trial time of I/O (--trial-time, 1 s by default):
+the data file grown before layout where trials run buffered (`grow_data_file`), then the
+passes over it each fio trial makes where they run direct (`size_trials`); both within
+the byte budget, noted in the run, from what the plan asks of sizing, read once
+(`Asked.of`).
 
 Over a few tens of milliseconds fio measures its own start-up and the device's ramp
 as much as the device. The data file stays as laid out (its size is the user's, and a
@@ -15,7 +18,7 @@ less over more passes. A workload's passes are the most any baseline needs, and 
 target makes them, so that its trials do its baseline's work.
 
 Several passes only with direct I/O, and never for a write that makes a new file
-(trial/amount.py). Buffered trials make one pass: instead, where the data file's
+(TrialContext.trial_size). Buffered trials make one pass: instead, where the data file's
 size is the tool's default (not --size, not a study's), it grows before it is laid out
 (`grow`), so that one buffered pass lasts the trial time on the baselines, up to the
 plan's limit (its share of the free space and of the byte budget); a workload slower
@@ -40,15 +43,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cryptbench.backends.base import Target, cache_files
 from cryptbench.engines.fio import FioMeasurement, parse_fio_json, run_fio
 from cryptbench.measure.cache import make_cold
 from cryptbench.model.errors import TrialError
 from cryptbench.model.units import format_bytes, format_duration
+from cryptbench.planning.plan import Plan
+from cryptbench.planning.stopping_rule import default_max_bytes
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.trial import amount
 from cryptbench.trial.context import Progress, Targets, TrialContext
 from cryptbench.trial.runner import FioRunner, TrialJob, trial_job
 
@@ -64,7 +68,7 @@ WRITE_SHARE = 0.25
 
 @dataclass(frozen=True)
 class Asked:
-    """What a run asks of trial sizing, read from its plan once (pipeline/sizing.asked)."""
+    """What a run asks of trial sizing, read from its plan once (`of`)."""
 
     workloads: tuple[WorkloadSpec, ...]  # the fio workloads sized (a study's own commands are not)
     seeds: Mapping[str, int]  # per workload, fio's random seed
@@ -73,6 +77,24 @@ class Asked:
     rounds: int = 1  # count: the minimum rounds every target runs
     budget: int | None = None  # bytes the run may write; None: no budget
     limit: int = 0  # bytes the data file may grow to; 0: it keeps its size
+
+    @classmethod
+    def of(cls, plan: Plan) -> Asked:
+        """What `plan` asks of trial sizing: the fio workloads it applies to (a study's own
+        commands run as it ran them), the targets others are compared with, the trial
+        time, the minimum rounds, the byte budget and the data file's limit."""
+        published = {w.name for w in plan.suite.as_published}
+        workloads = tuple(
+            w for w in plan.suite.workloads if isinstance(w, WorkloadSpec) and w.name not in published
+        )
+        bases = frozenset(b for b in plan.baselines.values() if b is not None)
+        # a fixed count has no budget of its own, but what sizing multiplies its writes by
+        # still needs one (the adaptive default)
+        rule = plan.rule
+        budget = rule.max_bytes if rule.max_bytes is not None else default_max_bytes(plan.target_dir)
+        return cls(
+            workloads, plan.seeds, plan.trial_time, bases, rule.min_repeats, budget, plan.data_size_limit
+        )
 
     def baselines(self, names: Iterable[str]) -> list[str]:
         """Of `names`, the targets others are compared with; all of them when none is."""
@@ -226,7 +248,7 @@ def grow(
         progress.phase(f"sizing the data file for {w.name}")
         for name in baselines:
             target = targets[name]
-            sized = amount.calibrating(ctx, w, False, 1, trial_time * MARGIN)
+            sized = ctx.calibration_size(w, False, 1, trial_time * MARGIN)
             job = trial_job(ctx, w, target, sized, seeds[w.name], fio)
             try:
                 m = _measure_job(ctx, target, job, f"grow-{w.name}-{name}")
@@ -277,9 +299,9 @@ def _pass_seconds(
     for run in range(CALIBRATION_RUNS):
         # The first run stops at the trial time: a pass that lasts longer needs no more.
         limit = trial_time * MARGIN if run == 0 else None
-        job = trial_job(ctx, w, target, amount.calibrating(ctx, w, True, passes, limit), seed, fio)
+        job = trial_job(ctx, w, target, ctx.calibration_size(w, True, passes, limit), seed, fio)
         m = _measure_job(ctx, target, job, f"calibrate-{w.name}-{name}-{run}")
-        one = amount.pass_bytes(ctx, w.name)
+        one = ctx.pass_bytes(w.name)
         if m.io_bytes < passes * one:  # stopped at the limit: one pass is long enough
             return _seconds(m) * passes * one / max(m.io_bytes, 1), 1
         per_pass = _seconds(m) / passes
@@ -327,9 +349,66 @@ def calibrate(
         w.name: sum(direct[t] and not new_file[t] for t in direct) for w in writes if w.name in wanted
     }
     single = {w.name: len(direct) - repeating.get(w.name, 0) for w in writes}
-    size = {w.name: amount.pass_bytes(ctx, w.name) for w in writes}
+    size = {w.name: ctx.pass_bytes(w.name) for w in writes}
     passes = within_budget(wanted, repeating, single, size, asked.rounds, asked.budget)
-    calibrations = [
-        Calibration(w, t, s, p, passes[w], amount.pass_bytes(ctx, w)) for w, (t, s, p) in found.items()
-    ]
+    calibrations = [Calibration(w, t, s, p, passes[w], ctx.pass_bytes(w)) for w, (t, s, p) in found.items()]
     return passes, calibrations, failed
+
+
+def grow_data_file(
+    asked: Asked,
+    ctx: TrialContext,
+    targets: Targets,
+    direct: dict[str, bool],
+    progress: Progress,
+) -> TrialContext:
+    """Where trials run buffered and the data file may grow (asked.limit), the context
+    with the size that makes a buffered pass last the trial time on the baselines, and
+    the bytes each slower workload moves; noted in the run."""
+    buffered = [name for name, d in direct.items() if not d]
+    if asked.limit <= ctx.size or not buffered or not asked.workloads:
+        return ctx
+    baselines = asked.baselines(buffered)
+    for name in baselines:
+        targets.lay_out(targets[name])
+    # the minimum rounds' writes, on every target, take at most their share of the byte budget
+    writes = max(1, sum(w.is_write for w in asked.workloads))
+    trials = len(direct) * asked.rounds * writes
+    write_cap = int((asked.budget or 0) * WRITE_SHARE / trials)
+    growth, failed = grow(ctx, targets, asked, baselines, write_cap, progress)
+    for why in failed:
+        ctx.store.add_note(ctx.run_id, f"could not size the data file for {why}")
+    if growth is None:
+        return ctx
+    ctx.store.add_note(ctx.run_id, growth.describe(ctx.size, asked.trial_time))
+    return replace(ctx, data_size=growth.size if growth.size > ctx.size else 0, moved=growth.moved)
+
+
+def size_trials(
+    asked: Asked,
+    ctx: TrialContext,
+    targets: Targets,
+    direct: dict[str, bool],
+    progress: Progress,
+) -> TrialContext:
+    """The context with each fio workload's passes per trial, calibrated on the baselines
+    (every target where there is none) so that trials last the trial time; noted in the run."""
+    if asked.trial_time <= 0 or not asked.workloads:
+        return ctx
+    # a slow target's trial stops at the cap: its figure is what it moved in that time
+    ctx = replace(ctx, time_cap=asked.trial_time * TRIAL_CAP)
+    new_file = {name: ctx.writes_new_files(targets[name]) for name in direct}
+    passes, found, failed = calibrate(
+        ctx, targets, direct, asked, asked.baselines(direct), new_file, progress
+    )
+    if found:
+        each = "; ".join(c.describe() for c in found)
+        last = format_duration(asked.trial_time)
+        cap = format_duration(ctx.time_cap or 0)
+        ctx.store.add_note(
+            ctx.run_id,
+            f"trials sized to last {last} of I/O (--trial-time), at most {cap} on any target: {each}",
+        )
+    for why in failed:
+        ctx.store.add_note(ctx.run_id, f"could not size the trials of {why}; they make one pass")
+    return replace(ctx, passes=passes)

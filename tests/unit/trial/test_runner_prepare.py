@@ -9,7 +9,6 @@ from pathlib import Path
 from cryptbench.backends.base import Target
 from cryptbench.machine.session import Session
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.trial import amount
 from cryptbench.trial.context import DATA_FILE, WRITE_FILE, TrialContext, TrialSpec
 from cryptbench.trial.runner import job_options, prepare
 from tests.support.sessions import scratch_session
@@ -94,13 +93,13 @@ def test_a_new_file_write_names_its_own_file_but_the_data_file_on_a_target_made_
         where = session.path("targets", "t")
         plain = Target("t", "fake", False, None, where, (where,))
         image = Target("t", "fake", True, None, where, (where,), state="fresh")
-        assert job_options(ctx, plain, 1, amount.of(ctx, WRITE, plain, False)).filename.name == WRITE_FILE
-        assert job_options(ctx, plain, 1, amount.of(ctx, READ, plain, False)).filename.name == DATA_FILE
+        assert job_options(ctx, plain, 1, ctx.trial_size(WRITE, plain, False)).filename.name == WRITE_FILE
+        assert job_options(ctx, plain, 1, ctx.trial_size(READ, plain, False)).filename.name == DATA_FILE
         # made anew before each write: the write's file is the one the next read reads
-        assert job_options(ctx, image, 1, amount.of(ctx, WRITE, image, False)).filename.name == DATA_FILE
+        assert job_options(ctx, image, 1, ctx.trial_size(WRITE, image, False)).filename.name == DATA_FILE
         overwrite = _ctx(session, new_file=False)
         assert (
-            job_options(overwrite, plain, 1, amount.of(overwrite, WRITE, plain, False)).filename.name
+            job_options(overwrite, plain, 1, overwrite.trial_size(WRITE, plain, False)).filename.name
             == DATA_FILE
         )
 

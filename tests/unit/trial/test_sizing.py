@@ -22,9 +22,8 @@ from cryptbench.engines.jobs import JobOptions, render_job
 from cryptbench.machine.session import Session
 from cryptbench.model.errors import TrialError
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.trial import amount, sizing
-from cryptbench.trial.amount import TrialSize
-from cryptbench.trial.context import NullProgress, TrialContext
+from cryptbench.trial import sizing
+from cryptbench.trial.context import NullProgress, TrialContext, TrialSize
 from cryptbench.trial.sizing import MARGIN, MAX_PASSES, calibrate, passes_for, within_budget
 from tests.support.paths import TESTS
 from tests.support.sessions import scratch_session
@@ -83,7 +82,7 @@ def test_more_passes_need_direct_io_and_are_in_the_job() -> None:
 
 
 def test_a_trials_size_is_decided_in_one_place() -> None:
-    """amount.of: the calibrated passes only where a second pass is honest, the file's
+    """TrialContext.trial_size: the calibrated passes only where a second pass is honest, the file's
     size, a slower workload's bytes a pass and the run's cap, in one record."""
     ctx = TrialContext(
         None,
@@ -98,18 +97,18 @@ def test_a_trials_size_is_decided_in_one_place() -> None:
         time_cap=2.0,
     )
     plain, image = SimpleNamespace(state=None), SimpleNamespace(state="fresh")
-    read = amount.of(ctx, SEQ_READ, plain, direct=True)
+    read = ctx.trial_size(SEQ_READ, plain, direct=True)
     assert read == TrialSize(True, False, 9, 2 * SIZE, None, 2.0)
-    assert amount.of(ctx, SEQ_READ, plain, direct=False).passes == 1  # the page cache
-    assert amount.of(ctx, SLOW_READ, plain, direct=True) == TrialSize(True, False, 1, 2 * SIZE, SIZE, 2.0)
+    assert ctx.trial_size(SEQ_READ, plain, direct=False).passes == 1  # the page cache
+    assert ctx.trial_size(SLOW_READ, plain, direct=True) == TrialSize(True, False, 1, 2 * SIZE, SIZE, 2.0)
     # a write on a target made anew before it writes a new file: one pass, a first write
-    assert amount.of(ctx, SEQ_WRITE, image, direct=True) == TrialSize(True, True, 1, 2 * SIZE, None, 2.0)
-    assert amount.of(ctx, SEQ_WRITE, plain, direct=True).passes == 5  # overwrites
+    assert ctx.trial_size(SEQ_WRITE, image, direct=True) == TrialSize(True, True, 1, 2 * SIZE, None, 2.0)
+    assert ctx.trial_size(SEQ_WRITE, plain, direct=True).passes == 5  # overwrites
     # in a run whose writes all make new files, on every target; a read never does
     every = replace(ctx, write_new_file=True)
-    assert amount.of(every, SEQ_WRITE, plain, direct=True).new_file
-    assert not amount.of(every, SEQ_READ, image, direct=True).new_file
-    assert amount.writes_new_files(ctx, image) and not amount.writes_new_files(ctx, plain)
+    assert every.trial_size(SEQ_WRITE, plain, direct=True).new_file
+    assert not every.trial_size(SEQ_READ, image, direct=True).new_file
+    assert ctx.writes_new_files(image) and not ctx.writes_new_files(plain)
 
 
 class FakeFio:
