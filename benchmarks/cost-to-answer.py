@@ -39,8 +39,9 @@ from typing import Any
 from cryptbench.commands import run as run_cmd
 from cryptbench.engines.metric_catalog import info
 from cryptbench.model.units import format_bytes, parse_percent
+from cryptbench.planning.quantities import DEFAULT_EQUIVALENCE
 from cryptbench.planning.request import RunRequest
-from cryptbench.planning.stopping_rule import DEFAULT_EQUIVALENCE, DEFAULT_MAX_REPEATS, DEFAULT_MIN_REPEATS
+from cryptbench.planning.stopping_rule import DEFAULT_MAX_REPEATS, DEFAULT_MIN_REPEATS
 from cryptbench.stats.stopping import Controller, StoppingRule, questions
 from cryptbench.store.database import Store, split_rounds
 

@@ -8,13 +8,8 @@ import argparse
 from pathlib import Path
 
 from cryptbench.planning.plan import IO_ENGINES
-from cryptbench.planning.stopping_rule import (
-    DEFAULT_EQUIVALENCE,
-    DEFAULT_MAX_REPEATS,
-    DEFAULT_MAX_TIME,
-    DEFAULT_MIN_REPEATS,
-    DEFAULT_PRECISION,
-)
+from cryptbench.planning.quantities import DEFAULT_EQUIVALENCE, DEFAULT_PRECISION
+from cryptbench.planning.stopping_rule import DEFAULT_MAX_REPEATS, DEFAULT_MAX_TIME, DEFAULT_MIN_REPEATS
 from cryptbench.stats.stopping import OVERRUNS
 
 DETAILS_HELP = (

@@ -17,7 +17,7 @@ from cryptbench.commands.common_args import add_db, add_details, add_json, add_p
 from cryptbench.model.result import Document
 from cryptbench.model.vocabulary import RunStatus
 from cryptbench.pipeline import execute, existing
-from cryptbench.planning.plan import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE
+from cryptbench.planning.quantities import DEFAULT_TRIAL_TIME, TRIAL_TIME_VARIABLE
 from cryptbench.planning.request import RunRequest
 from cryptbench.report import exports, screens
 from cryptbench.report.json_output import print_json
@@ -38,8 +38,10 @@ class RunOutcome:
 
 
 def run(request: RunRequest, *, progress: Progress | None = None, registry: Path | None = None) -> RunOutcome:
-    how = existing.run if request.existing is not None else execute.run
-    done = how(request, progress=progress, registry=registry)
+    if request.existing is not None:  # the user's own volume, read only
+        done = existing.run(request, progress=progress, registry=registry)
+    else:
+        done = execute.run(request, progress=progress, registry=registry)
     doc = document.read(done.db_path, done.run_id)
     return RunOutcome(done.run_id, done.status, doc, done.recovered, done.exit_code)
 

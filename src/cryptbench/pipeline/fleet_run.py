@@ -38,6 +38,7 @@ from cryptbench.pipeline.fleet_hosts import (
     store_hosts,
 )
 from cryptbench.pipeline.lifecycle import Lifecycle
+from cryptbench.planning.quantities import stopping_quantities
 from cryptbench.planning.questions import workload_questions, workload_seeds
 from cryptbench.planning.request import checked_seed
 from cryptbench.planning.stopping_rule import stopping_rule
@@ -188,7 +189,7 @@ def run(request: FleetRequest, *, progress: Progress | None = None) -> Executed:
     suite = load_suite(r.suite)
     workloads = check_suite(suite)
     # the hosts write on their own disks: no default byte budget here
-    rule = stopping_rule(suite, r, max_bytes=None, target_dir=None)
+    rule = stopping_rule(suite, r, stopping_quantities(r), max_bytes=None, target_dir=None)
     seed = checked_seed(r.seed)
     progress = progress or NullProgress()
     fleet: list[Host] = []

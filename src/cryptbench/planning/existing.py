@@ -17,10 +17,11 @@ from cryptbench.measure.volume import CryptVolume
 from cryptbench.model.errors import UsageError
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.stored_run import RunPlan
-from cryptbench.model.units import format_bytes, parse_size
+from cryptbench.model.units import format_bytes
 from cryptbench.model.vocabulary import Existing
 from cryptbench.planning.flag_trial import FlagSet, crypttab_entry, flag_sets, own_flags
-from cryptbench.planning.plan import DEFAULT_SUITE, IO_ENGINES, trial_seconds
+from cryptbench.planning.plan import DEFAULT_SUITE, IO_ENGINES
+from cryptbench.planning.quantities import run_quantities
 from cryptbench.planning.questions import workload_questions, workload_seeds
 from cryptbench.planning.request import RunRequest, checked_seed
 from cryptbench.planning.stopping_rule import stopping_rule
@@ -205,13 +206,14 @@ def checked(r: RunRequest, io_modes: tuple[str, ...] = ("auto", "direct"), why: 
 
 def existing_plan(r: RunRequest, volume: CryptVolume) -> ExistingPlan:
     """Every choice of a read-only run of `volume` checked, each refusal in one line."""
-    checked(r)
+    checked(r)  # the flags it cannot honour first: their values need not parse
+    q = run_quantities(r)
     suite = load_suite(r.suite or DEFAULT_SUITE)
     reads, left_out = suite_reads(
         suite, ((volume.sector, "encryption sectors"), (volume.device_block, f"{volume.device}'s blocks"))
     )
     seed = checked_seed(r.seed)
-    region = _region(r, suite, volume)
+    region = _region(q.size, suite, volume)
     slots = (volume.size - region) // REGION_ALIGN
     start = random.Random(seed).randint(0, slots) * REGION_ALIGN
     if volume.data_offset % volume.device_block:
@@ -220,7 +222,7 @@ def existing_plan(r: RunRequest, volume: CryptVolume) -> ExistingPlan:
             f"{volume.device}, not a multiple of its {volume.device_block}-byte blocks: "
             "no direct read lines up"
         )
-    rule = stopping_rule(suite, r, max_bytes=None, target_dir=None)
+    rule = stopping_rule(suite, r, q, max_bytes=None, target_dir=None)
     plan_suite = Suite(suite.name, suite.description, reads, repeats=suite.repeats)
     raw, mapping = f"raw-{volume.device}", volume.mapping
     if raw == mapping:
@@ -243,7 +245,7 @@ def existing_plan(r: RunRequest, volume: CryptVolume) -> ExistingPlan:
         region_bytes=region,
         rule=rule,
         seed=seed,
-        trial_time=trial_seconds(r),
+        trial_time=q.trial_time,
         db_path=r.db or default_db_path(),
         ioengine=r.ioengine,
         left_out=tuple(left_out),
@@ -292,20 +294,19 @@ def suite_reads(
     return tuple(reads), left_out
 
 
-def _region(r: RunRequest, suite: Suite, volume: CryptVolume) -> int:
-    """Bytes of the volume each trial reads: --size, else the suite's, else DEFAULT_REGION
-    or the whole volume where it is smaller; a whole number of REGION_ALIGN."""
+def _region(size: int | None, suite: Suite, volume: CryptVolume) -> int:
+    """Bytes of the volume each trial reads: --size (`size`, bytes), else the suite's, else
+    DEFAULT_REGION or the whole volume where it is smaller; a whole number of REGION_ALIGN."""
     usable = volume.size // REGION_ALIGN * REGION_ALIGN
     if usable <= 0:
         raise UsageError(f"--existing: {volume.mapping} holds {format_bytes(volume.size)}, less than 1 MiB")
-    if r.size is not None:
-        asked = parse_size(r.size, what="--size") // REGION_ALIGN * REGION_ALIGN
+    if size is not None:
+        asked = size // REGION_ALIGN * REGION_ALIGN
         if asked <= 0:
-            raise UsageError(f"--size {r.size[:40]}: --existing reads at least 1 MiB")
+            raise UsageError(f"--size {format_bytes(size)}: --existing reads at least 1 MiB")
         if asked > usable:
-            raise UsageError(
-                f"--size {r.size[:40]} is more than {volume.mapping} holds ({format_bytes(volume.size)})"
-            )
+            holds = format_bytes(volume.size)
+            raise UsageError(f"--size {format_bytes(size)} is more than {volume.mapping} holds ({holds})")
         return asked
     wanted = suite.size if suite.size is not None else DEFAULT_REGION
     return max(REGION_ALIGN, min(wanted // REGION_ALIGN * REGION_ALIGN, usable))

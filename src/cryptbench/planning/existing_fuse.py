@@ -17,10 +17,11 @@ from cryptbench.machine.session import check_target_dir
 from cryptbench.measure.fuse_volume import FilePair, FuseVolume, Tree, pairs, walk
 from cryptbench.model.errors import UsageError
 from cryptbench.model.json_types import JsonObject
-from cryptbench.model.units import format_bytes, parse_size
+from cryptbench.model.units import format_bytes
 from cryptbench.model.vocabulary import Existing
 from cryptbench.planning.existing import DEFAULT_REGION, checked, stored_plan, suite_reads
-from cryptbench.planning.plan import DEFAULT_SUITE, trial_seconds
+from cryptbench.planning.plan import DEFAULT_SUITE
+from cryptbench.planning.quantities import run_quantities
 from cryptbench.planning.questions import workload_questions, workload_seeds
 from cryptbench.planning.request import RunRequest, checked_seed
 from cryptbench.planning.stopping_rule import stopping_rule
@@ -143,7 +144,8 @@ class FusePlan:
 def fuse_plan(r: RunRequest, volume: FuseVolume) -> FusePlan:
     """Every choice of a read-only run of the FUSE directory `volume` checked, its files
     walked and sampled; each refusal in one line."""
-    checked(r, ("auto", "buffered"), FUSE_IO_MODE)
+    checked(r, ("auto", "buffered"), FUSE_IO_MODE)  # the flags it cannot honour first
+    q = run_quantities(r)
     if r.try_flags or r.key_file is not None:
         raise UsageError(
             f"--existing {volume.root}: --try-flags tries dm-crypt's flags; "
@@ -156,7 +158,7 @@ def fuse_plan(r: RunRequest, volume: FuseVolume) -> FusePlan:
     found = pairs(volume, plain, cipher)
     if not found:
         raise UsageError(f"--existing {volume.root}: no file with data in it to read")
-    region = _region(r, suite)
+    region = _region(q.size, suite)
     files, cipher_files = _sample(volume, found, cipher, region, seed)
     small = [w for w in reads if not all(read_by(files, cipher_files, volume.paired, w.bs))]
     reads = tuple(w for w in reads if w not in small)
@@ -165,7 +167,7 @@ def fuse_plan(r: RunRequest, volume: FuseVolume) -> FusePlan:
             f"--existing {volume.root}: no file of the sample holds one block of any read "
             f"({', '.join(sorted({format_bytes(w.bs) for w in small}))}): give a larger --size"
         )
-    rule = stopping_rule(suite, r, max_bytes=None, target_dir=None)
+    rule = stopping_rule(suite, r, q, max_bytes=None, target_dir=None)
     plan_suite = Suite(suite.name, suite.description, reads, repeats=suite.repeats)
     overlay = volume.overlay
     raw, mapping = f"{overlay}-ciphertext", overlay
@@ -190,7 +192,7 @@ def fuse_plan(r: RunRequest, volume: FuseVolume) -> FusePlan:
         space=Space(plain.bytes, cipher.bytes, len(plain.files), plain.cut or cipher.cut),
         rule=rule,
         seed=seed,
-        trial_time=trial_seconds(r),
+        trial_time=q.trial_time,
         db_path=r.db or default_db_path(),
         ioengine=r.ioengine,
         left_out=tuple(left_out),
@@ -219,13 +221,13 @@ def read_by(
     return plain, [i for i, (_, n) in enumerate(cipher_files) if n >= block]
 
 
-def _region(r: RunRequest, suite: Suite) -> int:
-    """Bytes of plaintext the sample holds at most: --size, else the suite's, else DEFAULT_REGION."""
-    if r.size is not None:
-        asked = parse_size(r.size, what="--size")
-        if asked <= 0:
-            raise UsageError(f"--size {r.size[:40]}: --existing reads at least one byte")
-        return asked
+def _region(size: int | None, suite: Suite) -> int:
+    """Bytes of plaintext the sample holds at most: --size (`size`, bytes), else the
+    suite's, else DEFAULT_REGION."""
+    if size is not None:
+        if size <= 0:
+            raise UsageError(f"--size {format_bytes(size)}: --existing reads at least one byte")
+        return size
     return suite.size if suite.size is not None else DEFAULT_REGION
 
 

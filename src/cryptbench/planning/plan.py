@@ -5,7 +5,6 @@ A plan that cannot run fails here, with the reason, before a byte is written.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,8 +18,9 @@ from cryptbench.machine.system import is_root
 from cryptbench.model.errors import UnavailableError, UsageError
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.stored_run import RunPlan
-from cryptbench.model.units import format_bytes, format_duration, parse_duration, parse_size
+from cryptbench.model.units import format_bytes, parse_size
 from cryptbench.model.vocabulary import Medium
+from cryptbench.planning.quantities import checked_size, run_quantities
 from cryptbench.planning.questions import ranking_groups, workload_questions, workload_seeds
 from cryptbench.planning.request import RunRequest, checked_seed
 from cryptbench.planning.stopping_rule import default_max_bytes, stopping_rule
@@ -28,7 +28,6 @@ from cryptbench.planning.suite import (
     Suite,
     WorkloadSpec,
     builtin_suites,
-    check_size_range,
     command_suite,
     load_suite,
     primary_metric,
@@ -47,17 +46,9 @@ DEFAULT_SIZE = "64M"
 
 DEFAULT_SUITE = "quick"
 
-# Each fio trial lasts at least this much I/O where passes can make it
-# (trial/sizing.py); the environment variable sets the default, 0 turns it off.
-DEFAULT_TRIAL_TIME = "1s"
-
-TRIAL_TIME_VARIABLE = "CRYPTBENCH_TRIAL_TIME"
-
 # of the byte budget, what laying out the grown data files may write together; as much
 # again is left for the minimum rounds' writes (sizing.WRITE_SHARE)
 GROWTH_SHARE = 0.25
-
-MAX_TRIAL_TIME = 600.0  # seconds: a longer trial is a soak test, not a trial
 
 SIZE_ALIGN = 1 << 20  # data files are whole MiB so that every block size divides them
 
@@ -118,7 +109,7 @@ class Plan:
     # the run's backends that write a file only from its start (Backend.writes_from_start)
     from_start: tuple[str, ...] = ()
     # bytes a write that makes a new file writes beside the data file, on a target not made
-    # anew before it (trial/amount.file_name); 0 where the writes overwrite the data file
+    # anew before it (trial/context.file_name); 0 where the writes overwrite the data file
     write_bytes: int = 0
     # workload -> {target: why} for the trials the run leaves out: a target that writes a
     # file only from its start, at a workload that writes at other offsets
@@ -205,16 +196,18 @@ def mem_available() -> int:
 
 
 def build_plan(request: RunRequest) -> Plan:
-    """Every choice checked, in the order a user fixes them: suite, size, options, backends,
-    image states and filesystem, the RAM twins, the space on the target."""
+    """Every choice checked, in the order a user fixes them: the sizes, durations and
+    percentages as typed, suite, size, options, backends, image states and filesystem,
+    the RAM twins, the space on the target."""
     r = request
+    q = run_quantities(r)
     if r.try_flags or r.key_file is not None:
         raise UsageError(
             f"{'--try-flags' if r.try_flags else '--key-file'} goes with --existing: "
             "it tries your own volume's flags"
         )
     suite = _suite(r)
-    size, target_bytes, input_bytes = _size(r, suite)
+    size, target_bytes, input_bytes = _size(q.size, suite)
     if r.io_mode not in IO_MODES:
         raise UsageError(f"--io-mode must be one of {', '.join(IO_MODES)}")
     if r.ioengine is not None and r.ioengine not in IO_ENGINES:
@@ -224,15 +217,15 @@ def build_plan(request: RunRequest) -> Plan:
     seed = checked_seed(r.seed)
     target_dir = check_target_dir(Path(r.target))
     passphrase = keys.read_passphrase_file(r.passphrase_file) if r.passphrase_file is not None else None
-    rule = stopping_rule(suite, r, max_bytes=r.max_bytes, target_dir=target_dir)
+    rule = stopping_rule(suite, r, q, max_bytes=q.max_bytes, target_dir=target_dir)
     ordered, added, skipped = choose_backends(r, suite)
     states, fs = states_and_fs(r, suite, ordered)
     targets = expand(ordered, states, fs, r.ram)
     from_start = tuple(b for b in ordered if REGISTRY[b].writes_from_start)
     fio_writes = any(isinstance(w, WorkloadSpec) and w.is_write for w in suite.workloads)
     new_files = _writes_new_files(suite, from_start) and fio_writes
-    trial_time = trial_seconds(r)
-    limit = _growth_limit(r, suite, size, targets, rule, target_dir, trial_time)
+    trial_time = q.trial_time
+    limit = _growth_limit(q.size is not None or r.ram, suite, size, targets, rule, target_dir, trial_time)
     if limit:
         target_bytes += limit - size  # each target holds the data file grown to its limit
     write_bytes = max(size, limit) if new_files else 0
@@ -305,7 +298,7 @@ def _needs(r: RunRequest) -> tuple[str, ...]:
 
 
 def _growth_limit(
-    r: RunRequest,
+    kept: bool,
     suite: Suite,
     size: int,
     targets: tuple[TargetSpec, ...],
@@ -315,11 +308,11 @@ def _growth_limit(
 ) -> int:
     """Bytes the data file may grow to so that buffered trials last the trial time: each
     target's share of GROWTH_SHARE of the byte budget (a tenth of the free space at most),
-    since every target's file is written at layout. 0 where it keeps its size: a size
-    asked for (--size, a study's own), --ram (its twins live in memory), no trial time,
-    no fio workload, or a share no larger than the size."""
+    since every target's file is written at layout. 0 where it keeps its size (`kept`: a
+    size asked for by --size, or --ram, whose twins live in memory), a study's own size,
+    no trial time, no fio workload, or a share no larger than the size."""
     fio = any(isinstance(w, WorkloadSpec) for w in suite.workloads)
-    if r.size is not None or suite.size is not None or r.ram or trial_time <= 0 or not fio:
+    if kept or suite.size is not None or trial_time <= 0 or not fio:
         return 0
     budget = default_max_bytes(target_dir)
     if rule.max_bytes is not None:
@@ -342,20 +335,6 @@ def parse_needs(text: str | None, flag: str = "--needs") -> tuple[str, ...]:
         if p not in NEEDS:
             raise UsageError(f"{flag}: unknown property {p[:40]!r} (known: {', '.join(NEEDS)})")
     return tuple(p for p in NEEDS if p in asked)
-
-
-def trial_seconds(r: RunRequest) -> float:
-    """--trial-time in seconds: as given, else from the environment, else the default; 0 allowed."""
-    if r.trial_time is not None:
-        text, what = r.trial_time, "--trial-time"
-    else:
-        text, what = os.environ.get(TRIAL_TIME_VARIABLE, DEFAULT_TRIAL_TIME), TRIAL_TIME_VARIABLE
-    if text.strip() in ("0", "0s"):
-        return 0.0
-    seconds = parse_duration(text, what=what)
-    if seconds > MAX_TRIAL_TIME:
-        raise UsageError(f"{what} {text[:40]} is longer than {format_duration(MAX_TRIAL_TIME)}")
-    return seconds
 
 
 def _suite(r: RunRequest) -> Suite:
@@ -383,16 +362,16 @@ def _suite(r: RunRequest) -> Suite:
     return replace(suite, workloads=suite.workloads + suite.as_published)
 
 
-def _size(r: RunRequest, suite: Suite) -> tuple[int, int, int]:
-    """(the data file's bytes, the bytes each target holds at once, the bytes of app inputs)."""
+def _size(asked: int | None, suite: Suite) -> tuple[int, int, int]:
+    """(the data file's bytes, the bytes each target holds at once, the bytes of app inputs),
+    from --size (`asked`, bytes; None: not given)."""
     # A flag beats the suite's own default, which beats the tool's.
-    size = r.size
-    if size is not None:
-        size_bytes = parse_size(size, what="--size")
-        check_size_range(size_bytes, f"--size {size[:40]}")
+    if asked is not None:
+        checked_size(asked)
+        size_bytes = asked
     else:
         size_bytes = suite.size if suite.size is not None else parse_size(DEFAULT_SIZE)
-        size = format_bytes(size_bytes)
+    size = format_bytes(size_bytes)
     size_bytes = size_bytes // SIZE_ALIGN * SIZE_ALIGN
     fio = [w for w in suite.workloads if isinstance(w, WorkloadSpec)]
     apps = [w for w in suite.workloads if isinstance(w, AppWorkload)]

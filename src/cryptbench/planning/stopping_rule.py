@@ -5,25 +5,18 @@ and time (the defaults, and why, beside each)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
 from cryptbench.machine.session import free_bytes
 from cryptbench.model.errors import UsageError
-from cryptbench.model.units import parse_duration, parse_percent, parse_size
-from cryptbench.planning.suite import (
-    Suite,
-    check_repeats_range,
-)
+from cryptbench.model.units import parse_percent
+from cryptbench.planning.quantities import DEFAULT_PRECISION, AsksStopping, Quantities
+from cryptbench.planning.suite import Suite, check_repeats_range
 from cryptbench.stats.stopping import OVERRUNS, StoppingRule
 
-DEFAULT_PRECISION = "5%"
-# Within this much of no change, a whole interval is "no measurable cost" and two
-# targets are "equal": the user would not notice, and more trials would not change it.
-DEFAULT_EQUIVALENCE = "3%"
-EQUIVALENCE_RANGE = (0.1, 50.0)  # percent
+# the precision an adaptive run asks for when --precision does not
+DEFAULT_PRECISION_FRACTION = parse_percent(DEFAULT_PRECISION, what="--precision", low=0, high=100)
 DEFAULT_MIN_REPEATS = 3
 DEFAULT_MAX_REPEATS = 10
-PRECISION_RANGE = (0.1, 50.0)  # percent
 # Adaptive runs' default budgets. Bytes: a tenth of the free space, at most
 # 8 GiB (wear is the user's cost; more only when asked, --max-bytes). Time:
 # five minutes of trials: on the 2-core development VM the default run's first
@@ -38,36 +31,19 @@ DEFAULT_MAX_BYTES_CAP = 8 << 30
 DEFAULT_MAX_TIME = 300.0  # seconds
 
 
-class AsksStopping(Protocol):
-    """The stopping flags of a request (RunRequest, a fleet's FleetRequest), as typed."""
-
-    @property
-    def repeats(self) -> int | None: ...
-    @property
-    def precision(self) -> str | None: ...
-    @property
-    def equivalence(self) -> str | None: ...
-    @property
-    def overrun(self) -> str: ...
-    @property
-    def min_repeats(self) -> int | None: ...
-    @property
-    def max_repeats(self) -> int | None: ...
-    @property
-    def max_time(self) -> str | None: ...
-
-
 def stopping_rule(
-    suite: Suite, request: AsksStopping, *, max_bytes: str | None, target_dir: Path | None
+    suite: Suite, request: AsksStopping, q: Quantities, *, max_bytes: int | None, target_dir: Path | None
 ) -> StoppingRule:
     """Adaptive unless the number of rounds is fixed: by --repeats, or by a
     suite that reproduces a study's count (unless --precision asks otherwise).
+    `q`: the request's quantities, parsed; `max_bytes`: the byte budget asked, where the
+    run has one.
 
     Without a local `target_dir` (a fleet run writes on its hosts) there is no
     default byte budget: each host writes at most max-repeats trials' data."""
-    repeats, precision, equivalence = request.repeats, request.precision, request.equivalence
+    repeats, precision = request.repeats, q.precision
     min_repeats, max_repeats = request.min_repeats, request.max_repeats
-    max_time, overrun = request.max_time, request.overrun
+    overrun = request.overrun
     adaptive_flags = [
         f
         for f, v in (
@@ -81,16 +57,9 @@ def stopping_rule(
         raise UsageError(
             f"--repeats fixes the number of trials; {adaptive_flags[0]} is for adaptive repetition: give one"
         )
-    budget: int | None = None
-    if max_bytes is not None:
-        budget = parse_size(max_bytes, what="--max-bytes")
-        if budget <= 0:
-            raise UsageError("--max-bytes must be more than zero")
-    seconds = parse_duration(max_time, what="--max-time") if max_time is not None else None
+    budget, seconds, margin = max_bytes, q.max_time, q.equivalence
     if overrun not in OVERRUNS:
         raise UsageError(f"--overrun must be one of {', '.join(OVERRUNS)}")
-    low, high = EQUIVALENCE_RANGE
-    margin = parse_percent(equivalence or DEFAULT_EQUIVALENCE, what="--equivalence", low=low, high=high)
     fixed = repeats if repeats is not None else (None if adaptive_flags else suite.repeats)
     if fixed is not None:
         check_repeats_range(fixed, "--repeats")
@@ -99,8 +68,7 @@ def stopping_rule(
         budget = default_max_bytes(target_dir)
     if seconds is None:
         seconds = DEFAULT_MAX_TIME
-    low, high = PRECISION_RANGE
-    fraction = parse_percent(precision or DEFAULT_PRECISION, what="--precision", low=low, high=high)
+    fraction = q.precision if q.precision is not None else DEFAULT_PRECISION_FRACTION
     least = min_repeats if min_repeats is not None else DEFAULT_MIN_REPEATS
     most = max_repeats if max_repeats is not None else max(DEFAULT_MAX_REPEATS, least)
     check_repeats_range(least, "--min-repeats")

@@ -265,7 +265,7 @@ def test_a_region_smaller_than_the_volume_starts_at_a_seeded_aligned_place(
 def test_size_is_the_region_within_the_volume(machine: Machine, tmp_path: Path) -> None:
     v = volume(machine)
     assert existing_plan(request(tmp_path, existing="x", size="16M"), v).region_bytes == 16 << 20
-    with pytest.raises(UsageError, match=r"^--size 1G is more than nvme0n1p3_crypt holds \(48.0 MiB\)$"):
+    with pytest.raises(UsageError, match=r"^--size 1.0 GiB is more than nvme0n1p3_crypt holds \(48.0 MiB\)$"):
         existing_plan(request(tmp_path, existing="x", size="1G"), v)
     with pytest.raises(UsageError, match=r"reads at least 1 MiB"):
         existing_plan(request(tmp_path, existing="x", size="4K"), v)
