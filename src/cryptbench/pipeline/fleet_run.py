@@ -189,7 +189,7 @@ def run(request: FleetRequest, *, progress: Progress | None = None) -> Executed:
     suite = load_suite(r.suite)
     workloads = check_suite(suite)
     # the hosts write on their own disks: no default byte budget here
-    rule = stopping_rule(suite, r, stopping_quantities(r), max_bytes=None, target_dir=None)
+    rule = stopping_rule(suite, r, stopping_quantities(r), target_dir=None)
     seed = checked_seed(r.seed)
     progress = progress or NullProgress()
     fleet: list[Host] = []

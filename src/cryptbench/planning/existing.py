@@ -222,7 +222,7 @@ def existing_plan(r: RunRequest, volume: CryptVolume) -> ExistingPlan:
             f"{volume.device}, not a multiple of its {volume.device_block}-byte blocks: "
             "no direct read lines up"
         )
-    rule = stopping_rule(suite, r, q, max_bytes=None, target_dir=None)
+    rule = stopping_rule(suite, r, q, target_dir=None)
     plan_suite = Suite(suite.name, suite.description, reads, repeats=suite.repeats)
     raw, mapping = f"raw-{volume.device}", volume.mapping
     if raw == mapping:

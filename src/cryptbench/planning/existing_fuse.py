@@ -167,7 +167,7 @@ def fuse_plan(r: RunRequest, volume: FuseVolume) -> FusePlan:
             f"--existing {volume.root}: no file of the sample holds one block of any read "
             f"({', '.join(sorted({format_bytes(w.bs) for w in small}))}): give a larger --size"
         )
-    rule = stopping_rule(suite, r, q, max_bytes=None, target_dir=None)
+    rule = stopping_rule(suite, r, q, target_dir=None)
     plan_suite = Suite(suite.name, suite.description, reads, repeats=suite.repeats)
     overlay = volume.overlay
     raw, mapping = f"{overlay}-ciphertext", overlay

@@ -217,7 +217,7 @@ def build_plan(request: RunRequest) -> Plan:
     seed = checked_seed(r.seed)
     target_dir = check_target_dir(Path(r.target))
     passphrase = keys.read_passphrase_file(r.passphrase_file) if r.passphrase_file is not None else None
-    rule = stopping_rule(suite, r, q, max_bytes=q.max_bytes, target_dir=target_dir)
+    rule = stopping_rule(suite, r, q, target_dir=target_dir)
     ordered, added, skipped = choose_backends(r, suite)
     states, fs = states_and_fs(r, suite, ordered)
     targets = expand(ordered, states, fs, r.ram)

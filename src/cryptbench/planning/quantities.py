@@ -15,6 +15,10 @@ from cryptbench.planning.suite import check_size_range
 
 DEFAULT_PRECISION = "5%"
 PRECISION_RANGE = (0.1, 50.0)  # percent
+# the precision an adaptive run asks for when --precision does not, as a fraction
+DEFAULT_PRECISION_FRACTION = parse_percent(
+    DEFAULT_PRECISION, what="--precision", low=PRECISION_RANGE[0], high=PRECISION_RANGE[1]
+)
 # Within this much of no change, a whole interval is "no measurable cost" and two
 # targets are "equal": the user would not notice, and more trials would not change it.
 DEFAULT_EQUIVALENCE = "3%"

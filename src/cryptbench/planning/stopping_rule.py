@@ -8,13 +8,10 @@ from pathlib import Path
 
 from cryptbench.machine.session import free_bytes
 from cryptbench.model.errors import UsageError
-from cryptbench.model.units import parse_percent
-from cryptbench.planning.quantities import DEFAULT_PRECISION, AsksStopping, Quantities
+from cryptbench.planning.quantities import DEFAULT_PRECISION_FRACTION, AsksStopping, Quantities
 from cryptbench.planning.suite import Suite, check_repeats_range
 from cryptbench.stats.stopping import OVERRUNS, StoppingRule
 
-# the precision an adaptive run asks for when --precision does not
-DEFAULT_PRECISION_FRACTION = parse_percent(DEFAULT_PRECISION, what="--precision", low=0, high=100)
 DEFAULT_MIN_REPEATS = 3
 DEFAULT_MAX_REPEATS = 10
 # Adaptive runs' default budgets. Bytes: a tenth of the free space, at most
@@ -32,12 +29,11 @@ DEFAULT_MAX_TIME = 300.0  # seconds
 
 
 def stopping_rule(
-    suite: Suite, request: AsksStopping, q: Quantities, *, max_bytes: int | None, target_dir: Path | None
+    suite: Suite, request: AsksStopping, q: Quantities, *, target_dir: Path | None
 ) -> StoppingRule:
     """Adaptive unless the number of rounds is fixed: by --repeats, or by a
     suite that reproduces a study's count (unless --precision asks otherwise).
-    `q`: the request's quantities, parsed; `max_bytes`: the byte budget asked, where the
-    run has one.
+    `q`: the request's quantities, parsed (its byte budget, where the run takes one).
 
     Without a local `target_dir` (a fleet run writes on its hosts) there is no
     default byte budget: each host writes at most max-repeats trials' data."""
@@ -57,7 +53,7 @@ def stopping_rule(
         raise UsageError(
             f"--repeats fixes the number of trials; {adaptive_flags[0]} is for adaptive repetition: give one"
         )
-    budget, seconds, margin = max_bytes, q.max_time, q.equivalence
+    budget, seconds, margin = q.max_bytes, q.max_time, q.equivalence
     if overrun not in OVERRUNS:
         raise UsageError(f"--overrun must be one of {', '.join(OVERRUNS)}")
     fixed = repeats if repeats is not None else (None if adaptive_flags else suite.repeats)
