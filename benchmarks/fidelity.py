@@ -94,7 +94,7 @@ from cryptbench.planning.plan import IO_ENGINES
 from cryptbench.planning.suite import WorkloadSpec, load_suite
 from cryptbench.stats import estimates
 from cryptbench.store.database import Store
-from cryptbench.trial.context import TrialContext, TrialSpec
+from cryptbench.trial.context import Sizing, TrialContext, TrialSpec
 from cryptbench.trial.runner import job_options, run_trial
 
 TOLERANCE = 0.05
@@ -132,9 +132,10 @@ def main() -> int:
             with REGISTRY["plain"].provision(session, TargetSpec("plain"), size) as target:
                 engine = probe_ioengine(session.path("ioengine-probe"), session)
                 ctx = TrialContext(session, store, run_id, size, engine, False)
+                sizing = Sizing(size)  # not calibrated: one pass over the file as asked, both ways
                 layout = session.path("layout.fio")
                 layout.write_text(
-                    render_layout(job_options(ctx, target, args.seed, ctx.layout_size(direct_io)))
+                    render_layout(job_options(ctx, target, args.seed, sizing.layout_size(direct_io)))
                 )
                 run_fio(layout, session)
                 print(
@@ -146,11 +147,8 @@ def main() -> int:
                 seq = 0
                 for w in (w for w in suite.workloads if isinstance(w, WorkloadSpec)):
                     job = session.path(f"{w.name}.fio")
-                    job.write_text(
-                        render_job(
-                            w, job_options(ctx, target, args.seed, ctx.trial_size(w, target, direct_io))
-                        )
-                    )
+                    sized = sizing.trial_size(w, direct_io, ctx.makes_new_file(w, target))
+                    job.write_text(render_job(w, job_options(ctx, target, args.seed, sized)))
                     direct: list[float] = []
                     for r in range(args.rounds):
                         ways = ["direct", "harness"]
@@ -168,7 +166,7 @@ def main() -> int:
                             else:
                                 spec = TrialSpec(seq, seq, r, w, target.name)
                                 seq += 1
-                                if not run_trial(ctx, spec, target, direct_io, args.seed):
+                                if not run_trial(ctx, spec, target, sized, args.seed):
                                     raise SystemExit(f"harness trial failed for {w.name}")
                     harness = [
                         v

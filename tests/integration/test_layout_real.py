@@ -12,7 +12,7 @@ import pytest
 from cryptbench.backends.base import Target
 from cryptbench.machine.session import Session
 from cryptbench.model.errors import DiskFull, ProvisionError
-from cryptbench.trial.context import DATA_FILE, TrialContext
+from cryptbench.trial.context import DATA_FILE, Sizing, TrialContext
 from cryptbench.trial.layout import lay_out
 from tests.support.sessions import scratch_session
 
@@ -50,7 +50,7 @@ def test_the_data_file_is_written_whole_and_a_short_one_made_anew(session: Sessi
     target = _target(session, "plain")
     (target.path / DATA_FILE).write_bytes(b"short")  # left by a failed write
     left = (target.path / DATA_FILE).stat().st_ino
-    lay_out(ctx, target, "plain", False, 7)
+    lay_out(ctx, target, "plain", Sizing(ctx.size).layout_size(False), 7)
     made = (target.path / DATA_FILE).stat()
     assert made.st_size == 4 * MIB
     assert made.st_ino != left  # a new file, written from its start, not the short one extended
@@ -60,7 +60,7 @@ def test_the_data_file_is_written_whole_and_a_short_one_made_anew(session: Sessi
 def test_a_full_filesystem_stops_the_run(session: Session) -> None:
     ctx = TrialContext(session, None, 1, 64 * MIB, "psync", False)
     with pytest.raises(DiskFull, match=r"filled up during the data file's layout on plain .*No space left"):
-        lay_out(ctx, _target(session, "plain"), "plain", False, 7)
+        lay_out(ctx, _target(session, "plain"), "plain", Sizing(ctx.size).layout_size(False), 7)
 
 
 def test_another_failure_loses_the_target_with_fios_words(session: Session) -> None:
@@ -70,4 +70,4 @@ def test_another_failure_loses_the_target_with_fios_words(session: Session) -> N
         ProvisionError,
         match=r"data file on plain: fio exited with status 1: fio: failed to load engine",
     ):
-        lay_out(ctx, _target(session, "plain"), "plain", False, 7)
+        lay_out(ctx, _target(session, "plain"), "plain", Sizing(ctx.size).layout_size(False), 7)

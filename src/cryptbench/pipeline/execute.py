@@ -155,12 +155,12 @@ def _measure(
             plan.write_new_file,
             device if isinstance(device, str) else None,
         )
-        provisioned.ctx = ctx
         asked = sizing.Asked.of(plan)
-        ctx = provisioned.ctx = sizing.grow_data_file(asked, ctx, provisioned, direct, progress)
+        # the data file as asked, or grown where buffered trials need it larger
+        grown = sizing.grow_data_file(asked, ctx, provisioned, direct, progress)
         if any(isinstance(w, WorkloadSpec) and not w.is_write for w in plan.suite.workloads):
             for t in targets.values():
-                provisioned.lay_out(t)
+                provisioned.lay_out(t, ctx, grown)
         if any(isinstance(w, AppWorkload) and w.runs_commands for w in plan.suite.workloads):
             store.add_note(run_id, f"your commands run each in a process group of its own, {cgroup_mode()}")
         for w in plan.suite.workloads:
@@ -171,8 +171,8 @@ def _measure(
         controller = Controller(plan.rule, plan.questions, plan.seed, plan.ranking)
         writes = {w.name for w in plan.suite.workloads if w.is_write}
         spend = Spend(ctx, writes)  # before calibration: its writes and time are the run's too
-        ctx = provisioned.ctx = sizing.size_trials(asked, ctx, provisioned, direct, progress)
-        executor = Executor(ctx, provisioned, direct, plan.seeds, progress)
+        sized = sizing.size_trials(asked, ctx, grown, provisioned, direct, progress)
+        executor = Executor(ctx, sized, provisioned, direct, plan.seeds, progress)
         return interleave(
             executor, controller, spend, plan.suite.workloads, list(targets), plan.seed, plan.skip
         )

@@ -1,6 +1,6 @@
-"""What every part of a trial shares: the run's context (its session, store, sizes and
-calibration) and how much one fio trial does, decided from it in one place
-(`TrialContext.trial_size`; calibration and layout ask for their own); a trial's place
+"""What every part of a trial shares: the run's context (its session, store and sizes
+asked), what sizing decided (`Sizing`) and how much one fio trial does, decided from it in
+one place (`Sizing.trial_size`; calibration and layout ask for their own); a trial's place
 in the run, the targets, and progress."""
 
 from __future__ import annotations
@@ -56,32 +56,18 @@ class NullProgress:
 
 @dataclass(frozen=True)
 class TrialContext:
+    """What every trial of a run shares, built once before the first of them: its session,
+    store and run, the size asked and how fio writes. What sizing finds after (a grown
+    data file, passes, a time cap) is a `Sizing` of its own."""
+
     session: Session
     store: Store
     run_id: int
-    size: int  # bytes
+    size: int  # bytes of the data file asked for (--size, a study's, or the default)
     ioengine: str
     zero_data: bool
     write_new_file: bool = False  # write trials write a new file instead of overwriting
     device: str | None = None  # the block device under the scratch space (vda), for its write counter
-    # fio workload -> passes over the data file per trial, where a trial may make
-    # several (trial_passes); calibrated before the first round (trial/sizing.py)
-    passes: Mapping[str, int] = field(default_factory=dict)
-    # bytes of fio's data file where it grew past `size` so that buffered trials last
-    # the trial time (sizing.grow); 0: `size`
-    data_size: int = 0
-    # fio workload -> bytes a pass moves, where fewer than the data file (a slow
-    # workload over a file grown for a fast one)
-    moved: Mapping[str, int] = field(default_factory=dict)
-    # seconds of I/O after which fio stops a trial (runtime=: its passes or this, whichever
-    # ends first), so that a slow target's trial lasts no longer than a fast one's by more
-    # than sizing.TRIAL_CAP; None: no cap (--trial-time 0, one whole pass)
-    time_cap: float | None = None
-
-    @property
-    def file_bytes(self) -> int:
-        """Bytes of fio's data file on each target."""
-        return self.data_size or self.size
 
     def writes_new_files(self, target: Target) -> bool:
         """Whether a write trial on `target` makes a new file: in a run whose writes all do
@@ -92,15 +78,34 @@ class TrialContext:
     def makes_new_file(self, workload: Workload, target: Target) -> bool:
         return workload.is_write and self.writes_new_files(target)
 
+
+@dataclass(frozen=True)
+class Sizing:
+    """How much the run's fio trials do, as trial/sizing.py decided it before the first
+    round (`Sizing(size)`: as asked, before it decided anything), and each trial's size
+    decided from it in one place (`trial_size`; calibration and layout ask for their own)."""
+
+    file_bytes: int  # bytes of fio's data file on each target: as asked, or grown (sizing.grow)
+    # fio workload -> passes over the data file per trial, where a trial may make
+    # several; calibrated before the first round (sizing.calibrate)
+    passes: Mapping[str, int] = field(default_factory=dict)
+    # fio workload -> bytes a pass moves, where fewer than the data file (a slow
+    # workload over a file grown for a fast one)
+    moved: Mapping[str, int] = field(default_factory=dict)
+    # seconds of I/O after which fio stops a trial (runtime=: its passes or this, whichever
+    # ends first), so that a slow target's trial lasts no longer than a fast one's by more
+    # than sizing.TRIAL_CAP; None: no cap (--trial-time 0, one whole pass)
+    time_cap: float | None = None
+
     def pass_bytes(self, workload: str) -> int:
         """Bytes one pass of `workload` moves: the data file, or fewer where sizing said so."""
         return self.moved.get(workload, self.file_bytes)
 
-    def trial_size(self, workload: WorkloadSpec, target: Target, direct: bool) -> TrialSize:
-        """A measured trial's size. Several passes only with direct I/O, as calibrated: a
-        buffered second pass would be served from the page cache; and a write that makes a
-        new file measures a first write, which a second pass would turn into a rewrite."""
-        new_file = self.makes_new_file(workload, target)
+    def trial_size(self, workload: WorkloadSpec, direct: bool, new_file: bool) -> TrialSize:
+        """A measured trial's size (`new_file`: TrialContext.makes_new_file). Several passes
+        only with direct I/O, as calibrated: a buffered second pass would be served from the
+        page cache; and a write that makes a new file measures a first write, which a second
+        pass would turn into a rewrite."""
         passes = self.passes.get(workload.name, 1) if direct and not new_file else 1
         return TrialSize(
             direct, new_file, passes, self.file_bytes, self.moved.get(workload.name), self.time_cap
@@ -142,4 +147,4 @@ class Targets(Protocol):
 
     def __getitem__(self, name: str) -> Target: ...
     def reset(self, name: str) -> Target: ...
-    def lay_out(self, target: Target) -> None: ...
+    def lay_out(self, target: Target, ctx: TrialContext, sizing: Sizing) -> None: ...

@@ -8,14 +8,14 @@ from cryptbench.backends.base import Target
 from cryptbench.engines.fio import run_fio
 from cryptbench.engines.jobs import render_layout
 from cryptbench.model.errors import DiskFull, ProvisionError, TrialError
-from cryptbench.trial.context import DATA_FILE, TrialContext
+from cryptbench.trial.context import DATA_FILE, TrialContext, TrialSize
 from cryptbench.trial.runner import ENOSPC_TEXT, job_options, target_lost
 
 
-def lay_out(ctx: TrialContext, target: Target, slug: str, direct: bool, seed: int) -> None:
-    """Write `target`'s data file (its job file kept as jobs/layout-`slug`.fio). A full
-    filesystem stops the run (DiskFull); any other failure loses the target (ProvisionError)."""
-    sized = ctx.layout_size(direct)
+def lay_out(ctx: TrialContext, target: Target, slug: str, sized: TrialSize, seed: int) -> None:
+    """Write `target`'s data file, as `sized` says (Sizing.layout_size), its job file kept as
+    jobs/layout-`slug`.fio. A full filesystem stops the run (DiskFull); any other failure
+    loses the target (ProvisionError)."""
     opts = job_options(ctx, target, seed, sized)
     layout = ctx.session.path("jobs", f"layout-{slug}.fio")
     layout.parent.mkdir(exist_ok=True)

@@ -13,7 +13,7 @@ from cryptbench.machine.session import Session
 from cryptbench.model.vocabulary import Medium
 from cryptbench.planning.plan import Plan
 from cryptbench.trial import layout
-from cryptbench.trial.context import Progress, TrialContext
+from cryptbench.trial.context import Progress, Sizing, TrialContext
 
 
 class Provisioned:
@@ -28,7 +28,6 @@ class Provisioned:
         self._stacks: dict[str, ExitStack] = {}
         self._specs: dict[str, TargetSpec] = {}
         self.direct: dict[str, bool] = {}
-        self.ctx: TrialContext | None = None
 
     def __getitem__(self, name: str) -> Target:
         return self.targets[name]
@@ -55,13 +54,11 @@ class Provisioned:
         new.direct_io, new.direct_io_reason = old.direct_io, old.direct_io_reason
         return new
 
-    def lay_out(self, target: Target) -> None:
-        """Write the data file the read trials read, before any clock starts."""
-        assert self.ctx is not None
-        self.progress.phase(f"writing the {self.ctx.file_bytes >> 20} MiB data file on {target.name}")
-        layout.lay_out(
-            self.ctx, target, self._specs[target.name].slug, self.direct[target.name], self.plan.seed
-        )
+    def lay_out(self, target: Target, ctx: TrialContext, sizing: Sizing) -> None:
+        """Write the data file the read trials read, `sizing.file_bytes` of it, before any clock starts."""
+        self.progress.phase(f"writing the {sizing.file_bytes >> 20} MiB data file on {target.name}")
+        sized = sizing.layout_size(self.direct[target.name])
+        layout.lay_out(ctx, target, self._specs[target.name].slug, sized, self.plan.seed)
 
     def close(self) -> None:
         while self._stacks:

@@ -34,7 +34,15 @@ from cryptbench.model.errors import CryptbenchError, DiskFull, TargetLost, Trial
 from cryptbench.model.vocabulary import TrialStatus
 from cryptbench.planning.suite import WorkloadSpec
 from cryptbench.store.database import TrialRecord, now_iso
-from cryptbench.trial.context import DATA_FILE, Targets, TrialContext, TrialSize, TrialSpec, file_name
+from cryptbench.trial.context import (
+    DATA_FILE,
+    Sizing,
+    Targets,
+    TrialContext,
+    TrialSize,
+    TrialSpec,
+    file_name,
+)
 from cryptbench.trial.figures import app_metrics, trial_metrics
 
 T = TypeVar("T")
@@ -101,7 +109,7 @@ def backing_file(session: Session, target: Target) -> Path:
     return session.check_inside(max(files, key=lambda p: p.stat().st_size))
 
 
-def prepare(ctx: TrialContext, spec: TrialSpec, targets: Targets) -> Target:
+def prepare(ctx: TrialContext, sizing: Sizing, spec: TrialSpec, targets: Targets) -> Target:
     """Bring the target into the state the trial needs; outside the clock.
 
     Raises TargetLost when a stateful target cannot be made anew.
@@ -122,12 +130,12 @@ def prepare(ctx: TrialContext, spec: TrialSpec, targets: Targets) -> Target:
     elif not spec.workload.is_write:
         datafile = ctx.session.check_inside(target.path / DATA_FILE)
         try:
-            short = datafile.stat().st_size < ctx.file_bytes
+            short = datafile.stat().st_size < sizing.file_bytes
         except FileNotFoundError:
             short = True
         if short:
             try:
-                targets.lay_out(target)
+                targets.lay_out(target, ctx, sizing)
             except DiskFull:
                 raise
             except CryptbenchError as e:
@@ -234,19 +242,18 @@ def run_trial(
     ctx: TrialContext,
     spec: TrialSpec,
     target: Target,
-    direct: bool,
+    sized: TrialSize,
     workload_seed: int,
     fio: FioRunner = run_fio,
 ) -> bool:
-    """Run one trial and store it at once, failed or not. Returns success.
+    """Run one trial, `sized` (Sizing.trial_size), and store it at once, failed or not.
+    Returns success.
 
     Raises TargetLost (after storing the failed trial) when the target's
     helper died, and DiskFull when the target filesystem filled up.
     """
     assert isinstance(spec.workload, WorkloadSpec)
-    job = trial_job(
-        ctx, spec.workload, target, ctx.trial_size(spec.workload, target, direct), workload_seed, fio
-    )
+    job = trial_job(ctx, spec.workload, target, sized, workload_seed, fio)
     return run_job(ctx, spec, target, job)
 
 

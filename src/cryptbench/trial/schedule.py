@@ -32,7 +32,7 @@ from cryptbench.stats.stopping import (
     fit_minimum_rounds,
 )
 from cryptbench.store.database import Store, split_rounds
-from cryptbench.trial.context import Progress, Targets, TrialContext, TrialSpec
+from cryptbench.trial.context import Progress, Sizing, Targets, TrialContext, TrialSpec
 from cryptbench.trial.runner import prepare, run_app_trial, run_trial
 
 
@@ -110,19 +110,20 @@ class OneAtATime:
 
 
 class Executor(OneAtATime):
-    """Runs trials one by one, remembering targets that were lost: their
-    remaining trials are not run (they would fail the same way); the other
-    targets go on."""
+    """Runs trials one by one, each as large as `sizing` says, remembering targets that
+    were lost: their remaining trials are not run (they would fail the same way); the
+    other targets go on."""
 
     def __init__(
         self,
         ctx: TrialContext,
+        sizing: Sizing,
         targets: Targets,
         direct: dict[str, bool],
         workload_seeds: dict[str, int],
         progress: Progress,
     ) -> None:
-        self.ctx, self.targets, self.direct = ctx, targets, direct
+        self.ctx, self.sizing, self.targets, self.direct = ctx, sizing, targets, direct
         self.workload_seeds, self.progress = workload_seeds, progress
         self.ok = self.failed = 0  # trials that succeeded; failed or not run
         self.lost: dict[str, str] = {}  # target -> why
@@ -134,12 +135,14 @@ class Executor(OneAtATime):
             success = False
         else:
             try:
-                target = prepare(self.ctx, spec, self.targets)
-                seed = self.workload_seeds[spec.workload.name]
-                if isinstance(spec.workload, AppWorkload):
+                target = prepare(self.ctx, self.sizing, spec, self.targets)
+                w, seed = spec.workload, self.workload_seeds[spec.workload.name]
+                if isinstance(w, AppWorkload):
                     success = run_app_trial(self.ctx, spec, target, seed)
                 else:
-                    success = run_trial(self.ctx, spec, target, self.direct[target.name], seed)
+                    direct, new_file = self.direct[target.name], self.ctx.makes_new_file(w, target)
+                    sized = self.sizing.trial_size(w, direct, new_file)
+                    success = run_trial(self.ctx, spec, target, sized, seed)
             except TargetLost as e:
                 self.lost[spec.target] = str(e)
                 success = False

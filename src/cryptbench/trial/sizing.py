@@ -18,7 +18,7 @@ less over more passes. A workload's passes are the most any baseline needs, and 
 target makes them, so that its trials do its baseline's work.
 
 Several passes only with direct I/O, and never for a write that makes a new file
-(TrialContext.trial_size). Buffered trials make one pass: instead, where the data file's
+(Sizing.trial_size). Buffered trials make one pass: instead, where the data file's
 size is the tool's default (not --size, not a study's), it grows before it is laid out
 (`grow`), so that one buffered pass lasts the trial time on the baselines, up to the
 plan's limit (its share of the free space and of the byte budget); a workload slower
@@ -53,7 +53,7 @@ from cryptbench.model.units import format_bytes, format_duration
 from cryptbench.planning.plan import Plan
 from cryptbench.planning.stopping_rule import default_max_bytes
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.trial.context import Progress, Targets, TrialContext
+from cryptbench.trial.context import Progress, Sizing, Targets, TrialContext
 from cryptbench.trial.runner import FioRunner, TrialJob, trial_job
 
 MAX_PASSES = 4096  # a pass of 1 MiB at 4 GB/s lasts 0.26 ms: 4096 of them make a second
@@ -229,6 +229,7 @@ class Growth:
 
 def grow(
     ctx: TrialContext,
+    asked_size: Sizing,
     targets: Targets,
     asked: Asked,
     baselines: list[str],
@@ -238,7 +239,7 @@ def grow(
 ) -> tuple[Growth | None, list[str]]:
     """The data file's size (at most asked.limit bytes) and each workload's bytes a pass (a
     write workload's at most `write_cap`), from one buffered pass of each workload over
-    the file as asked (already laid out on `baselines`, buffered targets); None when
+    the file as asked (`asked_size`, already laid out on `baselines`, buffered targets); None when
     nothing could be measured. Also what failed, in words."""
     rates: dict[str, float] = {}
     blocks: dict[str, int] = {}
@@ -248,7 +249,7 @@ def grow(
         progress.phase(f"sizing the data file for {w.name}")
         for name in baselines:
             target = targets[name]
-            sized = ctx.calibration_size(w, False, 1, trial_time * MARGIN)
+            sized = asked_size.calibration_size(w, False, 1, trial_time * MARGIN)
             job = trial_job(ctx, w, target, sized, seeds[w.name], fio)
             try:
                 m = _measure_job(ctx, target, job, f"grow-{w.name}-{name}")
@@ -262,8 +263,9 @@ def grow(
         return None, failed
     align = max(1 << 20, *blocks.values())
     caps = {w.name: write_cap for w in workloads if w.is_write}
-    size = grown_size(rates, trial_time, ctx.size, max(limit, ctx.size), align, caps)
-    moved = moved_bytes(rates, blocks, trial_time, ctx.size, size, caps)
+    least = asked_size.file_bytes
+    size = grown_size(rates, trial_time, least, max(limit, least), align, caps)
+    moved = moved_bytes(rates, blocks, trial_time, least, size, caps)
     sized_by = max(rates, key=lambda w: min(rates[w], caps.get(w, math.inf) / trial_time / MARGIN))
     return Growth(size, limit, rates, moved, sized_by), failed
 
@@ -285,6 +287,7 @@ def _seconds(m: FioMeasurement) -> float:
 
 def _pass_seconds(
     ctx: TrialContext,
+    sizing: Sizing,
     w: WorkloadSpec,
     name: str,
     targets: Targets,
@@ -299,9 +302,9 @@ def _pass_seconds(
     for run in range(CALIBRATION_RUNS):
         # The first run stops at the trial time: a pass that lasts longer needs no more.
         limit = trial_time * MARGIN if run == 0 else None
-        job = trial_job(ctx, w, target, ctx.calibration_size(w, True, passes, limit), seed, fio)
+        job = trial_job(ctx, w, target, sizing.calibration_size(w, True, passes, limit), seed, fio)
         m = _measure_job(ctx, target, job, f"calibrate-{w.name}-{name}-{run}")
-        one = ctx.pass_bytes(w.name)
+        one = sizing.pass_bytes(w.name)
         if m.io_bytes < passes * one:  # stopped at the limit: one pass is long enough
             return _seconds(m) * passes * one / max(m.io_bytes, 1), 1
         per_pass = _seconds(m) / passes
@@ -314,6 +317,7 @@ def _pass_seconds(
 
 def calibrate(
     ctx: TrialContext,
+    sizing: Sizing,
     targets: Targets,
     direct: Mapping[str, bool],
     asked: Asked,
@@ -337,7 +341,9 @@ def calibrate(
         progress.phase(f"sizing the trials of {w.name}")
         for name in names:
             try:
-                per_pass, needed = _pass_seconds(ctx, w, name, targets, seeds[w.name], trial_time, fio)
+                per_pass, needed = _pass_seconds(
+                    ctx, sizing, w, name, targets, seeds[w.name], trial_time, fio
+                )
             except (TrialError, OSError) as e:
                 failed.append(f"{w.name} on {name}: {e}")
                 continue
@@ -349,9 +355,11 @@ def calibrate(
         w.name: sum(direct[t] and not new_file[t] for t in direct) for w in writes if w.name in wanted
     }
     single = {w.name: len(direct) - repeating.get(w.name, 0) for w in writes}
-    size = {w.name: ctx.pass_bytes(w.name) for w in writes}
+    size = {w.name: sizing.pass_bytes(w.name) for w in writes}
     passes = within_budget(wanted, repeating, single, size, asked.rounds, asked.budget)
-    calibrations = [Calibration(w, t, s, p, passes[w], ctx.pass_bytes(w)) for w, (t, s, p) in found.items()]
+    calibrations = [
+        Calibration(w, t, s, p, passes[w], sizing.pass_bytes(w)) for w, (t, s, p) in found.items()
+    ]
     return passes, calibrations, failed
 
 
@@ -361,54 +369,57 @@ def grow_data_file(
     targets: Targets,
     direct: dict[str, bool],
     progress: Progress,
-) -> TrialContext:
-    """Where trials run buffered and the data file may grow (asked.limit), the context
-    with the size that makes a buffered pass last the trial time on the baselines, and
-    the bytes each slower workload moves; noted in the run."""
+) -> Sizing:
+    """The data file's size as asked (ctx.size), or where trials run buffered and it may
+    grow (asked.limit), the size that makes a buffered pass last the trial time on the
+    baselines, and the bytes each slower workload moves; noted in the run."""
+    as_asked = Sizing(ctx.size)
     buffered = [name for name, d in direct.items() if not d]
     if asked.limit <= ctx.size or not buffered or not asked.workloads:
-        return ctx
+        return as_asked
     baselines = asked.baselines(buffered)
     for name in baselines:
-        targets.lay_out(targets[name])
+        targets.lay_out(targets[name], ctx, as_asked)
     # the minimum rounds' writes, on every target, take at most their share of the byte budget
     writes = max(1, sum(w.is_write for w in asked.workloads))
     trials = len(direct) * asked.rounds * writes
     write_cap = int((asked.budget or 0) * WRITE_SHARE / trials)
-    growth, failed = grow(ctx, targets, asked, baselines, write_cap, progress)
+    growth, failed = grow(ctx, as_asked, targets, asked, baselines, write_cap, progress)
     for why in failed:
         ctx.store.add_note(ctx.run_id, f"could not size the data file for {why}")
     if growth is None:
-        return ctx
+        return as_asked
     ctx.store.add_note(ctx.run_id, growth.describe(ctx.size, asked.trial_time))
-    return replace(ctx, data_size=growth.size if growth.size > ctx.size else 0, moved=growth.moved)
+    return Sizing(max(growth.size, ctx.size), moved=growth.moved)
 
 
 def size_trials(
     asked: Asked,
     ctx: TrialContext,
+    sizing: Sizing,
     targets: Targets,
     direct: dict[str, bool],
     progress: Progress,
-) -> TrialContext:
-    """The context with each fio workload's passes per trial, calibrated on the baselines
-    (every target where there is none) so that trials last the trial time; noted in the run."""
+) -> Sizing:
+    """`sizing` (the data file's, from `grow_data_file`) with each fio workload's passes
+    per trial, calibrated on the baselines (every target where there is none) so that
+    trials last the trial time, and the cap on every trial's time; noted in the run."""
     if asked.trial_time <= 0 or not asked.workloads:
-        return ctx
+        return sizing
     # a slow target's trial stops at the cap: its figure is what it moved in that time
-    ctx = replace(ctx, time_cap=asked.trial_time * TRIAL_CAP)
+    sizing = replace(sizing, time_cap=asked.trial_time * TRIAL_CAP)
     new_file = {name: ctx.writes_new_files(targets[name]) for name in direct}
     passes, found, failed = calibrate(
-        ctx, targets, direct, asked, asked.baselines(direct), new_file, progress
+        ctx, sizing, targets, direct, asked, asked.baselines(direct), new_file, progress
     )
     if found:
         each = "; ".join(c.describe() for c in found)
         last = format_duration(asked.trial_time)
-        cap = format_duration(ctx.time_cap or 0)
+        cap = format_duration(sizing.time_cap or 0)
         ctx.store.add_note(
             ctx.run_id,
             f"trials sized to last {last} of I/O (--trial-time), at most {cap} on any target: {each}",
         )
     for why in failed:
         ctx.store.add_note(ctx.run_id, f"could not size the trials of {why}; they make one pass")
-    return replace(ctx, passes=passes)
+    return replace(sizing, passes=passes)

@@ -12,6 +12,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -24,7 +25,7 @@ from cryptbench.model.vocabulary import TrialStatus
 from cryptbench.planning.suite import WorkloadSpec
 from cryptbench.store.database import Store
 from cryptbench.trial import runner
-from cryptbench.trial.context import TrialContext, TrialSpec
+from cryptbench.trial.context import Sizing, TrialContext, TrialSpec
 from tests.support.paths import TESTS
 
 FIXTURES = TESTS / "fixtures" / "fio"
@@ -71,10 +72,28 @@ def _spec(workload: WorkloadSpec, seq: int = 0) -> TrialSpec:
     return TrialSpec(seq, 0, 0, workload, "plain")
 
 
+AS_ASKED = Sizing(SIZE)  # one whole pass, as a run's sizing starts
+
+
+def run_trial(
+    ctx: TrialContext,
+    spec: TrialSpec,
+    target: Target,
+    direct: bool,
+    seed: int,
+    fio: Any,
+    sizing: Sizing = AS_ASKED,
+) -> bool:
+    """runner.run_trial, its size decided as the Executor decides it (one pass, as asked, by default)."""
+    assert isinstance(spec.workload, WorkloadSpec)
+    sized = sizing.trial_size(spec.workload, direct, ctx.makes_new_file(spec.workload, target))
+    return runner.run_trial(ctx, spec, target, sized, seed, fio)
+
+
 def test_a_trial_stores_fios_figures(run: tuple[TrialContext, Target]) -> None:
     ctx, target = run
     fio = Fio()
-    assert runner.run_trial(ctx, _spec(READ), target, True, 7, fio) is True
+    assert run_trial(ctx, _spec(READ), target, True, 7, fio) is True
     (row,) = ctx.store.trial_rows(ctx.run_id)
     assert row.status == TrialStatus.OK and row.error is None
     values = ctx.store.trial_metrics(ctx.run_id)[row.id]
@@ -88,27 +107,25 @@ def test_the_job_makes_the_calibrated_passes_only_where_they_are_honest(
     run: tuple[TrialContext, Target],
 ) -> None:
     ctx, target = run
-    ctx = TrialContext(
-        ctx.session, ctx.store, ctx.run_id, SIZE, "psync", False, passes={READ.name: 5}, time_cap=2.0
-    )
+    sized = Sizing(SIZE, passes={READ.name: 5}, time_cap=2.0)
     fio = Fio()
-    runner.run_trial(ctx, _spec(READ), target, True, 7, fio)
-    runner.run_trial(ctx, _spec(READ, 1), target, False, 7, fio)  # buffered: one pass
+    run_trial(ctx, _spec(READ), target, True, 7, fio, sized)
+    run_trial(ctx, _spec(READ, 1), target, False, 7, fio, sized)  # buffered: one pass
     assert "loops=5" in fio.jobs[0] and "runtime=2000ms" in fio.jobs[0]
     assert "loops" not in fio.jobs[1] and "runtime=2000ms" in fio.jobs[1]
 
 
 def test_a_write_in_a_run_of_new_files_makes_its_file(run: tuple[TrialContext, Target]) -> None:
     ctx, target = run
-    ctx = TrialContext(ctx.session, ctx.store, ctx.run_id, SIZE, "psync", False, True, passes={WRITE.name: 4})
+    ctx = TrialContext(ctx.session, ctx.store, ctx.run_id, SIZE, "psync", False, True)
     fio = Fio()
-    runner.run_trial(ctx, _spec(WRITE), target, True, 7, fio)
+    run_trial(ctx, _spec(WRITE), target, True, 7, fio, Sizing(SIZE, passes={WRITE.name: 4}))
     assert "create_on_open=1" in fio.jobs[0] and "loops" not in fio.jobs[0]
 
 
 def test_a_failed_trial_is_stored_failed_with_fios_reason(run: tuple[TrialContext, Target]) -> None:
     ctx, target = run
-    assert runner.run_trial(ctx, _spec(READ), target, True, 7, Fio(TrialError("fio exited 1: bad"))) is False
+    assert run_trial(ctx, _spec(READ), target, True, 7, Fio(TrialError("fio exited 1: bad"))) is False
     (row,) = ctx.store.trial_rows(ctx.run_id)
     assert row.status == TrialStatus.FAILED and row.error == "fio exited 1: bad"
     assert ctx.store.trial_metrics(ctx.run_id).get(row.id, {}) == {}
@@ -118,7 +135,7 @@ def test_a_full_disk_stops_the_run_after_storing_the_trial(run: tuple[TrialConte
     ctx, target = run
     full = OSError(errno.ENOSPC, "No space left on device")
     with pytest.raises(DiskFull, match="filled up during rnd4k-q32-read on plain"):
-        runner.run_trial(ctx, _spec(READ), target, True, 7, Fio(full))
+        run_trial(ctx, _spec(READ), target, True, 7, Fio(full))
     (row,) = ctx.store.trial_rows(ctx.run_id)
     assert row.status == TrialStatus.FAILED and "No space left on device" in (row.error or "")
 
@@ -132,7 +149,7 @@ def test_a_dead_helper_loses_the_target_before_its_trial(run: tuple[TrialContext
     target.helpers = (helper,)
     fio = Fio()
     with pytest.raises(TargetLost, match=r"daemon \(pid \d+\) .* before this trial; target plain is lost"):
-        runner.run_trial(ctx, _spec(READ), target, True, 7, fio)
+        run_trial(ctx, _spec(READ), target, True, 7, fio)
     assert fio.jobs == []  # fio never ran
     (row,) = ctx.store.trial_rows(ctx.run_id)
     assert row.status == TrialStatus.FAILED
@@ -141,8 +158,8 @@ def test_a_dead_helper_loses_the_target_before_its_trial(run: tuple[TrialContext
 def test_a_backing_fsync_does_not_reach_is_synced_inside_the_clock(run: tuple[TrialContext, Target]) -> None:
     ctx, target = run
     target.end_write = os.sync
-    runner.run_trial(ctx, _spec(WRITE), target, False, 7, Fio())
-    runner.run_trial(ctx, _spec(READ, 1), target, True, 7, Fio())  # a read needs no sync
+    run_trial(ctx, _spec(WRITE), target, False, 7, Fio())
+    run_trial(ctx, _spec(READ, 1), target, True, 7, Fio())  # a read needs no sync
     first, second = ctx.store.trial_rows(ctx.run_id)
     values = ctx.store.trial_metrics(ctx.run_id)
     assert values[first.id]["backing_sync_seconds"][0] >= 0
@@ -158,8 +175,8 @@ def test_a_layers_own_commit_ends_each_write_inside_the_clock(
     done: list[str] = []
     target.end_write = lambda: done.append("committed")
     monkeypatch.setattr(runner.os, "sync", lambda: done.append("sync(2)"))
-    runner.run_trial(ctx, _spec(WRITE), target, False, 7, Fio())
-    runner.run_trial(ctx, _spec(READ, 1), target, True, 7, Fio())
+    run_trial(ctx, _spec(WRITE), target, False, 7, Fio())
+    run_trial(ctx, _spec(READ, 1), target, True, 7, Fio())
     assert done == ["committed"]
     first, second = ctx.store.trial_rows(ctx.run_id)
     values = ctx.store.trial_metrics(ctx.run_id)
@@ -177,6 +194,6 @@ def test_a_trial_records_what_the_scratch_device_read_and_wrote(
     if device is None:
         pytest.skip(f"{tmp_path} is on no block device here (tmpfs): there is no counter to read")
     ctx = dataclasses.replace(ctx, device=device)
-    assert runner.run_trial(ctx, _spec(READ), target, True, 7, Fio()) is True
+    assert run_trial(ctx, _spec(READ), target, True, 7, Fio()) is True
     (values,) = ctx.store.trial_metrics(ctx.run_id).values()
     assert values["device_bytes_read"][0] >= 0 and values["device_bytes_written"][0] >= 0

@@ -23,7 +23,7 @@ from cryptbench.machine.session import Session
 from cryptbench.model.errors import TrialError
 from cryptbench.planning.suite import WorkloadSpec
 from cryptbench.trial import sizing
-from cryptbench.trial.context import NullProgress, TrialContext, TrialSize
+from cryptbench.trial.context import NullProgress, Sizing, TrialContext, TrialSize
 from cryptbench.trial.sizing import MARGIN, MAX_PASSES, calibrate, passes_for, within_budget
 from tests.support.paths import TESTS
 from tests.support.sessions import scratch_session
@@ -82,33 +82,29 @@ def test_more_passes_need_direct_io_and_are_in_the_job() -> None:
 
 
 def test_a_trials_size_is_decided_in_one_place() -> None:
-    """TrialContext.trial_size: the calibrated passes only where a second pass is honest, the file's
-    size, a slower workload's bytes a pass and the run's cap, in one record."""
-    ctx = TrialContext(
-        None,
-        None,
-        1,
-        SIZE,
-        "psync",
-        False,
-        passes={"seq-read": 9, "seq-write": 5},
-        data_size=2 * SIZE,
-        moved={"slow-read": SIZE},
-        time_cap=2.0,
-    )
+    """Sizing.trial_size: the calibrated passes only where a second pass is honest, the file's
+    size, a slower workload's bytes a pass and the run's cap, in one record; whether a write
+    makes a new file is the run's (TrialContext.makes_new_file)."""
+    ctx = TrialContext(None, None, 1, SIZE, "psync", False)
+    sized = Sizing(2 * SIZE, passes={"seq-read": 9, "seq-write": 5}, moved={"slow-read": SIZE}, time_cap=2.0)
     plain, image = SimpleNamespace(state=None), SimpleNamespace(state="fresh")
-    read = ctx.trial_size(SEQ_READ, plain, direct=True)
-    assert read == TrialSize(True, False, 9, 2 * SIZE, None, 2.0)
-    assert ctx.trial_size(SEQ_READ, plain, direct=False).passes == 1  # the page cache
-    assert ctx.trial_size(SLOW_READ, plain, direct=True) == TrialSize(True, False, 1, 2 * SIZE, SIZE, 2.0)
+
+    def trial(w: WorkloadSpec, target: Any, direct: bool, run: TrialContext = ctx) -> TrialSize:
+        return sized.trial_size(w, direct, run.makes_new_file(w, target))
+
+    assert trial(SEQ_READ, plain, direct=True) == TrialSize(True, False, 9, 2 * SIZE, None, 2.0)
+    assert trial(SEQ_READ, plain, direct=False).passes == 1  # the page cache
+    assert trial(SLOW_READ, plain, direct=True) == TrialSize(True, False, 1, 2 * SIZE, SIZE, 2.0)
     # a write on a target made anew before it writes a new file: one pass, a first write
-    assert ctx.trial_size(SEQ_WRITE, image, direct=True) == TrialSize(True, True, 1, 2 * SIZE, None, 2.0)
-    assert ctx.trial_size(SEQ_WRITE, plain, direct=True).passes == 5  # overwrites
+    assert trial(SEQ_WRITE, image, direct=True) == TrialSize(True, True, 1, 2 * SIZE, None, 2.0)
+    assert trial(SEQ_WRITE, plain, direct=True).passes == 5  # overwrites
     # in a run whose writes all make new files, on every target; a read never does
     every = replace(ctx, write_new_file=True)
-    assert every.trial_size(SEQ_WRITE, plain, direct=True).new_file
-    assert not every.trial_size(SEQ_READ, image, direct=True).new_file
+    assert trial(SEQ_WRITE, plain, direct=True, run=every).new_file
+    assert not trial(SEQ_READ, image, direct=True, run=every).new_file
     assert ctx.writes_new_files(image) and not ctx.writes_new_files(plain)
+    # as asked, before sizing decided anything: one whole pass, no cap
+    assert Sizing(SIZE).trial_size(SEQ_READ, True, False) == TrialSize(True, False, 1, SIZE, None, None)
 
 
 class FakeFio:
@@ -163,7 +159,7 @@ class Dirs:
     def reset(self, name: str) -> Target:
         raise AssertionError("calibration never makes a target anew")
 
-    def lay_out(self, target: Target) -> None:
+    def lay_out(self, target: Target, ctx: TrialContext, sizing: Sizing) -> None:
         raise AssertionError("calibration runs on laid-out targets")
 
 
@@ -196,7 +192,15 @@ def _calibrate(session: Session, fio: FakeFio, names: list[str], **kw: Any) -> A
         budget=args["budget"],
     )
     return calibrate(
-        ctx, targets, args["direct"], asked, args["baselines"], args["new_file"], NullProgress(), fio
+        ctx,
+        Sizing(SIZE),
+        targets,
+        args["direct"],
+        asked,
+        args["baselines"],
+        args["new_file"],
+        NullProgress(),
+        fio,
     )
 
 
@@ -313,7 +317,10 @@ def test_growth_measures_one_buffered_pass_on_each_baseline(session: Session) ->
     targets = Dirs(session, ["plain", "ext4-loop", "gocryptfs"])
     workloads = [SEQ_READ, SEQ_WRITE, SLOW_READ]
     asked = sizing.Asked(tuple(workloads), {w.name: 1 for w in workloads}, 1.0, limit=4 << 30)
-    growth, failed = sizing.grow(ctx, targets, asked, ["plain", "ext4-loop"], 4 << 30, NullProgress(), fio)
+    as_asked = Sizing(SIZE)
+    growth, failed = sizing.grow(
+        ctx, as_asked, targets, asked, ["plain", "ext4-loop"], 4 << 30, NullProgress(), fio
+    )
     assert failed == [] and growth is not None
     # one run per workload and baseline, buffered, one pass, cut at the trial time
     assert sorted(t for t, _ in fio.jobs) == ["ext4-loop"] * 3 + ["plain"] * 3
@@ -329,7 +336,7 @@ def test_growth_measures_one_buffered_pass_on_each_baseline(session: Session) ->
     # a limit below what the trial time needs: grown to the limit, and said so
     fio.jobs.clear()
     capped, _ = sizing.grow(
-        ctx, targets, replace(asked, limit=512 << 20), ["plain"], 100 << 20, NullProgress(), fio
+        ctx, as_asked, targets, replace(asked, limit=512 << 20), ["plain"], 100 << 20, NullProgress(), fio
     )
     assert capped is not None and capped.size == 512 << 20
     assert capped.moved["seq-write"] == 100 << 20  # a write's share of the byte budget
@@ -346,7 +353,7 @@ def test_growth_reports_what_it_could_not_measure(session: Session) -> None:
     seeds = {"seq-read": 1, "seq-write": 1, "slow-read": 1}
     asked = sizing.Asked((SEQ_READ, SEQ_WRITE, SLOW_READ), seeds, 1.0, limit=4 << 30)
     growth, failed = sizing.grow(
-        ctx, Dirs(session, ["plain"]), asked, ["plain"], 4 << 30, NullProgress(), fio
+        ctx, Sizing(SIZE), Dirs(session, ["plain"]), asked, ["plain"], 4 << 30, NullProgress(), fio
     )
     assert growth is None and len(failed) == 3 and failed[0].startswith("seq-read on plain: fio exited")
 
