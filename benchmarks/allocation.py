@@ -3,7 +3,7 @@
 
 A recorded run (benchmarks/data/noisy-run.json: every trial's primary figure,
 its round and the seconds it took, interleaved, on this project's VM) is
-replayed through cryptbench's own rounds (schedule.interleave, stopping.Controller)
+replayed through cryptbench's own rounds (schedule.interleave, allocator.Controller)
 under its default rule: ±5 %, 3 to 10 rounds, a 4-minute budget on a clock that
 advances by each replayed trial's recorded seconds. Each simulated round draws one
 recorded round, and every trial in it takes that round's figure, so what the
@@ -38,18 +38,11 @@ from typing import Any, cast
 
 from cryptbench.engines.metric_catalog import info
 from cryptbench.model.vocabulary import TrialStatus
+from cryptbench.planning.questions import RankingGroups
 from cryptbench.planning.suite import load_suite
-from cryptbench.stats.stopping import (
-    Controller,
-    RankingGroups,
-    Rounds,
-    Samples,
-    StoppingRule,
-    StopReason,
-    contenders,
-    questions,
-)
+from cryptbench.stats.stopping import Rounds, Samples, StoppingRule, StopReason, questions
 from cryptbench.store.database import MetricValue, Store, TrialRecord
+from cryptbench.trial.allocator import Controller, contenders
 from cryptbench.trial.context import NullProgress, TrialContext, TrialSpec
 from cryptbench.trial.schedule import OneAtATime, Spend, interleave, primary_samples
 

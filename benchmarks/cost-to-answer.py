@@ -42,8 +42,9 @@ from cryptbench.model.units import format_bytes, parse_percent
 from cryptbench.planning.quantities import DEFAULT_EQUIVALENCE
 from cryptbench.planning.request import RunRequest
 from cryptbench.planning.stopping_rule import DEFAULT_MAX_REPEATS, DEFAULT_MIN_REPEATS
-from cryptbench.stats.stopping import Controller, StoppingRule, questions
+from cryptbench.stats.stopping import StoppingRule, questions
 from cryptbench.store.database import Store, split_rounds
+from cryptbench.trial.allocator import Controller
 
 GOAL_BYTES = 0.25  # adaptive bytes at most this share of the fixed protocol's
 

@@ -38,12 +38,13 @@ from pathlib import Path
 from mutmut.stats import status_by_exit_code
 
 REPO = Path(__file__).resolve().parent.parent
-# The modules whose decisions a user acts on: the ranking, the statistics and the stopping
-# rule, the protection probes and the tamper probe, the diagnosis, and the warnings' rules
-# and words.
+# The modules whose decisions a user acts on: the ranking, the statistics, the stopping
+# rule and the allocator that applies it, the protection probes and the tamper probe, the
+# diagnosis, and the warnings' rules and words.
 DECIDING = (
     "stats/estimates.py",
     "stats/stopping.py",
+    "trial/allocator.py",
     "analysis/ranking.py",
     "analysis/diagnosis.py",
     "analysis/warning_rules.py",

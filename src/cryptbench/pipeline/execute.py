@@ -29,9 +29,9 @@ from cryptbench.pipeline.provision import provision_all, target_row
 from cryptbench.planning.plan import Plan, build_plan
 from cryptbench.planning.request import RunRequest
 from cryptbench.planning.suite import WorkloadSpec
-from cryptbench.stats.stopping import Controller
 from cryptbench.store.database import Store
 from cryptbench.trial import sizing
+from cryptbench.trial.allocator import Controller
 from cryptbench.trial.context import NullProgress, Progress, TrialContext
 from cryptbench.trial.runner import app_env
 from cryptbench.trial.schedule import Executor, Spend, interleave

@@ -1,6 +1,6 @@
 """`run --existing`: a user's own dm-crypt volume read through its mapping and on the device
 under it at the same offsets, O_DIRECT, fio --readonly, interleaved and repeated like any
-other comparison (trial/schedule.interleave, stats/stopping.Controller), each trial
+other comparison (trial/schedule.interleave, trial/allocator.Controller), each trial
 stored as any other. Nothing is provisioned and nothing is written to either device: fio
 refuses to write (--readonly) and every open here is O_RDONLY. The scratch space holds
 only the job files and the journal. The ratio is what decryption costs reads on this

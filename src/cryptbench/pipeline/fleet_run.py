@@ -43,8 +43,9 @@ from cryptbench.planning.questions import workload_questions, workload_seeds
 from cryptbench.planning.request import checked_seed
 from cryptbench.planning.stopping_rule import stopping_rule
 from cryptbench.planning.suite import Suite, WorkloadSpec, load_suite, primary_metric
-from cryptbench.stats.stopping import Controller, Question, StoppingRule
+from cryptbench.stats.stopping import Question, StoppingRule
 from cryptbench.store.database import Store, default_db_path
+from cryptbench.trial.allocator import Controller
 from cryptbench.trial.context import NullProgress, Progress
 from cryptbench.trial.schedule import Spend, interleave
 

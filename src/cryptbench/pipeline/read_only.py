@@ -21,9 +21,11 @@ from cryptbench.model.result import TargetInfo
 from cryptbench.model.stack import Stack
 from cryptbench.model.vocabulary import Medium
 from cryptbench.pipeline.execute import Executed, Stored, in_session
+from cryptbench.planning.questions import RankingGroups
 from cryptbench.planning.suite import Suite
-from cryptbench.stats.stopping import Controller, Question, RankingGroups, StoppingRule
+from cryptbench.stats.stopping import Question, StoppingRule
 from cryptbench.store.database import Store
+from cryptbench.trial.allocator import Controller
 from cryptbench.trial.context import Progress, TrialContext, TrialSpec
 from cryptbench.trial.runner import TrialJob, run_job
 from cryptbench.trial.schedule import OneAtATime, Spend, interleave

@@ -22,11 +22,11 @@ from cryptbench.model.vocabulary import Existing
 from cryptbench.planning.flag_trial import FlagSet, crypttab_entry, flag_sets, own_flags
 from cryptbench.planning.plan import DEFAULT_SUITE, IO_ENGINES
 from cryptbench.planning.quantities import run_quantities
-from cryptbench.planning.questions import workload_questions, workload_seeds
+from cryptbench.planning.questions import RankingGroups, workload_questions, workload_seeds
 from cryptbench.planning.request import RunRequest, checked_seed
 from cryptbench.planning.stopping_rule import stopping_rule
 from cryptbench.planning.suite import Suite, family, load_suite, primary_metric
-from cryptbench.stats.stopping import Question, RankingGroups, StoppingRule
+from cryptbench.stats.stopping import Question, StoppingRule
 from cryptbench.store.database import default_db_path
 
 # bytes of the volume a run reads (each trial a pass over it, or its trial time): large

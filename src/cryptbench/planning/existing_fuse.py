@@ -22,11 +22,11 @@ from cryptbench.model.vocabulary import Existing
 from cryptbench.planning.existing import DEFAULT_REGION, checked, stored_plan, suite_reads
 from cryptbench.planning.plan import DEFAULT_SUITE
 from cryptbench.planning.quantities import run_quantities
-from cryptbench.planning.questions import workload_questions, workload_seeds
+from cryptbench.planning.questions import RankingGroups, workload_questions, workload_seeds
 from cryptbench.planning.request import RunRequest, checked_seed
 from cryptbench.planning.stopping_rule import stopping_rule
 from cryptbench.planning.suite import Suite, family, load_suite, primary_metric
-from cryptbench.stats.stopping import Question, RankingGroups, StoppingRule
+from cryptbench.stats.stopping import Question, StoppingRule
 from cryptbench.store.database import default_db_path
 
 # files a trial reads at most: fio takes its files in one filename= of at most 4096

@@ -21,7 +21,7 @@ from cryptbench.model.stored_run import RunPlan
 from cryptbench.model.units import format_bytes, parse_size
 from cryptbench.model.vocabulary import Medium
 from cryptbench.planning.quantities import checked_size, run_quantities
-from cryptbench.planning.questions import ranking_groups, workload_questions, workload_seeds
+from cryptbench.planning.questions import RankingGroups, ranking_groups, workload_questions, workload_seeds
 from cryptbench.planning.request import RunRequest, checked_seed
 from cryptbench.planning.stopping_rule import default_max_bytes, stopping_rule
 from cryptbench.planning.suite import (
@@ -39,7 +39,7 @@ from cryptbench.planning.targets import (
     skipped_trials,
     states_and_fs,
 )
-from cryptbench.stats.stopping import Question, RankingGroups, StoppingRule
+from cryptbench.stats.stopping import Question, StoppingRule
 from cryptbench.store.database import default_db_path
 
 DEFAULT_SIZE = "64M"

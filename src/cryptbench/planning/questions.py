@@ -6,12 +6,23 @@ a fleet's targets are HOST/NAME."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from cryptbench.backends import REGISTRY
 from cryptbench.backends.base import TargetSpec
 from cryptbench.engines.metric_catalog import info
 from cryptbench.planning.suite import Workload, family, primary_metric
-from cryptbench.stats.stopping import Question, RankingGroups, questions
+from cryptbench.stats.stopping import Question, questions
+
+
+@dataclass(frozen=True)
+class RankingGroups:
+    """How the run's answer to "which costs least" is built: each encrypted target is
+    ranked against a plain target, over all workloads and over each kind of work."""
+
+    plain_of: dict[str, str]  # encrypted target -> the plain target of its medium (and host)
+    family_of: dict[str, str]  # workload -> its kind of work (suite.family)
+    higher_is_better: dict[str, bool | None]  # workload -> its primary metric's direction
 
 
 def workload_seeds(seed: int, workloads: Sequence[Workload]) -> dict[str, int]:

@@ -5,7 +5,7 @@ workload a block that runs every target once, in a random order. Targets are
 never run all-of-A-then-all-of-B, so slow drift of the machine (thermal
 throttling, an SSD's cache filling) spreads over all targets instead of
 masquerading as a difference between them. `--seed` reproduces the order.
-The controller (`stats/stopping.py`) says which targets the next round needs;
+The allocator (`trial/allocator.py`) says which targets the next round needs;
 budgets are checked before each block.
 """
 
@@ -22,16 +22,9 @@ from cryptbench.model.errors import TargetLost
 from cryptbench.model.json_types import JsonObject
 from cryptbench.model.units import format_duration
 from cryptbench.planning.suite import Workload, direction, family
-from cryptbench.stats.stopping import (
-    Controller,
-    Fit,
-    Rounds,
-    Samples,
-    StoppingRule,
-    StopReason,
-    fit_minimum_rounds,
-)
+from cryptbench.stats.stopping import Fit, Rounds, Samples, StoppingRule, StopReason, fit_minimum_rounds
 from cryptbench.store.database import Store, split_rounds
+from cryptbench.trial.allocator import Controller
 from cryptbench.trial.context import Progress, Sizing, Targets, TrialContext, TrialSpec
 from cryptbench.trial.runner import prepare, run_app_trial, run_trial
 

@@ -14,8 +14,9 @@ from cryptbench.analysis import ranking
 from cryptbench.model.ranking_section import RankEntry, RankingSection
 from cryptbench.model.result import Answer, Document, Result, TargetInfo
 from cryptbench.model.stored_run import RunPlan
+from cryptbench.planning.questions import RankingGroups
 from cryptbench.stats import estimates
-from cryptbench.stats.stopping import RankingGroups, contenders
+from cryptbench.trial.allocator import contenders
 from tests.support.bootstrap_oracle import exact_distribution, geometric_mean_of_ratios, quantile
 from tests.support.bootstrap_spy import spy_on_bootstrap
 from tests.support.paths import TESTS
@@ -784,7 +785,7 @@ def test_the_stopping_rule_weighs_contenders_on_the_intervals_the_ranking_prints
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A run gives its trials to the targets that can still change the ranking
-    (adaptive.contenders): it must judge them on the very intervals the report ranks by,
+    (trial/allocator.contenders): it must judge them on the very intervals the report ranks by,
     each resampled from the same samples with the same seed, overall and per kind of work."""
     drawn = spy_on_bootstrap(monkeypatch)
     swing = [1.0, 1.3, 0.8, 1.1, 0.9]  # unpaired (no rounds): every interval is bootstrapped

@@ -7,8 +7,9 @@ import itertools
 from pathlib import Path
 
 from cryptbench.planning.suite import load_suite
-from cryptbench.stats.stopping import Controller, StoppingRule, questions
+from cryptbench.stats.stopping import StoppingRule, questions
 from cryptbench.store.database import Store
+from cryptbench.trial.allocator import Controller
 from cryptbench.trial.context import TrialSpec
 from cryptbench.trial.schedule import Spend, interleave
 from tests.support.fake_executor import FakeExecutor
