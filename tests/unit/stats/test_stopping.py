@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from cryptbench.stats import estimates
 from cryptbench.stats.stopping import (
     Question,
-    Rounds,
-    Samples,
     StoppingRule,
     fit_minimum_rounds,
     interval,
     questions,
 )
+from tests.support.questions import halfwidth, one_question
 
 THROUGHPUT = ("throughput", True)
 
@@ -43,38 +41,27 @@ def test_a_target_that_is_nobodys_baseline_and_has_none_answers_for_itself() -> 
     assert q.baseline is None
 
 
-def _q(baseline: str | None = "plain") -> Question:
-    return Question("w", "enc", baseline, "throughput", True)
-
-
-def halfwidth(
-    q: Question, samples: Samples, seed: int, rounds: Rounds | None = None
-) -> tuple[float | None, int]:
-    r, n = interval(q, samples, seed, rounds)
-    return (None if r is None else estimates.halfwidth(r)), n
-
-
 def test_halfwidth_is_in_points_of_change() -> None:
     samples = {("w", "plain"): [100.0, 100.0, 100.0], ("w", "enc"): [50.0, 50.0, 50.0]}
-    assert halfwidth(_q(), samples, 1) == (0.0, 3)
+    assert halfwidth(one_question(), samples, 1) == (0.0, 3)
     samples[("w", "enc")] = [40.0, 50.0, 60.0]
-    hw, n = halfwidth(_q(), samples, 1)
+    hw, n = halfwidth(one_question(), samples, 1)
     assert n == 3 and hw == pytest.approx(0.10)  # the median ratio 0.50 reaches 0.40 and 0.60
-    assert halfwidth(_q(), {("w", "plain"): [1.0]}, 1) == (None, 0)
+    assert halfwidth(one_question(), {("w", "plain"): [1.0]}, 1) == (None, 0)
 
 
 def test_halfwidth_pairs_by_round_as_the_document_does() -> None:
     # The machine's speed swings from round to round; enc is half of plain in each.
     samples = {("w", "plain"): [100.0, 200.0, 50.0], ("w", "enc"): [50.0, 100.0, 25.0]}
     rounds = {("w", "plain"): [0, 1, 2], ("w", "enc"): [0, 1, 2]}
-    hw, n = halfwidth(_q(), samples, 1, rounds)
+    hw, n = halfwidth(one_question(), samples, 1, rounds)
     assert n == 3 and hw == pytest.approx(0.0, abs=1e-9)  # each round's ratio is 0.5
-    unpaired, _ = halfwidth(_q(), samples, 1)
+    unpaired, _ = halfwidth(one_question(), samples, 1)
     assert unpaired is not None and unpaired > 0.2
 
 
 def test_own_median_is_judged_relative_to_itself() -> None:
-    hw, _ = halfwidth(_q(None), {("w", "enc"): [90.0, 100.0, 110.0]}, 1)
+    hw, _ = halfwidth(one_question(None), {("w", "enc"): [90.0, 100.0, 110.0]}, 1)
     assert hw == pytest.approx(0.10)
 
 

@@ -20,7 +20,6 @@ from cryptbench.stats.stopping import (
     Samples,
     StoppingRule,
     StopReason,
-    interval,
     questions,
 )
 from cryptbench.store.database import Store
@@ -28,26 +27,16 @@ from cryptbench.trial.allocator import Controller, contenders
 from cryptbench.trial.context import TrialSpec
 from cryptbench.trial.schedule import Spend, interleave
 from tests.support.fake_executor import FakeExecutor
+from tests.support.questions import one_question
 
 THROUGHPUT = ("throughput", True)
-
-
-def _q(baseline: str | None = "plain") -> Question:
-    return Question("w", "enc", baseline, "throughput", True)
-
-
-def halfwidth(
-    q: Question, samples: Samples, seed: int, rounds: Rounds | None = None
-) -> tuple[float | None, int]:
-    r, n = interval(q, samples, seed, rounds)
-    return (None if r is None else estimates.halfwidth(r)), n
 
 
 def test_an_interval_within_the_equivalence_margin_is_answered_as_no_cost() -> None:
     # enc is plain give or take 1 %: its interval lies within ±3 % of no change, though at
     # ±2.5 % it is not within the ±2 % asked for.
     rule = StoppingRule(0.02, 3, 8, None, None, 0.03)
-    c = Controller(rule, [_q()], 1)
+    c = Controller(rule, [one_question()], 1)
     rounds = {("w", "plain"): [0, 1, 2], ("w", "enc"): [0, 1, 2]}
     samples = {("w", "plain"): [100.0, 200.0, 50.0], ("w", "enc"): [101.0, 198.5, 50.3]}
     c.review(3, samples, set(), rounds)
@@ -55,19 +44,19 @@ def test_an_interval_within_the_equivalence_margin_is_answered_as_no_cost() -> N
     assert a.stopped_by is StopReason.EQUIVALENT and a.equivalent
     assert a.halfwidth is not None and 0.02 < a.halfwidth < 0.03
     # without a margin the same interval is merely imprecise
-    c = Controller(StoppingRule(0.02, 3, 8, None, None), [_q()], 1)
+    c = Controller(StoppingRule(0.02, 3, 8, None, None), [one_question()], 1)
     c.review(3, samples, set(), rounds)
     assert c.answers[0].stopped_by is None
     # a 10 % cost measured as precisely is not equivalent to no cost
     slower = {("w", "plain"): [100.0, 200.0, 50.0], ("w", "enc"): [90.0, 180.0, 45.0]}
-    c = Controller(rule, [_q()], 1)
+    c = Controller(rule, [one_question()], 1)
     c.review(3, slower, set(), rounds)
     assert c.answers[0].stopped_by is StopReason.PRECISION and not c.answers[0].equivalent
 
 
 def test_an_interval_exactly_as_precise_as_asked_has_reached_it() -> None:
     # every trial alike: the interval is a point, its half-width 0, and a precision of 0 is met
-    c = Controller(StoppingRule(0.0, 3, 8, None, None), [_q()], 1)
+    c = Controller(StoppingRule(0.0, 3, 8, None, None), [one_question()], 1)
     rounds = {("w", "plain"): [0, 1, 2], ("w", "enc"): [0, 1, 2]}
     c.review(3, {("w", "plain"): [100.0] * 3, ("w", "enc"): [50.0] * 3}, set(), rounds)
     (a,) = c.answers
@@ -82,7 +71,7 @@ def _samples(enc: list[float]) -> dict[tuple[str, str], list[float]]:
 
 
 def test_a_precise_question_closes_at_min_repeats_not_before() -> None:
-    c = Controller(RULE, [_q()], 1)
+    c = Controller(RULE, [one_question()], 1)
     steady = [50.0, 50.5, 49.5]
     c.review(2, _samples(steady[:2]), set())
     assert not c.done  # below min_repeats even though already tight
@@ -93,7 +82,7 @@ def test_a_precise_question_closes_at_min_repeats_not_before() -> None:
 
 
 def test_a_noisy_question_runs_to_max_repeats() -> None:
-    c = Controller(RULE, [_q()], 1)
+    c = Controller(RULE, [one_question()], 1)
     noisy = [30.0, 70.0, 45.0, 60.0, 35.0, 65.0, 40.0, 55.0]
     for r in range(3, 8):
         c.review(r, _samples(noisy[:r]), set())
@@ -104,7 +93,7 @@ def test_a_noisy_question_runs_to_max_repeats() -> None:
 
 
 def test_fixed_rule_runs_exactly_n_rounds_however_precise() -> None:
-    c = Controller(StoppingRule(None, 4, 4, None, None), [_q()], 1)
+    c = Controller(StoppingRule(None, 4, 4, None, None), [one_question()], 1)
     c.review(3, _samples([50.0] * 3), set())
     assert not c.done
     c.review(4, _samples([50.0] * 4), set())
@@ -112,7 +101,7 @@ def test_fixed_rule_runs_exactly_n_rounds_however_precise() -> None:
 
 
 def test_a_lost_baseline_stops_its_questions() -> None:
-    c = Controller(RULE, [_q(), Question("w", "other", None, "throughput", True)], 1)
+    c = Controller(RULE, [one_question(), Question("w", "other", None, "throughput", True)], 1)
     c.review(1, _samples([50.0]), {"plain"})
     assert [a.stopped_by for a in c.answers] == [StopReason.TARGET_LOST, None]
     assert c.needed(1) is None  # the first min_repeats rounds run every target
@@ -120,7 +109,7 @@ def test_a_lost_baseline_stops_its_questions() -> None:
 
 
 def test_a_closed_answer_reopens_when_more_baseline_trials_widen_it() -> None:
-    c = Controller(RULE, [_q()], 1)
+    c = Controller(RULE, [one_question()], 1)
     c.review(3, _samples([50.0, 50.5, 49.5]), set())
     assert c.done
     # the baseline ran on for another question and turned out noisy
@@ -130,7 +119,7 @@ def test_a_closed_answer_reopens_when_more_baseline_trials_widen_it() -> None:
 
 
 def test_a_budget_stops_every_open_question_where_it_is() -> None:
-    c = Controller(RULE, [_q(), Question("v", "enc", "plain", "throughput", True)], 1)
+    c = Controller(RULE, [one_question(), Question("v", "enc", "plain", "throughput", True)], 1)
     c.review(3, {**_samples([50.0, 50.0, 50.0])}, set())
     c.exhaust(StopReason.MAX_BYTES, 3, _samples([50.0, 50.0, 50.0]), set())
     assert c.stopped_by is StopReason.MAX_BYTES
@@ -138,7 +127,7 @@ def test_a_budget_stops_every_open_question_where_it_is() -> None:
 
 
 def test_a_budget_does_not_take_the_blame_for_a_lost_target() -> None:
-    c = Controller(RULE, [_q(), Question("w", "other", "plain", "throughput", True)], 1)
+    c = Controller(RULE, [one_question(), Question("w", "other", "plain", "throughput", True)], 1)
     c.review(1, _samples([50.0]), set())
     c.exhaust(StopReason.MAX_TIME, 1, _samples([50.0]), {"other"})
     assert [a.stopped_by for a in c.answers] == [StopReason.MAX_TIME, StopReason.TARGET_LOST]
@@ -508,7 +497,7 @@ def test_remaining_trials_are_unknown_without_a_precision_an_interval_or_a_trial
 
 
 def test_a_question_after_a_lost_one_is_judged_on_its_new_trials() -> None:
-    c = Controller(RULE, [Question("w", "gone", "plain", "throughput", True), _q()], 1)
+    c = Controller(RULE, [Question("w", "gone", "plain", "throughput", True), one_question()], 1)
     noisy = {**_samples([30.0, 70.0, 45.0]), ("w", "gone"): [50.0]}
     c.review(3, noisy, {"gone"})
     assert [a.stopped_by for a in c.answers] == [StopReason.TARGET_LOST, None]
