@@ -229,7 +229,7 @@ class Growth:
 
 def grow(
     ctx: TrialContext,
-    asked_size: Sizing,
+    as_asked: Sizing,
     targets: Targets,
     asked: Asked,
     baselines: list[str],
@@ -239,7 +239,7 @@ def grow(
 ) -> tuple[Growth | None, list[str]]:
     """The data file's size (at most asked.limit bytes) and each workload's bytes a pass (a
     write workload's at most `write_cap`), from one buffered pass of each workload over
-    the file as asked (`asked_size`, already laid out on `baselines`, buffered targets); None when
+    the file as asked (`as_asked`, already laid out on `baselines`, buffered targets); None when
     nothing could be measured. Also what failed, in words."""
     rates: dict[str, float] = {}
     blocks: dict[str, int] = {}
@@ -249,7 +249,7 @@ def grow(
         progress.phase(f"sizing the data file for {w.name}")
         for name in baselines:
             target = targets[name]
-            sized = asked_size.calibration_size(w, False, 1, trial_time * MARGIN)
+            sized = as_asked.calibration_size(w, False, 1, trial_time * MARGIN)
             job = trial_job(ctx, w, target, sized, seeds[w.name], fio)
             try:
                 m = _measure_job(ctx, target, job, f"grow-{w.name}-{name}")
@@ -263,7 +263,7 @@ def grow(
         return None, failed
     align = max(1 << 20, *blocks.values())
     caps = {w.name: write_cap for w in workloads if w.is_write}
-    least = asked_size.file_bytes
+    least = as_asked.file_bytes
     size = grown_size(rates, trial_time, least, max(limit, least), align, caps)
     moved = moved_bytes(rates, blocks, trial_time, least, size, caps)
     sized_by = max(rates, key=lambda w: min(rates[w], caps.get(w, math.inf) / trial_time / MARGIN))
