@@ -105,7 +105,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     looped and throttled in its cryptbench-test-* directories, and each test of the next
     suite would then find them and fail. Recover them first, as `cryptbench cleanup`
     does: only runs whose lock no live process holds, so a suite running beside this
-    one keeps its own. The directories stay (a live suite's may hold no run yet);
+    one keeps its own; and remove its lab guests' directories, which no live suite
+    locks (kernel_lab.sweep_dead). The directories stay (a live suite's may hold no run yet);
     what was recovered is printed at the end. Only a session with integration tests
     recovers: the unit tests beside them (make test's lane 2, scripts/test_lanes.sh)
     and the integration tests marked `beside` provision nothing, and leave the other
@@ -120,6 +121,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     with tempfile.TemporaryDirectory() as no_registry:  # never the user's own runs
         for d in sorted(TEST_TARGET_BASE.glob(f"{TEST_DIR_PREFIX}*")):
             RECOVERED.extend(f"{d.name}: {m}" for m in recover_stale([d], Path(no_registry)))
+    RECOVERED.extend(
+        f"{n}: a lab guest's directory, its suite no longer alive" for n in kernel_lab.sweep_dead()
+    )
     if shutil.which("ip"):  # root, as checked above; unlike unavailable(), no probe namespace
         swept = fleet_hosts.sweep_dead()
         RECOVERED.extend(f"{n}: a fleet test's host, its session no longer alive" for n in swept)

@@ -18,6 +18,7 @@ by .ci/run) turns a lab that could not run, and a skip inside it, into a failure
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import json
 import os
@@ -29,6 +30,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -250,9 +253,10 @@ def vng_command(kernel: str, accel: str, shared: Path, disk: Path | None, comman
 _RUNNING: dict[int, set[subprocess.Popen[bytes]]] = {}
 
 
-def _run_vng(argv: list[str], log: Path, timeout: float) -> int | None:
+def _run_vng(argv: list[str], log: Path, timeout: float, lock: int | None = None) -> int | None:
     """Run vng in its own process group, its output to `log`, at NICE; None if it was
-    stopped at `timeout` or by stop()."""
+    stopped at `timeout` or by stop(). `lock`: the lab directory's locked descriptor, which
+    vng holds too, so that a guest outliving a suite killed outright keeps its directory."""
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             ["nice", "-n", str(NICE), *argv],
@@ -261,6 +265,7 @@ def _run_vng(argv: list[str], log: Path, timeout: float) -> int | None:
             stderr=subprocess.STDOUT,
             env=_env(),
             start_new_session=True,
+            pass_fds=() if lock is None else (lock,),
         )
         mine = _RUNNING.setdefault(threading.get_ident(), set())
         mine.add(proc)
@@ -444,8 +449,7 @@ def boot(nodeids: list[str], resident: bool = True, name: str = DEFAULT_KERNELS[
     kernel = lab_kernel(name)
     assert kernel is not None
     lab.kernel = kernel
-    scratch = Path(tempfile.mkdtemp(prefix="cryptbench-lab-", dir="/var/tmp"))
-    try:
+    with lab_directory() as (scratch, lock):
         start = time.monotonic()
         lab.accel, lab.accel_reason = choose_accel(kernel, scratch)
         disk = scratch / "disk.img"
@@ -455,7 +459,7 @@ def boot(nodeids: list[str], resident: bool = True, name: str = DEFAULT_KERNELS[
         script.write_text(guest_script(scratch, nodeids, resident, kernel, name))
         log = scratch / CONSOLE
         argv = vng_command(kernel, lab.accel, scratch, disk, f"sh {shlex.quote(str(script))}")
-        lab.returncode = _run_vng(argv, log, LAB_SECONDS)
+        lab.returncode = _run_vng(argv, log, LAB_SECONDS, lock)
         lab.seconds = time.monotonic() - start
         lab.console = log.read_text(errors="replace")
         lab.outcomes, lab.figures, lab.shared = read_results(scratch / RESULTS)
@@ -463,9 +467,51 @@ def boot(nodeids: list[str], resident: bool = True, name: str = DEFAULT_KERNELS[
         lab.unavailable = cannot_run(lab.console)
         if lab.returncode is None:
             lab.console += f"\n[stopped after {LAB_SECONDS:.0f} s]"
+    return lab
+
+
+LAB_BASE = Path("/var/tmp")  # not /tmp: the guest's own /tmp is a tmpfs of its own
+LAB_PREFIX = "cryptbench-lab-"
+LAB_LOCK = "lab.lock"  # flock()ed by the suite whose guest uses the directory, and by its vng
+# A directory younger than this may be one whose suite has not taken its lock yet.
+FRESH_SECONDS = 60.0
+
+
+@contextmanager
+def lab_directory(base: Path = LAB_BASE) -> Iterator[tuple[Path, int]]:
+    """A guest's directory (its disk image, script, console and results) and the
+    descriptor of its lock, held for as long as the guest uses it (by this suite, and by
+    vng through `_run_vng`), the directory removed after: a suite killed outright with no
+    guest left leaves it unlocked, and the next suite's `sweep_dead` removes it."""
+    scratch = Path(tempfile.mkdtemp(prefix=LAB_PREFIX, dir=base))
+    try:
+        with open(scratch / LAB_LOCK, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield scratch, lock.fileno()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return lab
+
+
+def sweep_dead(base: Path = LAB_BASE) -> list[str]:
+    """Remove the guests' directories under `base` that no live suite or guest holds (a
+    suite SIGKILLed, or stopped by a job's time limit, left them: a sparse disk image of
+    DISK_BYTES, the guest's logs); a directory another suite's guest uses is locked and
+    stays. Returns the names removed."""
+    removed = []
+    for d in sorted(base.glob(f"{LAB_PREFIX}*")):
+        try:
+            if d.is_symlink() or not d.is_dir() or time.time() - d.stat().st_mtime < FRESH_SECONDS:
+                continue
+            with open(d / LAB_LOCK, "a") as lock:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # a live suite's guest
+                shutil.rmtree(d)
+        except FileNotFoundError:
+            continue  # gone meanwhile: its own suite's teardown
+        removed.append(d.name)
+    return removed
 
 
 def cannot_run(console: str) -> str:

@@ -4,7 +4,10 @@ that died mid-line, and what the guest is told to run."""
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -252,3 +255,63 @@ def test_each_lab_kernel_is_looked_for_where_it_is_installed(
     newer.parent.mkdir(parents=True)
     newer.write_bytes(b"")
     assert kernel_lab.lab_kernel("6.12") == str(newer)
+
+
+def _aged(path: Path) -> Path:
+    old = path.stat().st_mtime - 2 * kernel_lab.FRESH_SECONDS
+    os.utime(path, (old, old))
+    return path
+
+
+def test_a_dead_suites_lab_directory_is_swept_and_a_live_ones_kept(tmp_path: Path) -> None:
+    """What a suite killed outright left (its guest's disk image, logs) goes at the next
+    suite's start; a directory another suite's guest uses is locked and stays, and so do a
+    directory too young to be locked yet and anything not the lab's."""
+    dead = tmp_path / f"{kernel_lab.LAB_PREFIX}dead"
+    dead.mkdir()
+    (dead / "disk.img").write_bytes(b"\0" * 512)
+    (dead / kernel_lab.LAB_LOCK).touch()  # its suite died: nobody holds it
+    before_locks = tmp_path / f"{kernel_lab.LAB_PREFIX}older"  # made before labs had a lock
+    before_locks.mkdir()
+    young = tmp_path / f"{kernel_lab.LAB_PREFIX}young"
+    young.mkdir()
+    other = tmp_path / "cryptbench-test-x"
+    other.mkdir()
+    for d in (dead, before_locks, other):
+        _aged(d)
+    with kernel_lab.lab_directory(tmp_path) as (live, lock):
+        _aged(live)
+        assert kernel_lab.sweep_dead(tmp_path) == [dead.name, before_locks.name]
+        assert live.is_dir() and young.is_dir() and other.is_dir()
+        assert not dead.exists() and not before_locks.exists()
+        assert os.fstat(lock).st_ino == (live / kernel_lab.LAB_LOCK).stat().st_ino
+    assert not live.exists()  # its own suite removes it when its guest is done
+    assert kernel_lab.sweep_dead(tmp_path) == []
+
+
+def test_a_guest_outliving_its_killed_suite_keeps_its_directory(tmp_path: Path) -> None:
+    """vng holds the lock's descriptor too (_run_vng's pass_fds): where a suite is killed
+    outright and its guest runs on, the directory stays locked, and no next suite sweeps
+    it from under the guest; once the guest is gone, the next sweep removes it."""
+    left = tmp_path / f"{kernel_lab.LAB_PREFIX}left"
+    left.mkdir()
+    with open(left / kernel_lab.LAB_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        vng = subprocess.Popen(["sleep", "60"], pass_fds=(lock.fileno(),))
+    _aged(left)  # a guest that has run a while
+    # the suite's own descriptor is closed, as a SIGKILL closes it; vng's holds the lock
+    try:
+        assert kernel_lab.sweep_dead(tmp_path) == [] and left.is_dir()
+    finally:
+        vng.kill()
+        vng.wait()
+    assert kernel_lab.sweep_dead(tmp_path) == [left.name] and not left.exists()
+
+
+def test_vng_is_given_the_lab_directorys_lock(tmp_path: Path) -> None:
+    """What the sweep relies on: the process _run_vng starts holds the lock's descriptor
+    (and without it, none of the suite's)."""
+    with kernel_lab.lab_directory(tmp_path) as (live, lock):
+        has_it = ["sh", "-c", f"test -e /proc/$$/fd/{lock}"]
+        assert kernel_lab._run_vng(has_it, live / "log", 30, lock) == 0
+        assert kernel_lab._run_vng(has_it, live / "log", 30) == 1
