@@ -147,7 +147,7 @@ def main() -> int:
                 seq = 0
                 for w in (w for w in suite.workloads if isinstance(w, WorkloadSpec)):
                     job = session.path(f"{w.name}.fio")
-                    sized = sizing.trial_size(w, direct_io, ctx.makes_new_file(w, target))
+                    sized = ctx.trial_size(sizing, w, target, direct_io)
                     job.write_text(render_job(w, job_options(ctx, target, args.seed, sized)))
                     direct: list[float] = []
                     for r in range(args.rounds):

@@ -1,6 +1,7 @@
 """What every part of a trial shares: the run's context (its session, store and sizes
 asked), what sizing decided (`Sizing`) and how much one fio trial does, decided from it in
-one place (`Sizing.trial_size`; calibration and layout ask for their own); a trial's place
+one place (`TrialContext.trial_size`, from `Sizing.trial_size`; calibration and layout ask
+for their own); a trial's place
 in the run, the targets, and progress."""
 
 from __future__ import annotations
@@ -77,6 +78,11 @@ class TrialContext:
 
     def makes_new_file(self, workload: Workload, target: Target) -> bool:
         return workload.is_write and self.writes_new_files(target)
+
+    def trial_size(self, sizing: Sizing, workload: WorkloadSpec, target: Target, direct: bool) -> TrialSize:
+        """A measured trial's size on `target`: what `sizing` decided, and whether this run
+        makes the trial write a new file."""
+        return sizing.trial_size(workload, direct, self.makes_new_file(workload, target))
 
 
 @dataclass(frozen=True)

@@ -246,7 +246,7 @@ def run_trial(
     workload_seed: int,
     fio: FioRunner = run_fio,
 ) -> bool:
-    """Run one trial, `sized` (Sizing.trial_size), and store it at once, failed or not.
+    """Run one trial, `sized` (TrialContext.trial_size), and store it at once, failed or not.
     Returns success.
 
     Raises TargetLost (after storing the failed trial) when the target's

@@ -133,8 +133,7 @@ class Executor(OneAtATime):
                 if isinstance(w, AppWorkload):
                     success = run_app_trial(self.ctx, spec, target, seed)
                 else:
-                    direct, new_file = self.direct[target.name], self.ctx.makes_new_file(w, target)
-                    sized = self.sizing.trial_size(w, direct, new_file)
+                    sized = self.ctx.trial_size(self.sizing, w, target, self.direct[target.name])
                     success = run_trial(self.ctx, spec, target, sized, seed)
             except TargetLost as e:
                 self.lost[spec.target] = str(e)

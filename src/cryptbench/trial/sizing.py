@@ -18,7 +18,7 @@ less over more passes. A workload's passes are the most any baseline needs, and 
 target makes them, so that its trials do its baseline's work.
 
 Several passes only with direct I/O, and never for a write that makes a new file
-(Sizing.trial_size). Buffered trials make one pass: instead, where the data file's
+(TrialContext.trial_size). Buffered trials make one pass: instead, where the data file's
 size is the tool's default (not --size, not a study's), it grows before it is laid out
 (`grow`), so that one buffered pass lasts the trial time on the baselines, up to the
 plan's limit (its share of the free space and of the byte budget); a workload slower
@@ -390,7 +390,7 @@ def grow_data_file(
     if growth is None:
         return as_asked
     ctx.store.add_note(ctx.run_id, growth.describe(ctx.size, asked.trial_time))
-    return Sizing(max(growth.size, ctx.size), moved=growth.moved)
+    return Sizing(growth.size, moved=growth.moved)  # grown_size: never below the size asked
 
 
 def size_trials(

@@ -86,7 +86,7 @@ def run_trial(
 ) -> bool:
     """runner.run_trial, its size decided as the Executor decides it (one pass, as asked, by default)."""
     assert isinstance(spec.workload, WorkloadSpec)
-    sized = sizing.trial_size(spec.workload, direct, ctx.makes_new_file(spec.workload, target))
+    sized = ctx.trial_size(sizing, spec.workload, target, direct)
     return runner.run_trial(ctx, spec, target, sized, seed, fio)
 
 

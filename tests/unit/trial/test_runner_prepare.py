@@ -52,7 +52,7 @@ def _ctx(session: Session, new_file: bool) -> TrialContext:
 
 
 def _sized(ctx: TrialContext, w: WorkloadSpec, target: Target) -> TrialSize:
-    return AS_ASKED.trial_size(w, False, ctx.makes_new_file(w, target))
+    return ctx.trial_size(AS_ASKED, w, target, False)
 
 
 def _spec(w: WorkloadSpec) -> TrialSpec:

@@ -82,15 +82,15 @@ def test_more_passes_need_direct_io_and_are_in_the_job() -> None:
 
 
 def test_a_trials_size_is_decided_in_one_place() -> None:
-    """Sizing.trial_size: the calibrated passes only where a second pass is honest, the file's
-    size, a slower workload's bytes a pass and the run's cap, in one record; whether a write
-    makes a new file is the run's (TrialContext.makes_new_file)."""
+    """TrialContext.trial_size: the calibrated passes only where a second pass is honest, the
+    file's size, a slower workload's bytes a pass and the run's cap (the Sizing's), and
+    whether a write makes a new file (the run's), in one record."""
     ctx = TrialContext(None, None, 1, SIZE, "psync", False)
     sized = Sizing(2 * SIZE, passes={"seq-read": 9, "seq-write": 5}, moved={"slow-read": SIZE}, time_cap=2.0)
     plain, image = SimpleNamespace(state=None), SimpleNamespace(state="fresh")
 
     def trial(w: WorkloadSpec, target: Any, direct: bool, run: TrialContext = ctx) -> TrialSize:
-        return sized.trial_size(w, direct, run.makes_new_file(w, target))
+        return run.trial_size(sized, w, target, direct)
 
     assert trial(SEQ_READ, plain, direct=True) == TrialSize(True, False, 9, 2 * SIZE, None, 2.0)
     assert trial(SEQ_READ, plain, direct=False).passes == 1  # the page cache
