@@ -10,6 +10,7 @@ import os
 import pytest
 
 from cryptbench.machine.resources import KEY_SPEC_USER_KEYRING, KEYCTL_SEARCH, EcryptfsKeys, from_json, keyctl
+from tests.support.leaks import TEST_KEY_PREFIX
 
 pytestmark = pytest.mark.integration
 
@@ -36,9 +37,11 @@ def _add_user_key(description: bytes, payload: bytes) -> int:
     os.uname().machine not in SYS_ADD_KEY, reason="add_key's number is known here for x86_64 and arm64"
 )
 def test_released_tokens_are_gone_from_the_keyring_and_releasing_again_does_nothing() -> None:
-    """A "user" key named like a token, in root's user keyring as ecryptfs-add-passphrase
-    puts them; released through the journal's JSON, as `cleanup` would after a SIGKILL."""
-    sig = os.urandom(8).hex()
+    """A "user" key, in root's user keyring as ecryptfs-add-passphrase puts tokens;
+    released through the journal's JSON, as `cleanup` would after a SIGKILL. Its name
+    says it is a test's (TEST_KEY_PREFIX): the unit tests beside (make test's lane 2)
+    check that keyring and must not count it as theirs."""
+    sig = TEST_KEY_PREFIX + os.urandom(8).hex()
     try:
         _add_user_key(sig.encode(), b"not a real token")
     except OSError as e:

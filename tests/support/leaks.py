@@ -24,6 +24,10 @@ from cryptbench.machine.throttle import BLKIO, CGROUP, THROTTLE_FILES
 FOUND_AT_START: list[str] = []  # machine-wide leftovers that recovery did not end
 TEST_TARGET_BASE = Path(os.environ.get("CRYPTBENCH_TEST_TARGET", "/var/tmp"))  # on a real disk
 TEST_DIR_PREFIX = "cryptbench-test-"  # each integration test's target directory, in TEST_TARGET_BASE
+# The description of a key an integration test adds to root's user keyring itself. That
+# keyring is one per UID, so make test's lane 2 sees lane 1's keys come and go; the unit
+# guard leaves these alone. What cryptbench adds (eCryptfs's hex signatures) never has it.
+TEST_KEY_PREFIX = "cryptbench-test-"
 # The running test's id while it is marked `beside` (tests/conftest.py keeps it): make
 # test's lane 2 runs such a test next to lane 1's targets, so it may ask for no target
 # directory, neither its own nor a shared run's, and no machine-wide leak check

@@ -4,7 +4,8 @@ test that needs the machine is an integration test (tests/integration, marked so
 
 What a suite running beside this one makes (make test's lane 1, scripts/test_lanes.sh: its
 targets under /var/tmp/cryptbench-test-*, its runs' secret directories, its fleet hosts'
-network namespaces) is not counted: only what this process could have made."""
+network namespaces, the keys its tests add to root's user keyring) is not counted: only
+what this process could have made."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from cryptbench.machine.system import mounts
 from cryptbench.measure import cache
 from tests.support.leaks import (
     TEST_DIR_PREFIX,
+    TEST_KEY_PREFIX,
     TEST_TARGET_BASE,
     UNPLACED,
     leak_checked_dir,
@@ -47,7 +49,7 @@ def _another_suite_s(path: str, ours: Path) -> bool:
 
 def machine(ours: Path) -> set[str]:
     """What a test could leave on the machine; `ours`: this session's tmp_path base."""
-    found = {f"key {k}" for k in user_keys()}
+    found = {f"key {k}" for k in user_keys() if not k.startswith(TEST_KEY_PREFIX)}
     found |= {f"mount {m.mountpoint}" for m in mounts() if not _another_suite_s(str(m.mountpoint), ours)}
     found |= {f"loop {d} -> {p}" for d, p in loop_backings().items() if not _another_suite_s(p, ours)}
     found |= {f"secret directory {d}" for d in secret_dirs_of() if f"-{os.getpid()}-" in d.name}
