@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import shutil
 import statistics
@@ -105,8 +106,11 @@ def _the_summary_csv_is_the_documents_comparisons(db: Path, doc: dict) -> None:
         ].itertuples()
         assert row.ratio == pytest.approx(c["ratio"], rel=1e-12)
         assert row.change_percent == pytest.approx((c["ratio"] - 1) * 100)  # the one convention
-        assert row.change_low == pytest.approx((c["ci_low"] - 1) * 100)
-        assert bool(row.significant) == (c["ci_high"] < 1 or c["ci_low"] > 1)
+        if c["ci_low"] is None:  # two trials that read one figure (stats/estimates.no_spread)
+            assert math.isnan(row.change_low) and not row.significant
+        else:
+            assert row.change_low == pytest.approx((c["ci_low"] - 1) * 100)
+            assert bool(row.significant) == (c["ci_high"] < 1 or c["ci_low"] > 1)
         assert row.target_trials == 2 and row.schema_version == doc["schema_version"]
 
 

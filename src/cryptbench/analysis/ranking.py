@@ -142,6 +142,8 @@ def _reason(
     if direct.ci_low is None or direct.ci_high is None:
         few = min(sides, key=lambda t: sides[t][1])
         k = sides[few][1]
+        if k > 1:  # stats/estimates.no_spread: what the trials read, not how many they were
+            return f"every round read the same figures, {k} or more trials each: no spread, so no interval"
         return f"{few} ran {k} trial{'s' if k != 1 else ''}: no interval"
     if direct.ci_low > 1:
         return f"faster than {best} held to it directly, slower against plain"

@@ -9,7 +9,8 @@ interval is symmetric about the estimate once both halves are rounded to the pri
 digits, else as `[lo, hi]`, so that no ± ever claims a reach the interval does not
 have. A figure whose interval excludes no change ends in SIGNIFICANT, a mark that
 survives NO_COLOR and pipes (colour only repeats it). A figure without an interval (a
-side with one trial) says so with NO_INTERVAL instead of looking like any other."""
+side with one trial, or trials that all read one figure) says so with NO_INTERVAL instead
+of looking like any other."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ def speed_change(c: Comparison | RankEntry) -> tuple[float, tuple[float, float] 
 
 
 SIGNIFICANT = "*"  # the 95 % interval excludes no change
-NO_INTERVAL = "n=1"  # a side ran one trial: there is no interval
+# A side ran one trial, or its trials all read one figure (stats/estimates.no_spread): the
+# interval is not known, whatever the number of trials ("n=1" said the first only).
+NO_INTERVAL = "±?"
 LEGEND = (
     "Change in speed against the baseline beside each target, % (negative: slower), and its 95% "
     f"interval (±h or [lo,hi]); {SIGNIFICANT}: it excludes no change; {NO_INTERVAL}: no interval."
@@ -60,7 +63,7 @@ def significant(interval: tuple[float, float] | None) -> bool:
 
 
 def change_cell(pct: float, interval: tuple[float, float] | None) -> str:
-    """'-76±2*', '-33 [-89,+316]', '-11 n=1': a change in percent for a table's cell."""
+    """'-76±2*', '-33 [-89,+316]', '-11 ±?': a change in percent for a table's cell."""
     if interval is None:
         return f"{percent(pct)} {NO_INTERVAL}"
     lo, hi = interval
@@ -71,11 +74,11 @@ def change_cell(pct: float, interval: tuple[float, float] | None) -> str:
 
 
 def change_words(pct: float, interval: tuple[float, float] | None, mark: bool = True) -> str:
-    """'-33% [-89, +316]', '-11% (n=1: no interval)': a change in percent for a sentence,
+    """'-33% [-89, +316]', '-11% (no interval)': a change in percent for a sentence,
     always with both ends of its interval; `mark`: SIGNIFICANT where it excludes no change
     (off where another test decides significance, as `compare`'s does)."""
     if interval is None:
-        return f"{percent(pct)}% ({NO_INTERVAL}: no interval)"
+        return f"{percent(pct)}% (no interval)"
     lo, hi = interval
     star = SIGNIFICANT if mark and significant(interval) else ""
     return f"{percent(pct)}% [{percent(lo)}, {percent(hi)}]{star}"

@@ -61,9 +61,7 @@ class CheckedCost:
                 "or never ran), so it cannot pass"
             )
         low, high = self.low, self.high
-        interval = (
-            " (one trial: no interval)" if low is None or high is None else f" [{low:+.0f}, {high:+.0f}]"
-        )
+        interval = " (no interval)" if low is None or high is None else f" [{low:+.0f}, {high:+.0f}]"
         text = f"{self.target} at {self.workload}: {self.change:+.0f}%{interval} against {self.baseline}"
         if self.passed:
             return text

@@ -426,7 +426,7 @@ def _legend(doc: Document, console: Console, metric: str | None, compact: bool) 
         f"[dim]{what}, 95% bootstrap over the trials; vs baseline/plain: the change in speed against "
         "the target's baseline (named beside it) and against plain, with its 95% interval (for a time, "
         f"speed is its inverse; {SIGNIFICANT}: the interval excludes no change, which red or green "
-        f"repeats; {NO_INTERVAL}: one trial, no interval).[/dim]"
+        f"repeats; {NO_INTERVAL}: no interval, from one trial or trials that all read one figure).[/dim]"
     )
     console.print()
 

@@ -50,7 +50,8 @@ def render(doc: Document) -> str:
         "",
         "Change is speed against the baseline: negative is slower (for latency and time, a higher "
         "figure). Intervals: 95 % bootstrap over the trials, or Student's t over rounds where the "
-        "trials pair; \\* where the interval excludes no change, n=1 where a side ran one trial.",
+        "trials pair; \\* where the interval excludes no change, ±? where there is none (a side ran "
+        "one trial, or its trials all read one figure).",
     ]
     fleet = doc.fleet
     if fleet and fleet.costs:

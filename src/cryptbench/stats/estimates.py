@@ -6,6 +6,13 @@ With n samples the interval of a median can never be narrower than what n
 samples support; with n < 2 there is no interval at all, and we say so rather
 than print one.
 
+Nor is there one where every value agrees to the last digit (no_spread): two
+rounds whose ratios come out equal, trials that all read one figure. That is a
+spread below what the figures resolve (fio's runtime is in milliseconds: a
+trial of 2 ms reads 1.5x one of 3 ms, every time), not a spread of zero; an
+interval of zero width there would call a quantum of the clock "beyond
+doubt". The stopping rule reads it as no interval yet, and runs on.
+
 A ratio of two targets whose trials ran in the same interleaved rounds is
 paired: each round's log-ratio cancels what the machine did to both in that
 round (its speed drifting, another tenant's load), and the interval is
@@ -73,6 +80,17 @@ def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+# A spread smaller than this fraction of the values is rounding in the arithmetic
+# (160/200 and 80/100 differ in their last bit as logarithms), never a measurement's.
+AGREE = 1e-9
+
+
+def no_spread(*samples: np.ndarray) -> bool:
+    """Every sample's values agree to the last digit: their spread is below what the
+    figures resolve, not zero, and none can be estimated from them (the module's doc)."""
+    return all(np.ptp(x) <= AGREE * np.max(np.abs(x)) for x in samples)
+
+
 def summarize(values: list[float], seed: int = 0) -> Summary:
     if not values:
         raise ValueError("no samples")
@@ -81,7 +99,7 @@ def summarize(values: list[float], seed: int = 0) -> Summary:
     mean = float(x.mean())
     sd = float(x.std(ddof=1)) if n > 1 else 0.0
     lo = hi = None
-    if n >= 2:
+    if n >= 2 and not no_spread(x):
         lo, hi = _bootstrap((x,), lambda a, axis: np.median(a, axis=axis), seed)
     return Summary(
         n=n,
@@ -100,7 +118,7 @@ def ratio(target: list[float], baseline: list[float], seed: int = 0) -> Ratio:
     a = np.asarray(target, dtype=float)
     b = np.asarray(baseline, dtype=float)
     point = float(np.median(a) / np.median(b))
-    if len(a) < 2 or len(b) < 2:
+    if len(a) < 2 or len(b) < 2 or no_spread(a, b):
         return Ratio(point, None, None)
     lo, hi = _bootstrap((a, b), lambda x, y, axis: np.median(x, axis=axis) / np.median(y, axis=axis), seed)
     return Ratio(point, lo, hi)
@@ -150,8 +168,8 @@ def paired_ratio(pairs: list[tuple[float, float]]) -> Ratio:
     point = float(np.exp(d.mean()))
     if len(d) < PAIRED_MIN_ROUNDS:
         return Ratio(point, None, None, PAIRED)
-    if np.ptp(d) == 0:
-        return Ratio(point, point, point, PAIRED)
+    if np.ptp(d) <= AGREE:  # every round's ratio the same: no spread to estimate (the module's doc)
+        return Ratio(point, None, None, PAIRED)
     lo, hi = _t_interval(float(d.mean()), float(d.var(ddof=1)) / len(d), len(d) - 1)
     return Ratio(point, lo, hi, PAIRED)
 
@@ -189,7 +207,7 @@ def geometric_mean_ratio(pairs: list[tuple[list[float], list[float]]], seed: int
         return np.exp(np.mean(logs, axis=0))
 
     point = float(statistic(*arrays))
-    if any(len(a) < 2 for a in arrays):
+    if any(len(a) < 2 for a in arrays) or no_spread(*arrays):
         return Ratio(point, None, None)
     lo, hi = _bootstrap(tuple(arrays), statistic, seed)
     return Ratio(point, lo, hi)
@@ -205,10 +223,10 @@ def paired_geometric_mean(workloads: list[list[tuple[float, float]]]) -> Ratio:
     point = float(np.exp(np.mean([d.mean() for d in logs])))
     if any(len(d) < PAIRED_MIN_ROUNDS for d in logs):
         return Ratio(point, None, None, PAIRED)
+    if all(np.ptp(d) <= AGREE for d in logs):  # no spread to estimate (the module's doc)
+        return Ratio(point, None, None, PAIRED)
     parts = [float(d.var(ddof=1)) / len(d) / k**2 for d in logs]  # each workload's share of the variance
     variance = sum(parts)
-    if variance == 0:
-        return Ratio(point, point, point, PAIRED)
     dof = variance**2 / sum(v**2 / (len(d) - 1) for v, d in zip(parts, logs, strict=True) if v)
     lo, hi = _t_interval(float(np.log(point)), variance, dof)
     return Ratio(point, lo, hi, PAIRED)

@@ -220,7 +220,8 @@ def interval(
         if len(a) < 2:
             return None, len(a)
         s = estimates.summarize(a, seed=estimates.figure_seed(run_seed, q.workload, q.target, q.metric))
-        assert s.ci_low is not None and s.ci_high is not None
+        if s.ci_low is None or s.ci_high is None:  # every trial read one figure: no spread yet
+            return None, len(a)
         # its own median as 1.00: the interval relative to it
         return estimates.Ratio(1.0, s.ci_low / s.median, s.ci_high / s.median), len(a)
     if not a or not samples.get((q.workload, q.baseline)):

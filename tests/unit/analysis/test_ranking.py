@@ -267,12 +267,19 @@ def _result(workload: str, target: str, samples: list[float]) -> Result:
     )
 
 
+def _alike(value: float, trials: int = 3) -> list[float]:
+    """`trials` figures whose median is `value`, a thousandth apart: a spread too small
+    to print (-20% [-20, -20]), yet one to build an interval from; trials that all read
+    one figure have none (stats/estimates.no_spread)."""
+    return [value * (1 + 0.001 * (i - (trials - 1) / 2)) for i in range(trials)]
+
+
 def _speeds(target: str, seq: float, rnd: float, p99: float, trials: int = 3) -> list[Result]:
     """A target's results: MB/s at the two fio workloads, and a p99 in seconds."""
     return [
-        _result(SEQ, target, [seq] * trials),
-        _result(RND, target, [rnd] * trials),
-        _result(APP, target, [p99] * trials),
+        _result(SEQ, target, _alike(seq, trials)),
+        _result(RND, target, _alike(rnd, trials)),
+        _result(APP, target, _alike(p99, trials)),
     ]
 
 
@@ -297,7 +304,7 @@ def _verdicts(entries: list[RankEntry]) -> list[tuple[str, float, str]]:
 def test_verdicts_worked_out_by_hand() -> None:
     # plain: 100 and 100 MB/s, p99 10 ms. a: 80 % of plain's speed everywhere (its p99
     # 12.5 ms is plain's 10 ms over 0.8). b: half plain's speed. c: a's very figures,
-    # so its one-point interval touches the cheapest's: tied, not costlier.
+    # so its interval, a thousandth of the trials' spread wide, holds the cheapest's: tied.
     (s,) = _section(
         [_target("plain"), _target("a"), _target("b"), _target("c")],
         [
@@ -310,9 +317,10 @@ def test_verdicts_worked_out_by_hand() -> None:
     assert s.plain == "plain" and s.workloads == [SEQ, RND, APP]
     assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("c", 0.8, "tied"), ("b", 0.5, "costlier")]
     best, tied = s.overall[0], s.overall[1]
-    assert best.ci_low == best.ci_high == pytest.approx(0.8) and tied.ci_high == best.ci_low
-    # held to a directly, c's interval is the one point 1.0: not faster than it, just too close
-    assert tied.vs_ci_low == 1.0 and tied.reason == "too close to tell apart at this run's precision"
+    assert (best.ci_low, best.ci_high) == (tied.ci_low, tied.ci_high) == pytest.approx((0.8, 0.8), abs=0.001)
+    # held to a directly, c's interval holds no change: not faster than it, just too close
+    assert tied.vs_ci_low < 1.0 < tied.vs_ci_high
+    assert tied.reason == "too close to tell apart at this run's precision"
     assert ranking.interval_of(best) == ""  # the cheapest is held to nothing
     assert [e.workloads for e in s.overall] == [3, 3, 3]
     assert [(f.family, f.workloads) for f in s.families] == [
@@ -424,8 +432,11 @@ def test_a_target_missing_a_workload_is_not_ranked_and_plain_missing_one_drops_i
 
 
 def _swinging(target: str, factor: float, rounds: list[int] | None) -> list[Result]:
-    """Speeds that swing 2x from round to round, `factor` of plain's in every round."""
-    swing = [1.0, 2.0, 0.5, 1.5]
+    """Speeds that swing 2x from round to round, `factor` of plain's in every round to a
+    thousandth, each target off it its own way (by the factor's digits), their geometric
+    mean `factor` still."""
+    e = 1.001 ** round(factor * 10 - 9)
+    swing = [s * w for s, w in zip([1.0, 2.0, 0.5, 1.5], [e, 1 / e, 1 / e, e], strict=True)]
     return [
         dataclasses.replace(_result(SEQ, target, [100 * s * factor for s in swing]), rounds=rounds),
         dataclasses.replace(_result(RND, target, [50 * s * factor for s in swing]), rounds=rounds),
@@ -435,21 +446,24 @@ def _swinging(target: str, factor: float, rounds: list[int] | None) -> list[Resu
 
 def test_trials_of_the_same_rounds_rank_paired() -> None:
     # a is 0.8 of plain in every round, b 0.7: paired by round, the swing cancels and each
-    # interval is its point, so b is costlier; without rounds the swing hides the gap.
+    # interval is that narrow, so b is costlier; without rounds the swing hides the gap.
     targets = [_target("plain"), _target("a"), _target("b")]
     rounds = [0, 1, 2, 3]
     results = [*_swinging("plain", 1.0, rounds), *_swinging("a", 0.8, rounds), *_swinging("b", 0.7, rounds)]
     (s,) = _section(targets, results)
     assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("b", 0.7, "costlier")]
     assert [(e.ci_low, e.ci_high) for e in s.overall] == [
-        pytest.approx((0.8, 0.8)),
-        pytest.approx((0.7, 0.7)),
+        pytest.approx((0.8, 0.8), abs=0.002),
+        pytest.approx((0.7, 0.7), abs=0.002),
     ]
     (seq,) = [w for w in s.per_workload if w.workload == SEQ]
     assert _verdicts(seq.entries) == [("a", 0.8, "cheapest"), ("b", 0.7, "costlier")]
     unpaired = [dataclasses.replace(r, rounds=None) for r in results]
-    (s,) = _section(targets, unpaired)
-    assert _verdicts(s.overall) == [("a", 0.8, "cheapest"), ("b", 0.7, "tied")]
+    (s,) = _section(targets, unpaired)  # the ratio of medians, off by the wobble
+    assert [(e.target, round(e.ratio, 2), e.verdict) for e in s.overall] == [
+        ("a", 0.8, "cheapest"),
+        ("b", 0.7, "tied"),
+    ]
 
 
 def test_targets_within_the_equivalence_margin_of_the_cheapest_are_equal_not_tied() -> None:
@@ -738,9 +752,9 @@ def test_one_kind_of_work_gets_no_by_kind_sentence() -> None:
     plan = {**PLAN, "workloads": [SEQ], "primary_metrics": {SEQ: "throughput"}}
     targets = [_target("plain"), _target("a"), _target("b")]
     results = [
-        _result(SEQ, "plain", [100.0] * 3),
-        _result(SEQ, "a", [80.0] * 3),
-        _result(SEQ, "b", [50.0] * 3),
+        _result(SEQ, "plain", _alike(100.0)),
+        _result(SEQ, "a", _alike(80.0)),
+        _result(SEQ, "b", _alike(50.0)),
     ]
     doc = dataclasses.replace(_document(targets, results), plan=RunPlan(plan))
     doc = dataclasses.replace(doc, ranking=ranking.build(doc))
@@ -806,3 +820,27 @@ def test_the_stopping_rule_weighs_contenders_on_the_intervals_the_ranking_prints
     samples = {(r.workload, r.target): r.samples for r in results}
     assert contenders(groups, samples, {}, doc.plan.seed) == {"a", "b"}
     assert drawn and set(drawn) <= printed
+
+
+def test_trials_that_all_read_one_figure_are_tied_for_want_of_an_interval_and_say_so() -> None:
+    """a 2 ms trial reads 1.5 times a 3 ms one, every round (fio's runtime is in ms): no
+    spread to estimate, so no interval, and b is not "costlier beyond doubt" but tied."""
+    targets = [_target("plain"), _target("a"), _target("b")]
+    results = [
+        *_speeds("plain", 100, 100, 0.010),
+        _result(SEQ, "a", [75.0, 75.0, 75.0]),
+        _result(SEQ, "b", [50.0, 50.0, 50.0]),
+        *_speeds("a", 0, 75, 0.0133)[1:],
+        *_speeds("b", 0, 50, 0.020)[1:],
+    ]
+    (s,) = _section(targets, results)
+    (seq,) = [w for w in s.per_workload if w.workload == SEQ]
+    assert [(e.target, e.verdict) for e in seq.entries] == [("a", "cheapest"), ("b", "tied")]
+    b = seq.entries[1]
+    assert (b.vs_ci_low, b.vs_ci_high) == (None, None) and b.vs_cheapest == pytest.approx(50 / 75)
+    assert b.reason == "every round read the same figures, 3 or more trials each: no spread, so no interval"
+    # one trial fewer is a different reason, said as before
+    results[4] = _result(SEQ, "b", [50.0])
+    (s,) = _section(targets, results)
+    (seq,) = [w for w in s.per_workload if w.workload == SEQ]
+    assert seq.entries[1].reason == "b ran 1 trial: no interval"

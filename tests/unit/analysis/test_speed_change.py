@@ -1,6 +1,6 @@
 """One way of reading every figure (docs/methodology.md, "Reading the figures"): a change
 in speed in percent, negative when slower, its interval as ±h only where symmetric and
-[lo, hi] where not, * where it excludes no change, n=1 where there is none. The
+[lo, hi] where not, * where it excludes no change, ±? where there is none. The
 formatter is tested on its own, then every renderer is held to it on every document
 recorded by a real run."""
 
@@ -36,7 +36,7 @@ def test_a_cell_uses_plus_minus_only_where_the_interval_is_symmetric() -> None:
     assert change_cell(-84.0, (-88.0, -79.0)) == "-84 [-88,-79]*"  # 4 below, 5 above
     assert change_cell(5.0, (-3.0, 13.0)) == "+5±8"  # symmetric, not significant: no mark
     assert change_cell(12.0, (2.0, 22.0)) == "+12±10*"  # faster, significantly
-    assert change_cell(-11.0, None) == "-11 n=1"
+    assert change_cell(-11.0, None) == "-11 ±?"
     assert symmetric(10.0, 5.4, 14.6) and not symmetric(10.0, 5.4, 15.6)
 
 
@@ -44,7 +44,7 @@ def test_a_sentence_always_gives_both_ends() -> None:
     assert change_words(-33.0, (-89.0, 316.0)) == "-33% [-89, +316]"
     assert change_words(-96.2, (-97.1, -95.3)) == "-96% [-97, -95]*"
     assert change_words(-96.2, (-97.1, -95.3), mark=False) == "-96% [-97, -95]"
-    assert change_words(-11.0, None) == "-11% (n=1: no interval)"
+    assert change_words(-11.0, None) == "-11% (no interval)"
 
 
 def test_beyond_a_hundredfold_only_the_order_of_magnitude_prints() -> None:

@@ -70,8 +70,7 @@ def test_interval_wording_tells_clear_from_borderline() -> None:
 def test_a_figure_without_an_interval_never_says_its_interval_reaches() -> None:
     f = check.CheckedCost("t", "b", "w", -40.0, None, None, False)
     assert f.words(-30) == (
-        "t at w: -40% (one trial: no interval) against b — past the -30% bound, with no interval"
-        " to say how clearly"
+        "t at w: -40% (no interval) against b — past the -30% bound, with no interval to say how clearly"
     )
 
 

@@ -5,6 +5,7 @@ this VM's (throttle-none wrote 279 MB/s unthrottled, `cryptbench selftest`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import cast
 
@@ -62,6 +63,12 @@ def test_a_check_passes_when_its_interval_reaches_the_range() -> None:
     assert not check(0.8, 0.899).passed and not check(1.101, 1.2).passed
     assert not check(0.95, 1.05, unreachable="too slow").passed
     assert not Check("x", 1.0, None, None, 1.0, 0.9, 1.1, "ratio").passed
+    # trials that all read one figure (a throttle's rate to the byte): that figure is held
+    # to the range; one trial is held to nothing
+    alike = Check("x", 1.0, None, None, 1.0, 0.9, 1.1, "ratio", trials=3)
+    assert alike.passed and not replace(alike, trials=1).passed
+    assert not replace(alike, measured=1.2).passed and not replace(alike, measured=0.89).passed
+    assert replace(alike, measured=1.1).passed and replace(alike, measured=0.9).passed
 
 
 def test_the_ci_machines_write_passes_once_its_flush_is_counted() -> None:

@@ -21,8 +21,8 @@ NAMES = [
     "fleet-three-hosts",
     "write-series-images",
 ]
-# a change with its interval as ±h or [lo,hi], marked * where significant; n=1 without one
-CHANGE = r"[+-]\d+(±\d+|\s\[[+-]\d+,[+-]\d+\])\*?|[+-]\d+\sn=1"
+# a change with its interval as ±h or [lo,hi], marked * where significant; ±? without one
+CHANGE = r"[+-]\d+(±\d+|\s\[[+-]\d+,[+-]\d+\])\*?|[+-]\d+\s±\?"
 CELL = re.compile(rf"^({CHANGE}|\d+(\.\d)?|failed|-)$")
 CELLS = re.compile(rf"{CHANGE}|\d+(\.\d)?|failed|-")
 

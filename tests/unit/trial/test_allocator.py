@@ -27,7 +27,7 @@ from cryptbench.trial.allocator import Controller, contenders
 from cryptbench.trial.context import TrialSpec
 from cryptbench.trial.schedule import Spend, interleave
 from tests.support.fake_executor import FakeExecutor
-from tests.support.questions import one_question
+from tests.support.questions import halfwidth, one_question
 
 THROUGHPUT = ("throughput", True)
 
@@ -48,19 +48,31 @@ def test_an_interval_within_the_equivalence_margin_is_answered_as_no_cost() -> N
     c.review(3, samples, set(), rounds)
     assert c.answers[0].stopped_by is None
     # a 10 % cost measured as precisely is not equivalent to no cost
-    slower = {("w", "plain"): [100.0, 200.0, 50.0], ("w", "enc"): [90.0, 180.0, 45.0]}
+    slower = {("w", "plain"): [100.0, 200.0, 50.0], ("w", "enc"): [90.0, 180.18, 44.96]}
     c = Controller(rule, [one_question()], 1)
     c.review(3, slower, set(), rounds)
     assert c.answers[0].stopped_by is StopReason.PRECISION and not c.answers[0].equivalent
 
 
 def test_an_interval_exactly_as_precise_as_asked_has_reached_it() -> None:
-    # every trial alike: the interval is a point, its half-width 0, and a precision of 0 is met
-    c = Controller(StoppingRule(0.0, 3, 8, None, None), [one_question()], 1)
+    rounds = {("w", "plain"): [0, 1, 2], ("w", "enc"): [0, 1, 2]}
+    samples = {("w", "plain"): [100.0] * 3, ("w", "enc"): [50.0, 50.2, 49.8]}
+    reached, _ = halfwidth(one_question(), samples, 1, rounds)
+    assert reached is not None and 0 < reached < 0.05
+    c = Controller(StoppingRule(reached, 3, 8, None, None), [one_question()], 1)
+    c.review(3, samples, set(), rounds)
+    (a,) = c.answers
+    assert a.halfwidth == reached and a.stopped_by is StopReason.PRECISION
+
+
+def test_trials_that_all_read_one_figure_have_not_reached_any_precision() -> None:
+    """Their spread is below what the figures resolve (stats/estimates.no_spread): no
+    interval yet, so the question stays open however loose the precision asked."""
+    c = Controller(StoppingRule(0.5, 3, 8, None, None), [one_question(), one_question(None)], 1)
     rounds = {("w", "plain"): [0, 1, 2], ("w", "enc"): [0, 1, 2]}
     c.review(3, {("w", "plain"): [100.0] * 3, ("w", "enc"): [50.0] * 3}, set(), rounds)
-    (a,) = c.answers
-    assert a.halfwidth == 0.0 and a.stopped_by is StopReason.PRECISION
+    assert [(a.halfwidth, a.stopped_by) for a in c.answers] == [(None, None)] * 2
+    assert not c.done
 
 
 RULE = StoppingRule(0.05, 3, 8, None, None)
@@ -120,8 +132,8 @@ def test_a_closed_answer_reopens_when_more_baseline_trials_widen_it() -> None:
 
 def test_a_budget_stops_every_open_question_where_it_is() -> None:
     c = Controller(RULE, [one_question(), Question("v", "enc", "plain", "throughput", True)], 1)
-    c.review(3, {**_samples([50.0, 50.0, 50.0])}, set())
-    c.exhaust(StopReason.MAX_BYTES, 3, _samples([50.0, 50.0, 50.0]), set())
+    c.review(3, {**_samples([50.0, 50.2, 49.8])}, set())
+    c.exhaust(StopReason.MAX_BYTES, 3, _samples([50.0, 50.2, 49.8]), set())
     assert c.stopped_by is StopReason.MAX_BYTES
     assert [a.stopped_by for a in c.answers] == [StopReason.PRECISION, StopReason.MAX_BYTES]
 
@@ -291,11 +303,11 @@ R3 = [0, 1, 2]
 
 
 def _ranked_samples(b: list[float]) -> tuple[Samples, Rounds]:
-    # a is 0.8 of plain in each round, c 0.5: both intervals are points
+    # a is 0.8 of plain in each round to a thousandth, c 0.5: both intervals are narrow
     samples = {
         ("w", "plain"): [100.0, 200.0, 50.0],
-        ("w", "a"): [80.0, 160.0, 40.0],
-        ("w", "c"): [50.0, 100.0, 25.0],
+        ("w", "a"): [80.0, 160.16, 39.96],
+        ("w", "c"): [50.0, 99.9, 25.025],
     }
     samples[("w", "b")] = b
     return samples, {key: R3 for key in samples}
@@ -305,9 +317,9 @@ def test_the_cheapest_and_those_tied_with_it_contend_the_costlier_do_not() -> No
     # b wanders around 0.8 of plain: its interval reaches a's; c's lies far below
     assert contenders(GROUPS, *_ranked_samples([70.0, 180.0, 38.0]), 1) == {"a", "b"}
     # b measured at 0.6 in every round: a is cheapest and alone; nobody contends
-    assert contenders(GROUPS, *_ranked_samples([60.0, 120.0, 30.0]), 1) == set()
+    assert contenders(GROUPS, *_ranked_samples([60.0, 119.88, 30.03]), 1) == set()
     # b ran two rounds, both with plain: they pair, and b is clearly costlier
-    samples, rounds = _ranked_samples([60.0, 120.0])
+    samples, rounds = _ranked_samples([60.0, 119.88])
     rounds[("w", "b")] = [0, 1]
     assert contenders(GROUPS, samples, rounds, 1) == set()
     # b's second trial ran in a round without plain: b is ranked unpaired, as the report
@@ -321,17 +333,17 @@ def test_the_cheapest_and_those_tied_with_it_contend_the_costlier_do_not() -> No
 
 def test_a_target_contends_by_its_direct_comparison_with_the_cheapest() -> None:
     # a wanders between 0.7 and 0.9 of plain, and b is 0.95 of a in every round: their
-    # intervals against plain overlap widely, but held to a directly b is a point at 0.95,
-    # costlier. Nobody contends.
+    # intervals against plain overlap widely, but held to a directly b is 0.95 of it to a
+    # thousandth: costlier. Nobody contends.
     samples = {
         ("w", "plain"): [100.0, 200.0, 50.0],
         ("w", "a"): [80.0, 180.0, 35.0],
-        ("w", "b"): [76.0, 171.0, 33.25],
+        ("w", "b"): [76.0, 171.2, 33.2],
         ("w", "c"): [50.0, 100.0, 25.0],
     }
     rounds = {key: R3 for key in samples}
     a = estimates.paired_ratio([(80.0, 100.0), (180.0, 200.0), (35.0, 50.0)])
-    b = estimates.paired_ratio([(76.0, 100.0), (171.0, 200.0), (33.25, 50.0)])
+    b = estimates.paired_ratio([(76.0, 100.0), (171.2, 200.0), (33.2, 50.0)])
     assert a.ci_low is not None and b.ci_high is not None and b.ci_high >= a.ci_low
     assert contenders(GROUPS, samples, rounds, 1) == set()
     # b swinging about a round by round: the direct comparison cannot tell them apart
@@ -401,9 +413,9 @@ def test_where_lower_is_better_the_cheapest_is_the_quickest() -> None:
     b contend; read as speeds, c would be the cheapest, alone."""
     times = {
         ("w", "plain"): [100.0, 200.0, 50.0],
-        ("w", "a"): [125.0, 250.0, 62.5],
+        ("w", "a"): [125.0, 250.25, 62.45],
         ("w", "b"): [1e4 / 70, 2e4 / 90, 5e3 / 38],  # b wanders about a
-        ("w", "c"): [200.0, 400.0, 100.0],
+        ("w", "c"): [200.0, 399.6, 100.1],
     }
     assert contenders(LATENCY, times, {key: R3 for key in times}, 1) == {"a", "b"}  # paired
     steady = {  # unpaired (no rounds): plain steady, so the intervals stay narrow
@@ -427,13 +439,13 @@ def test_a_tie_within_one_kind_of_work_keeps_both_contending() -> None:
     )
     samples = {
         ("s", "plain"): [100.0, 200.0, 50.0],
-        ("s", "a"): [90.0, 180.0, 45.0],
-        ("s", "b"): [50.0, 100.0, 25.0],
-        ("s", "c"): [30.0, 60.0, 15.0],  # c is costlier in each kind: decided
+        ("s", "a"): [90.0, 180.18, 44.96],
+        ("s", "b"): [50.0, 99.9, 25.03],
+        ("s", "c"): [30.0, 60.06, 14.98],  # c is costlier in each kind: decided
         ("r", "plain"): [100.0, 200.0, 50.0],
-        ("r", "a"): [80.0, 160.0, 40.0],
+        ("r", "a"): [80.0, 160.16, 39.96],
         ("r", "b"): [70.0, 180.0, 38.0],
-        ("r", "c"): [30.0, 60.0, 15.0],
+        ("r", "c"): [30.0, 59.94, 15.02],
     }
     rounds = {key: R3 for key in samples}
     assert contenders(groups, samples, rounds, 1) == {"a", "b"}
@@ -488,8 +500,8 @@ def test_remaining_trials_are_unknown_without_a_precision_an_interval_or_a_trial
     assert c.remaining(a) == 9.0
     a.samples = 1  # one trial of the target, the interval paired with a baseline's many
     assert c.remaining(a) == 3.0
-    for halfwidth, samples in ((None, 3), (0.1, 0)):
-        a.halfwidth, a.samples = halfwidth, samples
+    for reached, samples in ((None, 3), (0.1, 0)):
+        a.halfwidth, a.samples = reached, samples
         assert c.remaining(a) == math.inf
     fixed = Controller(StoppingRule(None, 3, 3, None, None), [a.question], 1)
     fixed.answers[0].halfwidth, fixed.answers[0].samples = 0.1, 3
