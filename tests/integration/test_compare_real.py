@@ -94,7 +94,18 @@ def test_compare_two_real_runs(target_dir: Path, tmp_path: Path) -> None:
     forced = cli("compare", str(a["run_id"]), str(c["run_id"]), "--db", str(db_a), "--force", "--json")
     assert forced.returncode == 0, forced.stderr
     data = json.loads(forced.stdout)
-    assert data["forced"] and {r["test"] for r in data["rows"]} == {"intervals"}  # 4 against 2 trials
+    assert data["forced"]
+    # 4 against 2 trials: too few for Mann-Whitney, so the two intervals are compared; where
+    # both trials of a side read one figure (4 MiB from the page cache lasts a few ms, and
+    # fio's runtime is in ms), that side has no interval and there is no test
+    alike = {
+        (r["workload"], r["target"])
+        for doc in (a, c)
+        for r in doc["results"]
+        if r["metric"] == "throughput" and len(set(r["samples"])) == 1
+    }
+    for r in data["rows"]:
+        assert r["test"] == ("none" if (r["workload"], r["target"]) in alike else "intervals"), r
 
     # history over the same store: both runs, each target's median as the documents have it.
     hist = cli(
