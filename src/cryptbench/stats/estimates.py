@@ -91,6 +91,12 @@ def no_spread(*samples: np.ndarray) -> bool:
     return all(np.ptp(x) <= AGREE * np.max(np.abs(x)) for x in samples)
 
 
+def _logs_agree(*log_ratios: np.ndarray) -> bool:
+    """no_spread for log-ratios: their difference already is a fraction, and they lie
+    about 0, where a share of their own size would be no tolerance at all."""
+    return all(np.ptp(d) <= AGREE for d in log_ratios)
+
+
 def summarize(values: list[float], seed: int = 0) -> Summary:
     if not values:
         raise ValueError("no samples")
@@ -168,7 +174,7 @@ def paired_ratio(pairs: list[tuple[float, float]]) -> Ratio:
     point = float(np.exp(d.mean()))
     if len(d) < PAIRED_MIN_ROUNDS:
         return Ratio(point, None, None, PAIRED)
-    if np.ptp(d) <= AGREE:  # every round's ratio the same: no spread to estimate (the module's doc)
+    if _logs_agree(d):  # every round's ratio the same: no spread to estimate
         return Ratio(point, None, None, PAIRED)
     lo, hi = _t_interval(float(d.mean()), float(d.var(ddof=1)) / len(d), len(d) - 1)
     return Ratio(point, lo, hi, PAIRED)
@@ -223,7 +229,7 @@ def paired_geometric_mean(workloads: list[list[tuple[float, float]]]) -> Ratio:
     point = float(np.exp(np.mean([d.mean() for d in logs])))
     if any(len(d) < PAIRED_MIN_ROUNDS for d in logs):
         return Ratio(point, None, None, PAIRED)
-    if all(np.ptp(d) <= AGREE for d in logs):  # no spread to estimate (the module's doc)
+    if _logs_agree(*logs):
         return Ratio(point, None, None, PAIRED)
     parts = [float(d.var(ddof=1)) / len(d) / k**2 for d in logs]  # each workload's share of the variance
     variance = sum(parts)

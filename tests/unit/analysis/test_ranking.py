@@ -830,8 +830,8 @@ def test_trials_that_all_read_one_figure_are_tied_for_want_of_an_interval_and_sa
         *_speeds("plain", 100, 100, 0.010),
         _result(SEQ, "a", [75.0, 75.0, 75.0]),
         _result(SEQ, "b", [50.0, 50.0, 50.0]),
-        *_speeds("a", 0, 75, 0.0133)[1:],
-        *_speeds("b", 0, 50, 0.020)[1:],
+        *(_result(w, "a", _alike(v)) for w, v in ((RND, 75.0), (APP, 0.0133))),
+        *(_result(w, "b", _alike(v)) for w, v in ((RND, 50.0), (APP, 0.020))),
     ]
     (s,) = _section(targets, results)
     (seq,) = [w for w in s.per_workload if w.workload == SEQ]
